@@ -1,0 +1,52 @@
+# infomark: the two commands a newcomer types are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+STAMP_RT := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench soak clean help
+
+help:
+	@echo "make demo   - install and run the scripted gatekeeper demo"
+	@echo "make test   - install with dev extras; lint, type-check and run the suite"
+	@echo "make lint   - ruff check + ruff format --check"
+	@echo "make bench  - run the benchmarks (numbers for docs/performance.md)"
+	@echo "make soak   - long reliability suite (docs/reliability.md)"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP_RT): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@ $(STAMP_RT)
+
+demo: $(STAMP_RT)
+	$(VENV)/bin/infomark demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check infomark tests bench
+	$(VENV)/bin/ruff format --check infomark tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy infomark
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+soak: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow -p no:cacheprovider
+	$(PY) -m bench.soak
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .infomark build *.egg-info

@@ -1,0 +1,1 @@
+"""The command-line interface (click + rich), loaded only off the hook path."""

@@ -1,0 +1,142 @@
+"""Gate commands: authorize, approve, finish, gate, kernel validate|render, demo."""
+
+from __future__ import annotations
+
+import click
+
+from infomark.cli.app import (
+    EXIT_ASK,
+    EXIT_DENY,
+    EXIT_VERIFY,
+    CliExit,
+    common,
+    emit_json,
+    open_gk,
+    opts,
+    read_input,
+)
+from infomark.cli.commands_ledger import parse_input_json
+
+__all__ = ["register"]
+
+
+@click.command()
+@click.option("--tool", required=True, help="Tool name (Bash, Edit, write, …).")
+@click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
+@click.option("--profile", type=click.Choice(["ledger", "strict", "observe"]), default=None)
+@common
+def authorize(tool: str, input_json: str, profile: str | None) -> None:
+    """May this call run? Exit 0 allow, 3 deny, 4 ask."""
+    from infomark.ledger.calls import ToolCall
+
+    data = parse_input_json(input_json)
+    with open_gk(profile) as gk:
+        decision = gk.authorize(ToolCall(tool=tool, input=data))
+    if opts()["json"]:
+        emit_json(decision.to_dict())
+    else:
+        click.echo(f"{decision.decision.value}: {decision.reason}")
+    if decision.decision.value == "deny":
+        raise CliExit(EXIT_DENY)
+    if decision.decision.value == "ask":
+        raise CliExit(EXIT_ASK)
+
+
+@click.command()
+@click.option("--note", default="", help="Why it is approved (journaled).")
+@common
+def approve(note: str) -> None:
+    """Record the operator's G4 approval of the plan."""
+    with open_gk() as gk:
+        gk.approve(by="operator", note=note)
+        gate = gk.gate()
+    if opts()["json"]:
+        emit_json({"approved": True, "gate": gate.position})
+    else:
+        click.echo(f"approved (gate {gate.position})")
+
+
+@click.command()
+@click.argument("source", required=False)
+@common
+def finish(source: str | None) -> None:
+    """May the agent finish with this final text (FILE or -)? Exit 0 allowed, 3 refused."""
+    text = read_input(source) if source is not None else ""
+    with open_gk() as gk:
+        result = gk.can_finish(text)
+    if opts()["json"]:
+        emit_json(result.to_dict())
+    else:
+        click.echo(("allowed: " if result.allow else "refused: ") + result.reason)
+    if not result.allow:
+        raise CliExit(EXIT_DENY)
+
+
+@click.command()
+@common
+def gate() -> None:
+    """The session's gate position, lawful moves and loop budget."""
+    with open_gk() as gk:
+        view = gk.gate()
+    if opts()["json"]:
+        emit_json(view.to_dict())
+    else:
+        click.echo(
+            f"{view.position} ({view.profile} profile); "
+            f"moves: {', '.join(view.allowed_moves) or '-'}; "
+            f"loop budget {view.budget_used}/{view.loop_budget}"
+        )
+
+
+@click.group()
+def kernel() -> None:
+    """The process law: validate the gate graph, render the agent protocol."""
+
+
+@kernel.command("validate")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
+def kernel_validate(as_json: bool) -> None:
+    """Check the gate graph against every kernel rule (exit 1 on a violation)."""
+    from infomark.kernel.graph import DEFAULT_GRAPH, render_graph_text
+    from infomark.kernel.validate import validate_graph
+
+    issues = validate_graph(DEFAULT_GRAPH)
+    if as_json:
+        emit_json(
+            {"ok": not issues, "issues": [{"code": i.code, "message": i.message} for i in issues]}
+        )
+    else:
+        click.echo(render_graph_text(DEFAULT_GRAPH))
+        click.echo(
+            "graph OK" if not issues else "\n".join(f"{i.code}: {i.message}" for i in issues)
+        )
+    if issues:
+        raise CliExit(EXIT_VERIFY)
+
+
+@kernel.command("render")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
+def kernel_render(as_json: bool) -> None:
+    """Print the agent-facing protocol (paste into CLAUDE.md / AGENTS.md) and its sha256."""
+    from infomark.kernel.protocol import protocol_sha256, render_protocol
+
+    text = render_protocol()
+    if as_json:
+        emit_json({"text": text, "sha256": protocol_sha256(), "bytes": len(text.encode())})
+        return
+    click.echo(text)
+    click.echo(f"<!-- infomark protocol sha256:{protocol_sha256()} -->")
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the demo's temp project and print its path.")
+def demo(keep: bool) -> None:
+    """Walk a scripted agent through the gates on a real temp project."""
+    from infomark.cli.demo import run_demo
+
+    run_demo(keep=keep)
+
+
+def register(group: click.Group) -> None:
+    for cmd in (authorize, approve, finish, gate, kernel, demo):
+        group.add_command(cmd)

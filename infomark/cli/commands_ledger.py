@@ -1,0 +1,178 @@
+"""Ledger commands: init, ingest, record, audit, verify-bundle, events."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from infomark.cli.app import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts, read_input
+
+__all__ = ["register"]
+
+
+@click.command()
+@common
+def init() -> None:
+    """Create the ledger home: key (0600), service token (0600), journal."""
+    from infomark.ledger.init import init_home
+
+    info = init_home(opts()["home"])
+    if opts()["json"]:
+        emit_json(info)
+    else:
+        click.echo(f"initialised {info['home']} (key id {info['key_id']})")
+
+
+@click.command()
+@click.argument("source", required=False)
+@common
+def ingest(source: str | None) -> None:
+    """Ingest assistant text (FILE or - for stdin): ledgers, stamps, divergences, gate lines."""
+    text = read_input(source)
+    with open_gk() as gk:
+        report = gk.ingest(text)
+    if opts()["json"]:
+        emit_json(report.to_dict())
+        return
+    from infomark.cli.render import print_ingest
+
+    print_ingest(report.to_dict())
+
+
+@click.command()
+@click.option("--tool", required=True, help="Tool name (bash, read, …).")
+@click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
+@click.option("--exit-code", type=int, default=None, help="Exit status, for commands.")
+@click.option("--error", default=None, help="The tool's error text, if it failed.")
+@click.option("--tool-call-id", default=None)
+@click.option("--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--duration-ms", type=float, default=None)
+@common
+def record(
+    tool: str,
+    input_json: str,
+    exit_code: int | None,
+    error: str | None,
+    tool_call_id: str | None,
+    output_file: Path | None,
+    duration_ms: float | None,
+) -> None:
+    """Record a tool result as signed evidence (output from --output-file or stdin)."""
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+
+    data = parse_input_json(input_json)
+    if output_file is not None:
+        try:
+            output = output_file.read_bytes()
+        except OSError as exc:
+            raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from None
+    else:
+        output = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
+    with open_gk() as gk:
+        ev = gk.record(
+            ToolCall(tool=tool, input=data, tool_call_id=tool_call_id),
+            ToolOutcome(output=output, exit_code=exit_code, error=error, duration_ms=duration_ms),
+        )
+    out = {
+        "evidence_ref": ev.ref,
+        "tool": ev.tool,
+        "evidence_class": ev.evidence_class.value,
+        "outcome": ev.outcome.value,
+        "eligible_for": list(ev.eligible_for),
+        "output_digest": ev.output_digest,
+    }
+    if opts()["json"]:
+        emit_json(out)
+    else:
+        click.echo(ev.tag)
+
+
+def parse_input_json(text: str) -> dict[str, object]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(
+            f"not JSON: {exc.msg} at column {exc.colno}", param_hint="--input"
+        ) from None
+    if not isinstance(data, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--input")
+    return data
+
+
+@click.command()
+@click.option("--verify/--no-verify", default=False, help="Verify the hash chain, MACs and blobs.")
+@click.option(
+    "--export",
+    "export",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a signed, self-contained bundle to FILE.",
+)
+@common
+def audit(verify: bool, export: Path | None) -> None:
+    """Each claim's rank and why; --verify exits 1 naming the first bad event."""
+    with open_gk() as gk:
+        report = gk.audit(verify=verify or export is not None)
+        if export is not None:
+            from infomark.ledger.bundle import export_bundle
+
+            export_bundle(gk.store, export, report.to_dict())
+    data = report.to_dict()
+    if opts()["json"]:
+        emit_json(data)
+    else:
+        from infomark.cli.render import print_audit
+
+        print_audit(data)
+        if export is not None:
+            click.echo(f"bundle written to {export}")
+    if report.verified is False:
+        first = report.first_problem or {}
+        click.echo(
+            f"verification FAILED at seq {first.get('seq')}: {first.get('message')}", err=True
+        )
+        raise CliExit(EXIT_VERIFY)
+
+
+@click.command("verify-bundle")
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--public-key", default=None, help="Expected Ed25519 public key (hex) to pin.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
+def verify_bundle_cmd(bundle: Path, public_key: str | None, as_json: bool) -> None:
+    """Check an exported bundle anywhere, without the home or the HMAC key."""
+    from infomark.ledger.bundle import verify_bundle
+
+    result = verify_bundle(bundle, expected_public_key=public_key)
+    if as_json:
+        emit_json(result)
+    elif result["ok"]:
+        click.echo(
+            f"bundle OK: session {result['session']}, {result['events']} events, "
+            f"signed by {result['public_key'][:16]}…"
+        )
+    else:
+        click.echo(f"bundle INVALID: {'; '.join(result['problems'])}", err=True)
+    if not result["ok"]:
+        raise CliExit(EXIT_VERIFY)
+
+
+@click.command()
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they arrive.")
+@click.option("--after", type=int, default=0, help="Start after this seq.")
+@click.option("--all-sessions", is_flag=True, help="Events of every session.")
+@common
+def events(follow: bool, after: int, all_sessions: bool) -> None:
+    """The journal as JSON lines: {session, seq, type, payload, timestamp, hash}."""
+    from infomark.ledger.follow import follow_events
+
+    with open_gk() as gk:
+        for row in follow_events(gk.store, after=after, follow=follow, all_sessions=all_sessions):
+            click.echo(json.dumps(row.public(), ensure_ascii=False))
+
+
+def register(group: click.Group) -> None:
+    for cmd in (init, ingest, record, audit, verify_bundle_cmd, events):
+        group.add_command(cmd)

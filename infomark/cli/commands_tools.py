@@ -1,0 +1,102 @@
+"""Integration commands: install, mcp-proxy, serve, state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from infomark.cli.app import common, emit_json, open_gk, opts
+
+__all__ = ["register"]
+
+
+@click.group()
+def install() -> None:
+    """Install infomark into an agent host."""
+
+
+@install.command("claude-code")
+@click.option("--scope", type=click.Choice(["project", "user"]), default="project")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Project directory (for --scope project).",
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Pin the ledger home in the hook command (default: <project>/.infomark).",
+)
+@click.option(
+    "--http",
+    "http_url",
+    default=None,
+    help="Use an http hook to a running `infomark serve` (e.g. http://127.0.0.1:8765).",
+)
+@click.option("--uninstall", is_flag=True, help="Remove only infomark's hook entries.")
+def install_claude_code_cmd(
+    scope: str, root: Path, home: Path | None, http_url: str | None, uninstall: bool
+) -> None:
+    """Merge infomark's hooks into .claude/settings.json (idempotent, keeps other hooks)."""
+    from infomark.tools.install import install_claude_code, uninstall_claude_code
+
+    if uninstall:
+        path = uninstall_claude_code(scope=scope, root=root)
+        click.echo(f"removed infomark hooks from {path}")
+        return
+    path = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
+    click.echo(f"installed infomark hooks into {path}")
+    if http_url:
+        click.echo("export INFOMARK_TOKEN=$(cat .infomark/token) before starting claude")
+
+
+@click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
+@click.option("--profile", type=click.Choice(["ledger", "strict", "observe"]), default=None)
+@click.argument("server_cmd", nargs=-1, type=click.UNPROCESSED, required=True)
+@common
+def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
+    """Gate a downstream MCP server: infomark mcp-proxy -- <server command> [args…]."""
+    from infomark.tools.mcp_proxy import run_proxy
+
+    session = opts()["session"] if opts()["session_given"] else "mcp"
+    code = run_proxy(
+        list(server_cmd), home=opts()["home"], session=session, profile=profile, root=Path.cwd()
+    )
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=int)
+@common
+def serve(host: str, port: int) -> None:
+    """Run the HTTP service (bearer token from <home>/token)."""
+    from infomark.tools.serve import serve as run_serve
+
+    run_serve(opts()["home"], host=host, port=port)
+
+
+@click.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the document to FILE (e.g. state.json).")
+@common
+def state(out: Path | None) -> None:
+    """The session's state document: packs, working memory, metrics, ledger, gate."""
+    import json
+
+    with open_gk() as gk:
+        doc = gk.state_document()
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if out is not None:
+        out.write_text(text + "\n", "utf-8")
+    if opts()["json"] or out is None:
+        emit_json(doc)
+
+
+def register(group: click.Group) -> None:
+    for cmd in (install, mcp_proxy, serve, state):
+        group.add_command(cmd)

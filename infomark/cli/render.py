@@ -1,0 +1,85 @@
+"""Human output with rich: audit tables and ingest summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["console", "print_audit", "print_ingest"]
+
+console = Console(highlight=False)
+
+_STYLE = {
+    "Exact": "bold green",
+    "Inferred": "green",
+    "Hypothetical": "yellow",
+    "Guess": "magenta",
+    "Unknown": "red",
+}
+
+
+def _rank(status: str) -> str:
+    return f"[{_STYLE.get(status, 'white')}]{escape(status)}[/]"
+
+
+def print_audit(data: dict[str, Any]) -> None:
+    table = Table(title=f"infomark audit: session {escape(data['session'])}")
+    for col in ("id", "rank", "stamp", "falsifier", "history"):
+        table.add_column(col, overflow="fold")
+    for c in data["claims"]:
+        stamp = c["evidence_ref"] or "-"
+        if c.get("undeclared_oracle"):
+            stamp += " (undeclared_oracle)"
+        if c.get("stale"):
+            stamp += " (stale)"
+        hist = " → ".join(f"{h['status']}({h['cause']})" for h in c["history"][-4:])
+        table.add_row(
+            escape(c["id"]), _rank(c["status"]), stamp, escape(c.get("falsifier") or "-"), hist
+        )
+    console.print(table)
+    prem = ", ".join(
+        f"{p['id']}={p['status']}" + ("" if p["grounded"] else " ✗") for p in data["premises"]
+    )
+    console.print(
+        f"premises: {escape(prem) or '-'}   grounded: {data['grounded']}   gate: {data['gate']}"
+    )
+    if data["open_questions"]:
+        console.print("open questions: " + escape(", ".join(data["open_questions"])))
+    if data["bypasses"]:
+        console.print(f"[bold red]bypassed decisions: {len(data['bypasses'])}[/]")
+        for b in data["bypasses"]:
+            console.print(f"  seq {b['seq']}: {escape(b['tool'])} ({b['tool_class']}) via {b['env']}=1")
+    if data["verified"] is not None:
+        verdict = "[green]verified[/]" if data["verified"] else "[bold red]FAILED[/]"
+        console.print(f"journal: {data['events']} events, {verdict} (key id {data['key_id']})")
+        for p in data["problems"][:10]:
+            console.print(f"  seq {p['seq']}: {p['code']}: {escape(p['message'])}")
+
+
+def print_ingest(data: dict[str, Any]) -> None:
+    if data["ledger_updated"]:
+        console.print(
+            "ledger updated: " + escape(", ".join(f"{c['id']}={c['status']}" for c in data["claims"]))
+        )
+    for cid in data["demoted"]:
+        console.print(f"[yellow]demoted[/] {escape(cid)}: self-declared rank without a runtime stamp")
+    for s in data["stamps_applied"]:
+        console.print(f"[green]stamped[/] {escape(s['claim_id'])} → {s['status']} ({s['evidence_ref']})")
+    for s in data["stamps_rejected"]:
+        console.print(
+            f"[red]rejected[/] {escape(str(s['claim_id']))}: {s['reason']}: "
+            f"{escape(s.get('message', ''))}"
+        )
+    for i in data["invalidated"]:
+        console.print(f"[red]revoked[/] {escape(i['claim_id'])}: {i['cause']}")
+    for d in data["diagnostics"]:
+        console.print(
+            f"line {d['line']}, column {d['column']}: {d.get('severity', 'error')}: "
+            f"{escape(d['message'])}"
+        )
+    for m in data.get("gate_moves", []):
+        verdict = "moved" if m["ok"] else "refused"
+        console.print(f"gate {verdict}: {m['from']} → {m['to']}: {escape(m['reason'])}")

@@ -1,0 +1,404 @@
+"""The facade: one session's gatekeeper over a ledger home.
+
+``Gatekeeper.open(home, session)`` is all an integration needs: ``ingest`` the
+agent's text, ``authorize`` each tool call, ``record`` each result, ask
+``can_finish`` before the agent stops, ``audit`` at any time. Every decision is a
+journal event. Standard library at import; parser and pydantic load lazily.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infomark.gates.authorize import BYPASS_ENV, authorize_call
+from infomark.gates.classify import classify_tool
+from infomark.gates.config import PROFILES, Config, load_config
+from infomark.gates.decision import Decision, FinishDecision
+from infomark.gates.finalize import decide_finish
+from infomark.gates.machine import derived_position, loop_budget, plan_move
+from infomark.kernel.errors import UserError
+from infomark.kernel.graph import DEFAULT_GRAPH
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json, digest
+from infomark.ledger.engine import Ledger
+from infomark.ledger.evidence import Evidence
+from infomark.ledger.journal import EventRow
+from infomark.ledger.report import IngestReport
+from infomark.ledger.semantics import LedgerRules
+from infomark.ledger.state import SessionState
+
+if TYPE_CHECKING:
+    from infomark.ledger.audit import AuditReport
+
+__all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("INFOMARK_HOME") or ".infomark")
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerView:
+    """A read-only view of the session's ledger."""
+
+    session: str
+    claims: tuple[dict[str, Any], ...]
+    premises: tuple[str, ...]
+    open_questions: tuple[str, ...]
+    ungrounded: tuple[tuple[str, str], ...]
+    grounded: bool
+    gate: str
+    has_ledger: bool
+
+    def claim(self, claim_id: str) -> dict[str, Any] | None:
+        return next((c for c in self.claims if c["id"] == claim_id), None)
+
+    def status(self, claim_id: str) -> str | None:
+        c = self.claim(claim_id)
+        return None if c is None else str(c["status"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "claims": list(self.claims),
+            "premises": list(self.premises),
+            "open_questions": list(self.open_questions),
+            "ungrounded": [{"id": i, "status": s} for i, s in self.ungrounded],
+            "grounded": self.grounded,
+            "gate": self.gate,
+            "has_ledger": self.has_ledger,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GateView:
+    position: str
+    allowed_moves: tuple[str, ...]
+    loop_budget: int
+    budget_used: int
+    profile: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "allowed_moves": list(self.allowed_moves),
+            "loop_budget": self.loop_budget,
+            "budget_used": self.budget_used,
+            "profile": self.profile,
+        }
+
+
+class Gatekeeper:
+    """The gatekeeper of one agent session."""
+
+    def __init__(self, ledger: Ledger, config: Config) -> None:
+        self._ledger = ledger
+        self.config = config
+
+    @classmethod
+    def open(
+        cls,
+        home: Path | str | None = None,
+        session: str = "default",
+        *,
+        root: Path | str | None = None,
+        config: Config | None = None,
+        profile: str | None = None,
+    ) -> Gatekeeper:
+        """Open (creating if needed) the ledger home and one session in it."""
+        home_p = Path(home) if home is not None else default_home()
+        root_p = Path(root) if root is not None else Path.cwd()
+        home_p.mkdir(parents=True, exist_ok=True)
+        cfg = config or load_config(root_p, home_p)
+        if profile is not None:
+            if profile not in PROFILES:
+                raise UserError(f"unknown profile {profile!r}; use ledger, strict or observe")
+            cfg = replace(cfg, profile=profile)
+        if not session or len(session) > 200:
+            raise UserError("a session id must be 1 to 200 characters")
+        ledger = Ledger(
+            home_p,
+            cfg.session_prefix + session,
+            rules=LedgerRules(
+                require_declared_oracle=cfg.require_declared_oracle,
+                reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
+            ),
+            root=root_p,
+            evidence_overrides=cfg.evidence_classes,
+        )
+        return cls(ledger, cfg)
+
+    # -- plumbing -----------------------------------------------------------------------
+    @property
+    def session(self) -> str:
+        return self._ledger.session
+
+    @property
+    def home(self) -> Path:
+        return self._ledger.home
+
+    @property
+    def store(self) -> Ledger:
+        """The underlying ledger engine (journal, key, projection)."""
+        return self._ledger
+
+    @property
+    def state(self) -> SessionState:
+        return self._ledger.refresh()
+
+    def close(self) -> None:
+        self._ledger.close()
+
+    def __enter__(self) -> Gatekeeper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _track(self, *, finished: bool = False) -> None:
+        """Ledger/observe profiles: move the position to what runtime evidence implies."""
+        if self.config.profile == "strict":
+            return
+        state = self._ledger.state
+        target = derived_position(state, finished=finished)
+        if target != state.gate:
+            self._ledger.emit(
+                "gate_moved",
+                {"from": state.gate, "to": target, "kind": "auto", "by": "runtime", "guard": ""},
+            )
+
+    def _apply_gate_moves(self, report: IngestReport) -> None:
+        moves = report.gate_moves
+        report.gate_moves = []
+        for move in moves:
+            result = plan_move(self._ledger.state, str(move["gate"]), self.config)
+            self._ledger.emit("gate_moved" if result.ok else "gate_refused", result.payload("agent"))
+            report.gate_moves.append(
+                {"from": result.src, "to": result.dst, "ok": result.ok, "reason": result.reason}
+            )
+
+    # -- the API -------------------------------------------------------------------------
+    def ingest(
+        self,
+        text: str,
+        *,
+        source: str = "assistant",
+        cursor: tuple[str, int] | None = None,
+        dedupe: bool = False,
+    ) -> IngestReport:
+        """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines."""
+        with self._ledger.transaction():
+            report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe)
+            if report.gate_moves:
+                self._apply_gate_moves(report)
+            if not report.skipped:
+                self._track()
+        return report
+
+    def classify(
+        self, call: ToolCall, tool_class: str | None = None
+    ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """``(class, families, reasons)`` of a call; a declared class wins."""
+        if tool_class is not None:
+            return tool_class, (), (f"declared class {tool_class}",)
+        c = classify_tool(
+            call.tool,
+            call.input,
+            overrides=self.config.tools or None,
+            mcp_annotations=call.annotations,
+        )
+        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
+
+    def authorize(
+        self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
+    ) -> Decision:
+        """allow / deny / ask for one call. Never raises for a denial; journals the decision."""
+        cls_, families, why = self.classify(call, tool_class)
+        if bypass is None:
+            bypass = os.environ.get(BYPASS_ENV) == "1"
+        self._ledger.check_artifacts()
+        with self._ledger.transaction():
+            decision = authorize_call(
+                self._ledger.state,
+                tool=call.tool,
+                tool_class=cls_,
+                families=families,
+                why=why,
+                config=self.config,
+                bypass=bypass,
+            )
+            seq = self._ledger.journal.last_seq(self.session) + 1
+            did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
+            decision = decision.with_id(did)
+            payload = decision.to_dict()
+            payload["tool_call_id"] = call.tool_call_id
+            payload["input_digest"] = _input_digest(call)
+            self._ledger.emit("decision", payload)
+            if decision.bypass:
+                self._ledger.emit(
+                    "bypass",
+                    {
+                        "decision_id": did,
+                        "tool": call.tool,
+                        "tool_class": cls_,
+                        "ungrounded": payload["ungrounded"],
+                        "env": BYPASS_ENV,
+                    },
+                )
+            extra = self._after_decision(call, decision)
+            if extra:
+                decision = decision.with_reason(decision.reason + "\n" + extra)
+        return decision
+
+    def record(
+        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+    ) -> Evidence:
+        """Record a tool result as signed evidence; returns it with its ref and tag."""
+        cls_, _, _ = self.classify(call, tool_class)
+        with self._ledger.transaction():
+            evidence = self._ledger.record(call, outcome, tool_class=cls_)
+            self._track()
+        return evidence
+
+    def can_finish(self, final_text: str = "") -> FinishDecision:
+        """May the agent stop now? Refusals are capped so an agent is never trapped."""
+        if final_text:
+            self.ingest(final_text, source="final", dedupe=True)
+        self._ledger.check_artifacts()
+        with self._ledger.transaction():
+            result = decide_finish(self._ledger.state, final_text, self.config)
+            result = self._before_finalize(final_text, result)
+            self._ledger.emit("finish_decision", result.to_dict())
+            if result.cap_reached:
+                self._ledger.emit("finish_cap_reached", {"cap": self.config.finish_refusal_cap})
+            if result.allow:
+                self._track(finished=True)
+        return result
+
+    def approve(self, *, by: str = "operator", note: str = "") -> None:
+        """Record the G4 approval (the strict profile needs it before G6)."""
+        with self._ledger.transaction():
+            self._ledger.emit("approval", {"by": by, "note": note, "gate": self._ledger.state.gate})
+
+    def new_turn(self, prompt: str | None = None) -> None:
+        """Mark the start of a user turn (resets the finish-refusal count)."""
+        with self._ledger.transaction():
+            d = hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16] if prompt else None
+            self._ledger.emit("turn_started", {"prompt_digest": d})
+
+    def move(self, gate: str) -> dict[str, Any]:
+        """Request a gate move as the agent would with a ``gate:`` line."""
+        report = IngestReport(gate_moves=[{"gate": gate, "line": 0}])
+        with self._ledger.transaction():
+            self._apply_gate_moves(report)
+        return report.gate_moves[0]
+
+    def ledger(self) -> LedgerView:
+        from infomark.ledger.audit import claim_rows
+
+        state = self._ledger.refresh()
+        return LedgerView(
+            session=self.session,
+            claims=tuple(claim_rows(state)),
+            premises=tuple(state.premises),
+            open_questions=tuple(state.open_questions),
+            ungrounded=tuple(state.ungrounded_premises()),
+            grounded=state.has_ledger and state.premises_grounded(),
+            gate=state.gate,
+            has_ledger=state.has_ledger,
+        )
+
+    def gate(self) -> GateView:
+        state = self._ledger.refresh()
+        pos = state.gate
+        is_gate = pos in DEFAULT_GRAPH.gate_ids
+        return GateView(
+            position=pos,
+            allowed_moves=DEFAULT_GRAPH.allowed_moves(pos) if is_gate else (),
+            loop_budget=loop_budget(pos, self.config) if is_gate else 0,
+            budget_used=state.gate_budget_used.get(pos, 0),
+            profile=self.config.profile,
+        )
+
+    def audit(self, verify: bool = True) -> AuditReport:
+        from infomark.ledger.audit import build_audit
+
+        self._ledger.check_artifacts()
+        return build_audit(self._ledger, verify=verify)
+
+    def events(self, *, after: int = 0) -> Iterator[EventRow]:
+        return self._ledger.journal.events(self.session, after=after)
+
+    def evidence(self, ref: str) -> Evidence | None:
+        return self._ledger.evidence(ref)
+
+    # -- the policy layer's channels --------------------------------------------------------
+    def store_cursor(self, name: str, value: int) -> None:
+        self._ledger.move_cursor(name, value)
+
+    def on_prompt(self, prompt: str) -> str:
+        """A new user prompt: start a turn; return context text for the next model call."""
+        self.new_turn(prompt)
+        return ""
+
+    def host_report(
+        self,
+        *,
+        tokens_used: int | None = None,
+        context_window: int | None = None,
+        compacted: bool = False,
+    ) -> None:
+        """Usage and compaction as the host reports them (feeds the policy layer)."""
+        return None
+
+    def context_view(self, budget: int = 1200) -> str:
+        """What goes into the next model call: active packs, working memory, ledger summary."""
+        return ""
+
+    def state_document(self) -> dict[str, Any]:
+        """The session's state (seed 000's state.json): ledger, gate, metrics, policy state."""
+        state = self._ledger.refresh()
+        return {
+            "session": self.session,
+            "seq": state.seq,
+            "turn": state.turn,
+            "gate": self.gate().to_dict(),
+            "ledger": self.ledger().to_dict(),
+            "turn_metrics": dict(state.metrics),
+            "policy": dict(state.policy),
+        }
+
+    def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str:
+        """Instruction text to deliver with this tool result (the policy layer's channel)."""
+        return ""
+
+    def _after_decision(self, call: ToolCall, decision: Decision) -> str:
+        return ""
+
+    def _before_finalize(self, final_text: str, result: FinishDecision) -> FinishDecision:
+        return result
+
+    # -- wrapping executors -----------------------------------------------------------------
+    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
+        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
+        from infomark.tools.executor import wrap_executor
+
+        return wrap_executor(self, executor)
+
+    def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
+        """Decorate a plain function as a gated tool with a declared class."""
+        from infomark.tools.executor import gated_tool
+
+        return gated_tool(self, name=name, tool_class=tool_class)
+
+
+def _input_digest(call: ToolCall) -> str:
+    try:
+        return digest(canonical_json(dict(call.input)))
+    except (TypeError, ValueError):
+        return digest(repr(call.input).encode("utf-8", "replace"))

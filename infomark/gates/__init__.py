@@ -1,0 +1,1 @@
+"""Classification, decisions, the gate machine and policies. May import ledger and kernel."""

@@ -1,0 +1,117 @@
+"""Configuration: ``infomark.toml`` or ``[tool.infomark]`` in ``pyproject.toml``.
+
+The file is validated with pydantic (:mod:`infomark.gates.config_model`) the first
+time it is seen; the validated form is cached in ``<home>/config.cache.json`` keyed
+by the file's sha256, so the hook path reads it with ``tomllib``/``json`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.errors import ConfigError
+
+__all__ = ["PROFILES", "Config", "find_config_file", "load_config"]
+
+PROFILES = ("ledger", "strict", "observe")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Validated settings, as plain data (hot path)."""
+
+    profile: str = "ledger"
+    require_declared_oracle: bool = True
+    reject_evidence_predating_claim: bool = True
+    tools: Mapping[str, str] = field(default_factory=dict)
+    evidence_classes: Mapping[str, str] = field(default_factory=dict)
+    allow_destructive: tuple[str, ...] = ()
+    finish_refusal_cap: int = 3
+    require_evidence_for_completion: bool = True
+    approval_phrase: str = "approve"
+    session_prefix: str = ""
+    loop_budget: Mapping[str, int] = field(default_factory=dict)
+    policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
+    source: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Config:
+        d = dict(data)
+        return cls(
+            profile=d.get("profile", "ledger"),
+            require_declared_oracle=bool(d.get("require_declared_oracle", True)),
+            reject_evidence_predating_claim=bool(d.get("reject_evidence_predating_claim", True)),
+            tools=dict(d.get("tools", {})),
+            evidence_classes=dict(d.get("evidence_classes", {})),
+            allow_destructive=tuple(d.get("allow_destructive", ())),
+            finish_refusal_cap=int(d.get("finish_refusal_cap", 3)),
+            require_evidence_for_completion=bool(d.get("require_evidence_for_completion", True)),
+            approval_phrase=str(d.get("approval_phrase", "approve")),
+            session_prefix=str(d.get("session_prefix", "")),
+            loop_budget=dict(d.get("loop_budget", {})),
+            policies=dict(d.get("policies", {})),
+            source=source,
+        )
+
+
+def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
+    """``infomark.toml`` wins over ``[tool.infomark]`` in ``pyproject.toml``; None if neither.
+
+    Returns ``(path, document, sha256 of the file)``.
+    """
+    explicit = os.environ.get("INFOMARK_CONFIG")
+    candidates = [Path(explicit)] if explicit else [root / "infomark.toml", root / "pyproject.toml"]
+    for path in candidates:
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            if explicit:
+                raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from None
+            continue
+        try:
+            doc = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        if path.name == "pyproject.toml" and not explicit:
+            section = doc.get("tool", {}).get("infomark")
+            if section is None:
+                continue
+            if not isinstance(section, dict):
+                raise ConfigError(f"{path}: [tool.infomark] must be a table")
+            doc = section
+        return path, doc, hashlib.sha256(raw).hexdigest()
+    return None
+
+
+def load_config(root: Path, home: Path | None = None) -> Config:
+    """Load, validate (cached by content hash) and return the configuration."""
+    found = find_config_file(root)
+    if found is None:
+        return Config()
+    path, doc, sha = found
+    cache = home / "config.cache.json" if home is not None else None
+    if cache is not None:
+        try:
+            cached = json.loads(cache.read_text())
+            if cached.get("sha256") == sha and cached.get("path") == str(path):
+                return Config.from_dict(cached["config"], source=str(path))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no cache or a stale one: validate below
+    from infomark.gates.config_model import validate_config
+
+    validated = validate_config(doc, source=str(path))
+    if cache is not None and cache.parent.is_dir():
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({"sha256": sha, "path": str(path), "config": validated}))
+            os.replace(tmp, cache)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+    return Config.from_dict(validated, source=str(path))

@@ -1,0 +1,83 @@
+"""Pydantic validation of the configuration file (off the hot path; results are cached)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from infomark.kernel.errors import ConfigError
+
+__all__ = ["ConfigModel", "validate_config"]
+
+ToolClassName = Literal[
+    "read", "search", "web", "execute", "modify", "destructive", "ledger", "unknown"
+]
+EvidenceClassName = Literal["execution", "observation", "web", "ineligible"]
+Family = Literal["file", "git", "db", "mcp"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PackOverride(_Strict):
+    threshold: float | None = Field(default=None, gt=0)
+    severity: int | None = Field(default=None, ge=0, le=10)
+    expires_after: int | None = Field(default=None, ge=1, le=100)
+    enabled: bool | None = None
+
+
+class TriggerModel(_Strict):
+    name: str = Field(min_length=1)
+    when: dict[str, Any]
+    prompt: str = Field(min_length=1, max_length=4000)
+    requires_read: list[str] = Field(default_factory=list)
+
+
+class ConfigModel(_Strict):
+    profile: Literal["ledger", "strict", "observe"] = "ledger"
+    require_declared_oracle: bool = True
+    reject_evidence_predating_claim: bool = True
+    tools: dict[str, ToolClassName] = Field(default_factory=dict)
+    evidence_classes: dict[str, EvidenceClassName] = Field(default_factory=dict)
+    allow_destructive: list[Family] = Field(default_factory=list)
+    finish_refusal_cap: int = Field(default=3, ge=1, le=20)
+    require_evidence_for_completion: bool = True
+    approval_phrase: str = Field(default="approve", min_length=1)
+    session_prefix: str = ""
+    loop_budget: dict[str, int] = Field(default_factory=dict)
+    # Adaptive policy layer (packs, working memory, triggers).
+    adaptive_packs: list[str] | None = None
+    pack_overrides: dict[str, PackOverride] = Field(default_factory=dict)
+    max_active_packs: int = Field(default=3, ge=1, le=3)
+    pack_budget_chars: int = Field(default=600, ge=100, le=4000)
+    triggers: list[TriggerModel] = Field(default_factory=list)
+    policies: list[str] = Field(default_factory=list)
+
+
+_POLICY_KEYS = (
+    "adaptive_packs",
+    "pack_overrides",
+    "max_active_packs",
+    "pack_budget_chars",
+    "triggers",
+    "policies",
+)
+
+
+def validate_config(doc: dict[str, Any], *, source: str) -> dict[str, Any]:
+    """Validate a parsed TOML document; raise ConfigError naming each bad field."""
+    try:
+        model = ConfigModel.model_validate(doc)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            problems.append(f"  {where}: {err['msg']}")
+        raise ConfigError(
+            f"{source}: invalid infomark configuration:\n" + "\n".join(problems)
+        ) from None
+    data = model.model_dump()
+    data["policies"] = {k: data.pop(k) for k in _POLICY_KEYS}
+    return data

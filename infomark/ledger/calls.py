@@ -1,0 +1,56 @@
+"""What an agent asks to run and what came back: the two values every integration builds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ToolCall", "ToolOutcome"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the agent asked for it.
+
+    ``annotations`` carries MCP tool annotations (``readOnlyHint`` …) when the host has them.
+    """
+
+    tool: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    tool_call_id: str | None = None
+    annotations: Mapping[str, Any] | None = None
+
+    @property
+    def command(self) -> str | None:
+        """The shell command line, for tools that take one."""
+        value = self.input.get("command")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool returned.
+
+    ``exit_code`` is None for tools with no exit status (a read, a search); ``error``
+    is set when the tool itself failed or timed out.
+    """
+
+    output: str | bytes = ""
+    exit_code: int | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    is_error: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or self.is_error or (self.exit_code or 0) != 0
+
+    def with_output(self, output: str | bytes) -> ToolOutcome:
+        return ToolOutcome(
+            output=output,
+            exit_code=self.exit_code,
+            error=self.error,
+            duration_ms=self.duration_ms,
+            is_error=self.is_error,
+        )

@@ -1,0 +1,288 @@
+"""The ledger engine of one session: journal + key + projection, behind write transactions.
+
+Every command runs inside :meth:`Ledger.transaction`: it takes the write lock,
+catches the projection up with events other processes appended, lets the caller
+emit events (each applied to the projection as it is appended) and commits them
+whole. Standard library only; the parser loads lazily in :meth:`ingest`, and only
+when the text may hold a block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.errors import StoreError
+from infomark.kernel.reasons import RejectReason
+from infomark.ledger.blobs import BlobStore
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.evidence import (
+    REF_PATTERN,
+    Evidence,
+    build_record,
+    evidence_class_for,
+    ref_for,
+)
+from infomark.ledger.journal import EventRow, Journal
+from infomark.ledger.keys import Key, load_key
+from infomark.ledger.report import IngestReport
+from infomark.ledger.semantics import (
+    LedgerRules,
+    apply_divergence,
+    apply_ledger,
+    apply_stamp,
+    check_artifacts,
+)
+from infomark.ledger.state import SessionState, apply, state_from_dict
+
+__all__ = ["Ledger"]
+
+_SNAPSHOT_EVERY = 64
+
+
+class Ledger:
+    """One session's ledger in a home directory."""
+
+    def __init__(
+        self,
+        home: Path | str,
+        session: str = "default",
+        *,
+        key: Key | None = None,
+        rules: LedgerRules | None = None,
+        root: Path | None = None,
+        evidence_overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.home = Path(home)
+        self.session = session
+        self.key = key or load_key(self.home)
+        self.journal = Journal(self.home / "ledger.db", self.key)
+        self.blobs = BlobStore(self.home / "blobs")
+        self.rules = rules or LedgerRules()
+        self.root = root or Path.cwd()
+        self.evidence_overrides = dict(evidence_overrides or {})
+        self._in_tx = False
+        self._emitted: list[EventRow] = []
+        self._state = self._load_state()
+        self._snap_seq = self._state.seq
+
+    # -- projection -----------------------------------------------------------------
+    def _load_state(self) -> SessionState:
+        snap = self.journal.load_snapshot(self.session)
+        state = SessionState(session=self.session)
+        if snap is not None:
+            try:
+                state = state_from_dict(snap[1])
+            except (TypeError, KeyError, ValueError):
+                state = SessionState(session=self.session)  # older shape: replay
+        self._replay_into(state)
+        return state
+
+    def _replay_into(self, state: SessionState) -> None:
+        for row in self.journal.events(self.session, after=state.seq):
+            apply(state, row.seq, row.type, row.payload)
+
+    @property
+    def state(self) -> SessionState:
+        """The projection as of the last transaction (call :meth:`refresh` to catch up)."""
+        return self._state
+
+    def refresh(self) -> SessionState:
+        """Catch the projection up with events appended by other processes."""
+        if not self._in_tx:
+            self._replay_into(self._state)
+        return self._state
+
+    def replay(self) -> SessionState:
+        """A fresh projection from the whole journal, ignoring snapshots."""
+        state = SessionState(session=self.session)
+        self._replay_into(state)
+        return state
+
+    # -- transactions -----------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Ledger]:
+        """Serialise a command: lock, catch up, emit, commit (nested use joins the open one)."""
+        if self._in_tx:
+            yield self
+            return
+        try:
+            with self.journal.write():
+                self._in_tx = True
+                self._emitted = []
+                self._replay_into(self._state)
+                yield self
+                if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
+                    self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
+                    self._snap_seq = self._state.seq
+        except BaseException:
+            # The journal rolled back: rebuild the projection from what is committed.
+            self._in_tx = False
+            self._state = self._load_state()
+            raise
+        finally:
+            self._in_tx = False
+
+    def emit(self, type_: str, payload: Mapping[str, Any]) -> int:
+        """Append an event and apply it; only inside :meth:`transaction`."""
+        if not self._in_tx:
+            raise StoreError("emit outside a transaction")
+        row = self.journal.append(self.session, type_, payload)
+        apply(self._state, row.seq, row.type, row.payload)
+        self._emitted.append(row)
+        return row.seq
+
+    def emitted(self) -> list[EventRow]:
+        """Events appended by the current (or last) transaction."""
+        return list(self._emitted)
+
+    # -- evidence --------------------------------------------------------------------------
+    def record(
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+    ) -> Evidence:
+        """Record a tool result as signed evidence and return it (with its ref and tag)."""
+        data = outcome.output
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+        self.blobs.put(raw)  # written before the record that points to it
+        eclass = evidence_class_for(call.tool, self.evidence_overrides)
+        with self.transaction():
+            seq = self.journal.last_seq(self.session) + 1
+            record = build_record(
+                session=self.session,
+                seq=seq,
+                call=call,
+                outcome=outcome,
+                evidence_class=eclass,
+                key_id=self.key.key_id,
+                tool_class=tool_class,
+            )
+            ref, mac = ref_for(self.key, record)
+            got = self.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
+            if got != seq:  # pragma: no cover - the write lock makes this impossible
+                raise StoreError(f"evidence seq raced ({got} != {seq})")
+            self.journal.index_evidence(ref, self.session, seq, record, mac)
+        return Evidence.from_record(ref, record)
+
+    def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]:
+        """Look a ref up and check it was issued, untampered, to this session."""
+        if not isinstance(ref, str) or not REF_PATTERN.fullmatch(ref):
+            return None, RejectReason.UNKNOWN_EVIDENCE
+        row = self.journal.evidence_row(ref)
+        if row is None:
+            return None, RejectReason.UNKNOWN_EVIDENCE
+        session, seq, record, mac = row
+        expect_ref, expect_mac = ref_for(self.key, record)
+        if not (
+            hmac.compare_digest(expect_mac, mac)
+            and hmac.compare_digest(expect_ref, ref)
+            and record.get("session") == session
+            and record.get("seq") == seq
+        ):
+            return None, RejectReason.TAMPERED_EVIDENCE
+        if session != self.session:
+            return None, RejectReason.FOREIGN_EVIDENCE
+        return Evidence.from_record(ref, record), None
+
+    def evidence(self, ref: str) -> Evidence | None:
+        ev, _ = self.verify_ref(ref)
+        return ev
+
+    # -- ingest ----------------------------------------------------------------------------
+    def ingest(
+        self,
+        text: str,
+        *,
+        source: str = "assistant",
+        cursor: tuple[str, int] | None = None,
+        dedupe: bool = False,
+    ) -> IngestReport:
+        """Parse assistant text and apply every block in order (one transaction)."""
+        from infomark.ledger.locate import may_contain_blocks
+
+        report = IngestReport()
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        parsed = None
+        if may_contain_blocks(text):
+            from infomark.ledger.parser import parse_message
+
+            parsed = parse_message(text)
+        with self.transaction():
+            if dedupe and digest in self._state.ingested:
+                report.skipped = True
+                if cursor is not None:
+                    self._cursor(cursor)
+                return report
+            if parsed is not None:
+                for d in parsed.diagnostics:
+                    report.diagnostics.append(d.model_dump())
+                self._apply_blocks(parsed.blocks, report)
+            if parsed is not None or cursor is not None or dedupe:
+                payload: dict[str, Any] = {
+                    "digest": digest,
+                    "size": len(text),
+                    "source": source,
+                    "blocks": len(parsed.blocks) if parsed else 0,
+                    "errors": [
+                        {"line": d["line"], "column": d["column"], "message": d["message"]}
+                        for d in report.diagnostics
+                        if d.get("severity", "error") == "error"
+                    ][:20],
+                }
+                if cursor is not None:
+                    payload["cursor"] = {"name": cursor[0], "value": cursor[1]}
+                self.emit("message_ingested", payload)
+        if report.ledger_updated:
+            report.claims = [
+                {"id": c.id, "text": c.text, "status": c.status, "written": c.written}
+                for c in self._state.claims.values()
+            ]
+        return report
+
+    def _cursor(self, cursor: tuple[str, int]) -> None:
+        self.emit(
+            "message_ingested",
+            {"digest": "", "size": 0, "source": "cursor", "blocks": 0, "errors": [],
+             "cursor": {"name": cursor[0], "value": cursor[1]}},
+        )
+
+    def move_cursor(self, name: str, value: int) -> None:
+        """Remember a read position (e.g. in a host transcript) without ingesting text."""
+        with self.transaction():
+            self._cursor((name, value))
+
+    def _apply_blocks(self, blocks: list[Any], report: IngestReport) -> None:
+        for block in blocks:
+            kind = block.kind
+            if kind == "claim_ledger":
+                apply_ledger(self, block, report)
+            elif kind in ("oracle_stamp", "inference_stamp"):
+                apply_stamp(self, block, report)
+            elif kind == "divergence_event":
+                apply_divergence(self, block, report)
+            elif kind == "gate":
+                report.gate_moves.append({"gate": block.gate, "line": block.span.line})
+
+    def check_artifacts(self) -> list[dict[str, Any]]:
+        """Re-digest stamped artifacts now; revoke stamps whose artifact changed."""
+        self.refresh()
+        if not any(c.stamp and c.stamp.artifact for c in self._state.claims.values()):
+            return []
+        with self.transaction():
+            return check_artifacts(self)
+
+    def close(self) -> None:
+        self.journal.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

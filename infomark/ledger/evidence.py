@@ -1,0 +1,203 @@
+"""Evidence: a tool result the runtime observed, signed so the agent cannot invent one.
+
+``evidence_ref = "ev_" + HMAC-SHA256(key, canonical record)[:24]``. The record
+binds session, seq, tool, input digest, output digest and outcome, so a reference
+is valid only for the one result it was issued for, in the one session.
+Standard library only (hot path).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json, digest, normalize_command
+from infomark.ledger.keys import Key
+
+__all__ = [
+    "REF_PATTERN",
+    "Evidence",
+    "EvidenceClass",
+    "Outcome",
+    "build_record",
+    "evidence_class_for",
+    "outcome_for",
+    "record_command",
+    "ref_for",
+]
+
+REF_PATTERN = re.compile(r"ev_[0-9a-f]{24}")
+
+
+class EvidenceClass(enum.StrEnum):
+    EXECUTION = "execution"  # may back oracle_stamp (→ Exact) and inference_stamp
+    OBSERVATION = "observation"  # may back inference_stamp only (→ Inferred)
+    WEB = "web"  # backs neither: a fetched page is Hypothetical at best
+    INELIGIBLE = "ineligible"
+
+    @property
+    def eligible_for(self) -> tuple[str, ...]:
+        if self is EvidenceClass.EXECUTION:
+            return ("oracle_stamp", "inference_stamp")
+        if self is EvidenceClass.OBSERVATION:
+            return ("inference_stamp",)
+        return ()
+
+
+class Outcome(enum.StrEnum):
+    PASS = "PASS"  # noqa: S105 - exit 0 (an outcome, not a password)
+    FAIL = "FAIL"  # non-zero exit
+    ERROR = "ERROR"  # the tool errored or timed out
+    OBSERVED = "OBSERVED"  # no exit status: a read, a search
+
+
+_EXECUTION = frozenset(
+    (
+        "bash shell sh zsh run exec execute cmd terminal powershell pwsh test tests runtests "
+        "runtest pytest command runcommand shellcommand job"
+    ).split()
+)
+_OBSERVATION = frozenset(
+    (
+        "read view cat grep glob list ls search codesearch codegraph notebookread readfile "
+        "find ripgrep rg tree head tail stat diff screenshot"
+    ).split()
+)
+_WEB = frozenset("webfetch websearch fetch browse browser http curl wget web".split())
+
+
+def _norm(name: str) -> str:
+    base = name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
+    return "".join(ch for ch in base.lower() if ch.isalnum())
+
+
+def evidence_class_for(tool: str, overrides: Mapping[str, str] | None = None) -> EvidenceClass:
+    """Evidence class by tool name, case- and punctuation-insensitive; config wins."""
+    key = _norm(tool)
+    if overrides:
+        for name, cls in overrides.items():
+            if _norm(name) == key:
+                return EvidenceClass(cls)
+    if key in _EXECUTION:
+        return EvidenceClass.EXECUTION
+    if key in _OBSERVATION:
+        return EvidenceClass.OBSERVATION
+    if key in _WEB:
+        return EvidenceClass.WEB
+    return EvidenceClass.INELIGIBLE
+
+
+def outcome_for(outcome: ToolOutcome) -> Outcome:
+    if outcome.error is not None and outcome.exit_code is None:
+        return Outcome.ERROR
+    if outcome.exit_code is None:
+        return Outcome.ERROR if outcome.is_error else Outcome.OBSERVED
+    return Outcome.PASS if outcome.exit_code == 0 else Outcome.FAIL
+
+
+def record_command(call: ToolCall) -> str:
+    """The command a run stands for, whitespace-normalised (matched against oracles).
+
+    Shell tools: their ``command``. Other tools: ``<tool> <canonical JSON input>``.
+    """
+    for field_name in ("command", "cmd", "script"):
+        value = call.input.get(field_name)
+        if isinstance(value, str):
+            return normalize_command(value)
+    return normalize_command(f"{call.tool} {canonical_json(dict(call.input)).decode()}")
+
+
+def _output_bytes(output: str | bytes) -> bytes:
+    return output if isinstance(output, bytes) else output.encode("utf-8", "surrogatepass")
+
+
+def build_record(
+    *,
+    session: str,
+    seq: int,
+    call: ToolCall,
+    outcome: ToolOutcome,
+    evidence_class: EvidenceClass,
+    key_id: str,
+    tool_class: str | None = None,
+) -> dict[str, Any]:
+    """The canonical evidence record (everything the MAC covers)."""
+    data = _output_bytes(outcome.output)
+    inp = dict(call.input)
+    return {
+        "v": 1,
+        "session": session,
+        "seq": seq,
+        "tool": call.tool,
+        "tool_call_id": call.tool_call_id,
+        "input": inp,
+        "input_digest": digest(canonical_json(inp)),
+        "command": record_command(call),
+        "output_digest": digest(data),
+        "output_size": len(data),
+        "exit_code": outcome.exit_code,
+        "error": outcome.error,
+        "duration_ms": outcome.duration_ms,
+        "evidence_class": evidence_class.value,
+        "outcome": outcome_for(outcome).value,
+        "tool_class": tool_class,
+        "key_id": key_id,
+    }
+
+
+def ref_for(key: Key, record: Mapping[str, Any]) -> tuple[str, str]:
+    """Return ``(evidence_ref, full_mac)`` for a record."""
+    mac = key.mac(canonical_json(dict(record)))
+    return "ev_" + mac[:24], mac
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A recorded, signed tool result."""
+
+    ref: str
+    session: str
+    seq: int
+    tool: str
+    tool_call_id: str | None
+    command: str
+    evidence_class: EvidenceClass
+    outcome: Outcome
+    exit_code: int | None
+    output_digest: str
+    tool_class: str | None
+    record: Mapping[str, Any]
+
+    @classmethod
+    def from_record(cls, ref: str, record: Mapping[str, Any]) -> Evidence:
+        return cls(
+            ref=ref,
+            session=str(record["session"]),
+            seq=int(record["seq"]),
+            tool=str(record["tool"]),
+            tool_call_id=record.get("tool_call_id"),
+            command=str(record.get("command", "")),
+            evidence_class=EvidenceClass(record["evidence_class"]),
+            outcome=Outcome(record["outcome"]),
+            exit_code=record.get("exit_code"),
+            output_digest=str(record["output_digest"]),
+            tool_class=record.get("tool_class"),
+            record=record,
+        )
+
+    @property
+    def eligible_for(self) -> tuple[str, ...]:
+        return self.evidence_class.eligible_for
+
+    @property
+    def tag(self) -> str:
+        """The one-line tag the agent sees after the result (stable format)."""
+        eligible = self.eligible_for[0] if self.eligible_for else "none"
+        return (
+            f"[infomark evidence_ref={self.ref} tool={self.tool} "
+            f"outcome={self.outcome.value} eligible={eligible}]"
+        )

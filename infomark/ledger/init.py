@@ -1,0 +1,35 @@
+"""Create a ledger home: key, service token, journal."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from infomark.ledger.journal import Journal
+from infomark.ledger.keys import check_private, load_key, write_private
+
+__all__ = ["ensure_token", "init_home"]
+
+
+def ensure_token(home: Path) -> str:
+    """The HTTP service's bearer token (``<home>/token``, 0600), created on first use."""
+    path = home / "token"
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        write_private(path, secrets.token_urlsafe(32).encode())
+    check_private(path)
+    return path.read_text().strip()
+
+
+def init_home(home: Path) -> dict[str, Any]:
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    key = load_key(home)
+    ensure_token(home)
+    Journal(home / "ledger.db", key).close()
+    gitignore = home / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("# infomark ledger home: keys and journal, never commit\n*\n")
+    return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}

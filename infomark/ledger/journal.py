@@ -1,0 +1,319 @@
+"""The append-only, tamper-evident journal on SQLite (plain ``sqlite3``: hot path).
+
+One ``events`` table holds every event of every session: ``(session, seq)`` is the
+order (per session, gap-free), the timestamp is for display only. Each row is
+chained (``hash = sha256(prev_hash ‖ canonical row)``) and MACed with the ledger
+key; ``heads`` holds the MACed last hash of each session, so deleting the tail is
+caught too. Evidence records are indexed by ref in ``evidence`` (a projection,
+written in the same transaction as their event). Snapshots of the per-session
+projection let a new process skip most of the replay; they are MACed and ignored
+when they do not verify.
+
+Writers serialise on ``BEGIN IMMEDIATE``; ``busy_timeout`` plus a bounded retry
+turns a lock that outlives the bound into :class:`StoreBusyError`, never a raw
+"database is locked". ``sessions`` keeps a parent pointer and fork seq so a
+session can later be forked and merged; the schema version lives in
+``PRAGMA user_version``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.errors import StoreBusyError, StoreError
+from infomark.ledger.canonical import canonical_json, sha256_hex
+from infomark.ledger.keys import Key
+
+__all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash"]
+
+SCHEMA_VERSION = 1
+GENESIS = "0" * 64
+_BUSY_MS = 10_000
+_RETRIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    session: str
+    seq: int
+    type: str
+    payload: dict[str, Any]
+    timestamp: str
+    prev_hash: str
+    hash: str
+    mac: str
+    key_id: str
+
+    def public(self) -> dict[str, Any]:
+        """The stable JSON shape of ``infomark events``."""
+        return {
+            "session": self.session,
+            "seq": self.seq,
+            "type": self.type,
+            "payload": self.payload,
+            "timestamp": self.timestamp,
+            "hash": self.hash,
+        }
+
+
+def event_hash(
+    prev_hash: str, session: str, seq: int, type_: str, payload_json: str, ts: str, key_id: str
+) -> str:
+    body = canonical_json([session, seq, type_, payload_json, ts, key_id])
+    return sha256_hex(prev_hash.encode() + b"\n" + body)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, parent TEXT, fork_seq INTEGER, created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,
+    ts TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT NOT NULL,
+    key_id TEXT NOT NULL, PRIMARY KEY (session, seq)
+);
+CREATE TABLE IF NOT EXISTS heads (
+    session TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL, mac TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS evidence (
+    ref TEXT PRIMARY KEY, session TEXT NOT NULL, seq INTEGER NOT NULL,
+    record TEXT NOT NULL, mac TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
+)
+"""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+class Journal:
+    """The SQLite journal of one ledger home. Cheap to open; one per process is enough."""
+
+    def __init__(self, path: Path, key: Key) -> None:
+        self.path = path
+        self.key = key
+        self._in_tx = False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                self._migrate(version)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the ledger at {path}: {exc}") from exc
+
+    # -- schema ---------------------------------------------------------------
+    def _migrate(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema {version}, newer than this infomark ({SCHEMA_VERSION}); "
+                "upgrade infomark"
+            )
+        self._begin()
+        try:
+            if self._db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self._db.execute(stmt)
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)", (_now(),)
+                )
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- transactions ----------------------------------------------------------
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE`` with a bounded retry on top of ``busy_timeout``."""
+        for attempt in range(_RETRIES):
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise StoreError(f"ledger write failed: {exc}") from exc
+                if attempt == _RETRIES - 1:
+                    raise StoreBusyError(
+                        f"the ledger at {self.path} stayed locked by other writers past the "
+                        f"retry bound ({_RETRIES} x {_BUSY_MS // 1000}s: {exc}); retry, or stop "
+                        "the process holding it"
+                    ) from exc
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A serialised write transaction (``BEGIN IMMEDIATE``); commits or rolls back whole."""
+        if self._in_tx:
+            raise StoreError("nested write transaction")
+        self._begin()
+        self._in_tx = True
+        try:
+            yield self._db
+            self._db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreError(f"ledger write failed: {exc}") from exc
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        finally:
+            self._in_tx = False
+
+    # -- appends (inside write()) ------------------------------------------------
+    def head(self, session: str) -> tuple[int, str]:
+        row = self._db.execute(
+            "SELECT seq, hash FROM heads WHERE session = ?", (session,)
+        ).fetchone()
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+    def append(
+        self, session: str, type_: str, payload: Mapping[str, Any], *, timestamp: str | None = None
+    ) -> EventRow:
+        """Append one event; must run inside :meth:`write`."""
+        if not self._in_tx:
+            raise StoreError("append outside a write transaction")
+        seq, prev = self.head(session)
+        seq += 1
+        if seq == 1:
+            self._db.execute(
+                "INSERT OR IGNORE INTO sessions(session, created) VALUES (?, ?)", (session, _now())
+            )
+        payload_json = canonical_json(dict(payload)).decode("utf-8", "surrogatepass")
+        ts = timestamp or _now()
+        kid = self.key.key_id
+        h = event_hash(prev, session, seq, type_, payload_json, ts, kid)
+        mac = self.key.mac(h.encode())
+        self._db.execute(
+            "INSERT INTO events(session, seq, type, payload, ts, prev_hash, hash, mac, key_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session, seq, type_, payload_json, ts, prev, h, mac, kid),
+        )
+        self._db.execute(
+            "INSERT INTO heads(session, seq, hash, mac) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(session) DO UPDATE SET seq=excluded.seq, hash=excluded.hash, "
+            "mac=excluded.mac",
+            (session, seq, h, self.head_mac(session, seq, h)),
+        )
+        return EventRow(session, seq, type_, dict(payload), ts, prev, h, mac, kid)
+
+    def index_evidence(
+        self, ref: str, session: str, seq: int, record: Mapping[str, Any], mac: str
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO evidence(ref, session, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
+            (ref, session, seq, canonical_json(dict(record)).decode("utf-8", "surrogatepass"), mac),
+        )
+
+    def save_snapshot(self, session: str, seq: int, state: Mapping[str, Any]) -> None:
+        body = canonical_json(dict(state)).decode("utf-8", "surrogatepass")
+        mac = self.key.mac(canonical_json(["snapshot", session, seq, body]))
+        self._db.execute(
+            "INSERT INTO snapshots(session, seq, state, mac) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(session) DO UPDATE SET seq=excluded.seq, state=excluded.state, "
+            "mac=excluded.mac",
+            (session, seq, body, mac),
+        )
+
+    # -- reads -----------------------------------------------------------------
+    def load_snapshot(self, session: str) -> tuple[int, dict[str, Any]] | None:
+        row = self._db.execute(
+            "SELECT seq, state, mac FROM snapshots WHERE session = ?", (session,)
+        ).fetchone()
+        if not row:
+            return None
+        seq, body, mac = int(row[0]), str(row[1]), str(row[2])
+        if not self.key.verify(canonical_json(["snapshot", session, seq, body]), mac):
+            return None  # not ours or tampered: fall back to a full replay
+        state: dict[str, Any] = json.loads(body)
+        return seq, state
+
+    def events(
+        self, session: str | None = None, *, after: int = 0, types: tuple[str, ...] = ()
+    ) -> Iterator[EventRow]:
+        sql = "SELECT session, seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events"
+        args: list[Any] = []
+        where = []
+        if session is not None:
+            where.append("session = ?")
+            args.append(session)
+            if after:
+                where.append("seq > ?")
+                args.append(after)
+        if types:
+            where.append("type IN (" + ",".join("?" * len(types)) + ")")
+            args.extend(types)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY session, seq" if session is None else " ORDER BY seq"
+        rows = self._db.execute(sql, args).fetchall()
+        for r in rows:
+            yield EventRow(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8])
+
+    def raw_rows(self, session: str) -> list[tuple[Any, ...]]:
+        """Rows as stored, for verification."""
+        return list(
+            self._db.execute(
+                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+                "FROM events WHERE session = ? ORDER BY seq, rowid",
+                (session,),
+            )
+        )
+
+    def head_row(self, session: str) -> tuple[int, str, str] | None:
+        row = self._db.execute(
+            "SELECT seq, hash, mac FROM heads WHERE session = ?", (session,)
+        ).fetchone()
+        return (int(row[0]), str(row[1]), str(row[2])) if row else None
+
+    def head_mac(self, session: str, seq: int, hash_: str) -> str:
+        return self.key.mac(canonical_json(["head", session, seq, hash_]))
+
+    def evidence_row(self, ref: str) -> tuple[str, int, dict[str, Any], str] | None:
+        row = self._db.execute(
+            "SELECT session, seq, record, mac FROM evidence WHERE ref = ?", (ref,)
+        ).fetchone()
+        if not row:
+            return None
+        return str(row[0]), int(row[1]), json.loads(row[2]), str(row[3])
+
+    def evidence_rows(self, session: str | None = None) -> list[tuple[str, str, int, str, str]]:
+        sql = "SELECT ref, session, seq, record, mac FROM evidence"
+        args: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " WHERE session = ?"
+            args = (session,)
+        rows = self._db.execute(sql + " ORDER BY session, seq", args).fetchall()
+        return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+    def sessions(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT session FROM heads ORDER BY session")]
+
+    def last_seq(self, session: str) -> int:
+        return self.head(session)[0]

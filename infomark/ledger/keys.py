@@ -1,0 +1,100 @@
+"""The HMAC key that signs evidence and journal rows.
+
+``<home>/key`` holds 32 random bytes, created 0600; ``INFOMARK_KEY`` (hex) overrides
+it. A key file readable by group or world is refused. The key is never printed or
+logged: :class:`Key` hides it from ``repr``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infomark.kernel.errors import KeyFileError
+
+__all__ = ["KEY_ENV", "Key", "check_private", "load_key", "write_private"]
+
+KEY_ENV = "INFOMARK_KEY"
+_KEY_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """A secret HMAC key and its public id (safe to record and print)."""
+
+    secret: bytes = field(repr=False)
+    key_id: str
+
+    @classmethod
+    def from_bytes(cls, secret: bytes) -> Key:
+        if len(secret) < 16:
+            raise KeyFileError("the key must be at least 16 bytes (32 recommended)")
+        kid = hashlib.sha256(b"infomark-key-id\x00" + secret).hexdigest()[:16]
+        return cls(secret=secret, key_id=kid)
+
+    def mac(self, data: bytes) -> str:
+        return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+
+    def verify(self, data: bytes, mac_hex: str) -> bool:
+        """Constant-time comparison of ``mac_hex`` with the MAC of ``data``."""
+        return hmac.compare_digest(self.mac(data), mac_hex)
+
+
+def check_private(path: Path) -> None:
+    """Refuse a secret file that group or others can read or write."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise KeyFileError(
+            f"{path} is readable or writable by group/others (mode {mode:o}); "
+            f"run `chmod 600 {path}`"
+        )
+
+
+def write_private(path: Path, data: bytes) -> bool:
+    """Create ``path`` with mode 0600, atomically and complete; False if it already exists.
+
+    Writes a private temp file, then links it into place, so a concurrent creator
+    loses cleanly and no reader ever sees a half-written secret.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_key(home: Path, *, create: bool = True) -> Key:
+    """Load the key from ``INFOMARK_KEY`` or ``<home>/key``, creating the file if allowed."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        try:
+            return Key.from_bytes(bytes.fromhex(env.strip()))
+        except ValueError:
+            raise KeyFileError(f"{KEY_ENV} must be hex (e.g. 64 hex digits)") from None
+    path = home / "key"
+    if not path.exists():
+        if not create:
+            raise KeyFileError(f"no key at {path}; run `infomark init`")
+        home.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_bytes(_KEY_BYTES)
+        if write_private(path, secret):
+            return Key.from_bytes(secret)
+    check_private(path)
+    secret = path.read_bytes()
+    if len(secret) != _KEY_BYTES:
+        raise KeyFileError(f"{path} must hold exactly {_KEY_BYTES} bytes; it holds {len(secret)}")
+    return Key.from_bytes(secret)

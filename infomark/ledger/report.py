@@ -1,0 +1,45 @@
+"""Results of ledger operations, as plain data with a stable JSON shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["IngestReport"]
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What one ingested message changed. ``to_dict()`` is the stable CLI/HTTP shape."""
+
+    ledger_updated: bool = False
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    demoted: list[str] = field(default_factory=list)
+    stamps_applied: list[dict[str, Any]] = field(default_factory=list)
+    stamps_rejected: list[dict[str, Any]] = field(default_factory=list)
+    invalidated: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    gate_moves: list[dict[str, Any]] = field(default_factory=list)
+    skipped: bool = False  # the same text was already ingested
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ledger_updated": self.ledger_updated,
+            "claims": self.claims,
+            "demoted": self.demoted,
+            "stamps_applied": self.stamps_applied,
+            "stamps_rejected": self.stamps_rejected,
+            "invalidated": self.invalidated,
+            "diagnostics": self.diagnostics,
+            "gate_moves": self.gate_moves,
+        }
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.ledger_updated
+            or self.stamps_applied
+            or self.stamps_rejected
+            or self.invalidated
+            or self.gate_moves
+        )

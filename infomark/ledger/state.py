@@ -1,0 +1,285 @@
+"""The per-session projection of the journal: claims, stamps, premises, gate, metrics.
+
+State changes only by applying events (:func:`apply`); live processes and replays
+run the same reducer, so a replay equals the live state by construction. Plain
+dataclasses and the standard library only: this is read on every decision.
+Upper layers keep their own state under ``policy`` through the generic
+``policy_updated`` event, so a replay never depends on which layers are loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from infomark.kernel.infomark import InfoMark
+
+__all__ = ["ClaimState", "SessionState", "StampState", "apply", "state_from_dict"]
+
+STATE_VERSION = 1
+_HISTORY_CAP = 50
+
+
+@dataclass(slots=True)
+class StampState:
+    kind: str  # oracle_stamp | inference_stamp
+    evidence_ref: str
+    result: str  # PASS | FAIL | EXPECTED_FAIL | OBSERVED (inference)
+    evidence_seq: int
+    seq: int  # the journal seq of the stamp_applied event
+    text_hash: str
+    artifact: str | None = None
+    artifact_digest: str | None = None
+    layer: str | None = None
+    undeclared_oracle: bool = False
+
+
+@dataclass(slots=True)
+class ClaimState:
+    id: str
+    text: str
+    text_hash: str
+    written: str  # the rank the model wrote (label)
+    status: str  # the effective rank (label), owned by the runtime
+    falsifier: str | None = None
+    oracle: str | None = None
+    oracle_declared_seq: int | None = None
+    declared_seq: int = 0
+    stamp: StampState | None = None
+    reopened_seq: int = 0  # seq of the last divergence: evidence before it cannot re-stamp
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def mark(self) -> InfoMark:
+        return InfoMark.parse(self.status)
+
+    @property
+    def grounded(self) -> bool:
+        return self.mark.grounded
+
+
+@dataclass(slots=True)
+class SessionState:
+    session: str
+    seq: int = 0
+    claims: dict[str, ClaimState] = field(default_factory=dict)
+    premises: list[str] = field(default_factory=list)
+    open_questions: list[str] = field(default_factory=list)
+    has_ledger: bool = False
+    ledger_seq: int = 0
+    last_modify_seq: int = 0
+    last_exec_seq: int = 0
+    last_exec_fail_seq: int = 0
+    evidence_count: int = 0
+    gate: str = "G0"
+    gate_seq: int = 0  # seq at which the current gate was entered
+    gate_budget_used: dict[str, int] = field(default_factory=dict)
+    gate_measure: dict[str, list[int]] = field(default_factory=dict)  # last loop measure per gate
+    approved_seq: int = 0
+    approval_turn: int = -1
+    turn: int = 0
+    finish_refusals: int = 0
+    cursors: dict[str, int] = field(default_factory=dict)
+    ingested: list[str] = field(default_factory=list)  # digests of recent ingested texts
+    metrics: dict[str, int] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)  # owned by gates/policies
+    v: int = STATE_VERSION
+
+    # -- views -------------------------------------------------------------------
+    def ungrounded_premises(self) -> list[tuple[str, str]]:
+        """``(id, status)`` for each premise outside G (``missing`` when undeclared)."""
+        out: list[tuple[str, str]] = []
+        for pid in self.premises:
+            claim = self.claims.get(pid)
+            if claim is None:
+                out.append((pid, "missing"))
+            elif not claim.grounded:
+                out.append((pid, claim.status))
+        return out
+
+    def premises_grounded(self) -> bool:
+        return not self.ungrounded_premises()
+
+    def stale_claims(self) -> list[str]:
+        """Stamped claims whose evidence predates the last modification."""
+        return [
+            c.id
+            for c in self.claims.values()
+            if c.stamp is not None and c.grounded and c.stamp.evidence_seq < self.last_modify_seq
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state_from_dict(data: Mapping[str, Any]) -> SessionState:
+    raw = dict(data)
+    claims = {}
+    for cid, c in dict(raw.pop("claims", {})).items():
+        c = dict(c)
+        stamp = c.pop("stamp", None)
+        claims[cid] = ClaimState(**c, stamp=StampState(**stamp) if stamp else None)
+    return SessionState(**raw, claims=claims)
+
+
+# -- reducer -----------------------------------------------------------------------
+
+Reducer = Callable[[SessionState, int, Mapping[str, Any]], None]
+_REDUCERS: dict[str, Reducer] = {}
+
+
+def _reducer(*types: str) -> Callable[[Reducer], Reducer]:
+    def deco(fn: Reducer) -> Reducer:
+        for t in types:
+            _REDUCERS[t] = fn
+        return fn
+
+    return deco
+
+
+def apply(state: SessionState, seq: int, type_: str, payload: Mapping[str, Any]) -> None:
+    """Apply one event. Unknown types only advance ``seq`` (forward compatible)."""
+    fn = _REDUCERS.get(type_)
+    if fn is not None:
+        fn(state, seq, payload)
+    state.seq = seq
+
+
+def _hist(claim: ClaimState, seq: int, cause: str, **extra: Any) -> None:
+    claim.history.append({"seq": seq, "status": claim.status, "cause": cause, **extra})
+    if len(claim.history) > _HISTORY_CAP:
+        del claim.history[: len(claim.history) - _HISTORY_CAP]
+
+
+@_reducer("ledger_replaced")
+def _ledger(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    new: dict[str, ClaimState] = {}
+    for c in p["claims"]:
+        old = state.claims.get(c["id"])
+        claim = ClaimState(
+            id=c["id"],
+            text=c["text"],
+            text_hash=c["text_hash"],
+            written=c["written"],
+            status=c["status"],
+            falsifier=c.get("falsifier"),
+            oracle=c.get("oracle"),
+            oracle_declared_seq=seq if c.get("oracle_new") else c.get("oracle_declared_seq"),
+            declared_seq=old.declared_seq if old else seq,
+            stamp=old.stamp if (old and c.get("keep_stamp")) else None,
+            reopened_seq=old.reopened_seq if old else 0,
+            history=list(old.history) if old else [],
+        )
+        if old is None or old.status != claim.status or not claim.history:
+            _hist(claim, seq, c.get("cause", "ledger"))
+        new[claim.id] = claim
+    for cid in p.get("carried", []):
+        if cid in state.claims:
+            new[cid] = state.claims[cid]
+    state.claims = new
+    state.premises = list(p["premises"])
+    state.open_questions = list(p["open_questions"])
+    state.has_ledger = True
+    state.ledger_seq = seq
+
+
+@_reducer("stamp_applied")
+def _stamp(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    claim = state.claims.get(p["claim_id"])
+    if claim is None:
+        return
+    claim.stamp = StampState(
+        kind=p["kind"],
+        evidence_ref=p["evidence_ref"],
+        result=p["result"],
+        evidence_seq=p["evidence_seq"],
+        seq=seq,
+        text_hash=claim.text_hash,
+        artifact=p.get("artifact"),
+        artifact_digest=p.get("artifact_digest"),
+        layer=p.get("layer"),
+        undeclared_oracle=bool(p.get("undeclared_oracle")),
+    )
+    claim.status = p["status"]
+    _hist(claim, seq, p["kind"], evidence_ref=p["evidence_ref"])
+
+
+@_reducer("divergence", "statement_changed")
+def _revoke(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    claim = state.claims.get(p["claim_id"])
+    if claim is None:
+        return
+    claim.stamp = None
+    claim.status = p["status"]
+    if p.get("reopen", True):
+        claim.reopened_seq = seq
+    _hist(claim, seq, p.get("cause", "divergence"), revoked_ref=p.get("revoked_ref"))
+
+
+@_reducer("stamp_rejected")
+def _rejected(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.metrics["stamps_rejected"] = state.metrics.get("stamps_rejected", 0) + 1
+
+
+@_reducer("evidence_recorded")
+def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.evidence_count += 1
+    record = p["record"]
+    if record.get("tool_class") in ("modify", "destructive"):
+        state.last_modify_seq = seq
+    if record.get("evidence_class") == "execution":
+        state.last_exec_seq = seq
+        if record.get("outcome") != "PASS":
+            state.last_exec_fail_seq = seq
+
+
+@_reducer("message_ingested")
+def _ingested(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    if p.get("digest"):
+        state.ingested.append(p["digest"])
+    if len(state.ingested) > 32:
+        del state.ingested[:-32]
+    cursor = p.get("cursor")
+    if cursor:
+        state.cursors[str(cursor["name"])] = int(cursor["value"])
+
+
+@_reducer("gate_moved")
+def _gate(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    src = state.gate
+    state.gate = str(p["to"])
+    state.gate_seq = seq
+    if p.get("kind") == "back":
+        state.gate_budget_used[src] = state.gate_budget_used.get(src, 0) + int(p.get("burned", 0))
+        if p.get("measure") is not None:
+            state.gate_measure[src] = list(p["measure"])
+
+
+@_reducer("approval")
+def _approval(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.approved_seq = seq
+    state.approval_turn = state.turn
+
+
+@_reducer("turn_started")
+def _turn(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.turn += 1
+    state.finish_refusals = 0
+
+
+@_reducer("finish_decision")
+def _finish(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    if p.get("allow"):
+        state.finish_refusals = 0
+    else:
+        state.finish_refusals += 1
+
+
+@_reducer("policy_updated")
+def _policy(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    for k, v in dict(p["set"]).items():
+        if v is None:
+            state.policy.pop(k, None)
+        else:
+            state.policy[k] = v

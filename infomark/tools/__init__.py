@@ -1,0 +1,1 @@
+"""What touches the outside: executor wrapper, hooks, MCP proxy, HTTP service, built-in tools."""

@@ -1,0 +1,1 @@
+"""Host hook integrations (Claude Code). Standard library only on the hot path."""

@@ -1,0 +1,85 @@
+"""Read the assistant text Claude Code wrote to its transcript since the last position.
+
+The transcript is JSONL; each content block of an assistant message is its own
+line (``type: "assistant"``, ``message.content[]``). Claude Code writes it in the
+background, so at PreToolUse the line holding the current ``tool_use`` can lag by
+tens of milliseconds: :func:`read_new_text` waits for it, with a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TranscriptChunk", "read_new_text"]
+
+_MAX_READ = 8 << 20  # never read more than 8 MiB per call
+_WAIT_SECONDS = 0.5
+_POLL_SECONDS = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptChunk:
+    texts: list[str]  # assistant text blocks, in order
+    offset: int  # byte offset after the last complete line read
+    found_tool_use: bool
+
+
+def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            if offset > size:  # the file was replaced or truncated: start over
+                offset = 0
+            f.seek(offset)
+            data = f.read(_MAX_READ)
+    except OSError:
+        return TranscriptChunk([], offset, False)
+    end = data.rfind(b"\n")
+    if end < 0:
+        return TranscriptChunk([], offset, False)
+    texts: list[str] = []
+    found = False
+    for raw in data[: end + 1].splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue  # readers skip malformed lines
+        if not isinstance(entry, dict) or entry.get("type") != "assistant":
+            continue
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use" and tool_use_id and block.get("id") == tool_use_id:
+                found = True
+    return TranscriptChunk(texts, offset + end + 1, found)
+
+
+def read_new_text(
+    path: str | None,
+    offset: int,
+    *,
+    tool_use_id: str | None = None,
+    wait: float = _WAIT_SECONDS,
+) -> TranscriptChunk:
+    """Assistant text after ``offset``; waits (bounded) for the line of ``tool_use_id``."""
+    if not path:
+        return TranscriptChunk([], offset, False)
+    p = Path(path)
+    deadline = time.monotonic() + wait
+    texts: list[str] = []
+    while True:
+        chunk = _scan(p, offset, tool_use_id)
+        texts.extend(chunk.texts)
+        offset = chunk.offset
+        if chunk.found_tool_use or tool_use_id is None or time.monotonic() >= deadline:
+            return TranscriptChunk(texts, offset, chunk.found_tool_use)
+        time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded
