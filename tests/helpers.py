@@ -1,0 +1,48 @@
+"""Small builders shared by tests (plain functions, not fixtures)."""
+
+from __future__ import annotations
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.evidence import Evidence
+
+
+def ledger_text(
+    *claims: tuple[str, str, str | None],
+    premises: tuple[str, ...] = (),
+    open_questions: tuple[str, ...] = (),
+    falsifier: bool = True,
+) -> str:
+    """A claim_ledger block; each claim is (id, status, oracle)."""
+    lines = ["claim_ledger:", "  claims:"]
+    for cid, status, oracle in claims:
+        lines.append(f"    - id: {cid}")
+        lines.append(f'      text: "claim {cid} holds"')
+        lines.append(f"      status: {status}")
+        if falsifier:
+            lines.append(f'      falsifier: "observe not-{cid}"')
+        if oracle:
+            lines.append(f'      oracle: "{oracle}"')
+    lines.append(f"  premises_for_plan: [{', '.join(premises)}]")
+    lines.append(f"  open_questions: [{', '.join(open_questions)}]")
+    return "\n".join(lines) + "\n"
+
+
+def run(gk: Gatekeeper, command: str, exit_code: int = 0, output: str = "ok") -> Evidence:
+    return gk.record(
+        ToolCall(tool="bash", input={"command": command}),
+        ToolOutcome(output=output, exit_code=exit_code),
+    )
+
+
+def read(gk: Gatekeeper, path: str = "a.py", output: str = "x = 1") -> Evidence:
+    return gk.record(ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output))
+
+
+def stamp(claim: str, ref: str, result: str = "PASS", kind: str = "oracle_stamp") -> str:
+    if kind == "inference_stamp":
+        return f"inference_stamp: claim_id={claim} evidence_ref={ref}\n"
+    return f"{kind}: claim_id={claim} evidence_ref={ref} result={result}\n"
+
+
+EDIT = ToolCall(tool="Edit", input={"file_path": "a.py", "old_string": "1", "new_string": "2"})
