@@ -1,0 +1,367 @@
+"""The MCP gatekeeper proxy: an MCP server in front of another MCP server.
+
+``infomark mcp-proxy -- <server command> [args…]`` starts the downstream server over
+stdio and serves its tools unchanged (names, schemas, annotations), plus four ledger
+tools of its own (:mod:`infomark.tools.mcp_tools`). Every forwarded ``tools/call`` is
+authorized (the tool's MCP annotations reach classification), forwarded, recorded as
+signed evidence, and returned with the evidence tag appended as an extra text block.
+A denial, or a hold for approval the proxy cannot put to a user, is a result with
+``is_error`` set and the reason as text, never a JSON-RPC error.
+
+stdout is the protocol channel: nothing here prints to it; diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from infomark import __version__
+from infomark.kernel.errors import InfomarkError
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, own_tools
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.gates.decision import Decision
+
+__all__ = ["STARTUP_TIMEOUT_S", "GatekeeperProxy", "main", "outcome_of", "run_proxy"]
+
+STARTUP_TIMEOUT_S = 120.0
+"""How long the downstream server may take to start and answer its first listing."""
+
+_INSTRUCTIONS = (
+    "infomark gates these tools: each result ends with an [infomark evidence_ref=…] tag; "
+    "declare claims with infomark_ledger, bind evidence with infomark_stamp, and read the "
+    "ledger with infomark_status. Modify and destructive tools are denied while a premise "
+    "of the plan is not grounded."
+)
+
+
+def _warn(message: str) -> None:
+    print(f"infomark mcp-proxy: {message}", file=sys.stderr, flush=True)
+
+
+class GatekeeperProxy:
+    """The proxy's state: one gatekeeper, one downstream session, the downstream listing."""
+
+    def __init__(self, gk: Gatekeeper, downstream: ClientSession) -> None:
+        self.gk = gk
+        self.downstream = downstream
+        self._tools: list[types.Tool] = []
+        self._annotations: dict[str, dict[str, Any]] = {}
+        self._shadowed: set[str] = set()
+
+    # -- listing ------------------------------------------------------------------------
+    async def refresh(self) -> list[types.Tool]:
+        """Fetch the full downstream listing (every page) and remember each tool's annotations."""
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await self.downstream.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        kept: list[types.Tool] = []
+        for tool in tools:
+            if tool.name in OWN_TOOL_NAMES:
+                if tool.name not in self._shadowed:
+                    _warn(
+                        f"the downstream tool {tool.name!r} has the name of an infomark tool; "
+                        "the infomark tool wins and the downstream one is not reachable"
+                    )
+                    self._shadowed.add(tool.name)
+                continue
+            kept.append(tool)
+        self._tools = kept
+        self._annotations = {t.name: _annotations_of(t) for t in kept}
+        return kept
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """The downstream tools as listed (re-fetched on each request), then the proxy's own."""
+        try:
+            await self.refresh()
+        except Exception as exc:  # a dead downstream still leaves the ledger tools usable
+            _warn(f"listing the downstream tools failed ({_describe(exc)}); serving the last list")
+        return types.ListToolsResult(tools=[*self._tools, *own_tools()])
+
+    # -- calls --------------------------------------------------------------------------
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Gate one call. Never raises: every failure is an ``is_error`` result with the reason."""
+        name = params.name
+        arguments = dict(params.arguments or {})
+        try:
+            if name in OWN_TOOL_NAMES:
+                return call_own_tool(self.gk, name, arguments)
+            call_id = None if ctx.request_id is None else f"mcp-{ctx.request_id}"
+            return await self.forward(name, arguments, call_id)
+        except Exception as exc:
+            _warn(f"tools/call {name!r} failed inside the proxy: {_describe(exc)}")
+            return _text_result(f"[infomark proxy error] {_describe(exc)}", is_error=True)
+
+    async def forward(
+        self, name: str, arguments: dict[str, Any], call_id: str | None = None
+    ) -> types.CallToolResult:
+        """authorize → forward → record → the downstream result with the evidence tag appended."""
+        if name not in self._annotations:
+            try:  # a tool the listing we hold does not know: the downstream may have added it
+                await self.refresh()
+            except Exception as exc:
+                _warn(f"re-listing the downstream tools failed: {_describe(exc)}")
+        call = ToolCall(
+            tool=name,
+            input=arguments,
+            tool_call_id=call_id,
+            annotations=self._annotations.get(name),
+        )
+        try:
+            decision = self.gk.authorize(call)
+        except Exception as exc:  # fail closed: no decision, no call
+            return _text_result(
+                f"[infomark error] could not decide on {name}: {_describe(exc)}; not run",
+                is_error=True,
+            )
+        if not decision.allowed:
+            return _denial(decision)
+
+        started = time.perf_counter()
+        try:
+            result = await self.downstream.call_tool(name, arguments)
+        except Exception as exc:  # the downstream failed: that is evidence (ERROR) too
+            msg = f"the downstream server failed on {name}: {_describe(exc)}"
+            outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=_since(started))
+            result = _text_result(msg, is_error=True)
+        else:
+            outcome = outcome_of(result, duration_ms=_since(started))
+        return self._recorded(call, outcome, result)
+
+    def _recorded(
+        self, call: ToolCall, outcome: ToolOutcome, result: types.CallToolResult
+    ) -> types.CallToolResult:
+        try:
+            evidence = self.gk.record(call, outcome)
+        except Exception as exc:  # the tool ran; say that its evidence is missing
+            note = f"[infomark error] the result was not recorded as evidence: {_describe(exc)}"
+            return _appended(result, [note])
+        tail = [evidence.tag]
+        try:
+            extra = self.gk.after_tool_text(call, outcome, evidence)
+        except Exception as exc:
+            _warn(f"after_tool_text failed for {call.tool}: {_describe(exc)}")
+            extra = ""
+        if extra:
+            tail.append(extra)
+        return _appended(result, tail)
+
+    # -- serving ------------------------------------------------------------------------
+    def server(self, instructions: str | None = None) -> Server[Any]:
+        """The low-level MCP server that answers the proxy's client."""
+        text = _INSTRUCTIONS if not instructions else f"{instructions}\n\n{_INSTRUCTIONS}"
+        return Server(
+            "infomark-mcp-proxy",
+            version=__version__,
+            instructions=text,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def outcome_of(result: types.CallToolResult, *, duration_ms: float | None = None) -> ToolOutcome:
+    """The :class:`ToolOutcome` a downstream result stands for.
+
+    ``is_error`` → an error outcome (ERROR). Otherwise no exit status (OBSERVED), unless
+    the structured content carries an integer ``exit_code`` / ``exitCode``.
+    """
+    output = _result_text(result)
+    if result.is_error:
+        return ToolOutcome(
+            output=output,
+            error=output or "the tool reported an error",
+            is_error=True,
+            duration_ms=duration_ms,
+        )
+    return ToolOutcome(
+        output=output, exit_code=_exit_code(result.structured_content), duration_ms=duration_ms
+    )
+
+
+def _exit_code(structured: object) -> int | None:
+    if not isinstance(structured, Mapping):
+        return None
+    for key in ("exit_code", "exitCode"):
+        value = structured.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _result_text(result: types.CallToolResult) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(block.model_dump_json(by_alias=True, exclude_none=True))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, sort_keys=True, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _annotations_of(tool: types.Tool) -> dict[str, Any]:
+    """The tool's hints with camelCase keys, as classification reads them.
+
+    A listed tool with no hints gets the MCP default ``readOnlyHint: false`` spelled out,
+    so it classifies as a tool that changes things (modify), not as an unknown tool.
+    """
+    hints = (
+        {}
+        if tool.annotations is None
+        else tool.annotations.model_dump(by_alias=True, exclude_none=True)
+    )
+    return hints or {"readOnlyHint": False}
+
+
+def _appended(result: types.CallToolResult, texts: list[str]) -> types.CallToolResult:
+    extra = [types.TextContent(type="text", text=t) for t in texts]
+    return result.model_copy(update={"content": [*result.content, *extra]})
+
+
+def _denial(decision: Decision) -> types.CallToolResult:
+    from infomark.tools.executor import denied_outcome
+
+    text = str(denied_outcome(decision).output).rstrip()
+    if decision.decision.value == "ask":
+        text += (
+            ("" if text.endswith(".") else ".")
+            + " An MCP proxy cannot put the question to the user, so the call was not run; "
+            "ask the user to approve it outside this session."
+        )
+    return _text_result(text, is_error=True)
+
+
+def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], is_error=is_error
+    )
+
+
+def _since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line account of an error, looking inside exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- running
+
+
+async def _serve(gk: Gatekeeper, server_cmd: list[str]) -> None:
+    params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    async with (
+        stdio_client(params) as (down_read, down_write),
+        ClientSession(down_read, down_write) as downstream,
+    ):
+        proxy = GatekeeperProxy(gk, downstream)
+        with anyio.fail_after(STARTUP_TIMEOUT_S):
+            await downstream.initialize()
+            await proxy.refresh()
+        server = proxy.server(downstream.instructions)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+def run_proxy(
+    server_cmd: list[str],
+    *,
+    home: Path,
+    session: str,
+    profile: str | None,
+    root: Path,
+) -> int:
+    """Serve the proxy on stdin/stdout until the client disconnects; return the exit code.
+
+    0 after a clean shutdown; 2 when the command is missing or the ledger home cannot be
+    opened; 1 when the downstream server could not be started or failed.
+    """
+    if not server_cmd:
+        _warn("no downstream server command; use: infomark mcp-proxy -- <command> [args…]")
+        return 2
+    from infomark.gatekeeper import Gatekeeper
+
+    try:
+        gk = Gatekeeper.open(home, session, root=root, profile=profile)
+    except InfomarkError as exc:
+        _warn(str(exc))
+        return exc.exit_code
+    try:
+        anyio.run(_serve, gk, list(server_cmd))
+    except TimeoutError:
+        _warn(
+            f"the downstream server {server_cmd[0]!r} did not start within {STARTUP_TIMEOUT_S:g}s"
+        )
+        return 1
+    except Exception as exc:
+        _warn(f"the downstream server {server_cmd[0]!r} failed: {_describe(exc)}")
+        return 1
+    finally:
+        gk.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m infomark.tools.mcp_proxy [--session S] [--home H] [--profile P] -- cmd …``."""
+    from infomark.gatekeeper import default_home
+
+    parser = argparse.ArgumentParser(
+        prog="infomark mcp-proxy",
+        description="Gate a downstream MCP stdio server with infomark.",
+    )
+    parser.add_argument(
+        "--session", default=None, help="session (default $INFOMARK_SESSION or mcp)"
+    )
+    parser.add_argument("--home", type=Path, default=None, help="ledger home (default .infomark)")
+    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("server_cmd", nargs=argparse.REMAINDER, help="-- <command> [args…]")
+    args = parser.parse_args(argv)
+    server_cmd = list(args.server_cmd)
+    if server_cmd[:1] == ["--"]:
+        server_cmd = server_cmd[1:]
+    return run_proxy(
+        server_cmd,
+        home=args.home if args.home is not None else default_home(),
+        session=args.session or os.environ.get("INFOMARK_SESSION") or "mcp",
+        profile=args.profile,
+        root=Path.cwd(),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
