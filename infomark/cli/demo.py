@@ -49,7 +49,7 @@ def run_demo(*, keep: bool = False) -> None:
     project.mkdir()
     (project / "calc.py").write_text(_CALC)
     (project / "check.py").write_text(_CHECK)
-    py = shlex.quote(shutil.which("python3") or sys.executable)
+    py = shlex.quote(sys.executable)
     oracle_c1 = "grep -n 'def add' calc.py"
     oracle_c2 = f"{py} check.py"
     step_no = 0

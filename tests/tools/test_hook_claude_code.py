@@ -1,0 +1,251 @@
+"""The Claude Code command hook, run as the installed executable on real JSON payloads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infomark.gatekeeper import Gatekeeper
+
+EXE = shutil.which("infomark") or str(Path(sys.executable).with_name("infomark"))
+ORACLE = "pytest -q"
+LEDGER = (
+    "Plan first.\n\nclaim_ledger:\n  claims:\n    - id: C1\n"
+    '      text: "the parser drops the last token"\n      status: Exact\n'
+    '      falsifier: "pytest passes on the unmodified parser"\n'
+    f'      oracle: "{ORACLE}"\n  premises_for_plan: [C1]\n'
+)
+
+
+class Session:
+    """A Claude Code session as the hook sees it: one project, one transcript."""
+
+    def __init__(self, project: Path, sid: str = "sess-1") -> None:
+        self.project = project
+        self.sid = sid
+        self.transcript = project / "transcript.jsonl"
+        self.transcript.write_text("")
+        self.n = 0
+
+    def say(self, text: str, tool_use_id: str | None = None) -> None:
+        """Append an assistant message (text block, then its tool_use) as Claude Code does."""
+        self.n += 1
+        mid = f"msg_{self.n}"
+        lines = [
+            {
+                "type": "assistant",
+                "message": {
+                    "id": mid,
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": text}],
+                },
+            }
+        ]
+        if tool_use_id:
+            lines.append(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": mid,
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": tool_use_id, "name": "x", "input": {}}
+                        ],
+                    },
+                }
+            )
+        with self.transcript.open("a") as f:
+            for line in lines:
+                f.write(json.dumps(line) + "\n")
+
+    def hook(self, event: str, raw: str | None = None, **fields: Any) -> tuple[int, Any, str]:
+        payload = {
+            "session_id": self.sid,
+            "transcript_path": str(self.transcript),
+            "cwd": str(self.project),
+            "hook_event_name": event,
+            "permission_mode": "default",
+            **fields,
+        }
+        proc = subprocess.run(
+            [EXE, "hook", "claude-code"],
+            input=raw if raw is not None else json.dumps(payload),
+            capture_output=True,
+            text=True,
+            cwd=self.project,
+            timeout=60,
+            check=False,
+        )
+        out = json.loads(proc.stdout) if proc.stdout.strip() else None
+        return proc.returncode, out, proc.stderr
+
+    def tool(self, name: str, tool_input: dict[str, Any], use_id: str) -> tuple[int, Any, str]:
+        return self.hook("PreToolUse", tool_name=name, tool_input=tool_input, tool_use_id=use_id)
+
+
+@pytest.fixture
+def cc(project: Path) -> Session:
+    return Session(project)
+
+
+def _deny(out: Any) -> str:
+    assert out is not None
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == "PreToolUse" and spec["permissionDecision"] == "deny"
+    return str(spec["permissionDecisionReason"])
+
+
+def test_session_start_injects_the_protocol(cc: Session) -> None:
+    code, out, _ = cc.hook("SessionStart", source="startup")
+    assert code == 0
+    ctx = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "claim_ledger" in ctx and "oracle_stamp" in ctx
+
+
+def test_ungrounded_edit_is_denied_with_the_exact_shape(cc: Session) -> None:
+    cc.say(LEDGER, tool_use_id="tu_1")
+    code, out, _ = cc.tool(
+        "Edit",
+        {"file_path": str(cc.project / "p.py"), "old_string": "a", "new_string": "b"},
+        "tu_1",
+    )
+    assert code == 0
+    assert set(out) == {"hookSpecificOutput"}
+    assert set(out["hookSpecificOutput"]) == {
+        "hookEventName",
+        "permissionDecision",
+        "permissionDecisionReason",
+    }
+    reason = _deny(out)
+    assert "C1 (Hypothetical" in reason and ORACLE in reason
+
+
+def test_bash_sed_i_is_denied_while_ungrounded(cc: Session) -> None:
+    cc.say(LEDGER, tool_use_id="tu_1")
+    _, out, _ = cc.tool("Bash", {"command": "sed -i 's/a/b/' parser.py"}, "tu_1")
+    assert "C1" in _deny(out)
+
+
+def test_read_is_allowed_silently(cc: Session) -> None:
+    cc.say(LEDGER, tool_use_id="tu_1")
+    code, out, err = cc.tool("Read", {"file_path": str(cc.project / "p.py")}, "tu_1")
+    assert (code, out) == (0, None)
+
+
+def _post_bash(cc: Session, command: str, use_id: str, failed: bool = False) -> str:
+    if failed:
+        code, out, _ = cc.hook(
+            "PostToolUseFailure",
+            tool_name="Bash",
+            tool_input={"command": command},
+            tool_use_id=use_id,
+            error="Exit code 1\nFAILED tests/test_p.py::test_x",
+        )
+    else:
+        code, out, _ = cc.hook(
+            "PostToolUse",
+            tool_name="Bash",
+            tool_input={"command": command},
+            tool_use_id=use_id,
+            tool_response={
+                "stdout": "3 passed",
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+            },
+        )
+    assert code == 0
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == ("PostToolUseFailure" if failed else "PostToolUse")
+    ctx = str(spec["additionalContext"])
+    assert ctx.startswith("[infomark evidence_ref=ev_")
+    return ctx.split("evidence_ref=")[1].split()[0]
+
+
+def test_post_tool_use_records_pass_and_failure_records_fail(cc: Session) -> None:
+    ok = _post_bash(cc, ORACLE, "tu_1")
+    bad = _post_bash(cc, ORACLE, "tu_2", failed=True)
+    with Gatekeeper.open(cc.project / ".infomark", cc.sid, root=cc.project) as gk:
+        assert gk.evidence(ok).outcome.value == "PASS"  # type: ignore[union-attr]
+        failed = gk.evidence(bad)
+        assert failed is not None and failed.outcome.value == "FAIL" and failed.exit_code == 1
+
+
+def test_full_loop_stamp_unblocks_then_stale_stop_then_allowed(cc: Session) -> None:
+    cc.say(LEDGER, tool_use_id="tu_1")
+    assert _deny(cc.tool("Edit", {"file_path": "p.py"}, "tu_1")[1])
+    cc.say("Running the oracle.", tool_use_id="tu_2")
+    assert cc.tool("Bash", {"command": ORACLE}, "tu_2")[1] is None
+    ref = _post_bash(cc, ORACLE, "tu_2")
+    cc.say(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS", tool_use_id="tu_3")
+    code, out, _ = cc.tool(
+        "Edit", {"file_path": "p.py", "old_string": "a", "new_string": "b"}, "tu_3"
+    )
+    assert (code, out) == (0, None)  # grounded: allowed, silently
+    cc.hook(
+        "PostToolUse",
+        tool_name="Edit",
+        tool_input={"file_path": "p.py"},
+        tool_use_id="tu_3",
+        tool_response={"filePath": "p.py", "success": True},
+    )
+    code, out, _ = cc.hook("Stop", stop_hook_active=False, last_assistant_message="Done.")
+    assert code == 0 and out["decision"] == "block" and "re-run" in out["reason"]
+    cc.say("Re-running.", tool_use_id="tu_4")
+    assert cc.tool("Bash", {"command": ORACLE}, "tu_4")[1] is None
+    ref2 = _post_bash(cc, ORACLE, "tu_4")
+    final = f"Done.\n\noracle_stamp: claim_id=C1 evidence_ref={ref2} result=PASS"
+    code, out, _ = cc.hook("Stop", stop_hook_active=True, last_assistant_message=final)
+    assert (code, out) == (0, None)
+
+
+def test_stop_block_cap_never_traps_the_session(cc: Session) -> None:
+    answers = [
+        cc.hook("Stop", stop_hook_active=i > 0, last_assistant_message="Done.")[1] for i in range(4)
+    ]
+    assert [a is not None and a.get("decision") == "block" for a in answers] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_user_prompt_approval_phrase_records_approval(cc: Session) -> None:
+    code, out, _ = cc.hook("UserPromptSubmit", prompt="approve — go ahead")
+    assert code == 0
+    with Gatekeeper.open(cc.project / ".infomark", cc.sid, root=cc.project) as gk:
+        assert any(e.type == "approval" and e.payload["by"] == "user" for e in gk.events())
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"hook_event_name": 3}', "\x00\xff"])
+def test_malformed_stdin_is_a_message_not_a_crash(cc: Session, raw: str) -> None:
+    code, out, err = cc.hook("PreToolUse", raw=raw)
+    assert (code, out) == (0, None)
+    assert "infomark" in err and "Traceback" not in err
+
+
+def test_strict_profile_fails_closed_on_bad_input(cc: Session) -> None:
+    (cc.project / "infomark.toml").write_text('profile = "strict"\n')
+    code, out, err = cc.hook("PreToolUse", raw="{broken")
+    assert code == 2 and out is None and "strict" in err
+
+
+def test_unknown_event_is_no_opinion(cc: Session) -> None:
+    assert cc.hook("Notification", message="hi")[:2] == (0, None)
+
+
+def test_transcript_text_is_ingested_once(cc: Session) -> None:
+    cc.say(LEDGER, tool_use_id="tu_1")
+    cc.tool("Read", {"file_path": "x"}, "tu_1")
+    cc.tool("Read", {"file_path": "y"}, "tu_1")
+    with Gatekeeper.open(cc.project / ".infomark", cc.sid, root=cc.project) as gk:
+        ledgers = [e for e in gk.events() if e.type == "ledger_replaced"]
+    assert len(ledgers) == 1
