@@ -33,6 +33,7 @@ from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState
 
 if TYPE_CHECKING:
+    from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
@@ -99,6 +100,22 @@ class Gatekeeper:
     def __init__(self, ledger: Ledger, config: Config) -> None:
         self._ledger = ledger
         self.config = config
+        self._runtime: PolicyRuntime | None = None
+        self._tool_text: dict[str, str] = {}
+
+    @property
+    def policy(self) -> PolicyRuntime:
+        """The adaptive policy layer (packs, working memory, triggers), loaded on first use."""
+        if self._runtime is None or self._runtime.config is not self.config:
+            from infomark.gates.policies.runtime import PolicyRuntime
+
+            self._runtime = PolicyRuntime(self.config)
+        return self._runtime
+
+    def use_policies(self, runtime: PolicyRuntime) -> None:
+        """Run this policy runtime (e.g. with custom policies) instead of the configured one."""
+        self.config = runtime.config
+        self._runtime = runtime
 
     @classmethod
     def open(
@@ -198,6 +215,8 @@ class Gatekeeper:
                 self._apply_gate_moves(report)
             if not report.skipped:
                 self._track()
+                if report.changed:
+                    report.instructions = self.policy.after_ingest(self._ledger, report)
         return report
 
     def classify(
@@ -252,7 +271,7 @@ class Gatekeeper:
                 )
             extra = self._after_decision(call, decision)
             if extra:
-                decision = decision.with_reason(decision.reason + "\n" + extra)
+                decision = decision.with_instructions(extra)
         return decision
 
     def record(
@@ -263,6 +282,9 @@ class Gatekeeper:
         with self._ledger.transaction():
             evidence = self._ledger.record(call, outcome, tool_class=cls_)
             self._track()
+            text = self.policy.after_tool(self._ledger, call, outcome, evidence)
+        if text:
+            self._tool_text[evidence.ref] = text
         return evidence
 
     def can_finish(self, final_text: str = "") -> FinishDecision:
@@ -285,11 +307,12 @@ class Gatekeeper:
         with self._ledger.transaction():
             self._ledger.emit("approval", {"by": by, "note": note, "gate": self._ledger.state.gate})
 
-    def new_turn(self, prompt: str | None = None) -> None:
-        """Mark the start of a user turn (resets the finish-refusal count)."""
+    def new_turn(self, prompt: str | None = None) -> str:
+        """Start a user turn (resets the finish-refusal count); returns context for the model."""
         with self._ledger.transaction():
             d = hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16] if prompt else None
             self._ledger.emit("turn_started", {"prompt_digest": d})
+            return self.policy.on_prompt(self._ledger, prompt or "")
 
     def move(self, gate: str) -> dict[str, Any]:
         """Request a gate move as the agent would with a ``gate:`` line."""
@@ -343,8 +366,7 @@ class Gatekeeper:
 
     def on_prompt(self, prompt: str) -> str:
         """A new user prompt: start a turn; return context text for the next model call."""
-        self.new_turn(prompt)
-        return ""
+        return self.new_turn(prompt)
 
     def host_report(
         self,
@@ -352,13 +374,20 @@ class Gatekeeper:
         tokens_used: int | None = None,
         context_window: int | None = None,
         compacted: bool = False,
-    ) -> None:
-        """Usage and compaction as the host reports them (feeds the policy layer)."""
-        return None
+    ) -> str:
+        """Usage and compaction as the host reports them; returns packs that fired."""
+        with self._ledger.transaction():
+            return self.policy.host_report(
+                self._ledger,
+                tokens_used=tokens_used,
+                context_window=context_window,
+                compacted=compacted,
+            )
 
     def context_view(self, budget: int = 1200) -> str:
         """What goes into the next model call: active packs, working memory, ledger summary."""
-        return ""
+        self._ledger.refresh()
+        return self.policy.context_view(self._ledger, budget)
 
     def state_document(self) -> dict[str, Any]:
         """The session's state (seed 000's state.json): ledger, gate, metrics, policy state."""
@@ -370,18 +399,34 @@ class Gatekeeper:
             "gate": self.gate().to_dict(),
             "ledger": self.ledger().to_dict(),
             "turn_metrics": dict(state.metrics),
-            "policy": dict(state.policy),
+            **self.policy.state_document(self._ledger),
         }
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str:
-        """Instruction text to deliver with this tool result (the policy layer's channel)."""
-        return ""
+        """Instruction packs fired by this recorded result, to deliver with it ("" if none)."""
+        return self._tool_text.pop(evidence.ref, "")
 
     def _after_decision(self, call: ToolCall, decision: Decision) -> str:
-        return ""
+        if decision.allowed:
+            return ""
+        return self.policy.after_decision(self._ledger, call, decision)
 
     def _before_finalize(self, final_text: str, result: FinishDecision) -> FinishDecision:
-        return result
+        verdict = self.policy.before_finalize(self._ledger, final_text, result)
+        reasons = [] if result.allow else [result.reason]
+        extra = {"policy": verdict.to_dict()}
+        if not verdict.allow and not result.cap_reached:
+            reasons.append(verdict.reason)
+        if verdict.instructions:
+            reasons.append(verdict.instructions)
+        if not reasons:
+            return replace(result, extra={**result.extra, **extra})
+        allow = result.allow and (verdict.allow or result.cap_reached)
+        code = result.code if not result.allow or verdict.allow else "trigger_fired"
+        reason = "\n\n".join(reasons) if not allow else result.reason
+        if allow and verdict.instructions:
+            reason += "\n\n" + verdict.instructions
+        return replace(result, allow=allow, reason=reason, code=code, extra={**result.extra, **extra})
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:

@@ -34,6 +34,7 @@ class Decision:
     why: tuple[str, ...] = ()  # classification reasons
     decision_id: str = ""
     tool: str = ""
+    instructions: str = ""  # instruction packs fired by this decision (policy layer)
 
     @classmethod
     def allow(cls, code: str, reason: str, **kw: Any) -> Decision:
@@ -50,8 +51,9 @@ class Decision:
     def with_id(self, decision_id: str) -> Decision:
         return replace(self, decision_id=decision_id)
 
-    def with_reason(self, reason: str) -> Decision:
-        return replace(self, reason=reason)
+    def with_instructions(self, text: str) -> Decision:
+        """Append policy text to the reason the agent reads, and keep it apart too."""
+        return replace(self, reason=self.reason + "\n" + text, instructions=text)
 
     @property
     def allowed(self) -> bool:
@@ -72,6 +74,7 @@ class Decision:
             "profile": self.profile,
             "decision_id": self.decision_id,
             "why": list(self.why),
+            "instructions": self.instructions,
         }
 
 

@@ -21,6 +21,7 @@ class IngestReport:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     gate_moves: list[dict[str, Any]] = field(default_factory=list)
     skipped: bool = False  # the same text was already ingested
+    instructions: str = ""  # instruction packs fired by this message (policy layer)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -32,6 +33,7 @@ class IngestReport:
             "invalidated": self.invalidated,
             "diagnostics": self.diagnostics,
             "gate_moves": self.gate_moves,
+            "instructions": self.instructions,
         }
 
     @property

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench`` (or ``make bench``). Numbers go to docs/performance.md."""

@@ -1,0 +1,52 @@
+"""The adaptive policy layer: turn hooks, instruction packs, working memory, triggers.
+
+``PolicyRuntime(config)`` runs the enabled policies at each phase of a turn and
+keeps its state in the session journal (``policy_updated`` events), so it is
+replayable and inspectable like everything else. See ``docs/policies.md``.
+Standard library only: this runs inside the host's hook process.
+"""
+
+from __future__ import annotations
+
+from infomark.gates.policies.context import (
+    ALL_PHASES,
+    PHASES,
+    FinalizeVerdict,
+    HookResult,
+    PackSettings,
+    ToolResult,
+    TurnContext,
+)
+from infomark.gates.policies.registry import (
+    DEFAULT_PACKS,
+    ENTRY_POINT_GROUP,
+    Policy,
+    available_policies,
+    register_policy,
+)
+from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime
+from infomark.gates.policies.settings import PolicySettings, validate_policy_config
+from infomark.gates.policies.triggers import TriggerSpec
+from infomark.gates.policies.view import context_view, state_document
+
+__all__ = [
+    "ALL_PHASES",
+    "DEFAULT_PACKS",
+    "ENTRY_POINT_GROUP",
+    "PHASES",
+    "POLICY_KEYS",
+    "FinalizeVerdict",
+    "HookResult",
+    "PackSettings",
+    "Policy",
+    "PolicyRuntime",
+    "PolicySettings",
+    "ToolResult",
+    "TriggerSpec",
+    "TurnContext",
+    "available_policies",
+    "context_view",
+    "register_policy",
+    "state_document",
+    "validate_policy_config",
+]

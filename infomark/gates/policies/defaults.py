@@ -1,0 +1,401 @@
+"""The default instruction packs, each a small policy over metrics or the ledger.
+
+A pack fires when its condition holds, says once what to do differently, and
+goes away when the condition clears (``resolved``) or after ``expires_after``
+user prompts. Thresholds, severities and expiry are defaults that
+``pack_overrides.<name>`` can change. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from infomark.gates.finalize import claims_completion, fresh_exact_claims
+from infomark.gates.policies.context import HookResult, TurnContext
+from infomark.kernel.reasons import RejectReason
+from infomark.ledger.state import SessionState
+
+__all__ = [
+    "DEFAULT_POLICIES",
+    "ContextPressure",
+    "EvidenceBeforeDone",
+    "ExcessiveSubagents",
+    "ReadHeavyDrift",
+    "RepeatedCompaction",
+    "RepeatedFailures",
+    "StaleEvidence",
+    "StampRejected",
+    "UngroundedPremises",
+]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _threshold(ctx: TurnContext, default: int) -> int:
+    """A count threshold (a fractional override rounds up)."""
+    return max(1, math.ceil(ctx.settings.threshold or default))
+
+
+def _percent(ctx: TurnContext, default: int) -> int:
+    """A usage threshold in percent; an override of at most 1 is a fraction (0.8 = 80%)."""
+    t = ctx.settings.threshold
+    if t is None:
+        return default
+    return max(1, round(t * 100 if t <= 1 else t))
+
+
+class _Pack:
+    """Defaults every built-in pack shares (a custom policy may define the same attributes)."""
+
+    name: ClassVar[str]
+    severity: ClassVar[int] = 5
+    threshold: ClassVar[float | None] = None
+    expires_after: ClassVar[int] = 2
+    summary: ClassVar[str] = ""
+
+
+class RepeatedFailures(_Pack):
+    name = "repeated_failures"
+    severity = 7
+    threshold = 3
+    summary = "N tool calls failed in a row (default 3)."
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get("consecutive_failures", 0))
+        t = _threshold(ctx, 3)
+        if n == 0:
+            return HookResult(resolved=True)
+        if n < t:
+            return HookResult()
+        last = ctx.metrics.get("last_failure") or {}
+        text = (
+            f"Stop guessing: {_n(n, 'tool call')} failed in a row. The last, "
+            f"`{_clip(last.get('command', '?'), 60)}`, said: "
+            f'"{_clip(last.get("first_line", ""), 100)}". '
+            "Choose the next step from that output, or say what you need to know."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=str(n // t),
+            reason=f"{n} consecutive failed tool calls (threshold {t})",
+            evidence={
+                "consecutive_failures": n,
+                "ref": last.get("ref"),
+                "command": last.get("command"),
+            },
+            notes=(f"consecutive_failures={n}",),
+        )
+
+
+class ReadHeavyDrift(_Pack):
+    name = "read_heavy_drift"
+    severity = 4
+    threshold = 8
+    summary = "N reads/searches without a write, a run, a claim or a stamp (default 8)."
+
+    def _check(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get("reads_without_write", 0))
+        t = _threshold(ctx, 8)
+        if n == 0:
+            return HookResult(resolved=True)
+        if n < t:
+            return HookResult()
+        text = (
+            f"{_n(n, 'read')} without a write or a claim: you have enough context to propose a "
+            "concrete next step. Do not read more unless it resolves a named uncertainty; make the "
+            "change, or declare the claim you are testing."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=str(n // t),
+            reason=f"{n} reads without a write or a claim (threshold {t})",
+            evidence={
+                "reads_without_write": n,
+                "files_read": list(ctx.working_set.get("files_read", []))[-5:],
+            },
+        )
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        return self._check(ctx)
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult:
+        return self._check(ctx)
+
+
+class ContextPressure(_Pack):
+    name = "context_pressure"
+    severity = 6
+    threshold = 0.8
+    summary = "Host-reported context usage at or over the threshold (default 0.8 of the window)."
+
+    def host_report(self, ctx: TurnContext) -> HookResult | None:
+        pct = ctx.metrics.get("context_pct")
+        if pct is None:
+            return None
+        t = _percent(ctx, 80)
+        if pct < t:
+            return HookResult(resolved=True)
+        text = (
+            f"Context is {pct}% full: prefer short updates, keep the open questions and next "
+            "actions explicit, and do not re-read what you have already summarised."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=str(pct // 10),
+            reason=f"context usage {pct}% (threshold {t}%)",
+            evidence={
+                "context_pct": pct,
+                "tokens_used": ctx.tokens_used,
+                "context_window": ctx.context_window,
+            },
+        )
+
+
+class RepeatedCompaction(_Pack):
+    name = "repeated_compaction"
+    severity = 5
+    threshold = 2
+    summary = "The host compacted the context N times in this session (default 2)."
+
+    def host_report(self, ctx: TurnContext) -> HookResult | None:
+        n = int(ctx.metrics.get("compactions", 0))
+        if not ctx.compacted:
+            return None
+        t = _threshold(ctx, 2)
+        if n < t:
+            return HookResult()
+        text = (
+            f"The context was compacted {_n(n, 'time')}: before continuing, restate the "
+            "objective, the open claims (by id) and the next action; trust the ledger over "
+            "your memory of earlier turns."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=str(n),
+            reason=f"{n} compactions (threshold {t})",
+            evidence={"compactions": n},
+        )
+
+
+def _oracle_hint(state: SessionState) -> str:
+    for c in state.claims.values():
+        if c.oracle:
+            return (
+                f"run `{_clip(c.oracle, 60)}`, bind it with oracle_stamp: claim_id={c.id} "
+                "evidence_ref=ev_… result=PASS"
+            )
+    return "run the check that proves it (declare it as a claim's oracle) and stamp that run"
+
+
+class EvidenceBeforeDone(_Pack):
+    name = "evidence_before_done"
+    severity = 9
+    summary = "Completion claimed without an Exact claim stamped on evidence after the last edit."
+
+    def before_finalize(self, ctx: TurnContext) -> HookResult | None:
+        state = ctx.state
+        fresh = fresh_exact_claims(state)
+        if fresh:
+            return HookResult(resolved=True)
+        finish = ctx.finish
+        claimed = (
+            finish.completion_claimed if finish is not None else claims_completion(ctx.final_text)
+        )
+        if not claimed:
+            return None
+        text = (
+            "Do not claim completion until you cite evidence produced in this session after your "
+            f"last edit: {_oracle_hint(state)}, then finish, or say what is still open."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=f"turn{ctx.turn}",
+            reason="completion claimed without fresh Exact evidence",
+            evidence={
+                "code": finish.code if finish is not None else None,
+                "last_modify_seq": state.last_modify_seq,
+            },
+        )
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
+        return HookResult(resolved=True) if fresh_exact_claims(ctx.state) else None
+
+
+class ExcessiveSubagents(_Pack):
+    name = "excessive_subagents"
+    severity = 3
+    threshold = 4
+    summary = (
+        "N sub-agent calls (tool Task/Agent, or class subagent) for one user prompt (default 4)."
+    )
+
+    def _check(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get("subagent_calls", 0))
+        t = _threshold(ctx, 4)
+        if n == 0:
+            return HookResult(resolved=True)
+        if n < t:
+            return HookResult()
+        text = (
+            f"{_n(n, 'sub-agent')} for this request: do the next step yourself unless the work "
+            "is truly independent; give each sub-agent one specific question and use its answer."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=str(n // t),
+            reason=f"{n} sub-agent calls this prompt (threshold {t})",
+            evidence={"subagent_calls": n},
+        )
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        return self._check(ctx)
+
+    def before_model_call(self, ctx: TurnContext) -> HookResult:
+        return self._check(ctx)
+
+
+def _premise_hint(state: SessionState, cid: str, status: str) -> str:
+    claim = state.claims.get(cid)
+    if claim is None:
+        return f"{cid} (missing: declare it or drop it from premises_for_plan)"
+    if claim.oracle:
+        return (
+            f"{cid} ({status}: run `{_clip(claim.oracle, 50)}`, then oracle_stamp: "
+            f"claim_id={cid} evidence_ref=ev_… result=PASS)"
+        )
+    return f"{cid} ({status}: declare oracle: <command>, or inference_stamp an observation)"
+
+
+class UngroundedPremises(_Pack):
+    name = "ungrounded_premises"
+    severity = 8
+    summary = "A modifying call was denied because premises_for_plan are outside G."
+
+    def after_decision(self, ctx: TurnContext) -> HookResult | None:
+        d = ctx.decision
+        if d is None or d.allowed or d.code != "ungrounded_premises":
+            return None
+        ungrounded = list(d.ungrounded) or ctx.state.ungrounded_premises()
+        if not ungrounded:
+            return None
+        parts = [_premise_hint(ctx.state, cid, status) for cid, status in ungrounded[:2]]
+        more = f" (+{len(ungrounded) - 2} more)" if len(ungrounded) > 2 else ""
+        text = (
+            "Ground the premises before changing anything: "
+            + "; ".join(parts)
+            + more
+            + ". Or move an id from premises_for_plan to open_questions."
+        )
+        ids = sorted(cid for cid, _ in ungrounded)
+        return HookResult(
+            instructions=(text,),
+            key=",".join(ids),
+            reason=f"{d.tool or 'a call'} denied: premises outside G",
+            evidence={"ungrounded": ids, "decision_id": d.decision_id, "tool": d.tool},
+        )
+
+    def _resolve(self, ctx: TurnContext) -> HookResult | None:
+        if ctx.state.has_ledger and ctx.state.premises_grounded():
+            return HookResult(resolved=True)
+        return None
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
+        return self._resolve(ctx)
+
+    def before_finalize(self, ctx: TurnContext) -> HookResult | None:
+        return self._resolve(ctx)
+
+
+class StampRejected(_Pack):
+    name = "stamp_rejected"
+    severity = 8
+    summary = "A stamp (or divergence) in the last response was rejected."
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
+        report = ctx.report
+        rejected = list(report.stamps_rejected) if report is not None else []
+        if not rejected:
+            pending = [c for c in ctx.policy_state.get("claims", []) if isinstance(c, str)]
+            if pending and all(
+                (c := ctx.state.claims.get(cid)) is not None and c.grounded for cid in pending
+            ):
+                return HookResult(resolved=True, state={})
+            return None
+        first = rejected[0]
+        try:
+            hint = RejectReason(first["reason"]).hint
+        except ValueError:
+            hint = str(first.get("message", ""))
+        more = f" (+{len(rejected) - 1} more rejected)" if len(rejected) > 1 else ""
+        text = (
+            f"Your {first.get('kind', 'stamp')} for {first.get('claim_id') or '?'} was rejected "
+            f"({first['reason']}): {hint}.{more}"
+        )
+        claims = sorted({str(r["claim_id"]) for r in rejected if r.get("claim_id")})
+        return HookResult(
+            instructions=(text,),
+            key=f"seq{ctx.state.seq}",
+            reason=f"{len(rejected)} stamp(s) rejected",
+            evidence={
+                "rejected": [
+                    {
+                        "claim_id": r.get("claim_id"),
+                        "reason": r["reason"],
+                        "evidence_ref": r.get("evidence_ref"),
+                    }
+                    for r in rejected[:5]
+                ]
+            },
+            state={"claims": claims},
+        )
+
+
+class StaleEvidence(_Pack):
+    name = "stale_evidence"
+    severity = 7
+    summary = "Finishing while stamped evidence predates the last edit."
+
+    def before_finalize(self, ctx: TurnContext) -> HookResult:
+        stale = list(ctx.finish.stale) if ctx.finish is not None else ctx.state.stale_claims()
+        if not stale:
+            return HookResult(resolved=True)
+        parts = []
+        for cid in stale[:3]:
+            claim = ctx.state.claims.get(cid)
+            oracle = claim.oracle if claim is not None else None
+            parts.append(f"{cid} (re-run `{_clip(oracle, 50)}`)" if oracle else cid)
+        text = (
+            "Evidence predates your last edit for "
+            + ", ".join(parts)
+            + ": re-run each check now and stamp the new evidence_ref with oracle_stamp."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=",".join(sorted(stale)),
+            reason=f"stale evidence for {', '.join(stale)}",
+            evidence={"stale": sorted(stale)},
+        )
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
+        return None if ctx.state.stale_claims() else HookResult(resolved=True)
+
+
+DEFAULT_POLICIES: tuple[type[Any], ...] = (
+    RepeatedFailures,
+    ReadHeavyDrift,
+    ContextPressure,
+    RepeatedCompaction,
+    EvidenceBeforeDone,
+    ExcessiveSubagents,
+    UngroundedPremises,
+    StampRejected,
+    StaleEvidence,
+)

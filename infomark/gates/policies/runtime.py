@@ -1,0 +1,452 @@
+"""The policy runtime: turn hooks over the ledger, persisted as ``policy_updated`` events.
+
+Every method runs inside the caller's open ``ledger.transaction()``: it reads
+``ledger.state.policy``, computes the next values, emits the informational
+events (``instruction_pack_added`` …) and one ``policy_updated`` with the keys
+that changed. Nothing depends on the wall clock: ages are counted in user
+prompts. Standard library only; each call does a few dictionary operations.
+
+Where each method belongs (the Gatekeeper calls them):
+
+* :meth:`PolicyRuntime.on_prompt` — a new user prompt (``before_model_call``);
+* :meth:`PolicyRuntime.after_tool` — after recording a tool result (``after_tool_batch``);
+* :meth:`PolicyRuntime.after_decision` — after a denied call;
+* :meth:`PolicyRuntime.after_ingest` — after parsing a model response (``after_model_response``);
+* :meth:`PolicyRuntime.before_finalize` — when the agent wants to stop;
+* :meth:`PolicyRuntime.host_report` — when the host reports usage or a compaction.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from infomark.gates.config import Config
+from infomark.gates.decision import Decision, FinishDecision
+from infomark.gates.policies.context import (
+    ALL_PHASES,
+    FinalizeVerdict,
+    HookResult,
+    PackSettings,
+    ToolResult,
+    TurnContext,
+)
+from infomark.gates.policies.memory import build_memory, merge_memory
+from infomark.gates.policies.metrics import (
+    new_metrics,
+    new_working_set,
+    observe_host,
+    observe_ingest,
+    observe_prompt,
+    observe_tool,
+    tool_facts,
+)
+from infomark.gates.policies.packs import PackBoard, PackOffer, render_pack
+from infomark.gates.policies.registry import default_settings, resolve_policies
+from infomark.gates.policies.settings import PolicySettings
+from infomark.gates.policies.triggers import (
+    TriggerOutcome,
+    empty_trigger_state,
+    evaluate_triggers,
+    record_activity,
+    start_prompt,
+)
+from infomark.kernel.errors import UserError
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.engine import Ledger
+from infomark.ledger.evidence import Evidence
+from infomark.ledger.report import IngestReport
+
+__all__ = ["POLICY_KEYS", "PolicyRuntime"]
+
+#: The keys of ``state.policy`` this runtime owns.
+POLICY_KEYS = (
+    "metrics",
+    "working_set",
+    "packs",
+    "memory",
+    "triggers",
+    "last_hook_results",
+    "custom",
+)
+_NOTES_CAP = 8
+_CUSTOM_STATE_MAX = 2000
+_MEMORY_PHASES = ("before_model_call", "after_model_response", "after_tool_batch")
+
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(slots=True)
+class _Work:
+    """Working copies of the policy state for one call, committed as events at the end."""
+
+    original: dict[str, Any]
+    metrics: dict[str, Any]
+    working_set: dict[str, Any]
+    board: PackBoard
+    memory: dict[str, Any]
+    triggers: dict[str, Any] | None
+    hooks: dict[str, Any]
+    custom: dict[str, Any]
+    events: list[Event] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, policy: Mapping[str, Any], settings: PolicySettings) -> _Work:
+        original = {k: policy.get(k) for k in POLICY_KEYS}
+        mine = json.loads(json.dumps(original))  # JSON in, JSON out: a cheap deep copy
+        triggers = mine["triggers"]
+        if triggers is None and settings.triggers:
+            triggers = empty_trigger_state()
+        board = PackBoard(
+            mine["packs"], max_active=settings.max_active_packs, budget=settings.pack_budget_chars
+        )
+        return cls(
+            original=original,
+            metrics={**new_metrics(), **(mine["metrics"] or {})},
+            working_set={**new_working_set(), **(mine["working_set"] or {})},
+            board=board,
+            memory=mine["memory"] or {},
+            triggers=triggers,
+            hooks=mine["last_hook_results"] or {},
+            custom=mine["custom"] or {},
+            events=board.events,
+        )
+
+    @property
+    def turn(self) -> int:
+        return int(self.metrics["prompts"])
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "metrics": self.metrics,
+            "working_set": self.working_set,
+            "packs": self.board.to_dict(),
+            "memory": self.memory or None,
+            "triggers": self.triggers,
+            "last_hook_results": self.hooks or None,
+            "custom": self.custom or None,
+        }
+
+    def commit(self, ledger: Ledger) -> None:
+        for type_, payload in self.events:
+            ledger.emit(type_, payload)
+        changed = {k: v for k, v in self.values().items() if v != self.original[k]}
+        if changed:
+            ledger.emit("policy_updated", {"set": changed})
+
+
+@dataclass(slots=True)
+class _Outcome:
+    hook: HookResult
+    delivered: list[str]
+    delivered_text: str
+    active_text: str
+    refusals: list[tuple[str, str]]
+    trigger: TriggerOutcome | None
+
+
+def _key_for(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _describe(event: Event) -> str:
+    type_, p = event
+    if type_ == "instruction_pack_added":
+        return f"pack {p['name']} {'renewed' if p['renewed'] else 'added'}: {p['reason']}"
+    if type_ == "instruction_pack_removed":
+        return f"pack {p['name']} removed ({p['why']})"
+    if type_ == "working_memory_updated":
+        return f"working memory v{p['version']}: {', '.join(p['changed'])}"
+    if type_ == "trigger_fired":
+        return f"trigger {p['name']} {'repeated' if p.get('repeat') else 'fired'}"
+    return f"{type_.replace('_', ' ')} {p.get('name', '')}".strip()
+
+
+class PolicyRuntime:
+    """The adaptive policy layer of one configuration (stateless itself: state is in the ledger)."""
+
+    def __init__(self, config: Config, *, policies: Sequence[Any] | None = None) -> None:
+        self.config = config
+        self.settings = PolicySettings.from_config(config)
+        self.policies: list[Any] = resolve_policies(self.settings, list(policies or []))
+        self._pack_settings: dict[str, PackSettings] = {
+            p.name: self.settings.pack_settings(p.name, default_settings(p)) for p in self.policies
+        }
+        self._builtin = {
+            p.name
+            for p in self.policies
+            if type(p).__module__ == "infomark.gates.policies.defaults"
+        }
+
+    @classmethod
+    def from_config(cls, config: Config, *, policies: Sequence[Any] | None = None) -> PolicyRuntime:
+        return cls(config, policies=policies)
+
+    @property
+    def names(self) -> list[str]:
+        """The enabled policies, in evaluation order."""
+        return [p.name for p in self.policies]
+
+    def pack_settings(self, name: str) -> PackSettings:
+        return self._pack_settings[name]
+
+    # -- the generic phase API ---------------------------------------------------------------
+    def run_phase(self, ledger: Ledger, phase: str, ctx: TurnContext | None = None) -> HookResult:
+        """Run one phase: bookkeeping from ``ctx``, every policy, packs, triggers, memory.
+
+        Returns the combined result: notes, the texts to inject now (packs added or
+        renewed, trigger prompts), human-readable events, and ``continue_`` (False
+        at ``before_finalize`` when a trigger or a policy refuses the finish).
+        """
+        return self._execute(ledger, phase, ctx or TurnContext()).hook
+
+    # -- the Gatekeeper's entry points ----------------------------------------------------------
+    def on_prompt(self, ledger: Ledger, prompt: str) -> str:
+        """A new user prompt: count the turn, expire packs, reset per-prompt triggers.
+
+        Returns the active packs as context text ("" when none).
+        """
+        return self._execute(ledger, "before_model_call", TurnContext(prompt=prompt)).active_text
+
+    def after_tool(
+        self, ledger: Ledger, call: ToolCall, outcome: ToolOutcome, evidence: Evidence
+    ) -> str:
+        """After one recorded tool result. Returns the packs added or renewed by it ("" if none)."""
+        result = ToolResult(call, outcome, evidence, evidence.tool_class or "unknown")
+        ctx = TurnContext(tool_results=(result,))
+        return self._execute(ledger, "after_tool_batch", ctx).delivered_text
+
+    def after_tool_batch(self, ledger: Ledger, results: Sequence[ToolResult]) -> str:
+        """Several results of one batch (custom runtimes); returns as :meth:`after_tool` does."""
+        ctx = TurnContext(tool_results=tuple(results))
+        return self._execute(ledger, "after_tool_batch", ctx).delivered_text
+
+    def after_decision(self, ledger: Ledger, call: ToolCall, decision: Decision) -> str:
+        """After a decision; only a deny does anything. Returns text to append to the denial."""
+        if decision.allowed:
+            return ""
+        ctx = TurnContext(call=call, decision=decision)
+        return self._execute(ledger, "after_decision", ctx).delivered_text
+
+    def after_ingest(self, ledger: Ledger, report: IngestReport) -> str:
+        """After a model response was parsed. Returns the packs added or renewed ("" if none)."""
+        if report.skipped:
+            return ""
+        ctx = TurnContext(report=report)
+        return self._execute(ledger, "after_model_response", ctx).delivered_text
+
+    def before_finalize(
+        self, ledger: Ledger, final_text: str, finish: FinishDecision
+    ) -> FinalizeVerdict:
+        """Post-turn triggers and the finish-time packs; refuses when a trigger fires."""
+        ctx = TurnContext(final_text=final_text, finish=finish)
+        out = self._execute(ledger, "before_finalize", ctx)
+        trigger = out.trigger
+        parts = [trigger.reason] if trigger is not None and trigger.refuse else []
+        parts += [f"[infomark:policy {name}]\n{text}" for name, text in out.refusals]
+        return FinalizeVerdict(
+            allow=not parts,
+            reason="\n\n".join(parts),
+            fired=list(trigger.fired) if trigger is not None else [],
+            instructions=out.delivered_text,
+            packs=list(out.delivered),
+        )
+
+    def host_report(
+        self,
+        ledger: Ledger,
+        *,
+        tokens_used: int | None = None,
+        context_window: int | None = None,
+        compacted: bool = False,
+    ) -> str:
+        """Host-reported token usage and compaction. Returns packs added or renewed ("" if none)."""
+        ctx = TurnContext(
+            tokens_used=tokens_used, context_window=context_window, compacted=compacted
+        )
+        return self._execute(ledger, "host_report", ctx).delivered_text
+
+    def context_view(self, ledger: Ledger, budget: int = 1200) -> str:
+        """What goes into the next model call: packs, working memory, a ledger summary."""
+        from infomark.gates.policies.view import context_view
+
+        return context_view(ledger.state, budget=budget)
+
+    def state_document(self, ledger: Ledger) -> dict[str, Any]:
+        """The runtime's state as one JSON document (seed 000's ``state.json``)."""
+        from infomark.gates.policies.view import state_document
+
+        return state_document(ledger.state, self)
+
+    # -- the machinery -----------------------------------------------------------------------------
+    def _execute(self, ledger: Ledger, phase: str, ctx: TurnContext) -> _Outcome:
+        if phase not in ALL_PHASES:
+            raise UserError(f"unknown policy phase {phase!r}; use one of {', '.join(ALL_PHASES)}")
+        work = _Work.load(ledger.state.policy, self.settings)
+        self._observe(work, ledger, phase, ctx)
+        base = replace(
+            ctx,
+            phase=phase,
+            turn=work.turn,
+            state=ledger.state,
+            metrics=MappingProxyType(work.metrics),
+            working_set=MappingProxyType(work.working_set),
+            memory=MappingProxyType(work.memory),
+        )
+        notes: list[str] = []
+        human: list[str] = []
+        refusals: list[tuple[str, str]] = []
+        for policy in self.policies:
+            method = getattr(policy, phase, None)
+            if method is None:
+                continue
+            res = self._call(policy, method, base, work, notes)
+            if res is None:
+                continue
+            notes += [f"{policy.name}: {n}" for n in res.notes]
+            human += list(res.events)
+            refuse = not res.continue_ and phase == "before_finalize"
+            self._apply(policy.name, res, work, pack=not refuse)
+            if refuse:  # the refusal carries the instruction; no pack repeats it
+                refusals.append((policy.name, " ".join(res.instructions) or res.reason))
+        trigger: TriggerOutcome | None = None
+        if phase == "before_finalize" and work.triggers is not None and self.settings.triggers:
+            trigger = evaluate_triggers(
+                work.triggers, self.settings.triggers, ledger.state, work.turn
+            )
+            work.events += trigger.events
+        if phase in _MEMORY_PHASES:
+            self._update_memory(work, ledger, ctx)
+        notes += work.board.notes
+        delivered = list(work.board.delivered)
+        human = [_describe(e) for e in work.events] + human
+        proceed = not refusals and not (trigger is not None and trigger.refuse)
+        work.hooks[phase] = {
+            "turn": work.turn,
+            "notes": notes[:_NOTES_CAP],
+            "instructions": delivered,
+            "events": human[:_NOTES_CAP],
+            "continue": proceed,
+        }
+        delivered_text = work.board.render(delivered) if delivered else ""
+        active_text = work.board.render()
+        work.commit(ledger)
+        texts = [render_pack(p) for p in work.board.active if p["name"] in delivered]
+        if trigger is not None and trigger.prompts:
+            texts.append(trigger.reason)
+        hook = HookResult(
+            notes=tuple(notes),
+            instructions=tuple(texts),
+            events=tuple(human),
+            continue_=proceed,
+        )
+        return _Outcome(hook, delivered, delivered_text, active_text, refusals, trigger)
+
+    def _observe(self, work: _Work, ledger: Ledger, phase: str, ctx: TurnContext) -> None:
+        """Phase bookkeeping: counters, working set, trigger delta, expiry."""
+        m = work.metrics
+        if phase == "before_model_call" and ctx.prompt is not None:
+            observe_prompt(m)
+            if work.triggers is not None:
+                work.events += start_prompt(work.triggers)
+        elif phase == "after_tool_batch":
+            root = str(ledger.root)
+            for result in ctx.tool_results:
+                facts = tool_facts(result, root)
+                observe_tool(m, work.working_set, facts, result)
+                if work.triggers is not None:
+                    record_activity(
+                        work.triggers,
+                        tool=facts.tool,
+                        written=facts.written,
+                        edited=facts.edited,
+                        read=facts.read,
+                    )
+        elif phase == "after_model_response" and ctx.report is not None:
+            observe_ingest(m, ctx.report)
+        elif phase == "host_report":
+            observe_host(
+                m,
+                tokens_used=ctx.tokens_used,
+                context_window=ctx.context_window,
+                compacted=ctx.compacted,
+            )
+        work.board.turn = work.turn
+        work.board.calls = int(m["tool_calls"])
+        if phase in ("before_model_call", "after_tool_batch"):
+            work.board.expire()
+
+    def _call(
+        self, policy: Any, method: Any, base: TurnContext, work: _Work, notes: list[str]
+    ) -> HookResult | None:
+        pctx = replace(
+            base,
+            settings=self._pack_settings[policy.name],
+            policy_state=MappingProxyType(dict(work.custom.get(policy.name, {}))),
+        )
+        if policy.name in self._builtin:
+            res: Any = method(pctx)
+        else:
+            try:
+                res = method(pctx)
+            except Exception as exc:  # a custom policy must not break the host's hook
+                notes.append(f"{policy.name}: failed with {type(exc).__name__}: {exc}"[:200])
+                return None
+        if res is not None and not isinstance(res, HookResult):
+            notes.append(f"{policy.name}: returned {type(res).__name__}, not a HookResult")
+            return None
+        return res
+
+    def _apply(self, name: str, res: HookResult, work: _Work, *, pack: bool = True) -> None:
+        if res.state is not None:
+            blob = dict(res.state)
+            if not blob:
+                work.custom.pop(name, None)
+            elif len(repr(blob)) <= _CUSTOM_STATE_MAX:
+                work.custom[name] = copy.deepcopy(blob)
+            else:
+                work.board.notes.append(f"{name}: state over {_CUSTOM_STATE_MAX} chars dropped")
+        if not pack:
+            return
+        if res.instructions:
+            s = self._pack_settings[name]
+            text = " ".join(res.instructions)
+            work.board.offer(
+                PackOffer(
+                    name=name,
+                    text=text,
+                    severity=s.severity,
+                    expires_after=s.expires_after,
+                    key=res.key if res.key is not None else _key_for(text),
+                    reason=res.reason,
+                    evidence=res.evidence,
+                )
+            )
+        elif res.resolved:
+            work.board.resolve(name)
+        else:
+            work.board.rearm(name)
+
+    def _update_memory(self, work: _Work, ledger: Ledger, ctx: TurnContext) -> None:
+        goal = ctx.prompt if ctx.prompt is not None else work.memory.get("goal")
+        fields = build_memory(
+            ledger.state, goal=goal, metrics=work.metrics, working_set=work.working_set
+        )
+        memory, changed = merge_memory(work.memory, fields, work.turn)
+        if changed:
+            work.memory = memory
+            work.events.append(
+                (
+                    "working_memory_updated",
+                    {
+                        "version": memory["version"],
+                        "changed": changed,
+                        "memory": {k: memory[k] for k in changed},
+                    },
+                )
+            )
