@@ -1,0 +1,226 @@
+"""Run the HTTP service on uvicorn (``infomark serve``).
+
+The socket is bound here, before uvicorn starts, so ``port=0`` works: once the
+server accepts connections it prints one readiness line to stdout
+(``infomark: serving http://HOST:PORT/v1 …``) and, when asked, writes the bound
+address to ``port_file`` as JSON (atomically). Logs go to stderr; the access log
+prints the client, request line and status only, never a request header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from infomark.kernel.errors import InfomarkError
+from infomark.tools.service import MAX_BODY_BYTES, create_app
+
+__all__ = ["READY_PREFIX", "is_loopback", "main", "serve"]
+
+READY_PREFIX = "infomark: serving "
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_config(level: str) -> dict[str, Any]:
+    """Everything to stderr; the access line has no headers (so never a token)."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "default": {
+                "()": "uvicorn.logging.DefaultFormatter",
+                "fmt": "%(levelprefix)s %(name)s: %(message)s",
+                "use_colors": False,
+            },
+            "access": {
+                "()": "uvicorn.logging.AccessFormatter",
+                "fmt": '%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s',
+                "use_colors": False,
+            },
+        },
+        "handlers": {
+            "default": {
+                "formatter": "default",
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+            },
+            "access": {
+                "formatter": "access",
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+            "infomark": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        },
+    }
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket. Its protocol must be IPPROTO_TCP (not 0): asyncio sets
+    TCP_NODELAY only on such sockets, and without it a keep-alive client waits ~40 ms
+    (Nagle + delayed ACK) on every response written in two parts."""
+    family, kind, proto, _, addr = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP,
+        flags=socket.AI_PASSIVE,
+    )[0]  # fmt: skip
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server: ``on_ready`` once it accepts connections, ``on_stop`` when it
+    begins to shut down (before it waits for open connections)."""
+
+    def __init__(
+        self, config: uvicorn.Config, on_ready: Callable[[], None], on_stop: Callable[[], None]
+    ) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+        self._on_stop = on_stop
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and not self.should_exit:
+            self._on_ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._on_stop()  # following event streams end now instead of at the timeout
+        await super().shutdown(sockets=sockets)
+
+
+def _write_port_file(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def serve(
+    home: Path | str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    root: Path | str | None = None,
+    profile: str | None = None,
+    port_file: Path | str | None = None,
+    access_log: bool = True,
+    log_level: str = "info",
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_open_sessions: int = 128,
+) -> None:
+    """Serve the ledger home ``home`` on ``host:port`` until SIGINT/SIGTERM.
+
+    ``port=0`` picks a free port; the readiness line and ``port_file`` say which.
+    Binding a non-loopback host prints a warning: the token is then the only guard.
+    Raises :class:`InfomarkError` for a bad home/config and ``OSError`` when the
+    address cannot be bound.
+    """
+    from infomark.gatekeeper import default_home
+
+    home_p = Path(home) if home is not None else default_home()
+    if not is_loopback(host):
+        print(
+            f"infomark: WARNING: binding {host}, which is not a loopback address: anyone who "
+            "can reach this port and holds the token can read and write the ledger. Keep "
+            "127.0.0.1 unless you need remote access (and then put TLS in front).",
+            file=sys.stderr,
+            flush=True,
+        )
+    app = create_app(
+        home_p,
+        root=root,
+        profile=profile,
+        max_body_bytes=max_body_bytes,
+        max_open_sessions=max_open_sessions,
+    )
+    sock = _bind(host, port)
+    bound = int(sock.getsockname()[1])
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    url = f"http://{shown}:{bound}"
+
+    def ready() -> None:
+        if port_file is not None:
+            info = {"host": host, "port": bound, "url": url, "pid": os.getpid()}
+            _write_port_file(Path(port_file), info)
+        print(f"{READY_PREFIX}{url}/v1 (home {home_p}; token in {home_p / 'token'})", flush=True)
+
+    config = uvicorn.Config(
+        app,
+        log_config=_log_config(log_level),
+        access_log=access_log,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+    )
+    try:
+        _Server(config, ready, app.state.stopping.set).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m infomark.tools.serve`` (the CLI's ``infomark serve`` calls :func:`serve`)."""
+    parser = argparse.ArgumentParser(prog="infomark serve", description="Serve a ledger home.")
+    parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--port-file", type=Path, default=None)
+    parser.add_argument("--no-access-log", action="store_true")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
+    parser.add_argument("--max-open-sessions", type=int, default=128)
+    args = parser.parse_args(argv)
+    try:
+        serve(
+            args.home,
+            args.host,
+            args.port,
+            root=args.root,
+            profile=args.profile,
+            port_file=args.port_file,
+            access_log=not args.no_access_log,
+            max_body_bytes=args.max_body_bytes,
+            max_open_sessions=args.max_open_sessions,
+        )
+    except InfomarkError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"Error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
