@@ -24,13 +24,14 @@ def row(name: str, ours: float, base: float | None = None, base_name: str = "") 
 
 def _message_3kb() -> str:
     claims = "".join(
-        f"    - id: C{i}\n      text: \"claim number {i} about the window size\"\n"
-        f"      status: Hypothetical\n      falsifier: \"read module {i}\"\n"
-        f"      oracle: \"pytest tests/test_{i}.py -q\"\n"
+        f'    - id: C{i}\n      text: "claim number {i} about the window size"\n'
+        f'      status: Hypothetical\n      falsifier: "read module {i}"\n'
+        f'      oracle: "pytest tests/test_{i}.py -q"\n'
         for i in range(5)
     )
     prose = "The agent explains its plan in ordinary prose. " * 40
-    return f"{prose}\n\nclaim_ledger:\n  claims:\n{claims}  premises_for_plan: [C0, C1]\n  open_questions: [C4]\n\n{prose}"
+    tail = "  premises_for_plan: [C0, C1]\n  open_questions: [C4]\n"
+    return f"{prose}\n\nclaim_ledger:\n  claims:\n{claims}{tail}\n{prose}"
 
 
 def bench_parser() -> None:
@@ -76,7 +77,9 @@ def bench_record() -> None:
         db = sqlite3.connect(Path(d) / "raw.db", isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        db.execute("CREATE TABLE t (session TEXT, seq INTEGER, payload TEXT, PRIMARY KEY(session, seq))")
+        db.execute(
+            "CREATE TABLE t (session TEXT, seq INTEGER, payload TEXT, PRIMARY KEY(session, seq))"
+        )
         j = iter(range(10**9))
         payload = json.dumps({"x": "y" * 400})
 
@@ -98,8 +101,8 @@ def bench_authorize() -> None:
     with tempfile.TemporaryDirectory() as d:
         gk = Gatekeeper.open(Path(d) / "home", "bench", root=Path(d))
         claims = "".join(
-            f"    - id: C{i}\n      text: \"claim {i}\"\n      status: Hypothetical\n"
-            f"      falsifier: \"f{i}\"\n      oracle: \"make t{i}\"\n"
+            f'    - id: C{i}\n      text: "claim {i}"\n      status: Hypothetical\n'
+            f'      falsifier: "f{i}"\n      oracle: "make t{i}"\n'
             for i in range(50)
         )
         gk.ingest(f"claim_ledger:\n  claims:\n{claims}  premises_for_plan: [C0, C1, C2]\n")
@@ -110,8 +113,15 @@ def bench_authorize() -> None:
         state = gk.store.state
         cfg = Config()
         pure = median_seconds(
-            lambda: authorize_call(state, tool="Edit", tool_class="modify", families=(),
-                                   why=(), config=cfg, bypass=False),
+            lambda: authorize_call(
+                state,
+                tool="Edit",
+                tool_class="modify",
+                families=(),
+                why=(),
+                config=cfg,
+                bypass=False,
+            ),
             repeat=2000,
         )
         row("authorize decision, 50 claims (pure, in-process)", pure)
@@ -123,7 +133,12 @@ def bench_authorize() -> None:
 def bench_shell() -> None:
     from infomark.gates.shell import classify_shell
 
-    parts = ["git status", "ls -la | grep foo", "pytest -q tests/test_a.py", "echo 'done' > /dev/null"]
+    parts = [
+        "git status",
+        "ls -la | grep foo",
+        "pytest -q tests/test_a.py",
+        "echo 'done' > /dev/null",
+    ]
     cmd = " && ".join(parts * 40)[:1024]
     classify_shell(cmd)
     ours = median_seconds(lambda: classify_shell(cmd), repeat=200)
@@ -133,16 +148,28 @@ def bench_shell() -> None:
 def bench_hook_cold_start() -> None:
     exe = Path(sys.executable).with_name("infomark")
     with tempfile.TemporaryDirectory() as d:
-        payload = json.dumps({
-            "session_id": "bench", "transcript_path": "", "cwd": d,
-            "hook_event_name": "PreToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": "x"}, "tool_use_id": "t",
-        })
+        payload = json.dumps(
+            {
+                "session_id": "bench",
+                "transcript_path": "",
+                "cwd": d,
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Read",
+                "tool_input": {"file_path": "x"},
+                "tool_use_id": "t",
+            }
+        )
         env = {**os.environ, "INFOMARK_HOME": str(Path(d) / "home")}
 
         def hook() -> None:
-            subprocess.run([str(exe), "hook", "claude-code"], input=payload, text=True,
-                           capture_output=True, env=env, check=True)
+            subprocess.run(
+                [str(exe), "hook", "claude-code"],
+                input=payload,
+                text=True,
+                capture_output=True,
+                env=env,
+                check=True,
+            )
 
         def bare() -> None:
             subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
@@ -155,8 +182,14 @@ def bench_hook_cold_start() -> None:
         )
 
         def hook_bash() -> None:
-            subprocess.run([str(exe), "hook", "claude-code"], input=payload_bash, text=True,
-                           capture_output=True, env=env, check=True)
+            subprocess.run(
+                [str(exe), "hook", "claude-code"],
+                input=payload_bash,
+                text=True,
+                capture_output=True,
+                env=env,
+                check=True,
+            )
 
         ours = median_seconds(hook_bash, repeat=20, warmup=2)
         row("PreToolUse hook cold start (Bash, tree-sitter)", ours, base, "bare interpreter")

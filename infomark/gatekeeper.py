@@ -194,7 +194,9 @@ class Gatekeeper:
         report.gate_moves = []
         for move in moves:
             result = plan_move(self._ledger.state, str(move["gate"]), self.config)
-            self._ledger.emit("gate_moved" if result.ok else "gate_refused", result.payload("agent"))
+            self._ledger.emit(
+                "gate_moved" if result.ok else "gate_refused", result.payload("agent")
+            )
             report.gate_moves.append(
                 {"from": result.src, "to": result.dst, "ok": result.ok, "reason": result.reason}
             )
@@ -310,7 +312,11 @@ class Gatekeeper:
     def new_turn(self, prompt: str | None = None) -> str:
         """Start a user turn (resets the finish-refusal count); returns context for the model."""
         with self._ledger.transaction():
-            d = hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16] if prompt else None
+            d = (
+                hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16]
+                if prompt
+                else None
+            )
             self._ledger.emit("turn_started", {"prompt_digest": d})
             return self.policy.on_prompt(self._ledger, prompt or "")
 
@@ -426,7 +432,9 @@ class Gatekeeper:
         reason = "\n\n".join(reasons) if not allow else result.reason
         if allow and verdict.instructions:
             reason += "\n\n" + verdict.instructions
-        return replace(result, allow=allow, reason=reason, code=code, extra={**result.extra, **extra})
+        return replace(
+            result, allow=allow, reason=reason, code=code, extra={**result.extra, **extra}
+        )
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:

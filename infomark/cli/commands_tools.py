@@ -81,8 +81,12 @@ def serve(host: str, port: int) -> None:
 
 
 @click.command()
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the document to FILE (e.g. state.json).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the document to FILE (e.g. state.json).",
+)
 @common
 def state(out: Path | None) -> None:
     """The session's state document: packs, working memory, metrics, ledger, gate."""

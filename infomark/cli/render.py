@@ -51,7 +51,9 @@ def print_audit(data: dict[str, Any]) -> None:
     if data["bypasses"]:
         console.print(f"[bold red]bypassed decisions: {len(data['bypasses'])}[/]")
         for b in data["bypasses"]:
-            console.print(f"  seq {b['seq']}: {escape(b['tool'])} ({b['tool_class']}) via {b['env']}=1")
+            console.print(
+                f"  seq {b['seq']}: {escape(b['tool'])} ({b['tool_class']}) via {b['env']}=1"
+            )
     if data["verified"] is not None:
         verdict = "[green]verified[/]" if data["verified"] else "[bold red]FAILED[/]"
         console.print(f"journal: {data['events']} events, {verdict} (key id {data['key_id']})")
@@ -62,12 +64,17 @@ def print_audit(data: dict[str, Any]) -> None:
 def print_ingest(data: dict[str, Any]) -> None:
     if data["ledger_updated"]:
         console.print(
-            "ledger updated: " + escape(", ".join(f"{c['id']}={c['status']}" for c in data["claims"]))
+            "ledger updated: "
+            + escape(", ".join(f"{c['id']}={c['status']}" for c in data["claims"]))
         )
     for cid in data["demoted"]:
-        console.print(f"[yellow]demoted[/] {escape(cid)}: self-declared rank without a runtime stamp")
+        console.print(
+            f"[yellow]demoted[/] {escape(cid)}: self-declared rank without a runtime stamp"
+        )
     for s in data["stamps_applied"]:
-        console.print(f"[green]stamped[/] {escape(s['claim_id'])} → {s['status']} ({s['evidence_ref']})")
+        console.print(
+            f"[green]stamped[/] {escape(s['claim_id'])} → {s['status']} ({s['evidence_ref']})"
+        )
     for s in data["stamps_rejected"]:
         console.print(
             f"[red]rejected[/] {escape(str(s['claim_id']))}: {s['reason']}: "

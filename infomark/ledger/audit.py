@@ -30,7 +30,12 @@ class Problem:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session, "seq": self.seq, "code": self.code, "message": self.message}
+        return {
+            "session": self.session,
+            "seq": self.seq,
+            "code": self.code,
+            "message": self.message,
+        }
 
 
 def verify_session(ledger: Ledger, session: str | None = None) -> list[Problem]:

@@ -56,18 +56,57 @@ class Outcome(enum.StrEnum):
 
 
 _EXECUTION = frozenset(
-    (
-        "bash shell sh zsh run exec execute cmd terminal powershell pwsh test tests runtests "
-        "runtest pytest command runcommand shellcommand job"
-    ).split()
+    [
+        "bash",
+        "shell",
+        "sh",
+        "zsh",
+        "run",
+        "exec",
+        "execute",
+        "cmd",
+        "terminal",
+        "powershell",
+        "pwsh",
+        "test",
+        "tests",
+        "runtests",
+        "runtest",
+        "pytest",
+        "command",
+        "runcommand",
+        "shellcommand",
+        "job",
+    ]
 )
 _OBSERVATION = frozenset(
-    (
-        "read view cat grep glob list ls search codesearch codegraph notebookread readfile "
-        "find ripgrep rg tree head tail stat diff screenshot"
-    ).split()
+    [
+        "read",
+        "view",
+        "cat",
+        "grep",
+        "glob",
+        "list",
+        "ls",
+        "search",
+        "codesearch",
+        "codegraph",
+        "notebookread",
+        "readfile",
+        "find",
+        "ripgrep",
+        "rg",
+        "tree",
+        "head",
+        "tail",
+        "stat",
+        "diff",
+        "screenshot",
+    ]
 )
-_WEB = frozenset("webfetch websearch fetch browse browser http curl wget web".split())
+_WEB = frozenset(
+    ["webfetch", "websearch", "fetch", "browse", "browser", "http", "curl", "wget", "web"]
+)
 
 
 def _norm(name: str) -> str:

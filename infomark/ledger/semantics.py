@@ -106,7 +106,12 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
     seen: set[str] = set()
     for cb in block.claims:
         if cb.id in seen:
-            _warn(report, cb.span.line, cb.span.column, f"claim id {cb.id!r} repeated; the later entry wins")
+            _warn(
+                report,
+                cb.span.line,
+                cb.span.column,
+                f"claim id {cb.id!r} repeated; the later entry wins",
+            )
             claims_out = [c for c in claims_out if c["id"] != cb.id]
         seen.add(cb.id)
         text = (cb.text or "").strip()
@@ -246,7 +251,9 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
         return reject(why, f"{block.evidence_ref}: {why.hint}")
     oracle = block.kind == "oracle_stamp"
     allowed = (
-        (EvidenceClass.EXECUTION,) if oracle else (EvidenceClass.EXECUTION, EvidenceClass.OBSERVATION)
+        (EvidenceClass.EXECUTION,)
+        if oracle
+        else (EvidenceClass.EXECUTION, EvidenceClass.OBSERVATION)
     )
     if ev.evidence_class not in allowed:
         return reject(

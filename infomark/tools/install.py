@@ -62,7 +62,9 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8") or "{}")
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path} is not valid JSON ({exc}); fix it first, nothing was changed") from None
+        raise UserError(
+            f"{path} is not valid JSON ({exc}); fix it first, nothing was changed"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"{path} must hold a JSON object; nothing was changed")
     return data

@@ -14,10 +14,20 @@ from infomark.ledger.semantics import LedgerRules
 ORACLE = "pytest tests/test_x.py -k chars"
 
 
-def _ledger(status: str = "Hypothetical", oracle: str | None = ORACLE, falsifier: bool = True,
-            text: str = "open window uses chars/4", cid: str = "C1") -> str:
-    lines = ["claim_ledger:", "  claims:", f"    - id: {cid}", f'      text: "{text}"',
-             f"      status: {status}"]
+def _ledger(
+    status: str = "Hypothetical",
+    oracle: str | None = ORACLE,
+    falsifier: bool = True,
+    text: str = "open window uses chars/4",
+    cid: str = "C1",
+) -> str:
+    lines = [
+        "claim_ledger:",
+        "  claims:",
+        f"    - id: {cid}",
+        f'      text: "{text}"',
+        f"      status: {status}",
+    ]
     if falsifier:
         lines.append('      falsifier: "read computeOpenWindowTokens"')
     if oracle:
@@ -221,7 +231,10 @@ def test_content_mismatch_and_artifact_revocation(led: Ledger, tmp_path: Path) -
     art.write_text("v1")
     led.ingest(_ledger())
     ev = _run(led)
-    bad = f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS artifact=src.py content_hash=sha256:{'0' * 64}"
+    bad = (
+        f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS artifact=src.py "
+        f"content_hash=sha256:{'0' * 64}"
+    )
     assert _rejected(led, bad) == "content_mismatch"
     led.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS artifact=src.py")
     assert _status(led) == "Exact"

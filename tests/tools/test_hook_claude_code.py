@@ -135,7 +135,7 @@ def test_bash_sed_i_is_denied_while_ungrounded(cc: Session) -> None:
 
 def test_read_is_allowed_silently(cc: Session) -> None:
     cc.say(LEDGER, tool_use_id="tu_1")
-    code, out, err = cc.tool("Read", {"file_path": str(cc.project / "p.py")}, "tu_1")
+    code, out, _err = cc.tool("Read", {"file_path": str(cc.project / "p.py")}, "tu_1")
     assert (code, out) == (0, None)
 
 
@@ -219,7 +219,7 @@ def test_stop_block_cap_never_traps_the_session(cc: Session) -> None:
 
 
 def test_user_prompt_approval_phrase_records_approval(cc: Session) -> None:
-    code, out, _ = cc.hook("UserPromptSubmit", prompt="approve — go ahead")
+    code, _out, _ = cc.hook("UserPromptSubmit", prompt="approve — go ahead")
     assert code == 0
     with Gatekeeper.open(cc.project / ".infomark", cc.sid, root=cc.project) as gk:
         assert any(e.type == "approval" and e.payload["by"] == "user" for e in gk.events())

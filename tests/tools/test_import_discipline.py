@@ -9,8 +9,19 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("lark", "pydantic", "sqlite_utils", "httpx", "click", "rich", "starlette", "uvicorn",
-         "mcp", "cryptography", "anyio")
+HEAVY = (
+    "lark",
+    "pydantic",
+    "sqlite_utils",
+    "httpx",
+    "click",
+    "rich",
+    "starlette",
+    "uvicorn",
+    "mcp",
+    "cryptography",
+    "anyio",
+)
 
 _SCRIPT = """
 import io, json, sys
@@ -28,7 +39,11 @@ def _run(project: Path, payload: dict[str, object]) -> dict[str, object]:
     payload = {"session_id": "imp", "cwd": str(project), "transcript_path": "", **payload}
     proc = subprocess.run(
         [sys.executable, "-c", _SCRIPT, json.dumps(payload)],
-        capture_output=True, text=True, cwd=project, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+        check=True,
     )
     result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
@@ -44,20 +59,32 @@ def _heavy(modules: object) -> list[str]:
     [
         {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "a"}},
         {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": "a"}},
-        {"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": "a"},
-         "tool_response": {"type": "text"}},
+        {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "a"},
+            "tool_response": {"type": "text"},
+        },
         {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "ok"},
     ],
 )
-def test_hook_decision_path_imports_no_heavy_dependency(project: Path, payload: dict[str, object]) -> None:
+def test_hook_decision_path_imports_no_heavy_dependency(
+    project: Path, payload: dict[str, object]
+) -> None:
     result = _run(project, payload)
     assert result["code"] == 0
     assert _heavy(result["modules"]) == []
 
 
 def test_bash_adds_only_tree_sitter(project: Path) -> None:
-    result = _run(project, {"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                            "tool_input": {"command": "sed -i s/a/b/ x.py"}})
+    result = _run(
+        project,
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "sed -i s/a/b/ x.py"},
+        },
+    )
     modules = result["modules"]
     assert _heavy(modules) == []
     assert isinstance(modules, list) and "tree_sitter_bash" in modules
@@ -65,10 +92,28 @@ def test_bash_adds_only_tree_sitter(project: Path) -> None:
 
 def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
     transcript = project / "t.jsonl"
-    text = "claim_ledger:\n  claims:\n    - id: C1\n      status: Guess\n  premises_for_plan: [C1]\n"
-    transcript.write_text(json.dumps({"type": "assistant", "message": {"content": [
-        {"type": "text", "text": text}, {"type": "tool_use", "id": "t1"}]}}) + "\n")
-    result = _run(project, {"hook_event_name": "PreToolUse", "tool_name": "Read",
-                            "tool_input": {"file_path": "a"}, "tool_use_id": "t1",
-                            "transcript_path": str(transcript)})
+    text = (
+        "claim_ledger:\n  claims:\n    - id: C1\n      status: Guess\n  premises_for_plan: [C1]\n"
+    )
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [{"type": "text", "text": text}, {"type": "tool_use", "id": "t1"}]
+                },
+            }
+        )
+        + "\n"
+    )
+    result = _run(
+        project,
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "a"},
+            "tool_use_id": "t1",
+            "transcript_path": str(transcript),
+        },
+    )
     assert "lark" in _heavy(result["modules"])  # needed, so loaded: the lazy path works

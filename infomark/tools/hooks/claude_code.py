@@ -213,7 +213,9 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
                 print(f"infomark: cannot journal the error: {journal_exc}", file=sys.stderr)
         print(traceback.format_exc(limit=3), file=sys.stderr)
         if strict and event == "PreToolUse":
-            return HookAnswer(exit_code=2, stderr=f"infomark (strict): internal error, denying: {detail}")
+            return HookAnswer(
+                exit_code=2, stderr=f"infomark (strict): internal error, denying: {detail}"
+            )
         return HookAnswer(stderr=f"infomark: internal error, allowing: {detail}")
     finally:
         if gk is not None:
