@@ -191,9 +191,7 @@ def plan_move(
                 f"loop budget of {src} exhausted: back moves have not reduced open "
                 "questions or unstamped claims",
             )
-        return Move(
-            True, src, dst, edge.condition, edge.kind.value, edge.guard, burned, tuple(now)
-        )
+        return Move(True, src, dst, edge.condition, edge.kind.value, edge.guard, burned, tuple(now))
     return Move(False, src, dst, f"{src}→{dst} refused: guard not met: " + " or ".join(failed))
 
 

@@ -104,7 +104,12 @@ def verify_bundle(path: Path, *, expected_public_key: str | None = None) -> dict
                 problems.append(f"event {ev['seq']}: chain broken (missing, inserted or reordered)")
                 break
             h = event_hash(
-                prev, ev["session"], ev["seq"], ev["type"], ev["payload"], ev["timestamp"],
+                prev,
+                ev["session"],
+                ev["seq"],
+                ev["type"],
+                ev["payload"],
+                ev["timestamp"],
                 ev["key_id"],
             )
             if h != ev["hash"]:

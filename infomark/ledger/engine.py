@@ -249,8 +249,14 @@ class Ledger:
     def _cursor(self, cursor: tuple[str, int]) -> None:
         self.emit(
             "message_ingested",
-            {"digest": "", "size": 0, "source": "cursor", "blocks": 0, "errors": [],
-             "cursor": {"name": cursor[0], "value": cursor[1]}},
+            {
+                "digest": "",
+                "size": 0,
+                "source": "cursor",
+                "blocks": 0,
+                "errors": [],
+                "cursor": {"name": cursor[0], "value": cursor[1]},
+            },
         )
 
     def move_cursor(self, name: str, value: int) -> None:
