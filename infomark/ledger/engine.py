@@ -23,6 +23,7 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import (
     REF_PATTERN,
     Evidence,
+    EvidenceClass,
     build_record,
     evidence_class_for,
     ref_for,
@@ -42,6 +43,11 @@ from infomark.ledger.state import SessionState, apply, state_from_dict
 __all__ = ["Ledger"]
 
 _SNAPSHOT_EVERY = 64
+
+
+def _read_only(call: ToolCall) -> bool:
+    ann = call.annotations or {}
+    return ann.get("readOnlyHint") is True or ann.get("read_only_hint") is True
 
 
 class Ledger:
@@ -153,6 +159,8 @@ class Ledger:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
         self.blobs.put(raw)  # written before the record that points to it
         eclass = evidence_class_for(call.tool, self.evidence_overrides)
+        if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
+            eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
         with self.transaction():
             seq = self.journal.last_seq(self.session) + 1
             record = build_record(

@@ -106,3 +106,11 @@ def test_seq_is_gap_free_and_projection_survives_reopen(tmp_path: Path) -> None:
         assert again.state.to_dict() == live  # from the snapshot + tail
         assert again.replay().to_dict() == live  # from scratch
         assert again.evidence(refs[-1]) is not None
+
+
+def test_read_only_mcp_tool_gives_observation_evidence(tmp_path: Path) -> None:
+    with Ledger(tmp_path, "s") as led:
+        call = ToolCall("mcp__notes__read_note", {"name": "a"}, annotations={"readOnlyHint": True})
+        assert led.record(call, ToolOutcome("text")).evidence_class is EvidenceClass.OBSERVATION
+        plain = ToolCall("mcp__notes__write_note", {"name": "a"}, annotations={})
+        assert led.record(plain, ToolOutcome("ok")).evidence_class is EvidenceClass.INELIGIBLE
