@@ -19,10 +19,7 @@ from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision
-from infomark.gates.finalize import decide_finish
-from infomark.gates.machine import derived_position, loop_budget, plan_move
 from infomark.kernel.errors import UserError
-from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.engine import Ledger
@@ -181,6 +178,8 @@ class Gatekeeper:
         """Ledger/observe profiles: move the position to what runtime evidence implies."""
         if self.config.profile == "strict":
             return
+        from infomark.gates.machine import derived_position
+
         state = self._ledger.state
         target = derived_position(state, finished=finished)
         if target != state.gate:
@@ -190,6 +189,8 @@ class Gatekeeper:
             )
 
     def _apply_gate_moves(self, report: IngestReport) -> None:
+        from infomark.gates.machine import plan_move
+
         moves = report.gate_moves
         report.gate_moves = []
         for move in moves:
@@ -291,6 +292,8 @@ class Gatekeeper:
 
     def can_finish(self, final_text: str = "") -> FinishDecision:
         """May the agent stop now? Refusals are capped so an agent is never trapped."""
+        from infomark.gates.finalize import decide_finish
+
         if final_text:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
@@ -343,6 +346,9 @@ class Gatekeeper:
         )
 
     def gate(self) -> GateView:
+        from infomark.gates.machine import loop_budget
+        from infomark.kernel.graph import DEFAULT_GRAPH
+
         state = self._ledger.refresh()
         pos = state.gate
         is_gate = pos in DEFAULT_GRAPH.gate_ids

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +74,8 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
             if explicit:
                 raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from None
             continue
+        import tomllib  # only when a file exists: keeps the hook's start-up lean
+
         try:
             doc = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
