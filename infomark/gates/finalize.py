@@ -43,6 +43,11 @@ def fresh_exact_claims(state: SessionState) -> list[str]:
     ]
 
 
+def _sentence(text: str) -> str:
+    text = text.rstrip().rstrip(".")
+    return text[:1].upper() + text[1:] + "."
+
+
 def decide_finish(state: SessionState, final_text: str, config: Config) -> FinishDecision:
     ungrounded = tuple(state.ungrounded_premises()) if state.has_ledger else ()
     stale = tuple(state.stale_claims())
@@ -91,7 +96,7 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
         )
     return FinishDecision(
         False,
-        "Not finished: " + " ".join(problems),
+        "Not finished: " + " ".join(_sentence(p) for p in problems),
         code,
         stale=stale,
         ungrounded=ungrounded,
