@@ -109,10 +109,31 @@ def classify_tool(
 ) -> Classification:
     """Classify one tool call. Never raises.
 
-    Order: a config override for the (normalised) tool name wins; then MCP names
-    (``mcp__<server>__<tool>``) by annotations, else by the ``<tool>`` part; then the
-    defaults by name (shell tools get their ``command`` classified); else ``unknown``.
+    Order: a config override for the (normalised) tool name wins over everything. MCP names
+    (``mcp__<server>__<tool>``): the infomark server's own tools are ``ledger``; otherwise the
+    annotations decide when given (non-empty), else the ``<tool>`` part's default, else
+    ``unknown``. Other names: the defaults by name (shell tools get their ``command``
+    classified by :func:`infomark.gates.shell.classify_shell`); an unknown name with
+    annotations is classified by them; anything else is ``unknown``.
     """
+    try:
+        return _classify(name, tool_input, overrides, mcp_annotations)
+    except Exception as exc:  # defensive: a classifier bug must not open the gate
+        return Classification(
+            ToolClass.MODIFY,
+            (),
+            (f"internal error while classifying ({type(exc).__name__}): failing closed to modify",),
+        )
+
+
+def _classify(
+    name: str,
+    tool_input: Mapping[str, object] | None,
+    overrides: Mapping[str, str] | None,
+    mcp_annotations: Mapping[str, object] | None,
+) -> Classification:
+    if not isinstance(mcp_annotations, Mapping):
+        mcp_annotations = None
     raw = name if isinstance(name, str) else str(name)
     key = normalise_tool_name(raw)
     if overrides:
@@ -160,11 +181,22 @@ def _classify_by_name(
 ) -> Classification | None:
     if key in SHELL_TOOLS:
         command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+        if (
+            isinstance(command, list | tuple)
+            and command
+            and all(isinstance(a, str) for a in command)
+        ):
+            import shlex
+
+            command = shlex.join(command)  # argv form (Codex-style): classify the same line
         if not isinstance(command, str):
             return Classification(
-                ToolClass.UNKNOWN,
+                ToolClass.MODIFY,
                 (),
-                (f"shell tool `{raw}` was called without a string `command` to classify",),
+                (
+                    f"shell tool `{raw}` was called without a `command` to classify; "
+                    "treated as modify (fail-closed)",
+                ),
             )
         from infomark.gates.shell import classify_shell  # lazy: parser only for shell tools
 

@@ -2498,13 +2498,6 @@ def _upstream_text(node: Node, src: bytes) -> str | None:
 # Handler table
 
 
-def _h_execute(verb: str) -> Handler:
-    def handle(name: str, args: list[_Arg], env: _Env) -> None:
-        env.execute(verb)
-
-    return handle
-
-
 _HANDLERS: dict[str, Handler] = {
     # wrappers
     "sudo": _h_sudo,

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infomark.gates.classify import (
     SHELL_TOOLS,
@@ -105,12 +107,27 @@ def test_shell_tools_classify_their_command(name: str) -> None:
 
 @pytest.mark.parametrize(
     "tool_input",
-    [None, {}, {"cmd": "ls"}, {"command": ["ls", "-la"]}, {"command": 3}, {"command": None}],
+    [None, {}, {"cmd": "ls"}, {"command": 3}, {"command": None}, {"command": []}],
 )
-def test_shell_tool_without_string_command_is_unknown(tool_input: dict[str, object] | None) -> None:
+def test_shell_tool_without_a_command_fails_closed(tool_input: dict[str, object] | None) -> None:
     result = classify_tool("Bash", tool_input)
-    assert result.tool_class is ToolClass.UNKNOWN
-    assert any("command" in r for r in result.reasons)
+    assert result.tool_class is ToolClass.MODIFY
+    assert any("command" in r and "fail-closed" in r for r in result.reasons)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["ls", "-la"], ToolClass.EXECUTE),
+        (["rm", "-rf", "build"], ToolClass.DESTRUCTIVE),
+        (["sed", "-i", "s/a/b/", "f.py"], ToolClass.MODIFY),
+        (["echo", "rm -rf /"], ToolClass.EXECUTE),  # one argv word: quoted text, not code
+    ],
+)
+def test_argv_form_commands_are_classified_as_their_shell_line(
+    argv: list[str], expected: ToolClass
+) -> None:
+    assert classify_tool("shell", {"command": argv}).tool_class is expected
 
 
 # --- MCP -----------------------------------------------------------------------------------------
@@ -150,7 +167,7 @@ def test_mcp_annotations_beat_a_known_tool_part() -> None:
         ("mcp__search__web_search", {"q": "x"}, ToolClass.WEB),
         ("mcp__files__delete", {"path": "a"}, ToolClass.DESTRUCTIVE),
         ("mcp__shell__bash", {"command": "rm -rf build"}, ToolClass.DESTRUCTIVE),
-        ("mcp__shell__bash", {}, ToolClass.UNKNOWN),
+        ("mcp__shell__bash", {}, ToolClass.MODIFY),
         ("mcp__github__create_pull_request", {}, ToolClass.UNKNOWN),
         ("mcp__weird", {}, ToolClass.UNKNOWN),
         ("mcp__infomark__stamp", {}, ToolClass.LEDGER),
@@ -229,6 +246,45 @@ def test_tool_class_values_match_the_config_vocabulary() -> None:
         "ledger",
         "unknown",
     ]
+
+
+NAMES = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["Bash", "mcp__a__b", "mcp__", "mcp____", "Read", "infomark", "Task"]),
+)
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    NAMES,
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(["command", "path", "x"]), VALUES)),
+    st.one_of(st.none(), st.dictionaries(st.text(max_size=10), st.text(max_size=12))),
+    st.one_of(
+        st.none(),
+        st.dictionaries(
+            st.sampled_from(["readOnlyHint", "destructiveHint", "read_only_hint", "title"]),
+            VALUES,
+        ),
+    ),
+)
+def test_classify_tool_is_total(
+    name: str,
+    tool_input: dict[str, object] | None,
+    overrides: dict[str, str] | None,
+    annotations: dict[str, object] | None,
+) -> None:
+    result = classify_tool(name, tool_input, overrides=overrides, mcp_annotations=annotations)
+    assert isinstance(result.tool_class, ToolClass)
+    assert result.reasons
+    assert not any(r.startswith("internal error") for r in result.reasons), result.reasons
+    if result.tool_class is ToolClass.DESTRUCTIVE and not overrides:
+        assert result.families
+
+
+def test_malformed_annotations_are_ignored() -> None:
+    result = classify_tool("mcp__fs__read_file", {}, mcp_annotations=["readOnlyHint"])  # type: ignore[arg-type]
+    assert result.tool_class is ToolClass.READ
 
 
 def test_non_shell_classification_does_not_load_the_parser() -> None:

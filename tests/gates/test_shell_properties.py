@@ -105,6 +105,8 @@ def _check(result: Classification) -> None:
     assert isinstance(result, Classification)
     assert result.tool_class in SEVERITY
     assert result.reasons and all(isinstance(r, str) and r for r in result.reasons)
+    # the catch-all guard must never be what answered: that would hide a classifier bug
+    assert not any(r.startswith("internal error") for r in result.reasons), result.reasons
     if result.tool_class is not ToolClass.DESTRUCTIVE:
         assert result.families == ()
 
