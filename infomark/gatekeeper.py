@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
-from infomark.gates.decision import Decision, FinishDecision
+from infomark.gates.decision import Decision, FinishDecision, Verdict
+from infomark.gates.protect import protected
 from infomark.kernel.errors import UserError
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
@@ -244,6 +245,7 @@ class Gatekeeper:
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
+        guard = protected(call.tool, call.input, cls_, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
             decision = authorize_call(
                 self._ledger.state,
@@ -254,6 +256,8 @@ class Gatekeeper:
                 config=self.config,
                 bypass=bypass,
             )
+            if guard is not None:
+                decision = _guarded(decision, *guard)
             seq = self._ledger.journal.last_seq(self.session) + 1
             did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
             decision = decision.with_id(did)
@@ -454,6 +458,15 @@ class Gatekeeper:
         from infomark.tools.executor import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)
+
+
+def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
+    """Self-protection overrides an allow (and an ask, when it denies); never bypassable."""
+    if decision.decision is Verdict.DENY and verdict == "ask":
+        return decision
+    if decision.dryrun or decision.profile == "observe":
+        return replace(decision, reason=f"observe profile: would {verdict} ({code}): {reason}")
+    return replace(decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False)
 
 
 def _input_digest(call: ToolCall) -> str:

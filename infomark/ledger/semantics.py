@@ -133,7 +133,10 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
                 cause = "statement_changed"
         if written.grounded and not keep and cb.id not in report.demoted:
             report.demoted.append(cb.id)
-        oracle_new = oracle is not None and (old is None or old.oracle != oracle)
+        restated = old is not None and old.text_hash != th
+        # A changed oracle, or a changed statement, re-declares the claim: evidence
+        # produced before this point no longer speaks for it.
+        oracle_new = oracle is not None and (old is None or old.oracle != oracle or restated)
         declared = None
         if oracle is not None and old is not None and not oracle_new:
             declared = old.oracle_declared_seq
@@ -150,6 +153,7 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
                 "oracle_declared_seq": declared,
                 "keep_stamp": keep,
                 "cause": cause,
+                "reopen": restated,
             }
         )
     carried = [cid for cid, c in state.claims.items() if cid not in seen and c.stamp is not None]

@@ -168,7 +168,7 @@ def _ledger(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
             oracle_declared_seq=seq if c.get("oracle_new") else c.get("oracle_declared_seq"),
             declared_seq=old.declared_seq if old else seq,
             stamp=old.stamp if (old and c.get("keep_stamp")) else None,
-            reopened_seq=old.reopened_seq if old else 0,
+            reopened_seq=seq if c.get("reopen") else (old.reopened_seq if old else 0),
             history=list(old.history) if old else [],
         )
         if old is None or old.status != claim.status or not claim.history:

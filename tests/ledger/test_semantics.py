@@ -316,3 +316,16 @@ def test_replay_equals_live_state(led: Ledger) -> None:
     led.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS")
     led.ingest("oracle_stamp: C1 PASS")
     assert led.replay().to_dict() == led.state.to_dict()
+
+
+def test_evidence_from_before_a_restatement_cannot_stamp_the_new_statement(led: Ledger) -> None:
+    led.ingest(_ledger())
+    ev = _run(led)
+    led.ingest(_ledger(text="a stronger statement than the run showed"))
+    text = f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS"
+    assert _rejected(led, text) == "evidence_predates_claim"
+    read_ev = led.record(ToolCall("Read", {"file_path": "x"}), ToolOutcome("t"))
+    led.ingest(_ledger(oracle=None, text="yet another statement"))
+    assert _rejected(led, f"inference_stamp: claim_id=C1 evidence_ref={read_ev.ref}") == (
+        "evidence_predates_claim"
+    )

@@ -1,0 +1,75 @@
+"""Self-protection: the agent cannot read the key, rewrite the journal, or mint evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import ledger_text
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.calls import ToolCall
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ToolCall("Read", {"file_path": ".infomark/key"}),
+        ToolCall("Read", {"file_path": "sub/../.infomark/token"}),
+        ToolCall("Write", {"file_path": ".infomark/ledger.db", "content": "x"}),
+        ToolCall("Grep", {"pattern": "x", "path": ".infomark"}),
+        ToolCall("Bash", {"command": "cat .infomark/key"}),
+        ToolCall("Bash", {"command": "sqlite3 .infomark/ledger.db 'delete from events'"}),
+        ToolCall("Bash", {"command": "infomark record --tool bash --exit-code 0"}),
+        ToolCall("Bash", {"command": "infomark approve"}),
+        ToolCall("Bash", {"command": "cd /tmp && python -m infomark ingest -"}),
+        ToolCall("Bash", {"command": "/usr/local/bin/infomark --home h init"}),
+    ],
+)
+def test_ledger_home_and_mutating_cli_are_denied(gk: Gatekeeper, call: ToolCall) -> None:
+    d = gk.authorize(call)
+    assert d.decision.value == "deny" and d.code in ("protected_home", "protected_cli"), d
+
+
+def test_even_bypass_does_not_open_the_key(gk: Gatekeeper, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFOMARK_BYPASS_GROUNDING", "1")
+    d = gk.authorize(ToolCall("Read", {"file_path": ".infomark/key"}))
+    assert d.decision.value == "deny" and not d.bypass
+
+
+def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
+    d = gk.authorize(ToolCall("Read", {"file_path": str(home / "key")}))
+    assert d.code == "protected_home"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ToolCall("Edit", {"file_path": "infomark.toml", "old_string": "a", "new_string": "b"}),
+        ToolCall("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
+        ToolCall("Bash", {"command": "echo 'profile = \"observe\"' > infomark.toml"}),
+    ],
+)
+def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall) -> None:
+    d = gk.authorize(call)
+    assert d.decision.value == "ask" and d.code == "protected_config"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ToolCall("Read", {"file_path": "infomark.toml"}),
+        ToolCall("Bash", {"command": "infomark audit --json"}),
+        ToolCall("Bash", {"command": "infomark kernel render"}),
+        ToolCall("Bash", {"command": "grep -r infomarkish src/"}),
+        ToolCall("Read", {"file_path": "src/infomark_notes.md"}),
+    ],
+)
+def test_harmless_neighbours_pass(gk: Gatekeeper, call: ToolCall) -> None:
+    assert gk.authorize(call).allowed
+
+
+def test_grounding_deny_is_kept_over_a_config_hold(gk: Gatekeeper) -> None:
+    gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
+    d = gk.authorize(ToolCall("Write", {"file_path": "infomark.toml", "content": "x"}))
+    assert d.decision.value == "deny" and d.code == "ungrounded_premises"
