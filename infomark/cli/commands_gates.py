@@ -23,7 +23,12 @@ __all__ = ["register"]
 @click.command()
 @click.option("--tool", required=True, help="Tool name (Bash, Edit, write, …).")
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
-@click.option("--profile", type=click.Choice(["ledger", "strict", "observe"]), default=None)
+@click.option(
+    "--profile",
+    type=click.Choice(["ledger", "strict", "observe"]),
+    default=None,
+    help="Decide under this profile instead of the configured one.",
+)
 @common
 def authorize(tool: str, input_json: str, profile: str | None) -> None:
     """May this call run? Exit 0 allow, 3 deny, 4 ask."""

@@ -47,9 +47,14 @@ def ingest(source: str | None) -> None:
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
 @click.option("--exit-code", type=int, default=None, help="Exit status, for commands.")
 @click.option("--error", default=None, help="The tool's error text, if it failed.")
-@click.option("--tool-call-id", default=None)
-@click.option("--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--duration-ms", type=float, default=None)
+@click.option("--tool-call-id", default=None, help="The host's id for this tool call.")
+@click.option(
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read the tool output from FILE instead of stdin.",
+)
+@click.option("--duration-ms", type=float, default=None, help="How long the tool ran.")
 @common
 def record(
     tool: str,

@@ -17,7 +17,12 @@ def install() -> None:
 
 
 @install.command("claude-code")
-@click.option("--scope", type=click.Choice(["project", "user"]), default="project")
+@click.option(
+    "--scope",
+    type=click.Choice(["project", "user"]),
+    default="project",
+    help="project: .claude/settings.json; user: ~/.claude/settings.json.",
+)
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -54,11 +59,19 @@ def install_claude_code_cmd(
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
-@click.option("--profile", type=click.Choice(["ledger", "strict", "observe"]), default=None)
+@click.option(
+    "--profile",
+    type=click.Choice(["ledger", "strict", "observe"]),
+    default=None,
+    help="Decide under this profile instead of the configured one.",
+)
 @click.argument("server_cmd", nargs=-1, type=click.UNPROCESSED, required=True)
 @common
 def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
-    """Gate a downstream MCP server: infomark mcp-proxy -- <server command> [args…]."""
+    """Gate a downstream MCP server: infomark mcp-proxy -- <server command> [args…].
+
+    The session defaults to $INFOMARK_SESSION, then `mcp`.
+    """
     from infomark.tools.mcp_proxy import run_proxy
 
     session = opts()["session"] if opts()["session_given"] else "mcp"
@@ -70,8 +83,12 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)."
+)
+@click.option(
+    "--port", default=8765, show_default=True, type=int, help="Port to bind (0: any free port)."
+)
 @common
 def serve(host: str, port: int) -> None:
     """Run the HTTP service (bearer token from <home>/token)."""

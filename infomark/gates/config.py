@@ -80,7 +80,7 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
             doc = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        if path.name == "pyproject.toml" and not explicit:
+        if path.name == "pyproject.toml":
             section = doc.get("tool", {}).get("infomark")
             if section is None:
                 continue

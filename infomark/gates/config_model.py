@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infomark.kernel.errors import ConfigError
 
@@ -15,6 +15,9 @@ ToolClassName = Literal[
 ]
 EvidenceClassName = Literal["execution", "observation", "web", "ineligible"]
 Family = Literal["file", "git", "db", "mcp"]
+
+
+_GATES = frozenset(f"G{i}" for i in range(10))
 
 
 class _Strict(BaseModel):
@@ -54,6 +57,16 @@ class ConfigModel(_Strict):
     pack_budget_chars: int = Field(default=600, ge=100, le=4000)
     triggers: list[TriggerModel] = Field(default_factory=list)
     policies: list[str] = Field(default_factory=list)
+
+    @field_validator("loop_budget")
+    @classmethod
+    def _gates_only(cls, value: dict[str, int]) -> dict[str, int]:
+        for gate, budget in value.items():
+            if gate not in _GATES:
+                raise ValueError(f"{gate!r} is not a gate; use G0 … G9")
+            if budget < 0:
+                raise ValueError(f"the loop budget of {gate} must be 0 or more, not {budget}")
+        return value
 
 
 _POLICY_KEYS = (

@@ -249,3 +249,24 @@ def test_transcript_text_is_ingested_once(cc: Session) -> None:
     with Gatekeeper.open(cc.project / ".infomark", cc.sid, root=cc.project) as gk:
         ledgers = [e for e in gk.events() if e.type == "ledger_replaced"]
     assert len(ledgers) == 1
+
+
+def test_broken_config_denies_mutations_instead_of_failing_open(cc: Session) -> None:
+    (cc.project / "infomark.toml").write_text('profile = "off"\n')
+    _, out, err = cc.tool("Edit", {"file_path": "p.py"}, "tu_1")
+    assert "configuration is invalid" in _deny(out) and "profile" in _deny(out)
+    code, out, err = cc.tool("Read", {"file_path": "p.py"}, "tu_2")
+    assert (code, out) == (0, None) and "invalid configuration" in err
+
+
+def test_explicit_root_wins_over_payload_cwd(cc: Session, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    payload = {"session_id": "r", "transcript_path": "", "cwd": str(other),
+               "hook_event_name": "PreToolUse", "tool_name": "Read",
+               "tool_input": {"file_path": "x"}, "tool_use_id": "t"}
+    subprocess.run([EXE, "hook", "claude-code", "--root", str(cc.project)],
+                   input=json.dumps(payload), text=True, capture_output=True, check=True,
+                   cwd=other)
+    assert (cc.project / ".infomark" / "ledger.db").exists()
+    assert not (other / ".infomark").exists()

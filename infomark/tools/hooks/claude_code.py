@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infomark.gates.config import Config
+from infomark.kernel.errors import ConfigError
+
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -167,6 +170,32 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
     return HookAnswer()  # events we do not use: no opinion
 
 
+def _config_broken(
+    gk: Gatekeeper, event: str, payload: dict[str, Any], exc: Exception
+) -> HookAnswer:
+    with gk.store.transaction():
+        gk.store.emit("config_error", {"event": event, "error": str(exc)[:2000]})
+    if event == "PreToolUse":
+        call = tool_call_from(payload)
+        tool_class, _, _ = gk.classify(call)
+        if tool_class in ("modify", "destructive", "unknown"):
+            reason = (
+                f"infomark's configuration is invalid, so mutating tools are denied until it is "
+                f"fixed (ask the user to fix it):\n{exc}"
+            )
+            return HookAnswer(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": reason[:_MAX_CONTEXT],
+                    }
+                }
+            )
+    answer = _on_event(gk, event, payload)
+    return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
+
+
 def _profile(root: Path, home: Path) -> str:
     try:
         from infomark.gates.config import load_config
@@ -180,11 +209,15 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
     """Answer one Claude Code hook payload. Never raises."""
     from infomark.gatekeeper import Gatekeeper
 
-    root = root or Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
-    if isinstance(payload, dict):
-        cwd = payload.get("cwd")
-        if isinstance(cwd, str) and cwd and not os.environ.get("CLAUDE_PROJECT_DIR"):
+    if root is None:
+        project_dir = os.environ.get("CLAUDE_PROJECT_DIR")
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        if project_dir:
+            root = Path(project_dir)
+        elif isinstance(cwd, str) and cwd:
             root = Path(cwd)
+        else:
+            root = Path.cwd()
     home = home or Path(os.environ.get("INFOMARK_HOME") or root / ".infomark")
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
         strict = _profile(root, home) == "strict"
@@ -197,7 +230,13 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
     gk: Gatekeeper | None = None
     try:
         sid = session if isinstance(session, str) and session else "claude"
-        gk = Gatekeeper.open(home, sid, root=root)
+        try:
+            gk = Gatekeeper.open(home, sid, root=root)
+        except ConfigError as exc:
+            # A broken config must not switch the gatekeeper off: judge with the
+            # defaults, and deny every mutation until the file is fixed.
+            gk = Gatekeeper.open(home, sid, root=root, config=Config())
+            return _config_broken(gk, event, payload, exc)
         return _on_event(gk, event, payload)
     except Exception as exc:
         strict = (gk.config.profile if gk is not None else _profile(root, home)) == "strict"

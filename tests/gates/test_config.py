@@ -1,0 +1,66 @@
+"""Configuration: file discovery, validation errors that name the field, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infomark.gates.config import load_config
+from infomark.kernel.errors import ConfigError
+
+
+def test_defaults_without_a_file(tmp_path: Path) -> None:
+    assert load_config(tmp_path).profile == "ledger"
+
+
+def test_infomark_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.infomark]\nprofile = "observe"\n')
+    assert load_config(tmp_path).profile == "observe"
+    (tmp_path / "infomark.toml").write_text('profile = "strict"\n')
+    assert load_config(tmp_path).profile == "strict"
+
+
+def test_infomark_config_env_may_name_a_pyproject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "sub" / "pyproject.toml"
+    p.parent.mkdir()
+    p.write_text('[project]\nname = "x"\n[tool.infomark]\nprofile = "strict"\n')
+    monkeypatch.setenv("INFOMARK_CONFIG", str(p))
+    assert load_config(tmp_path).profile == "strict"
+
+
+@pytest.mark.parametrize(
+    ("toml", "field"),
+    [
+        ('profile = "paranoid"', "profile"),
+        ("finish_refusal_cap = 0", "finish_refusal_cap"),
+        ("loop_budget = { G11 = 2 }", "loop_budget"),
+        ("loop_budget = { G8 = -1 }", "loop_budget"),
+        ('tools = { deploy = "dangerous" }', "tools.deploy"),
+        ("unknown_key = 1", "unknown_key"),
+        ("max_active_packs = 7", "max_active_packs"),
+    ],
+)
+def test_invalid_values_name_the_field(tmp_path: Path, toml: str, field: str) -> None:
+    (tmp_path / "infomark.toml").write_text(toml + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert field in str(err.value) and "infomark.toml" in str(err.value)
+
+
+def test_not_toml_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "infomark.toml").write_text("profile = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(tmp_path)
+
+
+def test_validated_config_is_cached_by_content(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "infomark.toml").write_text('profile = "strict"\n')
+    assert load_config(tmp_path, home).profile == "strict"
+    assert (home / "config.cache.json").exists()
+    (tmp_path / "infomark.toml").write_text('profile = "observe"\n')
+    assert load_config(tmp_path, home).profile == "observe"  # new content, new validation

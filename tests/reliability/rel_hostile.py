@@ -1,0 +1,173 @@
+"""Hostile inputs: shapes that hurt backtracking parsers, big payloads, and how to time them.
+
+``SHAPES`` maps a name to ``size -> text`` (about ``size`` characters). :func:`scaling`
+times a function on the 50 KB and 400 KB versions (best of a few runs) and returns the
+ratio; a linear-time function stays near 8x. :func:`peak_rss` runs one ingest in a
+fresh subprocess and returns its peak RSS (``resource.getrusage``), for the soak.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from rel_support import child_env
+
+__all__ = [
+    "BIG_SHAPES",
+    "SHAPES",
+    "SLOW_FLOOR_S",
+    "Scaling",
+    "peak_rss",
+    "scaling",
+]
+
+SLOW_FLOOR_S = 0.05
+"""Below this, the 400 KB run is too fast for the ratio to mean anything (a quadratic
+400 KB run takes seconds)."""
+
+
+def _repeat(unit: str, size: int, head: str = "", tail: str = "") -> str:
+    return head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def _claims(size: int, *, dup: bool, status: str) -> str:
+    lines = ["claim_ledger:", "  claims:"]
+    body: list[str] = []
+    i = 0
+    target = size // 2 if dup else size
+    while sum(len(x) + 1 for x in body) < target:
+        body += [f"    - id: C{i}", f"      status: {status}"]
+        i += 1
+    return "\n".join(lines + body + (body if dup else [])) + "\n"
+
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "trailing whitespace": lambda n: _repeat(" ", n, "claim_ledger:", "x"),
+    "spaces before a keyword": lambda n: _repeat(" ", n, "x", "gate: G1"),
+    "open brackets": lambda n: _repeat("[", n, "claim_ledger: "),
+    "flat flow list": lambda n: _repeat("a, ", n, "claim_ledger: {claims: [", "]}"),
+    "backslashes in a quote": lambda n: _repeat("\\\\", n, 'claim_ledger:\n  claims: "'),
+    "broken escapes": lambda n: _repeat('"\\x', n, "claim_ledger:\n  claims: "),
+    "colons": lambda n: _repeat(": ", n, "oracle_stamp: "),
+    "keyword-like prose": lambda n: _repeat("x gate: ", n),
+    "empty stamps": lambda n: _repeat("oracle_stamp:\n", n),
+    "dashes on a line": lambda n: _repeat("- ", n, "claim_ledger:\n  claims:\n    "),
+    "deepening indentation": lambda n: (
+        "claim_ledger:\n" + "".join(" " * (2 + i % 200) + "k:\n" for i in range(max(1, n // 104)))
+    ),
+    "folded plain text": lambda n: _repeat(
+        "word\n        ", n, "claim_ledger:\n  claims:\n    - id: C1\n      text: "
+    ),
+    "inline pairs": lambda n: _repeat("a=b ", n, "oracle_stamp: "),
+    "comment hashes": lambda n: _repeat("#", n, "claim_ledger: # "),
+    "fence toggles": lambda n: _repeat("```\n", n),
+    "CR-only newlines": lambda n: _repeat("claim_ledger:\r  claims:\r", n),
+    "NUL bytes": lambda n: _repeat("claim_ledger:\n  claims:\x00\n", n),
+    "unclosed quote per line": lambda n: _repeat('oracle_stamp: "\n', n),
+    "gate lines": lambda n: _repeat("gate: G1\n", n),
+    "many unique claims": lambda n: _claims(n, dup=False, status="Exact"),
+    "duplicate claim ids": lambda n: _claims(n, dup=True, status="Guess"),
+}
+
+BIG_SHAPES: dict[str, Callable[[int], str]] = {
+    "prose": lambda n: _repeat("The quick brown fox jumps over the lazy dog. ", n),
+    "prose with CRLF": lambda n: _repeat("line of text\r\n", n),
+    "one giant ledger value": lambda n: (
+        "claim_ledger:\n  claims:\n    - id: C1\n      text: "
+        + '"'
+        + "y" * n
+        + '"\n      status: Guess\n'
+    ),
+    "giant claim id": lambda n: "claim_ledger:\n  claims:\n    - id: " + "C" * n + "\n",
+    "open brackets": SHAPES["open brackets"],
+    "NUL bytes": SHAPES["NUL bytes"],
+    "deepening indentation": SHAPES["deepening indentation"],
+    "gate lines": SHAPES["gate lines"],
+}
+
+
+class Scaling:
+    """Timing of one function on a small and an 8x larger input."""
+
+    def __init__(self, small: float, large: float) -> None:
+        self.small = small
+        self.large = large
+
+    @property
+    def ratio(self) -> float:
+        return self.large / max(self.small, 1e-9)
+
+    def linear(self, bound: float = 12.0) -> bool:
+        return self.large < SLOW_FLOOR_S or self.ratio <= bound
+
+    def __repr__(self) -> str:
+        return f"{self.small * 1000:.1f} ms -> {self.large * 1000:.1f} ms ({self.ratio:.1f}x)"
+
+
+def _best(fn: Callable[[str], object], text: str, runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def scaling(
+    fn: Callable[[str], object],
+    shape: Callable[[int], str],
+    *,
+    small: int = 50_000,
+    factor: int = 8,
+    runs: int = 3,
+) -> Scaling:
+    """Best-of-``runs`` time of ``fn`` on ``shape(small)`` and ``shape(small * factor)``."""
+    a = shape(small)
+    b = shape(small * factor)
+    fn(a)  # warm up (lark loads on the first block)
+    return Scaling(_best(fn, a, runs), _best(fn, b, max(1, runs - 1)))
+
+
+_RSS_CHILD = r"""
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from infomark.gatekeeper import Gatekeeper
+text = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+d = Path(tempfile.mkdtemp())
+t0 = time.perf_counter()
+error = None
+with Gatekeeper.open(d / ".infomark", "s", root=d) as gk:
+    try:
+        report = gk.ingest(text)
+        diags = len(report.diagnostics)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        diags = -1
+elapsed = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"base_kb": base, "peak_kb": peak, "seconds": elapsed, "diagnostics": diags,
+                  "error": error}))
+"""
+
+
+def peak_rss(text: str, timeout: float = 600) -> dict[str, object]:
+    """Ingest ``text`` in a fresh interpreter; its peak RSS (KiB), time and outcome."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _RSS_CHILD],
+        input=text.encode("utf-8", "surrogatepass"),
+        capture_output=True,
+        env=child_env(),
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"error": proc.stderr.decode(errors="replace")[-500:]}
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result

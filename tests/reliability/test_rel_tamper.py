@@ -1,0 +1,159 @@
+"""Tamper evidence: any single edited, deleted, reordered or inserted row or blob is caught,
+and the audit names the first bad event; a changed key is reported as key_mismatch.
+
+The fast part tries every tamper on a sample of events (every op on every evidence row,
+blob and head) in process, and a sample through the real CLI; the ``slow`` test and
+``bench.soak`` try every tamper on every event, each through the CLI too.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from rel_support import run_cli, run_command
+from rel_tamper import (
+    SESSION,
+    Pristine,
+    Tamper,
+    all_tampers,
+    apply_tamper,
+    audit_cli,
+    audit_inprocess,
+    build_pristine,
+    campaign,
+    judge,
+)
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.engine import Ledger
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
+    return build_pristine(tmp_path_factory.mktemp("pristine"))
+
+
+def _sample(p: Pristine) -> set[int]:
+    """First, last, middle, and one event of each interesting type."""
+    wanted = {"evidence_recorded", "decision", "stamp_applied", "divergence", "ledger_replaced"}
+    picks = {1, 2, p.events // 2, p.events}
+    for t in wanted:
+        picks.add(min(s for s, ty in p.types.items() if ty == t))
+    return picks
+
+
+def _ops(p: Pristine) -> list[tuple[str, str]]:
+    return sorted({(t.table, t.op) for t in all_tampers(p)})
+
+
+# The op list is fixed by rel_tamper; it is spelled out so each op is its own test id.
+OPS = [
+    ("blobs", "delete"), ("blobs", "edit"), ("blobs", "truncate"),
+    ("events", "append_copy"), ("events", "append_forged"), ("events", "delete"),
+    ("events", "hash"), ("events", "key_id"), ("events", "mac"), ("events", "move_session"),
+    ("events", "payload"), ("events", "payload_garbage"), ("events", "prev_hash"),
+    ("events", "rehash"), ("events", "rehash_foreign_kid"), ("events", "swap_next"),
+    ("events", "ts"), ("events", "type"),
+    ("evidence", "delete"), ("evidence", "insert_copy"), ("evidence", "mac"),
+    ("evidence", "record"), ("evidence", "ref"), ("evidence", "seq"), ("evidence", "session"),
+    ("heads", "delete"), ("heads", "hash"), ("heads", "mac"), ("heads", "seq"),
+]  # fmt: skip
+
+
+def test_the_op_list_is_complete(pristine: Pristine) -> None:
+    assert _ops(pristine) == sorted(OPS)
+
+
+def test_control_the_pristine_home_verifies(pristine: Pristine, tmp_path: Path) -> None:
+    home = tmp_path / ".infomark"
+    shutil.copytree(pristine.home, home)
+    assert audit_inprocess(home) == []
+    code, problems, err = audit_cli(home)
+    assert (code, problems) == (0, []), err
+
+
+@pytest.mark.parametrize(("table", "op"), OPS, ids=[f"{t}.{o}" for t, o in OPS])
+def test_single_tamper_is_detected_and_names_the_first_bad_event(
+    pristine: Pristine, tmp_path: Path, table: str, op: str
+) -> None:
+    """Known failures: events.payload_garbage (D7), events.rehash_foreign_kid (D4),
+    evidence.delete / evidence.session / evidence.seq (D3)."""
+    sample = _sample(pristine)
+    chosen = [
+        t
+        for t in all_tampers(pristine)
+        if (t.table, t.op) == (table, op) and (table != "events" or t.seq in sample)
+    ]
+    assert chosen
+    bad = []
+    for i, t in enumerate(chosen):
+        outcome = judge(t, audit_inprocess(apply_tamper(pristine, t, tmp_path / str(i))))
+        if not outcome.ok:
+            bad.append(f"{t.name} (expected seq {t.expect}): {outcome.detail}")
+    assert not bad, "\n".join(bad)
+
+
+CLI_SAMPLE = [
+    Tamper("events", "payload", 9, 9),
+    Tamper("events", "delete", 15, 15),
+    Tamper("events", "swap_next", 4, 4),
+    Tamper("events", "append_forged", 36, 37),
+    Tamper("heads", "mac", 36, None),
+    Tamper("evidence", "record", 12, 12),
+    Tamper("blobs", "edit", 21, 21),
+    Tamper("blobs", "delete", 25, 25),
+]
+
+
+@pytest.mark.parametrize("t", CLI_SAMPLE, ids=[t.name for t in CLI_SAMPLE])
+def test_cli_audit_verify_names_the_first_bad_event(
+    pristine: Pristine, tmp_path: Path, t: Tamper
+) -> None:
+    assert pristine.events == 36 and 12 in pristine.evidence, "the sample assumes this layout"
+    code, problems, err = audit_cli(apply_tamper(pristine, t, tmp_path))
+    assert code == 1, err
+    outcome = judge(t, problems)
+    assert outcome.ok, outcome.detail
+    assert f"verification FAILED at seq {outcome.named}" in err
+
+
+def test_changed_key_is_reported_as_key_mismatch(pristine: Pristine, tmp_path: Path) -> None:
+    home = tmp_path / ".infomark"
+    shutil.copytree(pristine.home, home)
+    env = {"INFOMARK_KEY": secrets.token_hex(32)}
+    proc = run_cli("audit", "--verify", "--json", "--home", str(home), "--session", SESSION,
+                   env=env)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    problems = json.loads(proc.stdout)["problems"]
+    assert [p["code"] for p in problems] == ["key_mismatch"], problems
+    assert "key" in problems[0]["message"]
+
+
+def test_tampered_snapshot_is_ignored_and_state_equals_replay(tmp_path: Path) -> None:
+    home = tmp_path / ".infomark"
+    with Gatekeeper.open(home, "s", root=tmp_path) as gk:
+        for i in range(70):  # past the snapshot interval (64)
+            run_command(gk, f"echo {i}", output=str(i))
+    db = sqlite3.connect(home / "ledger.db")
+    (state,) = db.execute("SELECT state FROM snapshots WHERE session = 's'").fetchone()
+    forged = json.loads(state)
+    forged["evidence_count"] = 0
+    forged["gate"] = "G7"
+    db.execute("UPDATE snapshots SET state = ? WHERE session = 's'", (json.dumps(forged),))
+    db.commit()
+    db.close()
+    with Ledger(home, "s") as led:
+        assert led.state.to_dict() == led.replay().to_dict()
+        assert led.state.evidence_count == 70
+
+
+@pytest.mark.slow
+def test_tamper_soak_every_event_through_the_cli(tmp_path: Path) -> None:
+    figures = campaign(tmp_path, cli_every=1)
+    assert figures["missed"] == [] and figures["misnamed"] == [], figures
+    assert figures["cli_agree"] == figures["cli_runs"]
