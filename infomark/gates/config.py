@@ -61,12 +61,22 @@ class Config:
 
 
 def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
-    """``infomark.toml`` wins over ``[tool.infomark]`` in ``pyproject.toml``; None if neither.
+    """``infomark.toml``, then ``infomark.yaml`` (a seed-style ``runtime_config:`` block),
+    then ``[tool.infomark]`` in ``pyproject.toml``; None if none exists.
 
     Returns ``(path, document, sha256 of the file)``.
     """
     explicit = os.environ.get("INFOMARK_CONFIG")
-    candidates = [Path(explicit)] if explicit else [root / "infomark.toml", root / "pyproject.toml"]
+    candidates = (
+        [Path(explicit)]
+        if explicit
+        else [
+            root / "infomark.toml",
+            root / "infomark.yaml",
+            root / "infomark.yml",
+            root / "pyproject.toml",
+        ]
+    )
     for path in candidates:
         try:
             raw = path.read_bytes()
@@ -74,6 +84,12 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
             if explicit:
                 raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from None
             continue
+        if path.suffix in (".yaml", ".yml"):
+            from infomark.gates.config_yaml import read_runtime_config
+
+            text = raw.decode("utf-8", "replace")
+            doc = read_runtime_config(text, source=str(path))
+            return path, doc, hashlib.sha256(raw).hexdigest()
         import tomllib  # only when a file exists: keeps the hook's start-up lean
 
         try:

@@ -64,3 +64,44 @@ def test_validated_config_is_cached_by_content(tmp_path: Path) -> None:
     assert (home / "config.cache.json").exists()
     (tmp_path / "infomark.toml").write_text('profile = "observe"\n')
     assert load_config(tmp_path, home).profile == "observe"  # new content, new validation
+
+
+SEED_YAML = """# toc agent file
+runtime_config:
+  adaptive_packs:
+    - repeated_failures
+    - evidence_before_done
+    - context_pressure
+  pack_overrides:
+    evidence_before_done:
+      min_failures: 1
+      severity: medium
+"""
+
+
+def test_seed_shaped_yaml_runtime_config_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "infomark.yaml").write_text(SEED_YAML)
+    cfg = load_config(tmp_path)
+    assert cfg.policies["adaptive_packs"] == [
+        "repeated_failures",
+        "evidence_before_done",
+        "context_pressure",
+    ]
+    override = cfg.policies["pack_overrides"]["evidence_before_done"]
+    assert override["threshold"] == 1 and override["severity"] == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("adaptive_packs: [a]\n", "runtime_config"),
+        ("runtime_config:\n  adaptive_packs:\n    - {a: 1}\n", "line 3"),
+        ("runtime_config:\n\tadaptive_packs: []\n", "tabs"),
+        ("runtime_config:\n  max_active_packs: 9\n", "max_active_packs"),
+        ('runtime_config:\n  pack_overrides: "oops\n', "line 2"),
+    ],
+)
+def test_bad_yaml_config_names_the_line_or_field(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "infomark.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path)
