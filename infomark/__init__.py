@@ -31,11 +31,34 @@ _EXPORTS: dict[str, str] = {
     "EvidenceClass": "infomark.ledger.evidence",
     "Outcome": "infomark.ledger.evidence",
     "IngestReport": "infomark.ledger.report",
+    "AuditReport": "infomark.ledger.audit",
+    "Gatekeeper": "infomark.gatekeeper",
+    "LedgerView": "infomark.gatekeeper",
+    "GateView": "infomark.gatekeeper",
+    "Decision": "infomark.gates.decision",
+    "FinishDecision": "infomark.gates.decision",
+    "Verdict": "infomark.gates.decision",
+    "Config": "infomark.gates.config",
+    "ToolClass": "infomark.gates.classify",
+    "Classification": "infomark.gates.classify",
+    "classify_tool": "infomark.gates.classify",
+    "PolicyRuntime": "infomark.gates.policies.runtime",
+    "render_protocol": "infomark.kernel.protocol",
+    "make_builtins": "infomark.tools.builtin",
+    "Client": "infomark.tools.http_client",
+    "AsyncClient": "infomark.tools.http_client",
+    "ServiceError": "infomark.tools.http_client",
+    "ServiceUnavailable": "infomark.tools.http_client",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
+    from infomark.gatekeeper import Gatekeeper, GateView, LedgerView
+    from infomark.gates.classify import Classification, ToolClass, classify_tool
+    from infomark.gates.config import Config
+    from infomark.gates.decision import Decision, FinishDecision, Verdict
+    from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.kernel.errors import (
         BlockSyntaxError,
         ConfigError,
@@ -48,10 +71,14 @@ if TYPE_CHECKING:
         VerificationError,
     )
     from infomark.kernel.infomark import GROUNDING_SET, InfoMark
+    from infomark.kernel.protocol import render_protocol
     from infomark.kernel.reasons import RejectReason
+    from infomark.ledger.audit import AuditReport
     from infomark.ledger.calls import ToolCall, ToolOutcome
     from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
     from infomark.ledger.report import IngestReport
+    from infomark.tools.builtin import make_builtins
+    from infomark.tools.http_client import AsyncClient, Client, ServiceError, ServiceUnavailable
 
 
 def __getattr__(name: str) -> Any:
