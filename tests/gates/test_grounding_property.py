@@ -1,0 +1,122 @@
+"""Hypothesis: no sequence of ingest / record / authorize lets a mutation through while a
+premise is outside G — except under the bypass, which the audit then always lists."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.gates.config import Config
+from infomark.ledger.calls import ToolCall, ToolOutcome
+
+IDS = ["C1", "C2", "C3"]
+ORACLES = ["pytest -q", "make check", "true"]
+MUTATIONS = [
+    ToolCall("Edit", {"file_path": "a.py", "old_string": "1", "new_string": "2"}),
+    ToolCall("Write", {"file_path": "b.py", "content": "x"}),
+    ToolCall("Bash", {"command": "sed -i s/a/b/ a.py"}),
+    ToolCall("Bash", {"command": "rm -rf build"}),
+    ToolCall("mystery_tool", {}),
+]
+
+claim = st.tuples(
+    st.sampled_from(IDS),
+    st.sampled_from(["Exact", "Inferred", "Hypothetical", "Guess", "Unknown", "exact"]),
+    st.sampled_from([*ORACLES, None]),
+)
+ledger_op = st.tuples(
+    st.just("ledger"), st.lists(claim, min_size=1, max_size=3), st.sets(st.sampled_from(IDS))
+)
+record_op = st.tuples(
+    st.just("record"),
+    st.sampled_from([*ORACLES, "cat a.py"]),
+    st.sampled_from([0, 0, 1]),
+    st.sampled_from(["bash", "Read", "WebFetch"]),
+)
+stamp_op = st.tuples(
+    st.just("stamp"),
+    st.sampled_from(IDS),
+    st.integers(-2, 8),
+    st.sampled_from(["oracle_stamp", "inference_stamp", "divergence_event"]),
+    st.sampled_from(["PASS", "FAIL", "EXPECTED_FAIL"]),
+)
+auth_op = st.tuples(st.just("authorize"), st.integers(0, len(MUTATIONS) - 1), st.booleans())
+ops = st.lists(st.one_of(ledger_op, record_op, stamp_op, auth_op), min_size=1, max_size=18)
+
+
+def _ledger_text(claims: list[tuple[str, str, str | None]], premises: set[str]) -> str:
+    lines = ["claim_ledger:", "  claims:"]
+    for cid, status, oracle in claims:
+        lines += [
+            f"    - id: {cid}",
+            f'      text: "claim {cid}"',
+            f"      status: {status}",
+            '      falsifier: "observe it"',
+        ]
+        if oracle:
+            lines.append(f'      oracle: "{oracle}"')
+    lines.append(f"  premises_for_plan: [{', '.join(sorted(premises))}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("profile", ["ledger", "strict"])
+@settings(max_examples=60)
+@given(script=ops)
+def test_no_mutation_through_ungrounded_premises(
+    tmp_path_factory: pytest.TempPathFactory, profile: str, script: list[tuple[Any, ...]]
+) -> None:
+    root = tmp_path_factory.mktemp("g")
+    gk = Gatekeeper.open(root / ".infomark", "prop", root=root, config=Config(profile=profile))
+    refs: list[str] = ["ev_0123456789abcdef01234567"]  # a forged one, never issued
+    bypassed: list[str] = []
+    try:
+        for op in script:
+            kind = op[0]
+            if kind == "ledger":
+                gk.ingest(_ledger_text(op[1], op[2]))
+            elif kind == "record":
+                tool = op[3]
+                inp = {"command": op[1]} if tool == "bash" else {"file_path": "a.py"}
+                refs.append(
+                    gk.record(
+                        ToolCall(tool, inp), ToolOutcome("out", op[2] if tool == "bash" else None)
+                    ).ref
+                )
+            elif kind == "stamp":
+                ref = refs[op[2] % len(refs)]
+                if op[3] == "divergence_event":
+                    gk.ingest(f"divergence_event: claim_id={op[1]} evidence_ref={ref}")
+                elif op[3] == "inference_stamp":
+                    gk.ingest(f"inference_stamp: claim_id={op[1]} evidence_ref={ref}")
+                else:
+                    gk.ingest(f"oracle_stamp: claim_id={op[1]} evidence_ref={ref} result={op[4]}")
+            else:
+                call = MUTATIONS[op[1]]
+                if op[2]:
+                    os.environ["INFOMARK_BYPASS_GROUNDING"] = "1"
+                try:
+                    state = gk.state
+                    outside = state.has_ledger and not state.premises_grounded()
+                    decision = gk.authorize(call)
+                finally:
+                    os.environ.pop("INFOMARK_BYPASS_GROUNDING", None)
+                gated = ("modify", "destructive") + (("unknown",) if profile == "strict" else ())
+                if decision.allowed and decision.tool_class in gated:
+                    if profile == "strict":
+                        assert state.has_ledger and not outside, decision
+                    if outside:
+                        assert decision.bypass and op[2], decision
+                        bypassed.append(decision.decision_id)
+                if decision.bypass:
+                    bypassed.append(decision.decision_id)
+        audit = gk.audit(verify=True)
+        assert audit.verified
+        listed = {b["decision_id"] for b in audit.bypasses}
+        assert set(bypassed) <= listed
+    finally:
+        gk.close()
