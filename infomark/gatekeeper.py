@@ -277,8 +277,8 @@ class Gatekeeper:
                     },
                 )
             extra = self._after_decision(call, decision)
-            if extra:
-                decision = decision.with_instructions(extra)
+            if extra:  # kept apart: the deny reason already says how to ground the premises
+                decision = replace(decision, instructions=extra)
         return decision
 
     def record(
@@ -429,22 +429,14 @@ class Gatekeeper:
 
     def _before_finalize(self, final_text: str, result: FinishDecision) -> FinishDecision:
         verdict = self.policy.before_finalize(self._ledger, final_text, result)
-        reasons = [] if result.allow else [result.reason]
-        extra = {"policy": verdict.to_dict()}
-        if not verdict.allow and not result.cap_reached:
-            reasons.append(verdict.reason)
-        if verdict.instructions:
-            reasons.append(verdict.instructions)
-        if not reasons:
-            return replace(result, extra={**result.extra, **extra})
-        allow = result.allow and (verdict.allow or result.cap_reached)
-        code = result.code if not result.allow or verdict.allow else "trigger_fired"
-        reason = "\n\n".join(reasons) if not allow else result.reason
-        if allow and verdict.instructions:
-            reason += "\n\n" + verdict.instructions
-        return replace(
-            result, allow=allow, reason=reason, code=code, extra={**result.extra, **extra}
-        )
+        extra = {**result.extra, "policy": verdict.to_dict()}
+        if verdict.allow or result.cap_reached:
+            # Packs fired here repeat what a refusal already says; they stay in `policy`.
+            return replace(result, extra=extra)
+        reasons = [result.reason] if not result.allow else []
+        reasons.append(verdict.reason)
+        code = result.code if not result.allow else "trigger_fired"
+        return replace(result, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:

@@ -51,10 +51,6 @@ class Decision:
     def with_id(self, decision_id: str) -> Decision:
         return replace(self, decision_id=decision_id)
 
-    def with_instructions(self, text: str) -> Decision:
-        """Append policy text to the reason the agent reads, and keep it apart too."""
-        return replace(self, reason=self.reason + "\n" + text, instructions=text)
-
     @property
     def allowed(self) -> bool:
         return self.decision is Verdict.ALLOW

@@ -28,9 +28,10 @@ def _resolve(root: Path, path: object) -> Path:
 
 
 def make_builtins(
-    root: Path, *, timeout: float = 600.0
+    root: Path | str, *, timeout: float = 600.0
 ) -> dict[str, Callable[[ToolCall], ToolOutcome]]:
     """Executors bound to a working directory ``root``."""
+    root = Path(root)
     shell = shutil.which("bash") or "/bin/sh"
 
     def bash(call: ToolCall) -> ToolOutcome:
