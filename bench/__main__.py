@@ -11,6 +11,7 @@ from bench import core
 def main(argv: list[str]) -> int:
     print(f"infomark benchmarks · Python {platform.python_version()} · {platform.machine()}")
     print(f"{'bench':<48} {'ours':>12} {'baseline':>12}  ratio")
+    argv = [a for a in argv if not a.startswith("-")]
     selected = [f for f in core.ALL if not argv or any(a in f.__name__ for a in argv)]
     extra = []
     try:
@@ -21,6 +22,9 @@ def main(argv: list[str]) -> int:
         pass
     for fn in [*selected, *extra]:
         fn()
+    print("\n| bench | ours | baseline | ratio |\n|---|---|---|---|")
+    for name, ours, base, ratio in core.ROWS:
+        print(f"| {name} | {ours} | {base} | {ratio} |")
     return 0
 
 

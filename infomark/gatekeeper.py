@@ -128,7 +128,9 @@ class Gatekeeper:
         """Open (creating if needed) the ledger home and one session in it."""
         home_p = Path(home) if home is not None else default_home()
         root_p = Path(root) if root is not None else Path.cwd()
-        home_p.mkdir(parents=True, exist_ok=True)
+        if not home_p.exists():
+            home_p.mkdir(parents=True, mode=0o700, exist_ok=True)
+            os.chmod(home_p, 0o700)  # journal and tool outputs are private; umask filters mkdir
         cfg = config or load_config(root_p, home_p)
         if profile is not None:
             if profile not in PROFILES:

@@ -15,7 +15,7 @@ from typing import Any
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import ref_for
-from infomark.ledger.journal import GENESIS, event_hash
+from infomark.ledger.journal import GENESIS, event_hash, loads_object
 from infomark.ledger.state import SessionState
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
@@ -48,6 +48,8 @@ def verify_session(ledger: Ledger, session: str | None = None) -> list[Problem]:
     prev = GENESIS
     expected = 1
     other_key: set[str] = set()
+    ours = False  # an event signed by this key was seen
+    foreign: list[tuple[int, str]] = []
     for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in rows:
         if seq != expected:
             if seq > expected:
@@ -72,13 +74,27 @@ def verify_session(ledger: Ledger, session: str | None = None) -> list[Problem]:
             problems.append(Problem(sess, seq, "edited", f"event {seq} ({type_}) was edited"))
         elif kid != key.key_id:
             other_key.add(kid)
+            foreign.append((seq, kid))
         elif not key.verify(h.encode(), mac):
             problems.append(
                 Problem(sess, seq, "bad_mac", f"event {seq} has a MAC this key did not make")
             )
+        else:
+            ours = True
         prev = h
         expected = seq + 1
-    if other_key:
+    if ours:  # a mixed chain: the foreign-key events were rewritten without the key
+        problems.extend(
+            Problem(
+                sess,
+                seq,
+                "bad_mac",
+                f"event {seq} claims key id {kid}, but the rest of the chain is signed by this "
+                f"key ({key.key_id}): it was rewritten without the key",
+            )
+            for seq, kid in foreign
+        )
+    elif other_key:
         problems.append(
             Problem(
                 sess,
@@ -104,7 +120,9 @@ def verify_session(ledger: Ledger, session: str | None = None) -> list[Problem]:
                     "events were removed from the end or appended outside infomark",
                 )
             )
-        elif not other_key and not hmac.compare_digest(j.head_mac(sess, hseq, hhash), hmac_):
+        elif (ours or not other_key) and not hmac.compare_digest(
+            j.head_mac(sess, hseq, hhash), hmac_
+        ):
             problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
     problems.extend(_verify_evidence(ledger, sess, {r[2]: r for r in rows}))
     problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
@@ -115,8 +133,16 @@ def _verify_evidence(
     ledger: Ledger, sess: str, by_seq: dict[int, tuple[Any, ...]]
 ) -> list[Problem]:
     out: list[Problem] = []
+    indexed: dict[str, int] = {}
     for ref, _s, seq, record_json, mac in ledger.journal.evidence_rows(sess):
-        record = json.loads(record_json)
+        indexed[ref] = seq
+        try:
+            record = json.loads(record_json)
+        except (ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            out.append(Problem(sess, seq, "evidence", f"evidence {ref} record is garbled"))
+            continue
         exp_ref, exp_mac = ref_for(ledger.key, record)
         if record.get("key_id") == ledger.key.key_id and not (
             hmac.compare_digest(exp_ref, ref) and hmac.compare_digest(exp_mac, mac)
@@ -127,7 +153,7 @@ def _verify_evidence(
         if row is None or row[3] != "evidence_recorded":
             out.append(Problem(sess, seq, "evidence", f"evidence {ref} has no journal event"))
             continue
-        payload = json.loads(row[4])
+        payload = loads_object(row[4])
         if payload.get("ref") != ref or canonical_json(payload.get("record")) != canonical_json(
             record
         ):
@@ -138,6 +164,17 @@ def _verify_evidence(
             out.append(Problem(sess, seq, "blob", f"output blob of {ref} was altered"))
         elif ok is None:
             out.append(Problem(sess, seq, "blob", f"output blob of {ref} is missing"))
+    for seq, row in sorted(by_seq.items()):
+        if row[3] != "evidence_recorded":
+            continue
+        event_ref = loads_object(row[4]).get("ref")
+        if not isinstance(event_ref, str) or indexed.get(event_ref) != seq:
+            elsewhere = (
+                ledger.journal.evidence_row(event_ref) if isinstance(event_ref, str) else None
+            )
+            where = "is missing" if elsewhere is None else "was moved"
+            msg = f"the evidence index row of {event_ref} {where}"
+            out.append(Problem(sess, seq, "evidence", msg))
     return out
 
 

@@ -13,10 +13,14 @@ __all__ = ["canonical_json", "digest", "normalize_command", "sha256_hex"]
 
 
 def canonical_json(obj: Any) -> bytes:
-    """Sorted keys, no whitespace, UTF-8: one byte string per value."""
+    """Sorted keys, no whitespace, ASCII (``\\u`` escapes): one byte string per value.
+
+    ASCII keeps any Python str storable, lone surrogates included, and gives every
+    reader (SQLite, other languages) the same bytes to hash.
+    """
     return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8", "surrogatepass")
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode("ascii")
 
 
 def sha256_hex(data: bytes) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +46,13 @@ __all__ = ["Ledger"]
 _SNAPSHOT_EVERY = 64
 
 
+def _private_dir(path: Path) -> None:
+    """Create the home 0700 (journal and tool outputs are private); leave an existing one be."""
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
 def _read_only(call: ToolCall) -> bool:
     ann = call.annotations or {}
     return ann.get("readOnlyHint") is True or ann.get("read_only_hint") is True
@@ -64,6 +72,7 @@ class Ledger:
         evidence_overrides: Mapping[str, str] | None = None,
     ) -> None:
         self.home = Path(home)
+        _private_dir(self.home)
         self.session = session
         self.key = key or load_key(self.home)
         self.journal = Journal(self.home / "ledger.db", self.key)
@@ -90,7 +99,10 @@ class Ledger:
 
     def _replay_into(self, state: SessionState) -> None:
         for row in self.journal.events(self.session, after=state.seq):
-            apply(state, row.seq, row.type, row.payload)
+            try:
+                apply(state, row.seq, row.type, row.payload)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                state.seq = row.seq  # a garbled row: `audit --verify` names it; skip it here
 
     @property
     def state(self) -> SessionState:
@@ -187,6 +199,8 @@ class Ledger:
         if row is None:
             return None, RejectReason.UNKNOWN_EVIDENCE
         session, seq, record, mac = row
+        if record.get("__garbled__"):
+            return None, RejectReason.TAMPERED_EVIDENCE
         expect_ref, expect_mac = ref_for(self.key, record)
         if not (
             hmac.compare_digest(expect_mac, mac)

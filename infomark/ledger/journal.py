@@ -31,7 +31,7 @@ from infomark.kernel.errors import StoreBusyError, StoreError
 from infomark.ledger.canonical import canonical_json, sha256_hex
 from infomark.ledger.keys import Key
 
-__all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash"]
+__all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
 
 SCHEMA_VERSION = 1
 GENESIS = "0" * 64
@@ -91,6 +91,18 @@ CREATE TABLE IF NOT EXISTS snapshots (
     session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
 )
 """
+
+
+def loads_object(text: object) -> dict[str, Any]:
+    """A stored JSON object; a garbled one reads as ``{"__garbled__": True}``, never raises.
+
+    Verification reports the row (its hash no longer matches); readers skip it.
+    """
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else None
+    except (ValueError, RecursionError):
+        value = None
+    return value if isinstance(value, dict) else {"__garbled__": True}
 
 
 def _now() -> str:
@@ -274,7 +286,7 @@ class Journal:
         sql += " ORDER BY session, seq" if session is None else " ORDER BY seq"
         rows = self._db.execute(sql, args).fetchall()
         for r in rows:
-            yield EventRow(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8])
+            yield EventRow(r[0], r[1], r[2], loads_object(r[3]), r[4], r[5], r[6], r[7], r[8])
 
     def raw_rows(self, session: str) -> list[tuple[Any, ...]]:
         """Rows as stored, for verification."""
@@ -301,7 +313,7 @@ class Journal:
         ).fetchone()
         if not row:
             return None
-        return str(row[0]), int(row[1]), json.loads(row[2]), str(row[3])
+        return str(row[0]), int(row[1]), loads_object(row[2]), str(row[3])
 
     def evidence_rows(self, session: str | None = None) -> list[tuple[str, str, int, str, str]]:
         sql = "SELECT ref, session, seq, record, mac FROM evidence"

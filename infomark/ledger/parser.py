@@ -60,7 +60,14 @@ from infomark.ledger.render import (
 if TYPE_CHECKING:
     from lark import Lark, Token, Transformer
 
-__all__ = ["MAX_DEPTH", "parse_message"]
+__all__ = [
+    "MAX_BLOCKS",
+    "MAX_BLOCK_DIAGNOSTICS",
+    "MAX_BLOCK_TOKENS",
+    "MAX_DEPTH",
+    "MAX_DIAGNOSTICS",
+    "parse_message",
+]
 
 MAX_DEPTH = 32
 """Deepest nesting of indentation levels or flow collections a block may use."""
@@ -124,6 +131,12 @@ _DQ_RUN = re.compile(r'[^"\\]+')
 _SQ_RUN = re.compile(r"[^']+")
 
 
+MAX_BLOCKS = 1_000  # per message; more is an error diagnostic, never a silent drop
+MAX_DIAGNOSTICS = 200  # per message (then one summary line)
+MAX_BLOCK_DIAGNOSTICS = 20  # per block (then one summary line)
+MAX_BLOCK_TOKENS = 20_000  # per block: ~2,000 claims; a larger block is an error, not a crash
+
+
 def parse_message(text: str) -> ParsedMessage:
     """Every block of ``text`` in textual order, with diagnostics. Never raises."""
     if not isinstance(text, str):
@@ -144,7 +157,21 @@ def parse_message(text: str) -> ParsedMessage:
         return ParsedMessage(diagnostics=[_internal(1, 1, exc, None)])
     blocks: list[Block] = []
     diagnostics: list[Diagnostic] = []
-    for candidate in candidates:
+    dropped = 0
+    for index, candidate in enumerate(candidates):
+        if index >= MAX_BLOCKS:
+            diagnostics.append(
+                Diagnostic(
+                    line=candidate.line,
+                    column=candidate.column,
+                    message=(
+                        f"this message holds more than {MAX_BLOCKS} blocks; this one and the "
+                        f"{len(candidates) - index - 1} after it were not applied — split it"
+                    ),
+                    block=candidate.keyword,
+                )
+            )
+            break
         try:
             block, found = _parse_candidate(candidate)
         except Exception as exc:  # last resort: one broken block never hides the others
@@ -152,9 +179,22 @@ def parse_message(text: str) -> ParsedMessage:
                 None,
                 [_internal(candidate.line, candidate.column, exc, candidate.keyword)],
             )
-        diagnostics.extend(sorted(found, key=lambda d: (d.line, d.column)))
+        room = MAX_DIAGNOSTICS - len(diagnostics)
+        found = sorted(found, key=lambda d: (d.line, d.column))
+        diagnostics.extend(found[: max(room, 0)])
+        if len(found) > room:
+            dropped += len(found) - max(room, 0)
         if block is not None:
             blocks.append(block)
+    if dropped:
+        diagnostics.append(
+            Diagnostic(
+                line=diagnostics[-1].line if diagnostics else 1,
+                column=1,
+                message=f"{dropped} more diagnostics in this message were not listed",
+                severity="warning",
+            )
+        )
     return ParsedMessage(blocks=blocks, diagnostics=diagnostics)
 
 
@@ -301,6 +341,15 @@ class _Tokenizer:
 
     def emit(self, kind: str, value: str, j: int, c: int, j2: int, c2: int) -> None:
         """A token from ``(j, c)`` to just before ``(j2, c2)``, in 1-based message coordinates."""
+        if len(self.tokens) >= MAX_BLOCK_TOKENS:  # bounded memory, whatever one block holds
+            raise _Problem(
+                self.numbers[j],
+                c + 1,
+                f"this {self.keyword} block is too large (more than {MAX_BLOCK_TOKENS} tokens); "
+                "split it into several blocks",
+                [],
+                self.lines[j][c : c + _SNIPPET].rstrip(),
+            )
         self.tokens.append(
             self.token(kind, value, None, self.numbers[j], c + 1, self.numbers[j2], c2 + 1)
         )
@@ -920,6 +969,8 @@ class _Builder:
         self.candidate = candidate
         self.keyword = candidate.keyword
         self.diagnostics: list[Diagnostic] = []
+        self.error_seen = False
+        self.unlisted = 0
 
     def note(
         self,
@@ -930,6 +981,11 @@ class _Builder:
         expected: Iterable[str] = (),
         text: str = "",
     ) -> None:
+        if severity == "error":
+            self.error_seen = True
+        if len(self.diagnostics) >= MAX_BLOCK_DIAGNOSTICS:
+            self.unlisted += 1  # bounded memory: a block cannot produce unbounded problems
+            return
         self.diagnostics.append(
             Diagnostic(
                 line=pos[0],
@@ -951,7 +1007,17 @@ class _Builder:
             block = self.gate(top.body, top.pos, span)
         else:
             block = self.stamp(top.keyword, top.body, top.pos, span)
-        if any(d.severity == "error" for d in self.diagnostics):
+        if self.unlisted:
+            self.diagnostics.append(
+                Diagnostic(
+                    line=top.pos[0],
+                    column=top.pos[1],
+                    message=f"{self.unlisted} more problems in this block were not listed",
+                    severity="warning",
+                    block=self.keyword,
+                )
+            )
+        if self.error_seen:
             return None
         return block
 

@@ -101,19 +101,20 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
             "empty claim_ledger ignored: it has no claims and no premises_for_plan",
         )
         return
-    claims_out: list[dict[str, Any]] = []
-    revoked: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    claims_out: dict[str, dict[str, Any]] = {}  # by id: a repeated id is O(1), later wins
+    revoked: dict[str, str] = {}
+    demoted: dict[str, None] = {}
     for cb in block.claims:
-        if cb.id in seen:
+        if cb.id in claims_out:
             _warn(
                 report,
                 cb.span.line,
                 cb.span.column,
                 f"claim id {cb.id!r} repeated; the later entry wins",
             )
-            claims_out = [c for c in claims_out if c["id"] != cb.id]
-        seen.add(cb.id)
+            del claims_out[cb.id]
+            demoted.pop(cb.id, None)
+            revoked.pop(cb.id, None)
         text = (cb.text or "").strip()
         th = text_hash(text)
         written = InfoMark.parse(cb.status)
@@ -129,10 +130,10 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
                 status = InfoMark.parse(old.status)
                 cause = "carried"
             else:
-                revoked.append((cb.id, old.stamp.evidence_ref))
+                revoked[cb.id] = old.stamp.evidence_ref
                 cause = "statement_changed"
-        if written.grounded and not keep and cb.id not in report.demoted:
-            report.demoted.append(cb.id)
+        if written.grounded and not keep:
+            demoted[cb.id] = None
         restated = old is not None and old.text_hash != th
         # A changed oracle, or a changed statement, re-declares the claim: evidence
         # produced before this point no longer speaks for it.
@@ -140,24 +141,25 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
         declared = None
         if oracle is not None and old is not None and not oracle_new:
             declared = old.oracle_declared_seq
-        claims_out.append(
-            {
-                "id": cb.id,
-                "text": text,
-                "text_hash": th,
-                "written": written.label,
-                "status": status.label,
-                "falsifier": cb.falsifier,
-                "oracle": oracle,
-                "oracle_new": oracle_new,
-                "oracle_declared_seq": declared,
-                "keep_stamp": keep,
-                "cause": cause,
-                "reopen": restated,
-            }
-        )
-    carried = [cid for cid, c in state.claims.items() if cid not in seen and c.stamp is not None]
-    for cid, ref in revoked:
+        claims_out[cb.id] = {
+            "id": cb.id,
+            "text": text,
+            "text_hash": th,
+            "written": written.label,
+            "status": status.label,
+            "falsifier": cb.falsifier,
+            "oracle": oracle,
+            "oracle_new": oracle_new,
+            "oracle_declared_seq": declared,
+            "keep_stamp": keep,
+            "cause": cause,
+            "reopen": restated,
+        }
+    report.demoted.extend(demoted)
+    carried = [
+        cid for cid, c in state.claims.items() if cid not in claims_out and c.stamp is not None
+    ]
+    for cid, ref in revoked.items():
         old = state.claims[cid]
         ctx.emit(
             "statement_changed",
@@ -175,7 +177,7 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
     ctx.emit(
         "ledger_replaced",
         {
-            "claims": claims_out,
+            "claims": list(claims_out.values()),
             "premises": list(dict.fromkeys(block.premises_for_plan)),
             "open_questions": list(dict.fromkeys(block.open_questions)),
             "carried": carried,

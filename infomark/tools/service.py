@@ -589,6 +589,8 @@ def _parse_json(raw: bytes) -> Any:
         return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise _ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _ApiError(400, "bad_json", "the request body is nested too deeply") from None
 
 
 async def _model(request: Request, model: type[M], limit: int) -> M:
@@ -880,7 +882,7 @@ class _Service:
         raw = await _body(request, self.limit)
         try:
             payload: Any = json.loads(raw.decode("utf-8")) if raw.strip() else None
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             payload = None  # like the command hook: handle() answers a non-object payload
         try:
             module = importlib.import_module(_HOOK_MODULE)

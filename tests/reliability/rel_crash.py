@@ -10,14 +10,17 @@ at the same time and checks nothing was lost, duplicated or reported as "locked"
 
 from __future__ import annotations
 
+import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rel_support import HERE, child_env
 
@@ -30,11 +33,13 @@ __all__ = [
     "Writer",
     "check_home",
     "crash_campaign",
+    "kill_after",
     "race",
     "spawn_writer",
 ]
 
 WRITER = HERE / "rel_writer.py"
+_HANG_S = 120.0
 BAD_STDERR = ("Traceback", "StoreError", "StoreBusyError", "OperationalError", "locked")
 
 Printed = dict[tuple[str, int], str]  # (session, seq) -> event type
@@ -77,17 +82,41 @@ def _take(writer: Writer, line: bytes) -> None:
     writer.lines += 1
 
 
-def read_lines(writer: Writer, n: int) -> int:
-    """Read up to ``n`` progress lines (blocking; stops early at EOF). Returns how many."""
-    assert writer.proc.stdout is not None
-    got = 0
-    while got < n:
-        line = writer.proc.stdout.readline()
-        if not line:
-            break
-        _take(writer, line)
-        got += 1
-    return got
+def kill_after(crew: list[Writer], targets: dict[int, int]) -> Iterator[tuple[Writer, bool]]:
+    """SIGKILL each writer as soon as its target number of lines has arrived.
+
+    All pipes are read as data arrives (``selectors``), so no writer runs far past its kill
+    point while another is being read; every complete line, also those that arrive after
+    the kill, is taken. Yields ``(writer, exited_before_its_target)`` at each EOF.
+    """
+    sel = selectors.DefaultSelector()
+    partial: dict[int, bytes] = {}
+    killed: set[int] = set()
+    for w in crew:
+        assert w.proc.stdout is not None
+        sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+        partial[id(w)] = b""
+    pending = len(crew)
+    deadline = time.monotonic() + _HANG_S
+    while pending:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"writers produced nothing for {_HANG_S}s")
+        for key, _ in sel.select(timeout=5):
+            w = key.data
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                pending -= 1
+                yield w, id(w) not in killed
+                continue
+            deadline = time.monotonic() + _HANG_S
+            *lines, partial[id(w)] = (partial[id(w)] + chunk).split(b"\n")
+            for line in lines:
+                _take(w, line + b"\n")
+            if id(w) not in killed and w.lines >= targets[id(w)]:
+                w.proc.send_signal(signal.SIGKILL)
+                killed.add(id(w))
+    sel.close()
 
 
 def drain(writer: Writer) -> None:
@@ -123,7 +152,7 @@ def check_home(home: Path, printed: Printed) -> list[str]:
 
 def crash_campaign(
     base: Path, *, rounds: int, writers: int = 3, max_lines: int = 25, seed: int = 7
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """``rounds`` rounds of start-writers / read N lines each / SIGKILL / check the home."""
     rng = random.Random(seed)
     home = base / "project" / ".infomark"
@@ -139,16 +168,15 @@ def crash_campaign(
             crew.append(
                 spawn_writer(home, session, rng.randrange(1 << 30), 0, base / f"err-{r}-{w}.txt")
             )
-        for writer in crew:
-            want = rng.randint(1, max_lines)
-            got = read_lines(writer, want)
-            if got < want:  # the writer died on its own: that is a failure
-                problems.append(f"round {r}: writer exited early: {writer.stderr()[-2000:]}")
-            writer.proc.send_signal(signal.SIGKILL)
+        targets = {id(w): rng.randint(1, max_lines) for w in crew}
+        for writer, early in kill_after(crew, targets):
             kills += 1
+            if early:  # the writer died on its own: that is a failure
+                problems.append(f"round {r}: writer exited early: {writer.stderr()[-2000:]}")
         for writer in crew:
             writer.proc.wait()
-            drain(writer)  # lines flushed before the kill were committed too
+            assert writer.proc.stdout is not None
+            writer.proc.stdout.close()
             lines += writer.lines
             for key, type_ in writer.printed.items():
                 if printed.setdefault(key, type_) != type_:
@@ -168,7 +196,7 @@ def crash_campaign(
 
 def race(
     base: Path, *, writers: int = 8, ops: int = 40, shared: int = 4, seed: int = 11
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """``writers`` processes at once (``shared`` of them on one session), to completion."""
     rng = random.Random(seed)
     home = base / "project" / ".infomark"

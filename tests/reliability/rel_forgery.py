@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
@@ -42,6 +43,7 @@ __all__ = [
     "campaign",
     "edit_attacks",
     "edited_texts",
+    "garbled_attacks",
     "ref",
     "resolve",
 ]
@@ -104,15 +106,22 @@ def _world_ledger() -> str:
     return render_ledger(block)
 
 
-def _tamper_evidence(home: Path, ref: str) -> None:
-    """Flip a stored FAIL record to PASS behind the registry's back (its MAC now lies)."""
+def _tamper_evidence(home: Path, ref: str, *, garble: bool = False) -> None:
+    """Flip a stored FAIL record to PASS behind the registry's back (its MAC now lies),
+    or cut the stored record in half (no longer JSON)."""
     db = sqlite3.connect(home / "ledger.db")
     try:
-        db.execute(
-            "UPDATE evidence SET record = replace(replace(record, '\"FAIL\"', '\"PASS\"'), "
-            "'\"exit_code\":1', '\"exit_code\":0') WHERE ref = ?",
-            (ref,),
-        )
+        if garble:
+            db.execute(
+                "UPDATE evidence SET record = substr(record, 1, length(record) / 2) WHERE ref = ?",
+                (ref,),
+            )
+        else:
+            db.execute(
+                "UPDATE evidence SET record = replace(replace(record, '\"FAIL\"', '\"PASS\"'), "
+                "'\"exit_code\":1', '\"exit_code\":0') WHERE ref = ?",
+                (ref,),
+            )
         db.commit()
     finally:
         db.close()
@@ -146,6 +155,8 @@ def build_world(base: Path, session: str = "victim") -> World:
     ).ref
     refs["tampered"] = run_command(gk, ORACLE, exit_code=1).ref
     _tamper_evidence(home, refs["tampered"])
+    refs["garbled"] = run_command(gk, ORACLE).ref
+    _tamper_evidence(home, refs["garbled"], garble=True)
     refs["foreign"] = run_command(other, ORACLE).ref
     # C4: stamped, then refuted; its refs are spent.
     refs["c4_run"] = run_command(gk, C4_ORACLE).ref
@@ -244,7 +255,8 @@ def resolve(text: str, refs: dict[str, str]) -> str:
 
 
 _REF_NAMES = (
-    "good", "fail", "error", "mismatch", "read", "web", "ineligible", "tampered", "foreign",
+    "good", "fail", "error", "mismatch", "read", "web", "ineligible", "tampered", "garbled",
+    "foreign",
     "predates", "c4_run", "c4_refuter",
 )  # fmt: skip
 
@@ -264,6 +276,13 @@ def _invented_ref(draw: st.DrawFn) -> str:
     return ref(name, f"cut:{draw(st.integers(0, 22))}")
 
 
+def garbled_attacks() -> st.SearchStrategy[Attack]:
+    """A stamp naming an evidence row whose stored record is no longer JSON."""
+    return _stamp("C1", ref("garbled"), kinds=("oracle_stamp", "inference_stamp")).map(
+        lambda t: Attack("garbled evidence row", t, "tampered_evidence")
+    )
+
+
 def edit_attacks() -> st.SearchStrategy[Attack]:
     """Re-binding the evidence of a claim whose text was edited after its stamp."""
     return edited_texts().map(
@@ -271,7 +290,7 @@ def edit_attacks() -> st.SearchStrategy[Attack]:
     )
 
 
-def attacks(*, edits: bool = True) -> st.SearchStrategy[Attack]:
+def attacks(*, edits: bool = True, garbled: bool = True) -> st.SearchStrategy[Attack]:
     """Every family of forgery against a :func:`build_world` world (refs as placeholders)."""
     any_kind = ("oracle_stamp", "inference_stamp")
     unknown = RejectReason.UNKNOWN_EVIDENCE.value
@@ -366,10 +385,12 @@ def attacks(*, edits: bool = True) -> st.SearchStrategy[Attack]:
     ]  # fmt: skip
     if edits:
         fam.append(edit_attacks())
+    if garbled:
+        fam.append(garbled_attacks())
     return st.one_of(fam)
 
 
-_TEXT_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_TEXT_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")  # no lone surrogates
 
 
 def edited_texts() -> st.SearchStrategy[tuple[str, str]]:
@@ -416,12 +437,16 @@ class ForgeryJudge:
     def judge(self, attack: Attack) -> str | None:
         """Run one attack; return a description of what went wrong, or None."""
         self.counts[attack.kind] += 1
-        if attack.edit is not None:
-            problem = self._edited(attack.edit)
-        elif attack.kind == "stamp smuggled in tool output":
-            problem = self._smuggled(resolve(attack.text, self.world.refs))
-        else:
-            problem = self._ingest(attack)
+        try:
+            if attack.edit is not None:
+                problem = self._edited(attack.edit)
+            elif attack.kind == "stamp smuggled in tool output":
+                problem = self._smuggled(resolve(attack.text, self.world.refs))
+            else:
+                problem = self._ingest(attack)
+        except Exception as exc:  # a forgery must be rejected, not crash the ingest
+            self._rebuild()
+            problem = f"RAISED {type(exc).__name__}: {exc}"
         if problem is not None:
             if problem.startswith("ACCEPTED"):
                 self.accepted[attack.kind] += 1
@@ -474,7 +499,7 @@ class ForgeryJudge:
         return None
 
 
-def campaign(base: Path, examples: int, rng_seed: int = 20240601) -> dict[str, object]:
+def campaign(base: Path, examples: int, rng_seed: int = 20240601) -> dict[str, Any]:
     """Run ``examples`` hypothesis-drawn forgeries; return the figures (never raises)."""
     judge = ForgeryJudge(base)
     started = time.perf_counter()

@@ -43,7 +43,8 @@ ORACLE = "pytest -q tests/test_x.py"
 
 def examples(fast: int) -> int:
     """``fast`` normally; the loaded profile's count under ``HYPOTHESIS_PROFILE=soak``."""
-    current = int(settings.default.max_examples)
+    loaded = settings.default
+    current = int(loaded.max_examples) if loaded is not None else fast
     return current if current >= 1000 else fast
 
 

@@ -31,6 +31,7 @@ from infomark.ledger.engine import Ledger
 from infomark.ledger.journal import event_hash
 
 __all__ = [
+    "FAKE_KID",
     "SESSION",
     "Outcome",
     "Pristine",
@@ -115,7 +116,7 @@ def all_tampers(p: Pristine) -> list[Tamper]:
     out.append(Tamper("events", "append_copy", n, n + 1))
     out.append(Tamper("events", "append_forged", n, n + 1))
     out.extend(Tamper("heads", op, n, None) for op in ("seq", "hash", "mac", "delete"))
-    ev_ops = ("record", "mac", "ref", "seq", "session", "delete", "insert_copy")
+    ev_ops = ("record", "record_garbage", "mac", "ref", "seq", "session", "delete", "insert_copy")
     for seq in sorted(p.evidence):
         out.extend(Tamper("evidence", op, seq, seq) for op in ev_ops)
         out.extend(Tamper("blobs", op, seq, seq) for op in ("edit", "delete", "truncate"))
@@ -208,6 +209,8 @@ def _evidence(db: sqlite3.Connection, t: Tamper) -> None:
         data = json.loads(record)
         data["output_size"] = int(data["output_size"]) + 1
         db.execute("UPDATE evidence SET record = ?" + where, (canonical_json(data).decode(), seq))
+    elif t.op == "record_garbage":
+        db.execute("UPDATE evidence SET record = ?" + where, (record[: len(record) // 2], seq))
     elif t.op in ("mac", "ref"):
         db.execute(
             f"UPDATE evidence SET {t.op} = ?" + where, (_flip(mac if t.op == "mac" else ref), seq)

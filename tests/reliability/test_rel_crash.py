@@ -10,13 +10,13 @@ from rel_crash import crash_campaign
 
 
 def test_sigkilled_writers_lose_no_committed_event(tmp_path: Path) -> None:
-    figures = crash_campaign(tmp_path, rounds=3, seed=3)
+    figures = crash_campaign(tmp_path, rounds=2, max_lines=12, seed=3)
     assert figures["problems"] == []
-    assert figures["kills"] == 9
-    assert int(str(figures["events_printed"])) > 0
+    assert figures["kills"] == 6
+    assert figures["events_printed"] > 0
 
 
 @pytest.mark.slow
 def test_crash_soak(tmp_path: Path) -> None:
-    figures = crash_campaign(tmp_path, rounds=60, seed=2024)
+    figures = crash_campaign(tmp_path, rounds=40, seed=2024)
     assert figures["problems"] == [], figures["problems"][:5]

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from rel_forgery import HIDDEN_WRAPPERS, Attack, ForgeryJudge, attacks, edit_attacks, resolve
+from hypothesis import strategies as st
+from rel_forgery import (
+    HIDDEN_WRAPPERS,
+    Attack,
+    ForgeryJudge,
+    attacks,
+    edit_attacks,
+    garbled_attacks,
+    resolve,
+)
 from rel_hook import HookSession, denial_reason
 from rel_support import ORACLE, examples, ledger_block, run_command, soak_examples, stamp_line
 
@@ -26,8 +35,7 @@ def judge(tmp_path: Path) -> Iterator[ForgeryJudge]:
     j.close()
 
 
-def _run(judge: ForgeryJudge, n: int, *, edits: bool) -> None:
-    strategy = edit_attacks() if edits else attacks(edits=False)
+def _run(judge: ForgeryJudge, n: int, strategy: st.SearchStrategy[Attack]) -> None:
 
     @settings(max_examples=n, suppress_health_check=[HealthCheck.too_slow], deadline=None)
     @given(attack=strategy)
@@ -39,7 +47,7 @@ def _run(judge: ForgeryJudge, n: int, *, edits: bool) -> None:
 
 
 def test_forged_stamps_are_rejected_with_their_reason_code(judge: ForgeryJudge) -> None:
-    _run(judge, examples(250), edits=False)
+    _run(judge, examples(250), attacks(edits=False, garbled=False))
     assert sum(judge.counts.values()) >= min(250, examples(250)) // 2
 
 
@@ -47,17 +55,24 @@ def test_edited_claim_text_cannot_rebind_the_evidence_of_the_old_text(
     judge: ForgeryJudge,
 ) -> None:
     """D5: fails until a statement change spends the evidence of the old statement."""
-    _run(judge, examples(15), edits=True)
+    _run(judge, examples(15), edit_attacks())
+
+
+def test_regression_d7_a_garbled_evidence_row_is_a_rejection_not_a_crash(
+    judge: ForgeryJudge,
+) -> None:
+    """D7: the stored record is read with json.loads unguarded; ingest raises today."""
+    _run(judge, examples(10), garbled_attacks())
 
 
 @pytest.mark.slow
 def test_forgery_soak(judge: ForgeryJudge) -> None:
-    _run(judge, soak_examples(), edits=False)
+    _run(judge, soak_examples(), attacks(edits=False, garbled=False))
 
 
 @pytest.mark.slow
 def test_edited_text_soak(judge: ForgeryJudge) -> None:
-    _run(judge, soak_examples() // 20, edits=True)
+    _run(judge, soak_examples() // 20, edit_attacks())
 
 
 # --------------------------------------------------------------------------- controls

@@ -8,6 +8,7 @@ blob and head) in process, and a sample through the real CLI; the ``slow`` test 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from rel_support import run_cli, run_command
 from rel_tamper import (
+    FAKE_KID,
     SESSION,
     Pristine,
     Tamper,
@@ -30,7 +32,12 @@ from rel_tamper import (
 )
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.audit import verify_session
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
+from infomark.ledger.evidence import EvidenceClass, build_record
+from infomark.ledger.journal import GENESIS, event_hash
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,8 @@ OPS = [
     ("events", "rehash"), ("events", "rehash_foreign_kid"), ("events", "swap_next"),
     ("events", "ts"), ("events", "type"),
     ("evidence", "delete"), ("evidence", "insert_copy"), ("evidence", "mac"),
-    ("evidence", "record"), ("evidence", "ref"), ("evidence", "seq"), ("evidence", "session"),
+    ("evidence", "record"), ("evidence", "record_garbage"), ("evidence", "ref"),
+    ("evidence", "seq"), ("evidence", "session"),
     ("heads", "delete"), ("heads", "hash"), ("heads", "mac"), ("heads", "seq"),
 ]  # fmt: skip
 
@@ -81,8 +89,8 @@ def test_control_the_pristine_home_verifies(pristine: Pristine, tmp_path: Path) 
 def test_single_tamper_is_detected_and_names_the_first_bad_event(
     pristine: Pristine, tmp_path: Path, table: str, op: str
 ) -> None:
-    """Known failures: events.payload_garbage (D7), events.rehash_foreign_kid (D4),
-    evidence.delete / evidence.session / evidence.seq (D3)."""
+    """Known failures: events.payload_garbage and evidence.record_garbage (D7),
+    events.rehash_foreign_kid (D4), evidence.delete / evidence.session / evidence.seq (D3)."""
     sample = _sample(pristine)
     chosen = [
         t
@@ -157,3 +165,84 @@ def test_tamper_soak_every_event_through_the_cli(tmp_path: Path) -> None:
     figures = campaign(tmp_path, cli_every=1)
     assert figures["missed"] == [] and figures["misnamed"] == [], figures
     assert figures["cli_agree"] == figures["cli_runs"]
+
+
+def test_regression_d4_keyless_rewrite_is_not_reported_as_a_key_change(
+    pristine: Pristine, tmp_path: Path
+) -> None:
+    """D4: without the key, turn the first denial into an allow, re-chain the tail under a
+    made-up key id and point the head at it: the audit must name the edited event, not
+    call the whole thing an intact chain signed with another key."""
+    home = tmp_path / ".infomark"
+    shutil.copytree(pristine.home, home)
+    target = min(s for s, t in pristine.types.items() if t == "decision")
+    db = sqlite3.connect(home / "ledger.db")
+    rows = db.execute(
+        "SELECT seq, type, payload, ts, prev_hash FROM events WHERE session = ? AND seq >= ? "
+        "ORDER BY seq",
+        (SESSION, target),
+    ).fetchall()
+    prev = rows[0][4]
+    for seq, type_, payload, ts, _ in rows:
+        if seq == target:
+            data = json.loads(payload)
+            assert data["decision"] == "deny"
+            data["decision"] = "allow"
+            payload = canonical_json(data).decode()
+        h = event_hash(prev, SESSION, seq, type_, payload, ts, FAKE_KID)
+        db.execute(
+            "UPDATE events SET payload = ?, prev_hash = ?, hash = ?, key_id = ? "
+            "WHERE session = ? AND seq = ?",
+            (payload, prev, h, FAKE_KID, SESSION, seq),
+        )
+        prev = h
+    db.execute("UPDATE heads SET hash = ? WHERE session = ?", (prev, SESSION))
+    db.commit()
+    db.close()
+    problems = audit_inprocess(home)
+    assert problems, "the rewrite went unnoticed"
+    assert problems[0]["seq"] == target, problems
+
+
+def _utf8_json(obj: object) -> str:
+    """canonical_json as infomark 0.1.0 wrote it: sorted keys, compact, UTF-8 (not escaped)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_regression_d12_journals_with_utf8_canonical_json_still_verify(tmp_path: Path) -> None:
+    """D12: rows written while canonical JSON was UTF-8 (every home created before the switch
+    to ASCII escapes) must still verify, and their evidence refs must still be valid."""
+    home = tmp_path / ".infomark"
+    session = "s"
+    with Ledger(home, session) as led:
+        key = led.key
+        call = ToolCall("bash", {"command": "echo héllo — “quoted” …"})
+        record = build_record(session=session, seq=2, call=call, outcome=ToolOutcome("ok é", 0),
+                              evidence_class=EvidenceClass.EXECUTION, key_id=key.key_id)  # fmt: skip
+        led.blobs.put("ok é".encode())
+    mac = key.mac(_utf8_json(record).encode())
+    ref = "ev_" + mac[:24]
+    events = [("note", {"text": "café — naïve …"}),
+              ("evidence_recorded", {"ref": ref, "record": record, "mac": mac})]  # fmt: skip
+    db = sqlite3.connect(home / "ledger.db")
+    prev = GENESIS
+    for seq, (type_, payload) in enumerate(events, 1):
+        body = _utf8_json(payload)
+        ts = "2026-01-01T00:00:00.000+00:00"
+        line = _utf8_json([session, seq, type_, body, ts, key.key_id]).encode()
+        h = hashlib.sha256(prev.encode() + b"\n" + line).hexdigest()
+        db.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session, seq, type_, body, ts, prev, h, key.mac(h.encode()), key.key_id),
+        )
+        prev = h  # fmt: skip
+    head_mac = key.mac(_utf8_json(["head", session, len(events), prev]).encode())
+    db.execute("INSERT INTO heads VALUES (?, ?, ?, ?)", (session, len(events), prev, head_mac))
+    db.execute("INSERT INTO evidence VALUES (?, ?, ?, ?, ?)",
+               (ref, session, 2, _utf8_json(record), mac))  # fmt: skip
+    db.commit()
+    db.close()
+    with Ledger(home, session) as led:
+        assert [p.to_dict() for p in verify_session(led)] == []
+        evidence, why = led.verify_ref(ref)
+        assert why is None and evidence is not None

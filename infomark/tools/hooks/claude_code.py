@@ -246,7 +246,11 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
                 with gk.store.transaction():
                     gk.store.emit(
                         "hook_error",
-                        {"event": event, "error": detail[:500], "failed_closed": strict},
+                        {
+                            "event": event,
+                            "error": detail[:500],
+                            "failed_closed": strict and event == "PreToolUse",
+                        },
                     )
             except Exception as journal_exc:  # the journal itself is broken
                 print(f"infomark: cannot journal the error: {journal_exc}", file=sys.stderr)

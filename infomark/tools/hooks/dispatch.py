@@ -35,8 +35,8 @@ def run_hook(args: list[str]) -> int:
     payload: object = None
     try:
         payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
-    except ValueError as exc:
-        print(f"infomark hook: stdin is not JSON ({exc}); ignoring this event", file=sys.stderr)
+    except (ValueError, RecursionError) as exc:
+        print(f"infomark hook: stdin is not usable JSON ({exc}); ignoring it", file=sys.stderr)
     from infomark.tools.hooks.claude_code import handle
 
     answer = handle(payload, home=home, root=root)
