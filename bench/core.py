@@ -43,6 +43,13 @@ def bench_parser() -> None:
     regex = re.compile(r"^claim_ledger:", re.M)
     base = median_seconds(lambda: regex.search(msg), repeat=200)
     row(f"parse 3 KB message, 5-claim ledger ({len(msg)} B)", ours, base, "plain regex")
+    from infomark.ledger.engine import Ledger
+
+    with tempfile.TemporaryDirectory() as d:
+        led = Ledger(Path(d) / "home", "bench")
+        ours = median_seconds(lambda: led.ingest(msg), repeat=100)
+        led.close()
+    row("ingest 3 KB message (parse + apply + durable commit)", ours)
     prose = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n" * 18_000)[:1_000_000]
     ours = median_seconds(lambda: parse_message(prose), repeat=20)
     base = median_seconds(lambda: regex.search(prose), repeat=20)
