@@ -113,7 +113,8 @@ def forgery(base: Path, scale: Scale) -> Section:
         ("accepted, by family", ", ".join(f"{k} ×{v}" for k, v in
                                           sorted(f["accepted_by_family"].items())) or "none"),
     ]  # fmt: skip
-    notes = [f"first failure: `{x.splitlines()[0]}`" for x in f["first_failures"][:3]]
+    firsts = dict.fromkeys(x.splitlines()[0] for x in f["first_failures"])
+    notes = [f"failure: `{x}`" for x in list(firsts)[:3]]
     return Section("Forgery", rows, ("figure", "value"), notes, bad, float(f["seconds"]))
 
 
@@ -129,7 +130,7 @@ def tamper(base: Path, scale: Scale) -> Section:
         ("missed, by op", _families(list(f["missed"]))),
         ("detected but misnamed, by op", _families(list(f["misnamed"]))),
         ("checked through the real `infomark audit --verify --json`",
-         f"{f['cli_runs']} (agreeing with the in-process audit: {f['cli_agree']})"),
+         f"{f['cli_runs']} (exit 1 naming the expected first bad event: {f['cli_agree']})"),
     ]  # fmt: skip
     bad = len(f["missed"]) + len(f["misnamed"])
     return Section("Tamper evidence", rows, ("figure", "value"), [], bad, float(f["seconds"]))
@@ -277,19 +278,30 @@ SECTIONS: dict[str, Callable[[Path, Scale], Section]] = {
 # --------------------------------------------------------------------------- output
 
 
-def _commit() -> str:
+def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        out = subprocess.run(["git", "-C", str(REPO), *args],
                              capture_output=True, text=True, check=False, timeout=10)  # fmt: skip
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip()
+
+
+def _commit() -> str:
+    """The commit measured (read-only git), noting uncommitted changes to the package."""
+    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = _git("diff", "--name-only", "HEAD", "--", "infomark").splitlines()
+    return (
+        f"{commit} + uncommitted changes to {len(changed)} file(s) of infomark/"
+        if changed
+        else commit
+    )
 
 
 def render(sections: list[Section], scale: Scale) -> str:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"Measured {when} on commit `{_commit()}`: Python {platform.python_version()}, "
+        f"Measured {when} on `{_commit()}`: Python {platform.python_version()}, "
         f"{platform.machine()}, {os.cpu_count()} CPUs"
         + (" (quick scale: smoke figures only)." if scale == QUICK else "."),
         "",

@@ -8,7 +8,6 @@ traceback.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -85,7 +84,9 @@ def open_gk(profile: str | None = None) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    from infomark.ledger.canonical import dumps
+
+    click.echo(dumps(data, indent=2, default=str))
 
 
 def read_input(source: str | None) -> str:
@@ -116,6 +117,10 @@ def _register() -> None:
 
 
 def run(args: list[str]) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a claim must not crash output
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     _register()
     try:
         cli.main(args=args, prog_name="infomark", standalone_mode=False)

@@ -171,11 +171,12 @@ def verify_bundle_cmd(bundle: Path, public_key: str | None, as_json: bool) -> No
 @common
 def events(follow: bool, after: int, all_sessions: bool) -> None:
     """The journal as JSON lines: {session, seq, type, payload, timestamp, hash}."""
+    from infomark.ledger.canonical import dumps
     from infomark.ledger.follow import follow_events
 
     with open_gk() as gk:
         for row in follow_events(gk.store, after=after, follow=follow, all_sessions=all_sessions):
-            click.echo(json.dumps(row.public(), ensure_ascii=False))
+            click.echo(dumps(row.public()))
 
 
 def register(group: click.Group) -> None:

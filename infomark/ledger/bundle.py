@@ -70,7 +70,7 @@ def export_bundle(ledger: Ledger, path: Path, audit: dict[str, Any]) -> dict[str
     }
     bundle["signature"] = key.sign(_body(bundle)).hex()
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(bundle, ensure_ascii=False))
+    tmp.write_text(json.dumps(bundle, ensure_ascii=True))
     os.replace(tmp, path)
     return bundle
 

@@ -7,20 +7,49 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
-__all__ = ["canonical_json", "digest", "normalize_command", "sha256_hex"]
+__all__ = [
+    "canonical_json",
+    "digest",
+    "dumps",
+    "normalize_command",
+    "printable",
+    "scrub_surrogates",
+    "sha256_hex",
+]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(text: str) -> str:
+    """Replace lone surrogates (the only surrogates a Python str can hold) by ``\\uXXXX``.
+
+    Valid text is returned unchanged; the result always encodes as UTF-8.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """``json.dumps`` with UTF-8 text kept readable and lone surrogates escaped (printable)."""
+    return scrub_surrogates(json.dumps(obj, ensure_ascii=False, **kw))
 
 
 def canonical_json(obj: Any) -> bytes:
-    """Sorted keys, no whitespace, ASCII (``\\u`` escapes): one byte string per value.
+    """Sorted keys, no whitespace, UTF-8: one byte string per value.
 
-    ASCII keeps any Python str storable, lone surrogates included, and gives every
-    reader (SQLite, other languages) the same bytes to hash.
+    Lone surrogates (which JSON can carry as ``\\ud800`` escapes) are written as
+    escapes, so any Python str is storable and encodes the same for every reader;
+    all other text is byte-for-byte the plain UTF-8 form.
     """
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
+    text = json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return scrub_surrogates(text).encode("utf-8")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -35,3 +64,14 @@ def digest(data: bytes) -> str:
 def normalize_command(command: str) -> str:
     """Whitespace-normalised command line: how a run is matched to a declared oracle."""
     return " ".join(command.split())
+
+
+def printable(obj: Any) -> Any:
+    """A copy of JSON-like data whose strings hold no lone surrogate (shown as ``\\uXXXX``)."""
+    if isinstance(obj, str):
+        return scrub_surrogates(obj)
+    if isinstance(obj, dict):
+        return {printable(k): printable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [printable(v) for v in obj]
+    return obj

@@ -217,7 +217,7 @@ class Journal:
             self._db.execute(
                 "INSERT OR IGNORE INTO sessions(session, created) VALUES (?, ?)", (session, _now())
             )
-        payload_json = canonical_json(dict(payload)).decode("utf-8", "surrogatepass")
+        payload_json = canonical_json(dict(payload)).decode("utf-8")
         ts = timestamp or _now()
         kid = self.key.key_id
         h = event_hash(prev, session, seq, type_, payload_json, ts, kid)
@@ -240,11 +240,11 @@ class Journal:
     ) -> None:
         self._db.execute(
             "INSERT INTO evidence(ref, session, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
-            (ref, session, seq, canonical_json(dict(record)).decode("utf-8", "surrogatepass"), mac),
+            (ref, session, seq, canonical_json(dict(record)).decode("utf-8"), mac),
         )
 
     def save_snapshot(self, session: str, seq: int, state: Mapping[str, Any]) -> None:
-        body = canonical_json(dict(state)).decode("utf-8", "surrogatepass")
+        body = canonical_json(dict(state)).decode("utf-8")
         mac = self.key.mac(canonical_json(["snapshot", session, seq, body]))
         self._db.execute(
             "INSERT INTO snapshots(session, seq, state, mac) VALUES (?, ?, ?, ?) "

@@ -31,6 +31,7 @@ from mcp.server.stdio import stdio_server
 from infomark import __version__
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import scrub_surrogates
 from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, own_tools
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def _annotations_of(tool: types.Tool) -> dict[str, Any]:
 
 
 def _appended(result: types.CallToolResult, texts: list[str]) -> types.CallToolResult:
-    extra = [types.TextContent(type="text", text=t) for t in texts]
+    extra = [types.TextContent(type="text", text=scrub_surrogates(t)) for t in texts]
     return result.model_copy(update={"content": [*result.content, *extra]})
 
 
@@ -264,7 +265,7 @@ def _denial(decision: Decision) -> types.CallToolResult:
 
 def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], is_error=is_error
+        content=[types.TextContent(type="text", text=scrub_surrogates(text))], is_error=is_error
     )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 
 from infomark.kernel.errors import UserError
+from infomark.ledger.canonical import printable, scrub_surrogates
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
@@ -323,10 +324,13 @@ def _rejections(report: Mapping[str, Any]) -> str:
 
 
 def _result(data: dict[str, Any], error: str | None = None) -> types.CallToolResult:
+    data = printable(data)  # a lone surrogate in a claim must not break serialisation
     body = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=body)]
+    content: list[types.ContentBlock] = [
+        types.TextContent(type="text", text=scrub_surrogates(body))
+    ]
     if error is not None:
-        content.insert(0, types.TextContent(type="text", text=error))
+        content.insert(0, types.TextContent(type="text", text=scrub_surrogates(error)))
     return types.CallToolResult(
         content=content, structured_content=data, is_error=error is not None
     )
@@ -334,5 +338,5 @@ def _result(data: dict[str, Any], error: str | None = None) -> types.CallToolRes
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)], is_error=True
+        content=[types.TextContent(type="text", text=scrub_surrogates(message))], is_error=True
     )

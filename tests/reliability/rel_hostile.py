@@ -38,15 +38,22 @@ def _repeat(unit: str, size: int, head: str = "", tail: str = "") -> str:
     return head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
 
 
+_CLAIMS_PER_BLOCK = 1_500  # well under the parser's per-block token cap
+
+
 def _claims(size: int, *, dup: bool, status: str) -> str:
-    lines = ["claim_ledger:", "  claims:"]
-    body: list[str] = []
-    i = 0
-    target = size // 2 if dup else size
-    while sum(len(x) + 1 for x in body) < target:
-        body += [f"    - id: C{i}", f"      status: {status}"]
-        i += 1
-    return "\n".join(lines + body + (body if dup else [])) + "\n"
+    """claim_ledger blocks of 1,500 claims each (ids repeated once within a block if
+    ``dup``), so a big message is parsed and applied in full rather than cut at a cap."""
+    out: list[str] = []
+    length = i = 0
+    while length < size:
+        n = _CLAIMS_PER_BLOCK // 2 if dup else _CLAIMS_PER_BLOCK
+        body = [f"    - id: C{i + k}\n      status: {status}\n" for k in range(n)]
+        block = "claim_ledger:\n  claims:\n" + "".join(body + body if dup else body)
+        out.append(block)
+        length += len(block)
+        i += n
+    return "".join(out)
 
 
 SHAPES: dict[str, Callable[[int], str]] = {

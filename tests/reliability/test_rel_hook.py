@@ -220,3 +220,29 @@ def test_handle_fuzz_never_raises(tmp_path: Path) -> None:
         assert "internal error" not in answer.stderr, answer.stderr
 
     check()
+
+
+def test_regression_d13_a_huge_transcript_line_does_not_stop_ingestion(cc: HookSession) -> None:
+    """D13: the transcript reader reads at most 8 MiB per call and only up to the last
+    newline in it, so one longer line (a big tool result) is never passed: nothing the
+    agent writes after it is ever ingested, and ungrounded edits are allowed."""
+    cc.tool_result("toolu_big", "x" * 9_000_000)
+    cc.say(ledger_block())
+    assert denial_reason(cc.pre("Edit", EDIT)) is not None, "the ledger after it was never read"
+
+
+@pytest.mark.parametrize("profile", ["ledger", "strict"])
+def test_regression_d14_a_surrogate_in_a_claim_cannot_crash_the_hook_output(
+    cc: HookSession, profile: str
+) -> None:
+    """D14: since lone surrogates are storable (the D2 fix), a denial that quotes a claim's
+    oracle written as "\\ud800" makes the hook crash while printing it (exit 1, a
+    non-blocking error): the denied Edit runs, in the strict profile too."""
+    if profile == "strict":
+        (cc.project / "infomark.toml").write_text(STRICT)
+    cc.say(ledger_block(oracle="pytest -q \\ud800"))
+    result = cc.pre("Edit", EDIT)
+    _sane(result)
+    assert result.code == 2 or denial_reason(result) is not None, result.err[-300:]
+    start = cc.hook("SessionStart", source="resume")
+    _sane(start)

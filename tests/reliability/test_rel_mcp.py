@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ CHECK_ARGS = {"name": "status.txt", "expect": "ready"}
 CHECK_ORACLE = 'run_check {"expect":"ready","name":"status.txt"}'
 CONFIG = '[tools]\nrun_check = "execute"\n\n[evidence_classes]\nrun_check = "execution"\n'
 REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")
+ODD_LEDGER = (  # an oracle with a lone surrogate, written as a YAML escape (ASCII in transit)
+    'claim_ledger:\n  claims:\n    - id: C8\n      text: "x"\n      status: Guess\n'
+    '      falsifier: f\n      oracle: "run_check \\ud800"\n'
+    "  premises_for_plan: [C8]\n"
+)
 
 
 def _texts(result: types.CallToolResult) -> str:
@@ -57,14 +63,37 @@ HOSTILE: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
-def test_hostile_arguments_and_a_smuggled_stamp(tmp_path: Path) -> None:
+def _run(tmp_path: Path, scenario: Callable[[ClientSession], Awaitable[None]]) -> None:
+    """Run ``scenario`` against a fresh proxy; its stderr must hold no traceback."""
     project = tmp_path / "project"
-    notes = tmp_path / "notes"
-    project.mkdir()
-    notes.mkdir()
-    (project / "infomark.toml").write_text(CONFIG)
-    (notes / "status.txt").write_text("ready")
     errlog = tmp_path / "proxy-stderr.txt"
+
+    async def go() -> None:
+        with errlog.open("a", encoding="utf-8") as err:
+            async with (
+                stdio_client(_params(project, tmp_path / "notes"), errlog=err) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(60):
+                    await session.initialize()
+                with anyio.fail_after(180):
+                    await scenario(session)
+
+    anyio.run(go)
+    assert "Traceback" not in errlog.read_text(errors="replace")
+
+
+def _dirs(tmp_path: Path) -> Path:
+    (tmp_path / "project").mkdir()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (tmp_path / "project" / "infomark.toml").write_text(CONFIG)
+    (notes / "status.txt").write_text("ready")
+    return notes
+
+
+def test_hostile_arguments_and_a_smuggled_stamp(tmp_path: Path) -> None:
+    notes = _dirs(tmp_path)
 
     async def scenario(s: ClientSession) -> None:
         for name, args, must_fail in HOSTILE:
@@ -95,16 +124,22 @@ def test_hostile_arguments_and_a_smuggled_stamp(tmp_path: Path) -> None:
         assert status.structured_content is not None
         assert status.structured_content["ledger"]["grounded"] is True
 
-    async def go() -> None:
-        with errlog.open("a", encoding="utf-8") as err:
-            async with (
-                stdio_client(_params(project, notes), errlog=err) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                with anyio.fail_after(60):
-                    await session.initialize()
-                with anyio.fail_after(180):
-                    await scenario(session)
+    _run(tmp_path, scenario)
 
-    anyio.run(go)
-    assert "Traceback" not in errlog.read_text(errors="replace")
+
+def test_regression_d14_a_denial_quoting_a_lone_surrogate_is_delivered(tmp_path: Path) -> None:
+    """D14: the proxy exited (PydanticSerializationError, blamed on the downstream server)
+    when a result it sends holds a lone surrogate, e.g. a denial quoting an oracle."""
+    notes = _dirs(tmp_path)
+
+    async def scenario(s: ClientSession) -> None:
+        odd = await s.call_tool("infomark_ledger", {"block": ODD_LEDGER})
+        assert not odd.is_error, _texts(odd)
+        with anyio.fail_after(8):
+            denied = await s.call_tool("write_note", {"name": "o.txt", "text": "x"})
+        assert denied.is_error and not (notes / "o.txt").exists()
+        with anyio.fail_after(8):
+            status = await s.call_tool("infomark_status", {})
+        assert not status.is_error
+
+    _run(tmp_path, scenario)

@@ -9,6 +9,7 @@ output (CLI and HTTP) never contains the key or the token.
 from __future__ import annotations
 
 import base64
+import json
 import stat
 import uuid
 from collections.abc import Iterator
@@ -194,3 +195,21 @@ def test_cli_outputs_never_show_the_key_or_the_token(tmp_path: Path) -> None:
     proc = run_cli("audit", "--json", "--verify", "--home", str(home), "--session", "s",
                    env={"INFOMARK_KEY": env_key})  # fmt: skip
     assert env_key not in (proc.stdout + proc.stderr).decode("utf-8", "replace").lower()
+
+
+def test_regression_d14_cli_json_output_survives_lone_surrogates(tmp_path: Path) -> None:
+    """D14: a session holding a lone surrogate (a claim written with a "\\ud800" escape)
+    made `events`, `audit --json`, `state` and `audit --export` exit 70 (UnicodeEncodeError):
+    an agent could hide its session from the audit tools with one escape sequence."""
+    home = tmp_path / ".infomark"
+    with Gatekeeper.open(home, "s", root=tmp_path) as gk:
+        assert gk.ingest(ledger_block(text="a \\ud800 b")).ledger_updated
+    bundle = str(tmp_path / "bundle.json")
+    runs = [("events",), ("audit", "--json"), ("audit", "--verify", "--json"), ("state",),
+            ("audit", "--export", bundle)]  # fmt: skip
+    for args in runs:
+        proc = run_cli(*args, "--home", str(home), "--session", "s", cwd=tmp_path)
+        assert proc.returncode == 0, (args, proc.stderr[-300:])
+        for line in proc.stdout.decode("utf-8").splitlines() if args == ("events",) else []:
+            json.loads(line)
+    assert run_cli("verify-bundle", bundle, cwd=tmp_path).returncode == 0

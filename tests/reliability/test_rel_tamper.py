@@ -217,8 +217,10 @@ def test_regression_d12_journals_with_utf8_canonical_json_still_verify(tmp_path:
     with Ledger(home, session) as led:
         key = led.key
         call = ToolCall("bash", {"command": "echo héllo — “quoted” …"})
-        record = build_record(session=session, seq=2, call=call, outcome=ToolOutcome("ok é", 0),
-                              evidence_class=EvidenceClass.EXECUTION, key_id=key.key_id)  # fmt: skip
+        outcome = ToolOutcome("ok é", 0)
+        execution = EvidenceClass.EXECUTION
+        record = build_record(session=session, seq=2, call=call, outcome=outcome,
+                              evidence_class=execution, key_id=key.key_id)  # fmt: skip
         led.blobs.put("ok é".encode())
     mac = key.mac(_utf8_json(record).encode())
     ref = "ev_" + mac[:24]

@@ -41,8 +41,8 @@ def run_hook(args: list[str]) -> int:
 
     answer = handle(payload, home=home, root=root)
     if answer.stdout is not None:
-        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=False))
+        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
         sys.stdout.flush()
     if answer.stderr:
-        print(answer.stderr, file=sys.stderr)
+        sys.stderr.write(answer.stderr.encode("utf-8", "backslashreplace").decode() + "\n")
     return answer.exit_code

@@ -39,6 +39,8 @@ def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
         return TranscriptChunk([], offset, False)
     end = data.rfind(b"\n")
     if end < 0:
+        if len(data) >= _MAX_READ:  # one line longer than we read at once: step over it
+            return TranscriptChunk([], offset + len(data), False)
         return TranscriptChunk([], offset, False)
     texts: list[str] = []
     found = False
@@ -76,10 +78,15 @@ def read_new_text(
     p = Path(path)
     deadline = time.monotonic() + wait
     texts: list[str] = []
+    found = False
     while True:
         chunk = _scan(p, offset, tool_use_id)
         texts.extend(chunk.texts)
+        progressed = chunk.offset != offset
         offset = chunk.offset
-        if chunk.found_tool_use or tool_use_id is None or time.monotonic() >= deadline:
-            return TranscriptChunk(texts, offset, chunk.found_tool_use)
+        found = found or chunk.found_tool_use
+        if progressed and not found:
+            continue  # more is there right now (a long file, or a step over a huge line)
+        if found or tool_use_id is None or time.monotonic() >= deadline:
+            return TranscriptChunk(texts, offset, found)
         time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded
