@@ -201,7 +201,7 @@ def test_scripted_fix_session_is_denied_grounded_refused_then_finishes(
 
     # 4. "Done" on evidence older than the edit: the Stop hook blocked and said why.
     (feedback,) = [t for t in after_stop.texts() if t.startswith(_STOP_FEEDBACK)]
-    assert "evidence predates the last edit for: C1" in feedback.lower() and ORACLE in feedback
+    assert "evidence predates the last edit for: c1" in feedback.lower() and ORACLE in feedback
 
     # 5. A fresh run, a fresh stamp in the final text: finish allowed, nothing asked after it.
     (rerun,) = after_rerun.tool_results()
