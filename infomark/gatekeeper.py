@@ -26,6 +26,7 @@ from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.journal import EventRow
+from infomark.ledger.keys import ensure_private_dir
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState
@@ -128,9 +129,7 @@ class Gatekeeper:
         """Open (creating if needed) the ledger home and one session in it."""
         home_p = Path(home) if home is not None else default_home()
         root_p = Path(root) if root is not None else Path.cwd()
-        if not home_p.exists():
-            home_p.mkdir(parents=True, mode=0o700, exist_ok=True)
-            os.chmod(home_p, 0o700)  # journal and tool outputs are private; umask filters mkdir
+        ensure_private_dir(home_p)  # before the config cache is written into it
         cfg = config or load_config(root_p, home_p)
         if profile is not None:
             if profile not in PROFILES:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +29,7 @@ from infomark.ledger.evidence import (
     ref_for,
 )
 from infomark.ledger.journal import EventRow, Journal
-from infomark.ledger.keys import Key, load_key
+from infomark.ledger.keys import Key, ensure_private_dir, load_key
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import (
     LedgerRules,
@@ -44,13 +43,6 @@ from infomark.ledger.state import SessionState, apply, state_from_dict
 __all__ = ["Ledger"]
 
 _SNAPSHOT_EVERY = 64
-
-
-def _private_dir(path: Path) -> None:
-    """Create the home 0700 (journal and tool outputs are private); leave an existing one be."""
-    if not path.exists():
-        path.mkdir(parents=True, mode=0o700, exist_ok=True)
-        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
 
 
 def _read_only(call: ToolCall) -> bool:
@@ -72,7 +64,7 @@ class Ledger:
         evidence_overrides: Mapping[str, str] | None = None,
     ) -> None:
         self.home = Path(home)
-        _private_dir(self.home)
+        ensure_private_dir(self.home)
         self.session = session
         self.key = key or load_key(self.home)
         self.journal = Journal(self.home / "ledger.db", self.key)

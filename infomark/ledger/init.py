@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.ledger.journal import Journal
-from infomark.ledger.keys import check_private, load_key, write_private
+from infomark.ledger.keys import check_private, ensure_private_dir, load_key, write_private
 
 __all__ = ["ensure_token", "init_home"]
 
@@ -17,15 +17,15 @@ def ensure_token(home: Path) -> str:
     """The HTTP service's bearer token (``<home>/token``, 0600), created on first use."""
     path = home / "token"
     if not path.exists():
-        home.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(home)
         write_private(path, secrets.token_urlsafe(32).encode())
     check_private(path)
     return path.read_text().strip()
 
 
 def init_home(home: Path) -> dict[str, Any]:
-    home.mkdir(parents=True, exist_ok=True)
-    os.chmod(home, 0o700)
+    ensure_private_dir(home)
+    os.chmod(home, 0o700)  # init also tightens a home that already existed
     key = load_key(home)
     ensure_token(home)
     Journal(home / "ledger.db", key).close()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from infomark.kernel.errors import KeyFileError
 
-__all__ = ["KEY_ENV", "Key", "check_private", "load_key", "write_private"]
+__all__ = ["KEY_ENV", "Key", "check_private", "ensure_private_dir", "load_key", "write_private"]
 
 KEY_ENV = "INFOMARK_KEY"
 _KEY_BYTES = 32
@@ -55,6 +55,16 @@ def check_private(path: Path) -> None:
         )
 
 
+def ensure_private_dir(path: Path) -> None:
+    """Create a ledger home 0700 (key, journal and tool outputs are private).
+
+    An existing directory is left as it is (``infomark init`` tightens it).
+    """
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
 def write_private(path: Path, data: bytes) -> bool:
     """Create ``path`` with mode 0600, atomically and complete; False if it already exists.
 
@@ -89,7 +99,7 @@ def load_key(home: Path, *, create: bool = True) -> Key:
     if not path.exists():
         if not create:
             raise KeyFileError(f"no key at {path}; run `infomark init`")
-        home.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(home)
         secret = secrets.token_bytes(_KEY_BYTES)
         if write_private(path, secret):
             return Key.from_bytes(secret)
