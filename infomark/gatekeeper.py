@@ -25,8 +25,8 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
+from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
-from infomark.ledger.keys import ensure_private_dir
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from infomark.ledger.audit import AuditReport
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
-
-
-def default_home() -> Path:
-    return Path(os.environ.get("INFOMARK_HOME") or ".infomark")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ Hot path (hook start-up): standard library only. Shell commands are handed to
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from infomark.kernel.tools import Classification, ToolClass, normalise_tool_name
 
 __all__ = [
     "SHELL_TOOLS",
@@ -17,36 +17,6 @@ __all__ = [
     "classify_tool",
     "normalise_tool_name",
 ]
-
-
-class ToolClass(enum.StrEnum):
-    """What a tool call may do, from harmless to irreversible (plus meta and unknown)."""
-
-    READ = "read"
-    SEARCH = "search"
-    WEB = "web"
-    EXECUTE = "execute"
-    MODIFY = "modify"
-    DESTRUCTIVE = "destructive"
-    LEDGER = "ledger"  # meta: the ledger's own tools, todo lists, plan mode
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True, slots=True)
-class Classification:
-    """The class of one tool call, the destructive families it touches, and why."""
-
-    tool_class: ToolClass
-    families: tuple[str, ...] = ()
-    reasons: tuple[str, ...] = ()
-
-
-_DROP = str.maketrans("", "", "_-. ")
-
-
-def normalise_tool_name(name: str) -> str:
-    """Lower-case ``name`` and drop ``_ - .`` and spaces: ``Notebook-Read`` → ``notebookread``."""
-    return name.lower().translate(_DROP)
 
 
 SHELL_TOOLS: frozenset[str] = frozenset(

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from infomark.gates.classify import Classification, ToolClass
+from infomark.kernel.tools import Classification, ToolClass
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Tree

@@ -28,8 +28,9 @@ from infomark.ledger.evidence import (
     evidence_class_for,
     ref_for,
 )
+from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.journal import EventRow, Journal
-from infomark.ledger.keys import Key, ensure_private_dir, load_key
+from infomark.ledger.keys import Key, load_key
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import (
     LedgerRules,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infomark.kernel.tools import EvidenceClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest, normalize_command
 from infomark.ledger.keys import Key
@@ -31,21 +32,6 @@ __all__ = [
 ]
 
 REF_PATTERN = re.compile(r"ev_[0-9a-f]{24}")
-
-
-class EvidenceClass(enum.StrEnum):
-    EXECUTION = "execution"  # may back oracle_stamp (→ Exact) and inference_stamp
-    OBSERVATION = "observation"  # may back inference_stamp only (→ Inferred)
-    WEB = "web"  # backs neither: a fetched page is Hypothetical at best
-    INELIGIBLE = "ineligible"
-
-    @property
-    def eligible_for(self) -> tuple[str, ...]:
-        if self is EvidenceClass.EXECUTION:
-            return ("oracle_stamp", "inference_stamp")
-        if self is EvidenceClass.OBSERVATION:
-            return ("inference_stamp",)
-        return ()
 
 
 class Outcome(enum.StrEnum):

@@ -7,8 +7,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.journal import Journal
-from infomark.ledger.keys import check_private, ensure_private_dir, load_key, write_private
+from infomark.ledger.keys import check_private, load_key, write_private
 
 __all__ = ["ensure_token", "init_home"]
 
@@ -29,7 +30,4 @@ def init_home(home: Path) -> dict[str, Any]:
     key = load_key(home)
     ensure_token(home)
     Journal(home / "ledger.db", key).close()
-    gitignore = home / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("# infomark ledger home: keys and journal, never commit\n*\n")
     return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}

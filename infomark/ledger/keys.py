@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infomark.kernel.errors import KeyFileError
+from infomark.ledger.home import ensure_private_dir
 
-__all__ = ["KEY_ENV", "Key", "check_private", "ensure_private_dir", "load_key", "write_private"]
+__all__ = ["KEY_ENV", "Key", "check_private", "load_key", "write_private"]
 
 KEY_ENV = "INFOMARK_KEY"
 _KEY_BYTES = 32
@@ -53,16 +54,6 @@ def check_private(path: Path) -> None:
             f"{path} is readable or writable by group/others (mode {mode:o}); "
             f"run `chmod 600 {path}`"
         )
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create a ledger home 0700 (key, journal and tool outputs are private).
-
-    An existing directory is left as it is (``infomark init`` tightens it).
-    """
-    if not path.exists():
-        path.mkdir(parents=True, mode=0o700, exist_ok=True)
-        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
 
 
 def write_private(path: Path, data: bytes) -> bool:

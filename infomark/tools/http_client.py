@@ -130,7 +130,7 @@ def _resolve_token(token: str | None, home: Path | None) -> str | None:
     env = os.environ.get(TOKEN_ENV)
     if env:
         return env.strip()
-    from infomark.gatekeeper import default_home
+    from infomark.ledger.home import default_home
 
     path = (home if home is not None else default_home()) / "token"
     try:

@@ -339,7 +339,7 @@ def run_proxy(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m infomark.tools.mcp_proxy [--session S] [--home H] [--profile P] -- cmd …``."""
-    from infomark.gatekeeper import default_home
+    from infomark.ledger.home import default_home
 
     parser = argparse.ArgumentParser(
         prog="infomark mcp-proxy",

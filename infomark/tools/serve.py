@@ -144,7 +144,7 @@ def serve(
     Raises :class:`InfomarkError` for a bad home/config and ``OSError`` when the
     address cannot be bound.
     """
-    from infomark.gatekeeper import default_home
+    from infomark.ledger.home import default_home
 
     home_p = Path(home) if home is not None else default_home()
     if not is_loopback(host):
