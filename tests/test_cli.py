@@ -176,7 +176,7 @@ def test_bad_input_is_exit_2_with_a_message(home: Path, args: tuple[str, ...]) -
 
 def test_bad_config_is_a_clear_error(home: Path) -> None:
     home.mkdir()
-    (home.parent / "infomark.toml").write_text('profile = "paranoid"\nfinish_refusal_cap = 0\n')
+    (home.parent / "infomark.toml").write_text('profile = "paranoid"\nfinish_refusal_cap = -1\n')
     proc = cli(home, "gate")
     assert proc.returncode == 2
     assert "profile" in proc.stderr and "finish_refusal_cap" in proc.stderr

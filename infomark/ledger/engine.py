@@ -16,10 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from infomark.kernel.errors import StoreError
+from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.evidence import (
     REF_PATTERN,
     Evidence,
@@ -38,12 +39,21 @@ from infomark.ledger.semantics import (
     apply_ledger,
     apply_stamp,
     check_artifacts,
+    shell_text,
 )
 from infomark.ledger.state import SessionState, apply, state_from_dict
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "call_digest"]
 
 _SNAPSHOT_EVERY = 64
+
+
+def call_digest(call: ToolCall) -> str:
+    """The digest of a call's input that pairs its authorization with its record."""
+    try:
+        return digest(canonical_json(dict(call.input)))
+    except (TypeError, ValueError):
+        return digest(repr(call.input).encode("utf-8", "replace"))
 
 
 def _read_only(call: ToolCall) -> bool:
@@ -158,31 +168,86 @@ class Ledger:
         outcome: ToolOutcome,
         *,
         tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence:
-        """Record a tool result as signed evidence and return it (with its ref and tag)."""
+        """Record the result of an authorized call as signed evidence (with its ref and tag).
+
+        ``call_id`` (default: ``call.tool_call_id``) must name a pending call that was
+        authorized with the same tool and input, and only once: anything else is journaled
+        as ``record_refused`` and raises :class:`RecordRefused`; it never yields evidence.
+        """
+        cid = call_id or call.tool_call_id
         data = outcome.output
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        self.blobs.put(raw)  # written before the record that points to it
         eclass = evidence_class_for(call.tool, self.evidence_overrides)
         if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
+        background = call.input.get("run_in_background") is True
+        if background:
+            eclass = EvidenceClass.INELIGIBLE  # no outcome until its exit status is observed
+        refused: RecordRefused | None = None
         with self.transaction():
-            seq = self.journal.last_seq(self.session) + 1
-            record = build_record(
-                session=self.session,
-                seq=seq,
-                call=call,
-                outcome=outcome,
-                evidence_class=eclass,
-                key_id=self.key.key_id,
-                tool_class=tool_class,
-            )
-            ref, mac = ref_for(self.key, record)
-            got = self.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
-            if got != seq:  # pragma: no cover - the write lock makes this impossible
-                raise StoreError(f"evidence seq raced ({got} != {seq})")
-            self.journal.index_evidence(ref, self.session, seq, record, mac)
+            refused = self._unpaired(call, cid)
+            if refused is not None:
+                self.emit(
+                    "record_refused",
+                    {
+                        "call_id": cid,
+                        "tool": call.tool,
+                        "input_digest": call_digest(call),
+                        "exit_code": outcome.exit_code,
+                        "reason": refused.code,
+                        "message": refused.message,
+                    },
+                )
+            else:
+                self.blobs.put(raw)  # written before the record that points to it
+                seq = self.journal.last_seq(self.session) + 1
+                record = build_record(
+                    session=self.session,
+                    seq=seq,
+                    call=call,
+                    outcome=outcome,
+                    evidence_class=eclass,
+                    key_id=self.key.key_id,
+                    tool_class=tool_class,
+                )
+                record["call_id"] = cid
+                record["cwd"] = cwd or str(self.root)
+                command = call.command
+                record["oracle_key"] = shell_text(command) if command is not None else None
+                if background:
+                    record["background"] = True
+                    record["background_id"] = background_id
+                ref, mac = ref_for(self.key, record)
+                got = self.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
+                if got != seq:  # pragma: no cover - the write lock makes this impossible
+                    raise StoreError(f"evidence seq raced ({got} != {seq})")
+                self.journal.index_evidence(ref, self.session, seq, record, mac)
+        if refused is not None:
+            raise refused
         return Evidence.from_record(ref, record)
+
+    def _unpaired(self, call: ToolCall, cid: str | None) -> RecordRefused | None:
+        """Why this record may not become evidence (None: it pairs with a pending call)."""
+        hint = RejectReason.UNPAIRED_RECORD.hint
+        if not cid:
+            return RecordRefused(f"{call.tool}: the record names no authorized call; {hint}")
+        pending = self._state.pending_calls.get(cid)
+        if pending is None:
+            if cid in self._state.recorded_calls:
+                return RecordRefused(
+                    f"call {cid} was already recorded; {RejectReason.REPEATED_RECORD.hint}",
+                    code=RejectReason.REPEATED_RECORD.value,
+                )
+            return RecordRefused(f"call {cid} was never authorized (or was denied); {hint}")
+        if pending.get("tool") != call.tool or pending.get("input_digest") != call_digest(call):
+            return RecordRefused(
+                f"call {cid} was authorized for {pending.get('tool')} with another input; {hint}"
+            )
+        return None
 
     def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]:
         """Look a ref up and check it was issued, untampered, to this session."""
@@ -205,6 +270,10 @@ class Ledger:
         if session != self.session:
             return None, RejectReason.FOREIGN_EVIDENCE
         return Evidence.from_record(ref, record), None
+
+    def output_of(self, ev: Evidence) -> bytes | None:
+        """The stored output of a recorded result (None when its blob is missing)."""
+        return self.blobs.get(ev.output_digest)
 
     def evidence(self, ref: str) -> Evidence | None:
         ev, _ = self.verify_ref(ref)
