@@ -117,7 +117,8 @@ def finish_problems(
 
     if state.grading_changed:
         parts = [
-            f"{p} ({c.get('summary') or 'changed'})" for p, c in sorted(state.grading_changed.items())
+            f"{p} ({c.get('summary') or 'changed'})"
+            for p, c in sorted(state.grading_changed.items())
         ]
         add(
             "self_graded",
@@ -165,10 +166,10 @@ def finish_problems(
         if state.done_when and missing:
             hints = []
             for cid in missing:
-                claim = state.claims.get(cid)
+                named = state.claims.get(cid)
                 hints.append(
-                    f"{cid} (run `{claim.oracle}` and stamp it)"
-                    if claim and claim.oracle
+                    f"{cid} (run `{named.oracle}` and stamp it)"
+                    if named is not None and named.oracle
                     else f"{cid} (not declared with an oracle)"
                 )
             add(
@@ -189,8 +190,8 @@ def finish_problems(
                 '`gate: BLOCKED reason="…"` or a question for the user',
             )
         if config.oracle_require:
-            fresh = [state.claims[c] for c in done if c in state.claims and _fresh(state, c)]
-            if not any(c.oracle and matches_any(c.oracle, config.oracle_require) for c in fresh):
+            fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i)]
+            if not any(f.oracle and matches_any(f.oracle, config.oracle_require) for f in fresh):
                 add(
                     "required_oracle",
                     "the operator requires a fresh PASS of "

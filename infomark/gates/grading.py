@@ -113,9 +113,12 @@ def _name_matches(rel: str, patterns: Sequence[str]) -> bool:
     for pat in patterns:
         if "/" in pat:
             want_dir, want_name = pat.rsplit("/", 1)
-            if len(parts) >= 2 and fnmatch.fnmatchcase(parts[-2], want_dir):
-                if fnmatch.fnmatchcase(name, want_name):
-                    return True
+            if (
+                len(parts) >= 2
+                and fnmatch.fnmatchcase(parts[-2], want_dir)
+                and fnmatch.fnmatchcase(name, want_name)
+            ):
+                return True
         elif fnmatch.fnmatchcase(name, pat):
             return True
     return False
@@ -286,7 +289,10 @@ def scan_changes(
 
 
 _WHAT = (
-    (re.compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"), "assertion"),
+    (
+        re.compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
+        "assertion",
+    ),
     (re.compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
     (re.compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
     (re.compile(r"addopts|-k\s|--deselect"), "test selection option"),

@@ -58,7 +58,7 @@ def _modified(s: SessionState, c: Config) -> bool:
 def _oracle_pass(s: SessionState, c: Config) -> bool:
     # The finish gate's own test: fresh completion claims, nothing stale, failed or tampered.
     # Premises about the starting state are not re-stamped (an honest walk can end).
-    code, problems, _, _ = finish_problems(s, "", c)
+    _code, problems, _, _ = finish_problems(s, "", c)
     return not problems and s.last_modify_seq > 0
 
 

@@ -44,7 +44,7 @@ def _segments(command: str) -> list[tuple[str, list[str]]] | None:
     except ValueError:
         return None
     out: list[tuple[str, list[str]]] = []
-    op, words = "", []
+    op, words = "", list[str]()
     for tok in tokens:
         if tok in _OPERATORS:
             if words:

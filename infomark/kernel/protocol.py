@@ -110,7 +110,7 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         "To move, write a line `gate: G4` (a gate id or terminal name). Only the listed",
         "moves are lawful, each taken when the guard in () holds.",
         *_gate_lines(graph),
-        "From every gate, `gate: BLOCKED reason=\"…\"` stops honestly (not done).",
+        'From every gate, `gate: BLOCKED reason="…"` stops honestly (not done).',
         f"Only {mutator} mutates, and only with premises_for_plan ⊆ G. G4 needs explicit",
         "user approval in the strict profile; nothing mutates in that turn.",
         "While a premise is outside G, modify and destructive tools are denied. To ground",

@@ -443,9 +443,16 @@ class Client(_Core):
         return _decision(self._send("POST", self._path("/authorize"), body))
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
     ) -> Evidence:
         body = _record_body(call, outcome, tool_class)
+        if call_id:  # the call id authorize returned: the service pairs the record with it
+            body["tool_call_id"] = call_id
         return self._evidence(self._send("POST", self._path("/record"), body))
 
     def can_finish(self, final_text: str = "") -> FinishDecision:
@@ -581,9 +588,16 @@ class AsyncClient(_Core):
         return _decision(await self._send("POST", self._path("/authorize"), body))
 
     async def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
     ) -> Evidence:
         body = _record_body(call, outcome, tool_class)
+        if call_id:  # the call id authorize returned: the service pairs the record with it
+            body["tool_call_id"] = call_id
         return self._evidence(await self._send("POST", self._path("/record"), body))
 
     async def can_finish(self, final_text: str = "") -> FinishDecision:

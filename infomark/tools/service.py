@@ -218,6 +218,7 @@ class DecisionOut(_Response):
     decision_id: str
     why: list[str]
     instructions: str = ""
+    call_id: str = ""
 
 
 class FinishOut(_Response):

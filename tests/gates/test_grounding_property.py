@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import record_paired
+
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -83,7 +85,8 @@ def test_no_mutation_through_ungrounded_premises(
                 tool = op[3]
                 inp = {"command": op[1]} if tool == "bash" else {"file_path": "a.py"}
                 refs.append(
-                    gk.record(
+                    record_paired(
+                        gk,
                         ToolCall(tool, inp), ToolOutcome("out", op[2] if tool == "bash" else None)
                     ).ref
                 )

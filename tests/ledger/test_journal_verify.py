@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers import record_paired
+
 from infomark.ledger.audit import verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
@@ -20,7 +22,7 @@ N = 12
 def _build(home: Path) -> None:
     with Ledger(home, "s") as led:
         for i in range(N):
-            led.record(ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2))
+            record_paired(led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2))
 
 
 def _problems(home: Path) -> list[dict[str, object]]:

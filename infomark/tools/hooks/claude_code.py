@@ -91,6 +91,18 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
     )
 
 
+def _background_id(payload: dict[str, Any]) -> str | None:
+    """The shell id Claude Code gave a ``run_in_background`` command, when it did."""
+    response = payload.get("tool_response")
+    if not isinstance(response, dict):
+        return None
+    for key in ("backgroundTaskId", "shellId", "bash_id", "task_id"):
+        value = response.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
     """Ingest assistant text written before this tool call (each block once)."""
     from infomark.tools.hooks.transcript import read_new_text
@@ -156,14 +168,27 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
             }
         )
     if event in ("PostToolUse", "PostToolUseFailure"):
+        from infomark.kernel.errors import RecordRefused
+
         call = tool_call_from(payload)
         outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
-        evidence = gk.record(call, outcome)
+        cwd = payload.get("cwd")
+        try:  # paired with its PreToolUse by tool_use_id
+            evidence = gk.record(
+                call,
+                outcome,
+                cwd=cwd if isinstance(cwd, str) and cwd else None,
+                background_id=_background_id(payload),
+            )
+        except RecordRefused as exc:  # journaled by record(); no evidence exists for it
+            return _context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
         extra = gk.after_tool_text(call, outcome, evidence)
         return _context(event, evidence.tag + ("\n" + extra if extra else ""))
     if event in ("Stop", "SubagentStop"):
         final = payload.get("last_assistant_message")
         result = gk.can_finish(final if isinstance(final, str) else "")
+        if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
+            return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:_MAX_CONTEXT]})
         if result.allow:
             return HookAnswer()
         return HookAnswer({"decision": "block", "reason": result.reason[:_MAX_CONTEXT]})
