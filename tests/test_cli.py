@@ -61,6 +61,7 @@ def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
     assert denied.returncode == 3 and js(denied)["ungrounded"] == [
         {"id": "C1", "status": "Hypothetical"}
     ]
+    allowed = cli(home, "authorize", "--tool", "bash", "--input", '{"command": "pytest -q"}', "--json")
     rec = cli(
         home,
         "record",
@@ -68,6 +69,8 @@ def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
         "bash",
         "--input",
         '{"command": "pytest -q"}',
+        "--call-id",
+        js(allowed)["call_id"],
         "--exit-code",
         "0",
         "--json",

@@ -10,8 +10,9 @@ a grading file changed behind the oracle's back, or an operator-required oracle
 that has no fresh PASS blocks the finish. An agent that is not done says so
 (``gate: BLOCKED`` or a question block): that finish is allowed and journaled
 ``finished_blocked``. Refusals are capped (0 = never forced); a forced finish is
-journaled ``finished_unverified``. In a session that changed nothing, completion
-language with no evidence at all is still refused.
+journaled ``finished_unverified``. In a session that changed nothing (or, in the
+ledger profile, one that never declared a ledger), completion language with no
+fresh evidence is still refused.
 """
 
 from __future__ import annotations
@@ -159,7 +160,9 @@ def finish_problems(
             + " failed after it was stamped; fix it and re-stamp, or revoke it with a "
             "divergence_event",
         )
-    mutated = state.last_modify_seq > 0
+    # The evidence rule binds a session that speaks the protocol (a ledger) or runs strict; a
+    # ledger-less session in the ledger profile mutates with a nudge and is judged as before.
+    mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile == "strict")
     if mutated:
         done = completion_claims(state)
         missing = [cid for cid in done if not _fresh(state, cid)]

@@ -99,10 +99,13 @@ def test_no_ref_the_registry_did_not_issue_is_accepted(
 def test_seq_is_gap_free_and_projection_survives_reopen(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
         refs = [
-            record_paired(led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(exit_code=0)).ref
+            record_paired(
+                led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(exit_code=0)
+            ).ref
             for i in range(150)
         ]
-        assert [r.seq for r in led.journal.events("s")] == list(range(1, 151))
+        # each record follows the decision that authorized it
+        assert [r.seq for r in led.journal.events("s")] == list(range(1, 301))
         live = led.state.to_dict()
     with Ledger(tmp_path, "s") as again:
         assert again.state.to_dict() == live  # from the snapshot + tail

@@ -22,6 +22,7 @@ def _ledger(
     falsifier: bool = True,
     text: str = "open window uses chars/4",
     cid: str = "C1",
+    extra: tuple[str, ...] = (),
 ) -> str:
     lines = [
         "claim_ledger:",
@@ -34,6 +35,7 @@ def _ledger(
         lines.append('      falsifier: "read computeOpenWindowTokens"')
     if oracle:
         lines.append(f'      oracle: "{oracle}"')
+    lines += [f"      {line}" for line in extra]
     lines += [f"  premises_for_plan: [{cid}]", "  open_questions: []"]
     return "\n".join(lines) + "\n"
 
@@ -76,14 +78,14 @@ def test_oracle_stamp_makes_exact(led: Ledger) -> None:
 
 
 def test_inference_stamp_from_observation(led: Ledger) -> None:
-    led.ingest(_ledger(oracle=None))
+    led.ingest(_ledger(oracle=None, extra=("observe: x",)))
     ev = record_paired(led, ToolCall("Read", {"file_path": "x"}), ToolOutcome("text"))
     led.ingest(f"inference_stamp: claim_id=C1 evidence_ref={ev.ref}")
     assert _status(led) == "Inferred"
 
 
 def test_expected_fail_and_fail(led: Ledger) -> None:
-    led.ingest(_ledger())
+    led.ingest(_ledger(extra=("expect: FAIL",)))
     failing = _run(led, code=1)
     led.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={failing.ref} result=EXPECTED_FAIL")
     assert _status(led) == "Exact"
@@ -327,7 +329,7 @@ def test_evidence_from_before_a_restatement_cannot_stamp_the_new_statement(led: 
     text = f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS"
     assert _rejected(led, text) == "evidence_predates_claim"
     read_ev = record_paired(led, ToolCall("Read", {"file_path": "x"}), ToolOutcome("t"))
-    led.ingest(_ledger(oracle=None, text="yet another statement"))
+    led.ingest(_ledger(oracle=None, text="yet another statement", extra=("observe: x",)))
     assert _rejected(led, f"inference_stamp: claim_id=C1 evidence_ref={read_ev.ref}") == (
         "evidence_predates_claim"
     )

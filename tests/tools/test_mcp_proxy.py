@@ -20,6 +20,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.evidence import record_command
+from infomark.ledger.semantics import shell_text
 from infomark.tools.mcp_proxy import main, outcome_of
 from infomark.tools.mcp_tools import call_own_tool
 
@@ -391,7 +392,8 @@ def test_structured_claims_survive_rendering_exactly(
     assert claim is not None
     assert claim["text"] == text.strip()  # the ledger strips claim text
     assert claim["falsifier"] == falsifier
-    assert claim["oracle"] == (" ".join(oracle.split()) or None)  # oracles are normalised
+    # oracles are normalised as the shell reads them (a newline stays a command separator)
+    assert claim["oracle"] == (shell_text(oracle) or None)
     assert [c["id"] for c in view.claims] == ["C1", "C2"]
     assert view.premises == ("C2",)
     assert view.open_questions == ("C1",)
