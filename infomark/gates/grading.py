@@ -194,15 +194,57 @@ def grading_path(root: Path, path: str) -> str | None:
     return rel.replace(os.sep, "/")
 
 
+# Command words that run tests: the files they name are the test (or its input), while the
+# files a `grep` or `cat` names are the subject under test.
+_RUNNERS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "python",
+        "python3",
+        "node",
+        "bash",
+        "sh",
+        "zsh",
+        "ruby",
+        "rspec",
+        "jest",
+        "vitest",
+        "mocha",
+        "go",
+        "cargo",
+        "npx",
+        "tox",
+        "nox",
+        "make",
+        "deno",
+        "bun",
+        "perl",
+        "prove",
+        "bats",
+    }
+)
+
+
 def _oracle_files(root: Path, oracle: str) -> list[str]:
     try:
-        words = shlex.split(oracle)
+        words = shlex.split(oracle.replace("\n", " ; "))
     except ValueError:
         words = oracle.split()
     out = []
+    runner = False
     for w in words:
+        if w in (";", "&&", "||", "|"):
+            runner = False
+            continue
+        base = Path(w).name
+        if not runner and re.fullmatch(
+            r"python3?(\.\d+)?|" + "|".join(map(re.escape, _RUNNERS)), base
+        ):
+            runner = True
+            continue
         w = w.split("::", 1)[0]
-        if w.startswith("-") or not w:
+        if not runner or w.startswith("-") or not w:
             continue
         rel = grading_path(root, w)
         if rel and rel != "." and (root / rel).is_file():
