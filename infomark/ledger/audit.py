@@ -245,9 +245,26 @@ def build_audit(ledger: Ledger, *, verify: bool = True) -> AuditReport:
     state = ledger.replay()
     bypasses: list[dict[str, Any]] = []
     rejections: list[dict[str, Any]] = []
-    for row in ledger.journal.events(ledger.session, types=("bypass", "stamp_rejected")):
+    # What a person must see first: finishes that were not verified, refused records,
+    # grading files that changed behind the oracle's back.
+    flagged: dict[str, list[dict[str, Any]]] = {
+        "finished_unverified": [],
+        "finished_blocked": [],
+        "record_refused": [],
+        "grading_changed": [],
+    }
+    kinds = ("bypass", "stamp_rejected", *flagged)
+    for row in ledger.journal.events(ledger.session, types=kinds):
         item = {"seq": row.seq, **row.payload}
-        (bypasses if row.type == "bypass" else rejections).append(item)
+        if row.type in flagged:
+            flagged[row.type].append(item)
+        else:
+            (bypasses if row.type == "bypass" else rejections).append(item)
+    claims = claim_rows(state)
+    for crow in claims:  # each grounded claim with its oracle and the command its evidence ran
+        ev = ledger.evidence(crow["evidence_ref"]) if crow["evidence_ref"] else None
+        crow["ran"] = ev.command if ev is not None else None
+        crow["ran_in"] = ev.record.get("cwd") if ev is not None else None
     premises = []
     for pid in state.premises:
         c = state.claims.get(pid)
@@ -256,7 +273,7 @@ def build_audit(ledger: Ledger, *, verify: bool = True) -> AuditReport:
         )
     return AuditReport(
         session=ledger.session,
-        claims=claim_rows(state),
+        claims=claims,
         premises=premises,
         open_questions=list(state.open_questions),
         grounded=state.has_ledger and state.premises_grounded(),
@@ -267,4 +284,10 @@ def build_audit(ledger: Ledger, *, verify: bool = True) -> AuditReport:
         rejections=rejections,
         gate=state.gate,
         key_id=ledger.key.key_id,
+        extra={
+            "unverified_finishes": flagged["finished_unverified"],
+            "blocked_finishes": flagged["finished_blocked"],
+            "refused_records": flagged["record_refused"],
+            "grading_changes": flagged["grading_changed"],
+        },
     )
