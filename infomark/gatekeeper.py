@@ -21,7 +21,7 @@ from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.oracles import OracleJudge, ran_nothing
 from infomark.gates.protect import protected
-from infomark.kernel.errors import UserError
+from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
@@ -331,16 +331,23 @@ class Gatekeeper:
         """
         cls_, _, _ = self.classify(call, tool_class)
         cid = call_id or call.tool_call_id
+        refused: RecordRefused | None = None
         with self._ledger.transaction():
             pending = self._ledger.state.pending_calls.get(cid or "")
-            evidence = self._ledger.record(
-                call,
-                outcome,
-                tool_class=cls_,
-                call_id=cid,
-                cwd=cwd,
-                background_id=background_id,
-            )
+            try:
+                evidence = self._ledger.record(
+                    call,
+                    outcome,
+                    tool_class=cls_,
+                    call_id=cid,
+                    cwd=cwd,
+                    background_id=background_id,
+                )
+            except RecordRefused as exc:  # journaled by the engine: commit that, then raise
+                refused = exc
+        if refused is not None:
+            raise refused
+        with self._ledger.transaction():
             if pending is not None and pending.get("grading"):
                 # The user let a held edit of a grading file run: the new content is approved.
                 self._approve_grading(str(pending["grading"]), by="ask_prompt", note="")
