@@ -83,7 +83,9 @@ def run(gk: Gatekeeper, command: str, exit_code: int = 0, output: str = "ok") ->
 
 
 def read(gk: Gatekeeper, path: str = "a.py", output: str = "x = 1") -> Evidence:
-    return observed(gk, ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output))
+    return observed(
+        gk, ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output)
+    )
 
 
 def stamp(claim: str, ref: str, result: str = "PASS", kind: str = "oracle_stamp") -> str:

@@ -61,7 +61,9 @@ def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
     assert denied.returncode == 3 and js(denied)["ungrounded"] == [
         {"id": "C1", "status": "Hypothetical"}
     ]
-    allowed = cli(home, "authorize", "--tool", "bash", "--input", '{"command": "pytest -q"}', "--json")
+    allowed = cli(
+        home, "authorize", "--tool", "bash", "--input", '{"command": "pytest -q"}', "--json"
+    )
     rec = cli(
         home,
         "record",

@@ -7,10 +7,9 @@ import os
 from typing import Any
 
 import pytest
+from helpers import record_paired
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from helpers import record_paired
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
@@ -87,7 +86,8 @@ def test_no_mutation_through_ungrounded_premises(
                 refs.append(
                     record_paired(
                         gk,
-                        ToolCall(tool, inp), ToolOutcome("out", op[2] if tool == "bash" else None)
+                        ToolCall(tool, inp),
+                        ToolOutcome("out", op[2] if tool == "bash" else None),
                     ).ref
                 )
             elif kind == "stamp":

@@ -5,10 +5,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import record_paired
 from hypothesis import given
 from hypothesis import strategies as st
-
-from helpers import record_paired
 
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -52,13 +51,15 @@ def test_config_override_wins() -> None:
 )
 def test_outcomes(tmp_path: Path, outcome: ToolOutcome, expected: Outcome) -> None:
     with Ledger(tmp_path, "s") as led:
-        assert record_paired(led, ToolCall("bash", {"command": "pytest"}), outcome).outcome is expected
+        assert (
+            record_paired(led, ToolCall("bash", {"command": "pytest"}), outcome).outcome is expected
+        )
 
 
 def test_record_stores_output_content_addressed_and_tag(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
-        ev = record_paired(led, 
-            ToolCall("bash", {"command": "pytest -q"}, "t1"), ToolOutcome("3 passed", 0)
+        ev = record_paired(
+            led, ToolCall("bash", {"command": "pytest -q"}, "t1"), ToolOutcome("3 passed", 0)
         )
         assert re.fullmatch(r"ev_[0-9a-f]{24}", ev.ref)
         assert ev.tag == (
@@ -116,6 +117,11 @@ def test_seq_is_gap_free_and_projection_survives_reopen(tmp_path: Path) -> None:
 def test_read_only_mcp_tool_gives_observation_evidence(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
         call = ToolCall("mcp__notes__read_note", {"name": "a"}, annotations={"readOnlyHint": True})
-        assert record_paired(led, call, ToolOutcome("text")).evidence_class is EvidenceClass.OBSERVATION
+        assert (
+            record_paired(led, call, ToolOutcome("text")).evidence_class
+            is EvidenceClass.OBSERVATION
+        )
         plain = ToolCall("mcp__notes__write_note", {"name": "a"}, annotations={})
-        assert record_paired(led, plain, ToolOutcome("ok")).evidence_class is EvidenceClass.INELIGIBLE
+        assert (
+            record_paired(led, plain, ToolOutcome("ok")).evidence_class is EvidenceClass.INELIGIBLE
+        )

@@ -6,10 +6,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import record_paired
 from hypothesis import given
 from hypothesis import strategies as st
-
-from helpers import record_paired
 
 from infomark.ledger.audit import verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -23,7 +22,9 @@ EVENTS = 2 * N  # each record is paired with the decision that authorized it
 def _build(home: Path) -> None:
     with Ledger(home, "s") as led:
         for i in range(N):
-            record_paired(led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2))
+            record_paired(
+                led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2)
+            )
 
 
 def _problems(home: Path) -> list[dict[str, object]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from helpers import record_paired
 
 from infomark.ledger.calls import ToolCall, ToolOutcome
