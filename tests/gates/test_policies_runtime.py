@@ -163,9 +163,8 @@ def test_run_phase_for_a_custom_runtime(gk: Gatekeeper) -> None:
     for i in range(3):
         call = ToolCall("bash", {"command": "make"})
         outcome = ToolOutcome(output=f"make: *** [all] Error {i}", exit_code=2)
-        ev = record_paired(
-            gk.store, call, outcome, tool_class="execute"
-        )  # a custom runtime's record
+        # a custom runtime's record
+        ev = record_paired(gk.store, call, outcome, tool_class="execute")
         results.append(ToolResult(call, outcome, ev, "execute"))
     with gk.store.transaction() as led:
         hook = rt.run_phase(led, "after_tool_batch", TurnContext(tool_results=tuple(results)))
