@@ -358,7 +358,19 @@ class Ledger:
             elif kind == "divergence_event":
                 apply_divergence(self, block, report)
             elif kind == "gate":
-                report.gate_moves.append({"gate": block.gate, "line": block.span.line})
+                move: dict[str, Any] = {"gate": block.gate, "line": block.span.line}
+                reason = getattr(block, "reason", None)
+                if reason:
+                    move["reason"] = reason
+                report.gate_moves.append(move)
+            elif kind == "question":  # a question for the user: the agent waits for an answer
+                report.gate_moves.append(
+                    {
+                        "gate": "WAITING_APPROVAL",
+                        "line": block.span.line,
+                        "question": getattr(block, "text", ""),
+                    }
+                )
 
     def check_artifacts(self) -> list[dict[str, Any]]:
         """Re-digest stamped artifacts now; revoke stamps whose artifact changed."""

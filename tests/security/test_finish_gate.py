@@ -130,9 +130,11 @@ def test_an_honest_blocked_stop_is_allowed_and_journaled(
             if at == "G8" and profile == "strict":
                 assert gk.move("G8")["ok"]
         fin = gk.can_finish('I cannot finish.\n\ngate: BLOCKED reason="the API key is missing"\n')
+        assert gk.gate().position == "BLOCKED"
         assert fin.allow and fin.code == "finished_blocked", fin.reason
         blocked = [e.payload for e in gk.events() if e.type == "finished_blocked"]
         assert blocked and blocked[0]["gate"] == "BLOCKED"
+        assert blocked[0]["reason"] == "the API key is missing"
         gk.new_turn("here is the key")  # the user answered: the session resumes
         assert gk.gate().position != "BLOCKED"
 
@@ -148,16 +150,17 @@ def test_blocked_before_the_last_mutation_does_not_count(gk: Gatekeeper) -> None
 
 def test_a_strict_honest_walk_ends_at_success(home: Path, project: Path) -> None:
     with Gatekeeper.open(home, "walk", root=project, profile="strict") as gk:
-        text = ledger_text(("C1", "Guess", "grep -n 'def add' add.py"), ("C2", "Guess", ORACLE))
-        gk.ingest(text.replace("premises_for_plan: []", "premises_for_plan: [C1]"))
-        gk.ingest(stamp("C1", run(gk, "grep -n 'def add' add.py").ref))
-        assert gk.move("G1")["ok"]
-        gk.ingest(stamp("C2", run(gk, ORACLE, exit_code=1).ref, "FAIL"))
         gk.ingest(
-            text.replace("premises_for_plan: []", "premises_for_plan: [C1]\n  open_questions: [C2]")
+            ledger_text(
+                ("C1", "Guess", "grep -n 'def add' add.py"),  # the starting state
+                ("C2", "Guess", ORACLE),  # what the work must achieve
+                premises=("C1",),
+                open_questions=("C2",),
+            )
         )
-        for g in ("G2", "G3", "G4"):
-            assert gk.move(g)["ok"], (g, gk.move(g))
+        gk.ingest(stamp("C1", run(gk, "grep -n 'def add' add.py").ref))
+        for g in ("G1", "G2", "G3", "G4"):
+            assert gk.move(g)["ok"], (g, gk.gate().position)
         gk.approve(by="user")
         gk.new_turn("approved")
         for g in ("G6", "G7"):
@@ -165,7 +168,8 @@ def test_a_strict_honest_walk_ends_at_success(home: Path, project: Path) -> None
         _edit(gk)
         assert gk.move("G8")["ok"]
         gk.ingest(stamp("C2", run(gk, ORACLE).ref))
-        assert gk.move("G9")["ok"], gk.move("G9")  # C1 (the starting state) is not re-stamped
+        moved = gk.move("G9")
+        assert moved["ok"], moved  # C1 (the starting state) is not re-stamped
         assert gk.can_finish("").allow
         assert gk.move("SUCCESS")["ok"]
 
@@ -187,3 +191,13 @@ def test_cap_zero_never_forces(gk: Gatekeeper) -> None:
     _edit(gk)
     assert not any(gk.can_finish("").allow for _ in range(25))
     assert "finished_unverified" not in [e.type for e in gk.events()]
+
+
+@pytest.mark.parametrize("profile", ["ledger", "strict"])
+def test_a_question_for_the_user_ends_the_turn(home: Path, project: Path, profile: str) -> None:
+    with Gatekeeper.open(home, f"q-{profile}", root=project, profile=profile) as gk:
+        gk.ingest(ledger_text(("C1", "Guess", ORACLE), premises=("C1",)))
+        fin = gk.can_finish('question: "Should add() saturate on overflow?"\n')
+        assert fin.allow and fin.code == "finished_blocked", fin.reason
+        blocked = [e.payload for e in gk.events() if e.type == "finished_blocked"]
+        assert blocked[0]["reason"] == "Should add() saturate on overflow?"
