@@ -190,6 +190,9 @@ class Ledger:
         refused: RecordRefused | None = None
         with self.transaction():
             refused = self._unpaired(call, cid)
+            finished = self._background_finished(call, outcome)
+            if finished is not None:
+                eclass = EvidenceClass.EXECUTION  # the background run's exit status, observed
             if refused is not None:
                 self.emit(
                     "record_refused",
@@ -218,6 +221,10 @@ class Ledger:
                 record["cwd"] = cwd or str(self.root)
                 command = call.command
                 record["oracle_key"] = shell_text(command) if command is not None else None
+                if finished is not None:  # stands for the command that ran in the background
+                    record["command"] = str(finished.get("command") or "")
+                    record["oracle_key"] = shell_text(record["command"])
+                    record["completes"] = finished.get("ref")
                 if background:
                     record["background"] = True
                     record["background_id"] = background_id
@@ -229,6 +236,16 @@ class Ledger:
         if refused is not None:
             raise refused
         return Evidence.from_record(ref, record)
+
+    def _background_finished(self, call: ToolCall, outcome: ToolOutcome) -> dict[str, Any] | None:
+        """The background run a BashOutput/TaskOutput result completes (with an exit status)."""
+        if call.tool.lower() not in ("bashoutput", "taskoutput") or outcome.exit_code is None:
+            return None
+        for key in ("bash_id", "shell_id", "task_id", "id"):
+            value = call.input.get(key)
+            if isinstance(value, str) and value in self._state.background:
+                return self._state.background[value]
+        return None
 
     def _unpaired(self, call: ToolCall, cid: str | None) -> RecordRefused | None:
         """Why this record may not become evidence (None: it pairs with a pending call)."""

@@ -195,3 +195,37 @@ def test_wrap_pairs_every_call(gk: Gatekeeper) -> None:
     assert evidence[0]["call_id"] == decisions[0]["call_id"] != ""
     assert observed(gk, PYTEST, PASSED).record["call_id"] != evidence[0]["call_id"]
     assert EXE  # the hook executable the Session tests drive exists
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(1, "FAIL"), (0, "PASS")])
+def test_a_background_run_is_graded_by_its_observed_exit_status(
+    project: Path, code: int, outcome: str
+) -> None:
+    cc = Session(project)
+    cc.say(ledger_text(("C1", "Guess", "pytest -q"), premises=("C1",)), tool_use_id="tu_1")
+    cmd = {"command": "pytest -q", "run_in_background": True}
+    cc.tool("Bash", cmd, "tu_1")
+    cc.hook(
+        "PostToolUse",
+        tool_name="Bash",
+        tool_input=cmd,
+        tool_use_id="tu_1",
+        tool_response={"stdout": "", "stderr": "", "backgroundTaskId": "bash_7"},
+    )
+    read = {"bash_id": "bash_7"}
+    cc.tool("BashOutput", read, "tu_2")
+    _, out, _ = cc.hook(
+        "PostToolUse",
+        tool_name="BashOutput",
+        tool_input=read,
+        tool_use_id="tu_2",
+        tool_response={"status": "completed", "exitCode": code, "stdout": "1 failed"},
+    )
+    tag = out["hookSpecificOutput"]["additionalContext"]
+    assert f"outcome={outcome} eligible=oracle_stamp" in tag
+    ref = tag.split("evidence_ref=")[1].split()[0]
+    cc.say(stamp("C1", ref), tool_use_id="tu_3")
+    cc.tool("Read", {"file_path": "x"}, "tu_3")
+    with Gatekeeper.open(project / ".infomark", cc.sid, root=project) as gk:
+        assert gk.evidence(ref) is not None and gk.evidence(ref).command == "pytest -q"  # type: ignore[union-attr]
+        assert gk.ledger().status("C1") == ("Exact" if code == 0 else "Guess")

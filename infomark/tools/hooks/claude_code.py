@@ -30,6 +30,7 @@ __all__ = ["HookAnswer", "handle", "tool_call_from"]
 _MAX_CONTEXT = 9_500  # Claude Code caps hook strings at 10,000 characters
 _EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
 _SHELLS = ("bash", "shell", "powershell")
+_BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,11 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
         if is_shell and m and not payload.get("is_interrupt"):
             return ToolOutcome(output=error, exit_code=int(m.group(1)), duration_ms=duration_ms)
         return ToolOutcome(output=error, error=error, is_error=True, duration_ms=duration_ms)
+    if isinstance(response, dict) and tool in _BACKGROUND_READERS:
+        code = response.get("exitCode", response.get("exit_code"))
+        if isinstance(code, int) and not isinstance(code, bool):  # the background run ended
+            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            return ToolOutcome(output=out, exit_code=code, duration_ms=duration_ms)
     if isinstance(response, dict):
         if is_shell:
             out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
