@@ -17,6 +17,8 @@ import random
 import sys
 from pathlib import Path
 
+from helpers import record_paired
+
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
@@ -40,7 +42,8 @@ def _step(gk: Gatekeeper, rng: random.Random, i: int, last_ref: list[str]) -> st
     roll = rng.random()
     if roll < 0.35:
         command = _ORACLE if rng.random() < 0.5 else f"echo {i}"
-        ev = gk.record(
+        ev = record_paired(
+            gk,
             ToolCall("bash", {"command": command}),
             ToolOutcome(output=f"out {i} " * rng.randint(1, 50), exit_code=rng.choice([0, 0, 1])),
         )
