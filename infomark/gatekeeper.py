@@ -386,26 +386,27 @@ class Gatekeeper:
                 self._track(finished=True)
         return result
 
-    def approve(self, *, by: str = "operator", note: str = "", grading: str | None = None) -> None:
-        """Record the G4 approval (the strict profile needs it before G6), or with
-        ``grading=FILE`` the user's acceptance of a changed grading file (its new digest
-        becomes the baseline). An operator act: integrations never expose it to the agent."""
-        if grading is not None:
-            from infomark.gates.grading import grading_path
-
-            self._check_grading()
-            rel = grading_path(self._ledger.root, grading)
-            state = self._ledger.refresh()
-            if rel is None or rel not in state.grading_files:
-                known = ", ".join(sorted(state.grading_changed)) or "none is changed"
-                raise UserError(
-                    f"{grading} is not a grading file of this session (changed ones: {known})"
-                )
-            with self._ledger.transaction():
-                self._approve_grading(rel, by=by, note=note)
-            return
+    def approve(self, *, by: str = "operator", note: str = "") -> None:
+        """Record the G4 approval (the strict profile needs it before G6)."""
         with self._ledger.transaction():
             self._ledger.emit("approval", {"by": by, "note": note, "gate": self._ledger.state.gate})
+
+    def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
+        """The user accepts a changed grading file: its new content becomes the baseline.
+
+        An operator act (``infomark approve --grading FILE`` in a terminal); no route or
+        agent-reachable integration exposes it.
+        """
+        from infomark.gates.grading import grading_path
+
+        self._check_grading()
+        rel = grading_path(self._ledger.root, path)
+        state = self._ledger.refresh()
+        if rel is None or rel not in state.grading_files:
+            known = ", ".join(sorted(state.grading_changed)) or "none is changed"
+            raise UserError(f"{path} is not a grading file of this session (changed: {known})")
+        with self._ledger.transaction():
+            self._approve_grading(rel, by=by, note=note)
 
     def new_turn(self, prompt: str | None = None) -> str:
         """Start a user turn (resets the finish-refusal count); returns context for the model."""

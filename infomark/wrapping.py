@@ -35,6 +35,8 @@ class GatedSession(Protocol):
         *,
         tool_class: str | None = None,
         call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence: ...
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...

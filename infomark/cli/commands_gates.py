@@ -80,7 +80,10 @@ def approve(note: str, grading: str | None) -> None:
             "prompt; an agent's tool call cannot approve"
         )
     with open_gk() as gk:
-        gk.approve(by="operator", note=note, grading=grading)
+        if grading is not None:
+            gk.approve_grading(grading, by="operator", note=note)
+        else:
+            gk.approve(by="operator", note=note)
         gate = gk.gate()
     if opts()["json"]:
         emit_json({"approved": True, "gate": gate.position, "grading": grading})

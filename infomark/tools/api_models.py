@@ -96,6 +96,8 @@ class RecordRequest(AuthorizeRequest):
     error: str | None = None
     duration_ms: float | None = None
     is_error: bool = False
+    cwd: str | None = None  # where the tool ran (default: the project root)
+    background_id: str | None = None  # the shell id a run_in_background command was given
 
 
 class ClassifyRequest(AuthorizeRequest):

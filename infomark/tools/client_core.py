@@ -336,11 +336,17 @@ class Requests:
         *,
         tool_class: str | None = None,
         call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Call[Evidence]:
         """Record the result of an authorized call (``call_id`` from its decision)."""
         body = _record_body(call, outcome, tool_class)
         if call_id:  # the service pairs the record with the call authorize returned
             body["tool_call_id"] = call_id
+        if cwd is not None:
+            body["cwd"] = cwd
+        if background_id is not None:
+            body["background_id"] = background_id
         return self._call("record", self._recorded, body)
 
     def _recorded(self, body: Mapping[str, Any]) -> Evidence:

@@ -113,7 +113,7 @@ def test_the_user_approves_a_changed_grading_file(gk: Gatekeeper, repo: Path) ->
     _grounded_then_edited(gk)
     (repo / "test_add.py").write_text(TEST.replace("(1, 1) == 2", "(2, 2) == 4"))
     assert not gk.can_finish("").allow
-    gk.approve(by="user", grading="test_add.py")
+    gk.approve_grading("test_add.py", by="user")
     gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
     assert gk.can_finish("").allow
     approved = [e.payload for e in gk.events() if e.type == "grading_approved"]
