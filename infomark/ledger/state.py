@@ -271,8 +271,7 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
             "command": record.get("command"),
             "seq": seq,
         }
-        while len(state.background) > _PENDING_CAP:
-            del state.background[next(iter(state.background))]
+        _evict_oldest(state.background)
     if record.get("tool_class") in ("modify", "destructive"):
         state.last_modify_seq = seq
         if not state.first_modify_seq:
@@ -310,8 +309,13 @@ def _decision(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         "seq": seq,
         "grading": p.get("grading"),
     }
-    while len(state.pending_calls) > _PENDING_CAP:
-        del state.pending_calls[next(iter(state.pending_calls))]
+    _evict_oldest(state.pending_calls)
+
+
+def _evict_oldest(table: dict[str, dict[str, Any]]) -> None:
+    """Drop the oldest entries past the cap, by seq: snapshots do not keep dict order."""
+    while len(table) > _PENDING_CAP:
+        del table[min(table, key=lambda k: (int(table[k].get("seq", 0)), k))]
 
 
 @_reducer("record_refused")
