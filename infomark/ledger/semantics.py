@@ -399,9 +399,6 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                 f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
             )
     else:
-        named = _named_by_claim(ctx, ev, claim)
-        if named is not None:
-            return reject(named[0], named[1])
         if ev.seq < claim.declared_seq:
             return reject(
                 RejectReason.EVIDENCE_PREDATES_CLAIM,
@@ -409,6 +406,10 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                 f"{claim.id} (seq {claim.declared_seq}); "
                 f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
             )
+        if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
+            named = _named_by_claim(ctx, ev, claim)
+            if named is not None:
+                return reject(named[0], named[1])
     if claim.reopened_seq and ev.seq < claim.reopened_seq:
         return reject(
             RejectReason.EVIDENCE_PREDATES_CLAIM,

@@ -314,7 +314,8 @@ def attacks(*, edits: bool = True, garbled: bool = True) -> st.SearchStrategy[At
             lambda t: Attack("ERROR ref", t, "failed_evidence")
         ),
         _stamp("C1", good, results=("EXPECTED_FAIL",)).map(
-            lambda t: Attack("PASS ref as EXPECTED_FAIL", t, "failed_evidence")
+            # C1 declares no `expect: FAIL`: EXPECTED_FAIL cannot ground it at all (issue 11)
+            lambda t: Attack("PASS ref as EXPECTED_FAIL", t, "expectation_mismatch")
         ),
         st.sampled_from([ref("read"), ref("web"), ref("ineligible")]).flatmap(
             lambda r: _stamp("C1", r).map(

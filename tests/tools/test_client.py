@@ -324,7 +324,7 @@ def test_nothing_listening_raises_service_unavailable() -> None:
 def test_evidence_classify_and_move_answer_like_the_facade(
     client: Client, service: Service
 ) -> None:
-    ev = client.record(PYTEST, PASSED)
+    ev = _run(client, PYTEST, PASSED)
     found = client.evidence(ev.ref)
     assert found is not None and found.ref == ev.ref and found.record == ev.record
     assert client.evidence("ev_" + "0" * 24) is None  # unknown: None, as the facade says
@@ -332,7 +332,7 @@ def test_evidence_classify_and_move_answer_like_the_facade(
         for call, declared in ((EDIT, None), (PYTEST, None), (EDIT, "read")):
             assert client.classify(call, declared) == local.classify(call, declared)
         assert local.evidence(ev.ref) is None  # evidence belongs to its own session
-        local.record(PYTEST, PASSED)  # the same history on both sides
+        _run(local, PYTEST, PASSED)  # the same history on both sides
         for gate in ("G1", "G9", "nowhere"):
             assert client.move(gate) == local.move(gate)
         assert client.gate() == local.gate()
@@ -342,7 +342,8 @@ def test_async_client_has_the_same_methods(service: Service) -> None:
     async def scenario() -> None:
         sid = f"async-{uuid.uuid4().hex[:8]}"
         async with AsyncClient(service.url, token=service.token, session=sid) as c:
-            ev = await c.record(PYTEST, PASSED)
+            d = await c.authorize(PYTEST)
+            ev = await c.record(PYTEST, PASSED, call_id=d.call_id)
             assert (await c.evidence(ev.ref)) == ev
             assert (await c.classify(EDIT))[0] == "modify"
             moved = await c.move("G1")

@@ -293,7 +293,9 @@ def test_unknown_evidence_is_404_json_and_known_evidence_is_its_record(
     http: httpx.Client,
 ) -> None:
     sid = _sid()
-    body = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "1 passed", "exit_code": 0}
+    call = {"tool": "Bash", "input": {"command": "pytest -q"}}
+    cid = http.post(f"/v1/sessions/{sid}/authorize", json=call).json()["call_id"]
+    body = {**call, "tool_call_id": cid, "output": "1 passed", "exit_code": 0}
     ev = http.post(f"/v1/sessions/{sid}/record", json=body).json()
     got = http.get(f"/v1/sessions/{sid}/evidence/{ev['evidence_ref']}").json()
     assert got == {k: v for k, v in ev.items() if k != "instructions"}
