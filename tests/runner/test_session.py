@@ -19,7 +19,9 @@ from tests.runner.conftest import events
 
 def _spec(server: ScriptedModelServer, **kw: object) -> AgentSpec:
     return AgentSpec(
-        name="t", model=ModelSpec(url=server.url, name="scripted", retries=0), **kw  # type: ignore[arg-type]
+        name="t",
+        model=ModelSpec(url=server.url, name="scripted", retries=0),
+        **kw,  # type: ignore[arg-type]
     )
 
 

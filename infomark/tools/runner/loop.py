@@ -424,6 +424,8 @@ class Runner:
         try:
             if pending_sleep is None:
                 reason, _ = self._work(final_pending=final_pending)
+            else:
+                reason = "finished"  # the run was asleep: its last turn had ended
             while self.spec.idle.persistent and reason in ("finished", "max_steps"):
                 wake = self._idle_cycle(pending_sleep)
                 pending_sleep = None
