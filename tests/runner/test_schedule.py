@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infomark.tools.runner import AgentSpec, FakeClock, IdleSchedule, IdleSpec, ModelSpec, Runner
-from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
 from infomark.tools.runner.schedule import schedule_from_events, sleep_until
+from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
 from infomark.tools.runner.send import send_message
 from tests.runner.conftest import events
 
