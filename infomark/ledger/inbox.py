@@ -45,7 +45,14 @@ __all__ = [
 ]
 
 MAX_MESSAGE_CHARS = 8000
-REFUSAL_REASONS = ("never_had_inbox", "finished", "lease_expired", "empty", "too_large")
+REFUSAL_REASONS = (
+    "never_had_inbox",
+    "finished",
+    "lease_expired",
+    "empty",
+    "too_large",
+    "invalid_text",
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS inbox_leases ("
@@ -292,10 +299,11 @@ class Inbox:
     # -- messages ---------------------------------------------------------------------------
     def send(self, session: str, text: str, *, sender: str = "operator") -> Delivery:
         """Deliver ``text`` to a live session, or raise :class:`InboxRefused` (journaled)."""
-        sender = (sender or "operator")[:200]
+        sender = (sender or "operator")[:200].encode("utf-8", "replace").decode("utf-8")
         with self.journal.write() as db:
             reason, detail = self._check(db, session, text)
-            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+            raw = text.encode("utf-8", "replace") if isinstance(text, str) else b""
+            digest = hashlib.sha256(raw).hexdigest()[:32]
             if reason != "live":
                 self.journal.append(
                     session,
@@ -329,6 +337,10 @@ class Inbox:
     def _check(self, db: sqlite3.Connection, session: str, text: str) -> tuple[str, str]:
         if not isinstance(text, str) or not text.strip():
             return "empty", "the message is empty"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return "invalid_text", f"the message is not valid Unicode text ({exc.reason})"
         if len(text) > MAX_MESSAGE_CHARS:
             return "too_large", (
                 f"the message has {len(text)} characters, more than {MAX_MESSAGE_CHARS}; "

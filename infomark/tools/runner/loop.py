@@ -212,8 +212,13 @@ class Runner:
     # -- tools --------------------------------------------------------------------------------
     def _build_tools(self) -> dict[str, RunnerTool]:
         b = self.spec.bash
+        hide = (self.spec.model.api_key_env,) if self.spec.model.api_key_env else ()
         tools = file_tools(
-            self.root, home=self.home, bash_timeout=b.timeout_seconds, output_cap=b.output_cap_chars
+            self.root,
+            home=self.home,
+            bash_timeout=b.timeout_seconds,
+            output_cap=b.output_cap_chars,
+            hide_env=hide,
         )
         tools["wait"] = RunnerTool(
             "wait",

@@ -1,7 +1,8 @@
 """The runner's built-in tools: a description, a JSON schema and a class next to each.
 
 ``read``/``write``/``edit`` reuse :func:`infomark.tools.builtin.make_builtins`; ``bash``
-adds an output cap to it; ``grep`` and ``glob`` walk the project (never the ledger home);
+runs with a timeout, an output cap and without the model's API key in its environment;
+``grep`` and ``glob`` walk the project (never the ledger home);
 ``wait``, ``spawn_agent`` and ``send`` are bound to the running session by the runner.
 Every tool runs through :func:`infomark.wrapping.wrap_executor` (authorize → run → record),
 exactly like every other integration. ``tool_class`` None lets the classifier decide (a
@@ -13,6 +14,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shutil
+import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,11 +83,20 @@ def _walk(root: Path, skip: tuple[Path, ...]) -> Iterator[Path]:
 
 
 def file_tools(
-    root: Path, *, home: Path, bash_timeout: float, output_cap: int
+    root: Path,
+    *,
+    home: Path,
+    bash_timeout: float,
+    output_cap: int,
+    hide_env: tuple[str, ...] = (),
 ) -> dict[str, RunnerTool]:
-    """read, write, edit, bash, grep and glob over the project ``root``."""
+    """read, write, edit, bash, grep and glob over the project ``root``.
+
+    ``hide_env`` names environment variables the shell must not see (the model's API key).
+    """
     base = make_builtins(root, timeout=bash_timeout)
     skip = (home.resolve(),)
+    shell = shutil.which("bash") or "/bin/sh"
 
     def cap(text: str) -> str:
         if len(text) <= output_cap:
@@ -91,9 +104,32 @@ def file_tools(
         return text[:output_cap] + f"\n[output truncated: {output_cap} of {len(text)} characters]"
 
     def bash(call: ToolCall) -> ToolOutcome:
-        out = base["bash"](call)
-        text = out.output if isinstance(out.output, str) else out.output.decode("utf-8", "replace")
-        return out.with_output(cap(text))
+        command = call.command
+        if command is None:
+            return ToolOutcome(error="bash needs input.command (a string)", is_error=True)
+        env = {k: v for k, v in os.environ.items() if k not in hide_env}
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [shell, "-c", command],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                timeout=bash_timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return ToolOutcome(
+                error=f"bash: timed out after {bash_timeout:g}s (the command was killed)",
+                is_error=True,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        return ToolOutcome(
+            output=cap(text),
+            exit_code=proc.returncode,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
 
     def read(call: ToolCall) -> ToolOutcome:
         out = base["read"](call)
