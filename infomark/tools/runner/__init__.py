@@ -9,8 +9,9 @@ schedule; crash and resume from the journal. docs/runner.md is the user's guide.
 from __future__ import annotations
 
 from infomark.tools.runner.agentfile import AgentSpec, IdleSpec, ModelSpec, load_agent
-from infomark.tools.runner.loop import Runner, RunResult
+from infomark.tools.runner.loop import Runner
 from infomark.tools.runner.model import ModelClient, ModelError
+from infomark.tools.runner.result import RunResult
 from infomark.tools.runner.resume import resume_run
 from infomark.tools.runner.schedule import FakeClock, IdleSchedule, SystemClock
 from infomark.tools.runner.scripted import ScriptedModelServer

@@ -23,7 +23,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from infomark.ledger.inbox import Inbox, LeaseLost, Message, new_holder
 from infomark.ledger.journal import Journal
 from infomark.tools.runner.agentfile import AgentSpec
 from infomark.tools.runner.model import ChatResult, ModelClient, RawToolCall
+from infomark.tools.runner.result import RunResult
 from infomark.tools.runner.schedule import (
     Clock,
     IdleSchedule,
@@ -43,6 +44,7 @@ from infomark.tools.runner.schedule import (
     SystemClock,
     sleep_until,
 )
+from infomark.tools.runner.subagents import Supervisor
 from infomark.tools.runner.tools import RunnerTool, file_tools, schema_of
 from infomark.wrapping import wrap_executor
 
@@ -65,32 +67,6 @@ def make_client(spec: AgentSpec) -> ModelClient:
         temperature=m.temperature,
         max_tokens=m.max_tokens,
     )
-
-
-@dataclass(slots=True)
-class RunResult:
-    session: str
-    reason: str  # finished | max_steps | stopped | idle_limit | error
-    final_text: str = ""
-    finish: dict[str, Any] = field(default_factory=dict)
-    working_calls: int = 0
-    idle_calls: int = 0
-    working_tokens: int = 0
-    idle_tokens: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "reason": self.reason,
-            "final_text": self.final_text,
-            "finish": self.finish,
-            "cost": {
-                "working_calls": self.working_calls,
-                "idle_calls": self.idle_calls,
-                "working_tokens": self.working_tokens,
-                "idle_tokens": self.idle_tokens,
-            },
-        }
 
 
 class _Stop(Exception):
@@ -138,9 +114,7 @@ class Runner:
         self._beat_stop = threading.Event()
         self._beater: threading.Thread | None = None
         self._watch: dict[str, tuple[int, int]] = self._snapshot()
-        from infomark.tools.runner.subagents import Supervisor
-
-        self.supervisor = Supervisor(self)
+        self.supervisor = Supervisor(self, self._child)
         self.tools = self._build_tools()
         self._gated = {
             name: wrap_executor(self.gk, t.run, tool_class=t.tool_class)
@@ -204,6 +178,20 @@ class Runner:
         finally:
             inbox.close()
             journal.close()
+
+    def _child(self, spec: AgentSpec, session: str) -> Runner:
+        return Runner(
+            spec,
+            home=self.home,
+            session=session,
+            root=self.root,
+            clock=self.clock,
+            parent=self.session,
+        )
+
+    def release(self, reason: str) -> None:
+        """Give the inbox up (sends are refused with ``finished`` from now on)."""
+        self._release(reason)
 
     def _release(self, reason: str) -> None:
         self._beat_stop.set()
@@ -401,9 +389,10 @@ class Runner:
         if not task.strip():
             raise UserError('infomark run needs a task: infomark run "fix the failing test"')
         self.open_inbox()
-        return self._start_opened(task, persistent=persistent)
+        return self.start_opened(task, persistent=persistent)
 
-    def _start_opened(self, task: str, *, persistent: bool | None = None) -> RunResult:
+    def start_opened(self, task: str, *, persistent: bool | None = None) -> RunResult:
+        """:meth:`start` for a runner whose inbox is already open (a spawned child)."""
         persistent = self.spec.idle.persistent if persistent is None else persistent
         self.spec = replace(self.spec, idle=replace(self.spec.idle, persistent=persistent))
         self.emit(

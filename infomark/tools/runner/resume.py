@@ -19,8 +19,9 @@ from typing import Any
 
 from infomark.kernel.errors import UserError
 from infomark.tools.runner.agentfile import AgentSpec, load_agent
-from infomark.tools.runner.loop import _INTERRUPTED, Runner, RunResult
+from infomark.tools.runner.loop import _INTERRUPTED, Runner
 from infomark.tools.runner.model import ModelClient
+from infomark.tools.runner.result import RunResult
 from infomark.tools.runner.schedule import Clock, schedule_from_events
 
 __all__ = ["resume_run", "run_record"]

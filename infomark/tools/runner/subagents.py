@@ -15,19 +15,46 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from infomark.gatekeeper import Gatekeeper
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.inbox import InboxRefused
-from infomark.tools.runner.agentfile import load_agent
+from infomark.ledger.inbox import Inbox, InboxRefused
+from infomark.tools.runner.agentfile import AgentSpec, load_agent
+from infomark.tools.runner.result import RunResult
 from infomark.tools.runner.tools import DELEGATION_CLASS, RunnerTool, schema_of
 
-if TYPE_CHECKING:
-    from infomark.tools.runner.loop import Runner, RunResult
+__all__ = ["Child", "ChildRunner", "ParentRunner", "Supervisor"]
 
-__all__ = ["Child", "Supervisor"]
+
+class ChildRunner(Protocol):
+    """What the supervisor needs of a child (a Runner)."""
+
+    session: str
+
+    def open_inbox(self) -> None: ...
+
+    def start_opened(self, task: str) -> RunResult: ...
+
+    def release(self, reason: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ParentRunner(Protocol):
+    """What the supervisor needs of its parent (a Runner)."""
+
+    spec: AgentSpec
+    raw_session: str
+    session: str
+    inbox: Inbox
+    gk: Gatekeeper
+
+    def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
+
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 _S = {"type": "string"}
@@ -36,7 +63,7 @@ _S = {"type": "string"}
 @dataclass(slots=True)
 class Child:
     name: str
-    runner: Runner
+    runner: ChildRunner
     thread: threading.Thread
     result: RunResult | None = None
     error: str | None = None
@@ -49,8 +76,11 @@ class Child:
 class Supervisor:
     """The children of one runner."""
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(
+        self, runner: ParentRunner, make_child: Callable[[AgentSpec, str], ChildRunner]
+    ) -> None:
         self.runner = runner
+        self.make_child = make_child
         self.children: dict[str, Child] = {}
         self._lock = threading.Lock()
 
@@ -79,8 +109,6 @@ class Supervisor:
 
     # -- spawn ----------------------------------------------------------------------------
     def _spawn(self, call: ToolCall) -> ToolOutcome:
-        from infomark.tools.runner.loop import Runner
-
         name, task, agent = (call.input.get(k) for k in ("name", "task", "agent"))
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             return _error("spawn_agent: name must be 1-40 letters, digits, - or _")
@@ -104,14 +132,7 @@ class Supervisor:
                 return _error(f"spawn_agent: a sub-agent named {name!r} already exists")
             child_session = f"{parent.raw_session}.{name}"
             try:
-                child = Runner(
-                    spec,
-                    home=parent.home,
-                    session=child_session,
-                    root=parent.root,
-                    clock=parent.clock,
-                    parent=parent.session,
-                )
+                child = self.make_child(spec, child_session)
                 child.open_inbox()  # live before spawn_agent returns: sends cannot miss it
             except InfomarkError as exc:
                 return _error(f"spawn_agent: cannot start {name!r}: {exc}")
@@ -132,11 +153,11 @@ class Supervisor:
     def _run_child(self, name: str, task: str) -> None:
         child = self.children[name]
         try:
-            child.result = child.runner._start_opened(task)
+            child.result = child.runner.start_opened(task)
         except Exception as exc:  # the child's failure is reported to the parent, not raised
             child.error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(Exception):  # else the lease expires on its own
-                child.runner._release(f"error: {child.error[:150]}")
+                child.runner.release(f"error: {child.error[:150]}")
         finally:
             child.runner.close()
 
