@@ -182,11 +182,15 @@ class Inbox:
     def __init__(self, journal: Journal, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.clock = clock
-        with journal.write() as db:
-            for stmt in _SCHEMA:
-                db.execute(stmt)
         # A second connection for lock-free peeks (WAL readers never wait for the writer).
         self._peek = sqlite3.connect(journal.path, timeout=10, check_same_thread=False)
+        have = self._peek.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'inbox_%'"
+        ).fetchone()[0]
+        if have < 2:
+            with journal.write() as db:
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
 
     def close(self) -> None:
         self._peek.close()
@@ -226,14 +230,18 @@ class Inbox:
         kind: str = "runner",
         ttl: float = 60.0,
         parent: str | None = None,
+        pid: int | None = None,
     ) -> Lease:
         """Hold the inbox of ``session``; a live lease of another holder refuses (UserError).
 
         A lease whose holder is a dead process of this host, an expired one or a released
-        one is taken over (journaled with the previous holder).
+        one is taken over (journaled with the previous holder). ``pid`` 0 says the holder is
+        no single process (Claude Code's hooks: a process per event); it then lives by its
+        heartbeat alone.
         """
         now = self.clock()
-        host, pid = socket.gethostname(), os.getpid()
+        host = socket.gethostname()
+        pid = os.getpid() if pid is None else pid
         with self.journal.write() as db:
             old = self.lease(session, db)
             if (
@@ -356,8 +364,19 @@ class Inbox:
         ).fetchone()
         return int(row[0])
 
-    def read(self, session: str, holder: str, *, where: str = "before_model_call") -> list[Message]:
-        """Take every unread message (oldest first); journals one ``inbox_read`` if any."""
+    def read(
+        self,
+        session: str,
+        holder: str,
+        *,
+        where: str = "before_model_call",
+        max_chars: int | None = None,
+    ) -> list[Message]:
+        """Take the unread messages (oldest first); journals one ``inbox_read`` if any.
+
+        ``max_chars`` bounds the total text taken (at least one message is); the rest stay
+        unread for the next read, so a size limit never drops a message.
+        """
         if not self.pending(session):
             return []
         with self.journal.write() as db:
@@ -366,6 +385,14 @@ class Inbox:
                 "WHERE session = ? AND read_at IS NULL ORDER BY id",
                 (session,),
             ).fetchall()
+            if max_chars is not None:
+                total, keep = 0, []
+                for r in rows:
+                    total += len(r[3])
+                    if keep and total > max_chars:
+                        break
+                    keep.append(r)
+                rows = keep
             if not rows:
                 return []
             now = self.clock()
