@@ -64,9 +64,9 @@ def run_cmd(
     if demo:
         from infomark.tools.runner.demo import run_runner_demo
 
-        result = run_runner_demo(echo=echo)
+        summary = run_runner_demo(echo=echo)
         if opts()["json"]:
-            emit_json(result)
+            emit_json(summary)
         return
     from infomark.tools.runner.agentfile import AgentSpec, load_agent
     from infomark.tools.runner.loop import Runner

@@ -386,7 +386,8 @@ class Inbox:
                 (session,),
             ).fetchall()
             if max_chars is not None:
-                total, keep = 0, []
+                total = 0
+                keep: list[Any] = []
                 for r in rows:
                     total += len(r[3])
                     if keep and total > max_chars:
