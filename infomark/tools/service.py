@@ -185,6 +185,13 @@ class TurnRequest(_Request):
     prompt: str | None = None
 
 
+class SendRequest(_Request):
+    """An operator message for the session's live inbox (``infomark send``)."""
+
+    message: str
+    sender: str = "operator"
+
+
 class HostReportRequest(_Request):
     """Usage and compaction as the host (the agent runtime) reports them."""
 
@@ -326,6 +333,12 @@ class EventOut(_Response):
 
 class OkOut(_Response):
     ok: bool
+
+
+class SendOut(_Response):
+    delivered: bool
+    session: str
+    message_id: int
 
 
 class TurnOut(_Response):
@@ -825,6 +838,25 @@ class _Service:
         context = await self.pool.run(s, lambda gk: gk.new_turn(body.prompt))
         return _checked(TurnOut, {"ok": True, "context": context or ""})
 
+    async def send(self, request: Request) -> Response:
+        s = _session(request)
+        body = await _model(request, SendRequest, self.limit)
+
+        def go(gk: Gatekeeper) -> dict[str, Any]:
+            from infomark.ledger.inbox import Inbox, InboxRefused
+
+            inbox = Inbox(gk.store.journal)
+            try:
+                got = inbox.send(gk.session, body.message, sender=body.sender)
+            except InboxRefused as exc:  # 409: nothing was delivered, and the reason says why
+                detail = [{"loc": "session", "msg": exc.reason, "type": "inbox_refused"}]
+                raise _ApiError(409, exc.code, str(exc), detail) from None
+            finally:
+                inbox.close()
+            return {"delivered": True, "session": s, "message_id": got.message_id}
+
+        return _checked(SendOut, await self.pool.run(s, go))
+
     async def host_report(self, request: Request) -> Response:
         s = _session(request)
         body = await _model(request, HostReportRequest, self.limit)
@@ -935,6 +967,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", _S + "/approve", "approve", "Record the G4 approval", ApproveRequest, OkOut),
     Operation("POST", _S + "/turn", "turn", "Start a user turn; context for the next model call",
               TurnRequest, TurnOut),
+    Operation("POST", _S + "/send", "send",
+              "Deliver an operator message to the live inbox (409 when it has none)",
+              SendRequest, SendOut),
     Operation("POST", _S + "/host-report", "host_report", "Report token usage / compaction",
               HostReportRequest, InstructionsOut),
     Operation("GET", _S + "/context", "context", "Context text for the next model call",
@@ -1070,6 +1105,8 @@ def _error_responses(op: Operation) -> dict[str, Any]:
         out["401"] = {"description": "Missing or invalid bearer token (unauthorized)", **ref}
     if op.request is not None:
         out["413"] = {"description": "Body too large (body_too_large)", **ref}
+    if op.name == "send":
+        out["409"] = {"description": "No live inbox: not delivered (inbox_refused)", **ref}
     out["500"] = {"description": "Internal error (internal_error)", **ref}
     return out
 
