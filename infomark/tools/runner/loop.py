@@ -312,6 +312,10 @@ class Runner:
                 for c in res.tool_calls
             ]
         self._push(msg)
+        said = (res.content or "").strip().splitlines()
+        names = ", ".join(c.name for c in res.tool_calls)
+        head = said[0][:100] if said else ""
+        self.echo("model: " + (head + "  " if head else "") + (f"→ {names}" if names else ""))
         if res.content and res.tool_calls:  # a final reply is ingested by can_finish
             self.gk.ingest(res.content)
         if tokens:
@@ -352,7 +356,8 @@ class Runner:
         if fin.allow:
             self.echo(f"finish allowed: {fin.reason[:200]}")
             return True
-        self.echo(f"finish refused ({fin.code})")
+        first = fin.reason.strip().splitlines()[0] if fin.reason.strip() else ""
+        self.echo(f"finish refused ({fin.code}): {first[:110]}")
         self._push(
             {"role": "user", "content": f"[infomark] finish refused ({fin.code}): {fin.reason}"}
         )
