@@ -438,13 +438,13 @@ class Gatekeeper:
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
         """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
-        from infomark.tools.executor import wrap_executor
+        from infomark.wrapping import wrap_executor
 
         return wrap_executor(self, executor)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain function as a gated tool with a declared class."""
-        from infomark.tools.executor import gated_tool
+        from infomark.wrapping import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)
 

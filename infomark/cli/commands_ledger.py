@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from infomark.cli.app import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts, read_input
+from infomark.cli.base import (
+    EXIT_VERIFY,
+    CliExit,
+    common,
+    emit_json,
+    open_gk,
+    opts,
+    parse_input_json,
+    read_input,
+)
 
 __all__ = ["register"]
 
@@ -93,18 +101,6 @@ def record(
         emit_json(out)
     else:
         click.echo(ev.tag)
-
-
-def parse_input_json(text: str) -> dict[str, object]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(
-            f"not JSON: {exc.msg} at column {exc.colno}", param_hint="--input"
-        ) from None
-    if not isinstance(data, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--input")
-    return data
 
 
 @click.command()

@@ -28,7 +28,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from infomark import __version__
+from infomark._version import __version__
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates

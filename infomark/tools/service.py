@@ -753,7 +753,7 @@ class _Service:
         self.stopping: threading.Event = stopping
 
     async def health(self, request: Request) -> Response:
-        from infomark import __version__
+        from infomark._version import __version__
 
         return _json(
             {"status": "ok", "service": "infomark", "api": API_VERSION, "version": __version__}
