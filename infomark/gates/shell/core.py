@@ -19,13 +19,12 @@ from infomark.kernel.tools import Classification, ToolClass
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from infomark.gates.shell.words import Arg
-
 __all__ = [
     "DESTRUCTIVE",
     "EXECUTE",
     "MODIFY",
     "SQL_FILE_LIMIT",
+    "Arg",
     "Env",
     "Handler",
     "State",
@@ -80,6 +79,14 @@ def read_small(path: str, cwd: str | None = None) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Arg:
+    """One shell word (see :mod:`.words`)."""
+
+    value: str | None  # the word after quote removal; None when it depends on an expansion
+    approx: str  # the same with expansions replaced by a placeholder (for scanning)
+
+
+@dataclass(frozen=True, slots=True)
 class Stdin:
     kind: str  # "none" | "text" | "file" | "pipe"
     text: str | None = None  # here-doc / here-string / piped text, when known
@@ -87,7 +94,7 @@ class Stdin:
     label: str = ""
 
 
-Handler = Callable[[str, "list[Arg]", "Env"], None]
+Handler = Callable[[str, list[Arg], "Env"], None]
 
 
 class Walker(Protocol):

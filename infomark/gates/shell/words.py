@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from infomark.gates.shell.core import ws
+from infomark.gates.shell.core import Arg, ws
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -48,12 +47,6 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 def _text(node: Node, src: bytes) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    value: str | None  # the word after quote removal; None when it depends on an expansion
-    approx: str  # the same with expansions replaced by a placeholder (for scanning)
 
 
 _DYNAMIC = ws(
