@@ -126,7 +126,8 @@ class State:
     cwds: list[str] = field(default_factory=list)  # every directory the line may be in
     variables: dict[str, str] = field(default_factory=dict)  # NAME=static value seen so far
     aliases: dict[str, str] = field(default_factory=dict)
-    expand_aliases: bool = False
+    hashed: dict[str, str] = field(default_factory=dict)  # `hash -p PATH NAME`
+    text: str = ""  # the whole command line, for self-invocation checks
 
     def __post_init__(self) -> None:
         if not self.cwds:
@@ -139,23 +140,36 @@ class State:
         if family not in self.marks:
             self.marks.append(family)
 
-    def path(self, path: str) -> None:
-        """Record a path the line names; relative ones against every directory it may be in."""
+    def path(self, path: str, base: str | None = None) -> None:
+        """Record a path the line names; a relative one against ``base``, else against every
+        directory the line may be in."""
         if len(self.paths) >= _MAX_PATHS:
             self.opaque = True
             return
-        bases = [""] if os.path.isabs(path) else self.cwds
-        for base in bases:
-            full = os.path.normpath(os.path.join(base, path))
+        bases = [base] if base is not None else self.cwds
+        for where in [""] if os.path.isabs(path) else bases:
+            full = os.path.normpath(os.path.join(where, path))
             if full.startswith("//"):
                 full = full[1:]
-            for candidate in (full, _real(full)):
-                if candidate and candidate not in self.seen_paths:
-                    self.seen_paths.add(candidate)
-                    self.paths.append(candidate)
+            for proc in _PROC_CWD:  # the shell's own cwd, not this process's
+                if full == proc or full.startswith(proc + "/"):
+                    full = os.path.normpath(self.cwds[-1] + full[len(proc) :])
+            if full in self.seen_paths:
+                continue
+            self.seen_paths.add(full)
+            self.paths.append(full)
+            real = _real(full)
+            if real is not None and real not in self.seen_paths:
+                self.seen_paths.add(real)
+                self.paths.append(real)
+
+
+_PROC_CWD = ("/proc/self/cwd", "/proc/thread-self/cwd")
 
 
 def _real(path: str) -> str | None:
+    if path.startswith(("/dev/", "/proc/self/fd", "/proc/thread-self/fd")):
+        return None
     try:
         real = os.path.realpath(path)
     except (OSError, ValueError):
@@ -175,11 +189,15 @@ class Env:
     _quoted: str | None = None
 
     @property
+    def text(self) -> str:
+        """The command as written."""
+        return self.src[self.node.start_byte : self.node.end_byte].decode("utf-8", "replace")
+
+    @property
     def quoted(self) -> str:
         """The command as "`…`" for reasons (computed only when a reason is shown)."""
         if self._quoted is None:
-            text = self.src[self.node.start_byte : self.node.end_byte].decode("utf-8", "replace")
-            self._quoted = "`" + short(text) + "`"
+            self._quoted = "`" + short(self.text) + "`"
         return self._quoted
 
     def reason(self, what: str, family: str | None) -> str:

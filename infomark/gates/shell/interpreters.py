@@ -164,6 +164,8 @@ def _h_interpreter(name: str, args: list[Arg], env: Env) -> None:
                 info = True
         i += step
     script = args[i] if i < n else None
+    if script is not None and _names_infomark(script.value):
+        env.state.mark("infomark")
     if edits:
         env.modify("edits files in place")
     elif script is not None and script.value is None:
@@ -189,6 +191,14 @@ _WRITING_MODULES = {
     "ensurepip": "creates or changes an environment",
     "http.server": "serves files (execute)",
 }
+
+
+def _names_infomark(path: str | None) -> bool:
+    """A script that is infomark's own entry point (``.venv/bin/infomark``, its package)."""
+    if not path:
+        return False
+    base = path.rstrip("/").rsplit("/", 1)[-1].removesuffix(".py")
+    return base == "infomark" or "/infomark/" in path
 
 
 def _python_module(module: str, rest: list[Arg], env: Env) -> None:
@@ -246,7 +256,7 @@ INTERPRETERS: dict[str, Interpreter] = {
         info="Vh?",
         info_long=ws("--version --help --help-all --help-env --help-xoptions"),
         long_val=frozenset({"--check-hash-based-pycs"}),
-        analyse=None,  # phase-1 parity; enabled below
+        analyse=_analyse_python,
     ),
     "node": Interpreter("ep", ws("--eval --print"), separate="r", long_val=_NODE_VALUES),
     "nodejs": Interpreter("ep", ws("--eval --print"), separate="r"),

@@ -426,6 +426,7 @@ class _Checker:
         self.defined: set[str] = set()
         self.imported_ok: set[str] = set()
         self.reads: list[str] = []
+        self.dynamic_import = False
 
     def check(self, tree: ast.Module) -> PyVerdict:
         for node in ast.walk(tree):
@@ -438,7 +439,7 @@ class _Checker:
         for node in ast.walk(tree):
             why = self._node(node)
             if why:
-                return PyVerdict(False, why, reads=self.reads)
+                return PyVerdict(False, why, self.dynamic_import, self.reads)
         return PyVerdict(True, reads=self.reads)
 
     def _binds(self, name: str) -> str:
@@ -480,12 +481,26 @@ class _Checker:
         func = node.func
         if isinstance(func, ast.Name):
             name = func.id
+            if name == "__import__" and not (
+                node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                self.dynamic_import = True
+                return "imports a computed module (it may be infomark)"
             if name == "open":
                 return self._open(node)
             if name in _PURE_BUILTINS or name in self.defined or name in self.imported_ok:
                 return ""
             return f"calls `{name}()`, which is not known to be read-only"
         if isinstance(func, ast.Attribute):
+            if func.attr in ("import_module", "find_spec", "__import__") and not (
+                node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                self.dynamic_import = True
+                return "imports a computed module (it may be infomark)"
             if func.attr == "open" and not _attr_open_reads(node):
                 return "opens a file for writing"
             return ""  # the attribute itself is checked as an Attribute node

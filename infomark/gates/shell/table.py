@@ -48,10 +48,13 @@ from infomark.gates.shell.interpreters import (
 from infomark.gates.shell.sql import _h_mysql, _h_psql, _h_sqlite
 from infomark.gates.shell.words import _command_name
 from infomark.gates.shell.wrappers import (
+    _h_alias,
     _h_chroot,
     _h_command,
     _h_env,
     _h_exec_tool,
+    _h_hash,
+    _h_infomark,
     _h_opaque,
     _h_ssh,
     _h_su,
@@ -92,6 +95,9 @@ _HANDLERS: dict[str, Handler] = {
     "npx": _h_exec_tool,
     "uvx": _h_exec_tool,
     "bunx": _h_exec_tool,
+    "infomark": _h_infomark,
+    "alias": _h_alias,
+    "hash": _h_hash,
     # opaque
     "eval": _h_opaque,
     "source": _h_opaque,

@@ -26,9 +26,11 @@ from infomark.gates.shell.core import (
     short,
     ws,
 )
+from infomark.gates.shell.resolve import assignment, command_paths, redirect_paths, redirects_of
 from infomark.gates.shell.words import (
     BLOCK_DEVICE,
     NULL_SINKS,
+    _join,
     _text,
     _word,
     _words,
@@ -68,9 +70,47 @@ _BRACE_HAZARD = re.compile(
 
 
 def _parser_safe(data: bytes) -> bytes:
+    if b"<<" in data:
+        data = _heredoc_safe(data)
     if b"{" not in data:
         return data
     return _BRACE_HAZARD.sub(lambda m: m.group(1) + b"x" * len(m.group(2)), data)
+
+
+# bash ends a here-doc only at a line that is exactly its delimiter; tree-sitter-bash also ends
+# it at a line that merely starts with it (`EOF = "end of input"` inside `<<'EOF'`). Such body
+# lines get their first byte changed, for the parser only (offsets and the body text the
+# classifier reads stay the original's).
+_HEREDOC_START = re.compile(
+    rb"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][A-Za-z0-9_.-]*))"
+)
+
+
+def _heredoc_safe(data: bytes) -> bytes:
+    out = bytearray(data)
+    pos = 0
+    while True:
+        m = _HEREDOC_START.search(data, pos)
+        if m is None:
+            return bytes(out)
+        delim = m.group(2) or m.group(3) or m.group(4) or b""
+        line_end = data.find(b"\n", m.end())
+        if line_end < 0 or not delim:
+            return bytes(out)
+        start = line_end + 1
+        pos = m.end()
+        while start < len(data):
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            line = data[start:end]
+            if m.group(1):
+                line = line.lstrip(b"\t")
+            if line == delim:
+                break
+            if line.startswith(delim):
+                k = end - len(line)
+                out[k] = ord("x") if delim[:1] != b"x" else ord("y")
+            start = end + 1
 
 
 def _parse(data: bytes) -> Tree:
@@ -128,7 +168,7 @@ def classify_shell(command: str, cwd: str | None = None) -> Classification:
         except UnicodeEncodeError:
             return fail_closed("command is not valid Unicode (lone surrogate)")
         start = os.path.abspath(cwd) if cwd else os.getcwd()
-        state = State(_WALKER, start)
+        state = State(_WALKER, start, text=command)
         _source(data, state, 0)
         return result(state)
     except Exception as exc:  # defensive: a classifier bug must not open the gate
@@ -145,6 +185,7 @@ def _source(data: bytes, state: State, depth: int, *, retry: bool = True) -> Non
     tree = _parse(data)
     root = tree.root_node
     if root.has_error:
+        state.opaque = True  # words in the damaged part are not read: fail closed
         state.add(MODIFY, _syntax_reason(root, data))
         if retry and b"((" in data:
             # bash reads `((a); (b))` as nested subshells when it is not arithmetic;
@@ -213,6 +254,8 @@ def _walk(root: Node, src: bytes, state: State, depth: int) -> None:
                 descend = _MAY_NEST.search(src, node.start_byte, node.end_byte) is not None
             elif kind == "file_redirect":
                 _file_redirect(node, src, state)
+            elif kind == "variable_assignment":
+                assignment(node, src, state)
             elif kind == "command_substitution":
                 _backtick_escapes(node, src, state, depth)
             elif kind == "heredoc_redirect":
@@ -297,6 +340,7 @@ def _stmt_snippet(node: Node, src: bytes) -> str:
 
 def _file_redirect(node: Node, src: bytes, state: State) -> None:
     op = _redirect_op(node)
+    redirect_paths(node, src, state)
     if op is None or (op not in _WRITE_OPS and op != ">&"):
         return
     dest = node.child_by_field_name("destination")
@@ -324,22 +368,38 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
         return
     env = Env(state, node, src, depth)
     raw = src[name_node.start_byte : name_node.end_byte]
-    if _PLAIN_WORD.fullmatch(raw):  # fast path: no quotes, escapes or expansions
-        word: str | None = raw.decode("ascii")
+    arg_nodes = node.children_by_field_name("argument")
+    glued = 0  # tree-sitter splits `i'n'\fomark` after a quote: bash reads one word
+    end = name_node.end_byte
+    while glued < len(arg_nodes) and arg_nodes[glued].start_byte == end:
+        end = arg_nodes[glued].end_byte
+        glued += 1
+    if glued:
+        word: str | None = _join([_word(name_node, src), *_words(arg_nodes[:glued], src)]).value
+        arg_nodes = arg_nodes[glued:]
+    elif _PLAIN_WORD.fullmatch(raw):  # fast path: no quotes, escapes or expansions
+        word = raw.decode("ascii")
     else:
         word = _word(name_node, src).value
+    if word is not None and word in state.aliases and depth <= MAX_DEPTH:
+        rest = src[name_node.end_byte : node.end_byte].decode("utf-8", "replace")
+        env.nested(state.aliases[word] + rest, f"alias `{word}`")
+        return
+    if word is not None and word in state.hashed:
+        word = state.hashed[word]
     if word is None:
-        env.modify("has a computed command name (opaque)")
+        _computed_name(env, _text(name_node, src))
         return
     name, handler = table.lookup(word)
+    command_paths(node, name, word, src, state)
     if name is None:
-        env.modify("has a glob or brace pattern as its command name (opaque)")
+        env.opaque("has a glob or brace pattern as its command name (opaque)", "opaque_command")
         return
     if handler is None:
         env.execute()
         return
-    args = _words(node.children_by_field_name("argument"), src)
-    for redirect in _redirects_of(node):
+    args = _words(arg_nodes, src)
+    for redirect in redirects_of(node):
         if redirect.type == "file_redirect":
             # `cmd > out -x y`: tree-sitter files -x and y under the redirect; bash passes them
             # to cmd.
@@ -347,14 +407,17 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
     handler(name, args, env)
 
 
-def _redirects_of(node: Node) -> list[Node]:
-    """The redirections of the statement whose body is ``node`` (none when it has none)."""
-    parent = node.parent
-    if parent is not None and parent.type == "redirected_statement":
-        body = parent.child_by_field_name("body")
-        if body is not None and body == node:
-            return parent.children_by_field_name("redirect")
-    return []
+def _computed_name(env: Env, written: str) -> None:
+    """A command word that is a variable or a substitution: fail closed, and say whether it
+    may be infomark itself (``X=infomark; $X record``, ``$(which infomark) record``)."""
+    state = env.state
+    named = "infomark" in written.lower()
+    for key, value in state.variables.items():
+        if ("$" + key in written or "${" + key in written) and "infomark" in value.lower():
+            named = True
+    if named:
+        state.mark("infomark")
+    env.opaque("has a computed command name (opaque)", "opaque_command")
 
 
 def _stdin_of(node: Node, src: bytes) -> Stdin:
@@ -364,7 +427,7 @@ def _stdin_of(node: Node, src: bytes) -> Stdin:
             if named:
                 return Stdin("text", _word(named[-1], src).approx, label="from a here-string")
     stmt = node
-    redirects = _redirects_of(node)
+    redirects = redirects_of(node)
     for redirect in redirects:
         if redirect.type == "heredoc_redirect":
             return Stdin("text", _heredoc_body(redirect, src), label="from a here-doc")

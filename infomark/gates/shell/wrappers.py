@@ -22,10 +22,13 @@ from infomark.gates.shell.words import (
 __all__ = [
     "_argv",
     "_code_on_stdin",
+    "_h_alias",
     "_h_chroot",
     "_h_command",
     "_h_env",
     "_h_exec_tool",
+    "_h_hash",
+    "_h_infomark",
     "_h_opaque",
     "_h_ssh",
     "_h_su",
@@ -44,11 +47,14 @@ def _argv(argv: Sequence[Arg], env: Env) -> None:
         return
     head = argv[0]
     if head.value is None:
-        env.modify("has a computed command name (opaque)")
+        if "infomark" in env.text.lower():
+            env.state.mark("infomark")
+        env.opaque("has a computed command name (opaque)", "opaque_command")
         return
-    name, handler = env.state.walker.lookup(head.value)
+    word = env.state.hashed.get(head.value, head.value)
+    name, handler = env.state.walker.lookup(word)
     if name is None:
-        env.modify("has a glob or brace pattern as its command name (opaque)")
+        env.opaque("has a glob or brace pattern as its command name (opaque)", "opaque_command")
         return
     args = list(argv[1:])
     if handler is None:
@@ -210,7 +216,9 @@ def _h_trap(name: str, args: list[Arg], env: Env) -> None:
 
 
 def _h_opaque(name: str, args: list[Arg], env: Env) -> None:
-    env.modify(f"runs code through `{name}` (opaque)")
+    if "infomark" in env.text.lower():
+        env.state.mark("infomark")
+    env.opaque(f"runs code through `{name}` (opaque)")
 
 
 def _h_exec_tool(name: str, args: list[Arg], env: Env) -> None:
@@ -235,3 +243,40 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
         env.nested(stdin.text, f"code {stdin.label}")
     else:
         env.modify(f"runs opaque inline code {stdin.label}")
+
+
+def _h_infomark(name: str, args: list[Arg], env: Env) -> None:
+    """infomark itself, in any spelling (``\\infomark``, ``inf""omark``, a path to it)."""
+    env.state.mark("infomark")
+    env.execute("runs infomark itself (self-invocation)")
+
+
+def _h_alias(name: str, args: list[Arg], env: Env) -> None:
+    """``alias x='rm -rf y'``: a later ``x`` runs that code (expanded whenever aliases are on,
+    which an agent's shell may well have: failing towards the stricter reading)."""
+    defined = False
+    for arg in args:
+        if arg.value is None:
+            if "=" in arg.approx:
+                env.opaque("defines a computed alias (opaque)")
+            continue
+        key, eq, value = arg.value.partition("=")
+        if eq and key and not key.startswith("-"):
+            env.state.aliases[key] = value
+            defined = True
+    env.execute("defines aliases" if defined else "lists aliases")
+
+
+def _h_hash(name: str, args: list[Arg], env: Env) -> None:
+    """``hash -p /bin/rm ls``: a later ``ls`` runs ``/bin/rm``."""
+    statics = [a.value for a in args]
+    for k, v in enumerate(statics):
+        if v == "-p" and k + 2 < len(statics):
+            path, target = statics[k + 1], statics[k + 2]
+            if path is None or target is None:
+                env.opaque("remembers a computed command path (opaque)", "opaque_command")
+                return
+            env.state.hashed[target] = path
+            env.execute(f"makes `{target}` run {path}")
+            return
+    env.execute("lists or resets remembered command paths")
