@@ -26,7 +26,6 @@ __all__ = [
     "_h_rm",
     "_h_rmdir",
     "_h_ruff",
-    "_h_sed",
     "_h_sort",
     "_h_tee",
     "_h_wipe",
@@ -137,14 +136,6 @@ def _h_tee(name: str, args: list[Arg], env: Env) -> None:
         env.modify(f"writes {targets[0].value or 'a computed path'}")
     else:
         env.execute("copies stdin to stdout")
-
-
-def _h_sed(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(args, "efl", frozenset({"--expression", "--file", "--line-length"}))
-    if _names(opts) & {"-i", "--in-place"}:
-        env.modify("edits files in place")
-    else:
-        env.execute("filters text; not known to modify anything")
 
 
 def _h_sort(name: str, args: list[Arg], env: Env) -> None:

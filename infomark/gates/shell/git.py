@@ -29,16 +29,20 @@ _GIT_RISKY_CONFIG = re.compile(
 )
 
 
-def _h_git(name: str, args: list[Arg], env: Env) -> None:
+def _h_git(name: str, args: list[Arg], env: Env, hops: int = 0) -> None:
     i, n = 0, len(args)
+    aliases: dict[str, str] = {}
     while i < n:
         v = args[i].value
         if v is None:
             break
         if v in _GIT_GLOBAL_VALUES:
             if v == "-c" and i + 1 < n:
-                key = (args[i + 1].value or "alias.?").split("=", 1)[0]
-                if _GIT_RISKY_CONFIG.match(key):
+                setting = args[i + 1].value
+                key, _, value = (setting or "alias.?").partition("=")
+                if key.lower().startswith("alias.") and setting is not None:
+                    aliases[key[6:]] = value  # resolved below when it is the subcommand
+                elif _GIT_RISKY_CONFIG.match(key):
                     env.modify(f"sets `{key}`, which can run arbitrary commands (opaque)")
             i += 2
             continue
@@ -54,16 +58,52 @@ def _h_git(name: str, args: list[Arg], env: Env) -> None:
     sub_arg = args[i]
     rest = args[i + 1 :]
     if sub_arg.value is None:
-        env.modify("runs a computed git subcommand (opaque)")
+        env.opaque("runs a computed git subcommand (opaque)")
         return
     sub = sub_arg.value
+    if sub in aliases:
+        _git_alias(sub, aliases[sub], rest, env, hops)
+        return
+    for key in aliases:
+        env.modify(f"sets `alias.{key}`, which can run arbitrary commands (opaque)")
     handler = _GIT_HANDLERS.get(sub)
     if handler is not None:
         handler(sub, rest, env)
     elif sub in _GIT_READS:
+        if _git_output(rest, env):
+            return
         env.execute(f"reads the repository (git {sub})")
     else:
         env.modify(f"changes the repository or working tree (git {sub})")
+
+
+def _git_alias(sub: str, value: str, rest: list[Arg], env: Env, hops: int) -> None:
+    """``git -c alias.x='reset --hard' x``: classify what the alias expands to."""
+    if value.startswith("!"):
+        env.modify(f"runs shell alias `{sub}` with git's environment (opaque)")
+        env.nested(value[1:] + " " + " ".join(a.approx for a in rest), f"alias `{sub}`")
+        return
+    words = value.split()
+    if hops >= 4 or not words:
+        env.modify(f"runs alias `{sub}` (opaque)")
+        return
+    _h_git("git", [Arg(w, w) for w in words] + rest, env, hops + 1)
+
+
+def _git_output(args: list[Arg], env: Env) -> bool:
+    """``git diff --output=FILE`` (and log, show …): a read that writes a file."""
+    for k, arg in enumerate(args):
+        v = arg.value or ""
+        target: Arg | None = None
+        if v == "--output" and k + 1 < len(args):
+            target = args[k + 1]
+        elif v.startswith("--output="):
+            value = v.split("=", 1)[1]
+            target = Arg(value, value)
+        if target is not None and not _is_sink(target.value):
+            env.modify(f"writes {target.value or 'a computed path'} (--output)")
+            return True
+    return False
 
 
 def _git_reset(sub: str, args: list[Arg], env: Env) -> None:

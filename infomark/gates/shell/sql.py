@@ -103,19 +103,40 @@ def _sql_statement(tokens: list[str], scan: _SqlScan) -> None:
     for kw in ("DROP", "TRUNCATE"):
         if kw in words and kw not in scan.destructive:
             scan.destructive.append(kw)
-    if "DELETE" in words and tokens[0] not in ("GRANT", "REVOKE"):
-        if "WHERE" not in words:
-            if "DELETE without WHERE" not in scan.destructive:
-                scan.destructive.append("DELETE without WHERE")
-        elif "DELETE" not in scan.writes:
-            scan.writes.append("DELETE")
     lead = tokens[0]
+    for verb in ("DELETE", "UPDATE"):
+        if verb not in words or lead in ("GRANT", "REVOKE") or (verb == "UPDATE" and lead != verb):
+            continue
+        if "WHERE" not in words:
+            _once(scan.destructive, f"{verb} without WHERE")
+        elif _tautology(tokens):
+            _once(scan.destructive, f"{verb} with an always-true WHERE")
+        else:
+            _once(scan.writes, verb)
     if lead in _SQL_WRITES and lead not in scan.writes:
         scan.writes.append(lead)
     elif lead == "WITH":
         for kw in ("INSERT", "UPDATE", "MERGE"):
             if kw in words and kw not in scan.writes:
                 scan.writes.append(kw)
+
+
+def _once(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)
+
+
+_ALWAYS = frozenset({"TRUE", "OR", "IS", "NOT", "NULL", "AND"})
+
+
+def _tautology(tokens: list[str]) -> bool:
+    """``WHERE 1``, ``WHERE 1=1``, ``WHERE TRUE``, ``WHERE 'a'='a'``: no column is named after
+    WHERE (literals and strings are not tokens here), so the condition cannot select rows."""
+    after = tokens[tokens.index("WHERE") + 1 :]
+    for stop in ("RETURNING", "ORDER", "LIMIT"):
+        if stop in after:
+            after = after[: after.index(stop)]
+    return all(t in _ALWAYS for t in after) and "NULL" not in after and "NOT" not in after
 
 
 def _sql_text(env: Env, sql: str, label: str, hops: int = 0) -> None:

@@ -32,10 +32,19 @@ from infomark.gates.shell.files import (
     _h_rm,
     _h_rmdir,
     _h_ruff,
-    _h_sed,
     _h_sort,
     _h_tee,
     _h_wipe,
+)
+from infomark.gates.shell.filters import (
+    _h_awk,
+    _h_iconv,
+    _h_openssl,
+    _h_sed,
+    _h_sponge,
+    _h_uniq,
+    _h_xxd,
+    _h_yq,
 )
 from infomark.gates.shell.git import _h_git
 from infomark.gates.shell.interpreters import (
@@ -44,6 +53,14 @@ from infomark.gates.shell.interpreters import (
     _h_interpreter,
     _h_pwsh,
     _h_shell,
+)
+from infomark.gates.shell.runners import (
+    _h_flock,
+    _h_gdb,
+    _h_parallel,
+    _h_script,
+    _h_taskset,
+    _h_time,
 )
 from infomark.gates.shell.sql import _h_mysql, _h_psql, _h_sqlite
 from infomark.gates.shell.words import _command_name
@@ -79,7 +96,7 @@ _HANDLERS: dict[str, Handler] = {
     "exec": _wrapper("a"),
     "nice": _wrapper("n", frozenset({"--adjustment"})),
     "nohup": _wrapper(),
-    "time": _wrapper("fo", frozenset({"--format", "--output"})),
+    "time": _h_time,
     "timeout": _h_timeout,
     "stdbuf": _wrapper("ioe", frozenset({"--input", "--output", "--error"})),
     "xargs": _h_xargs,
@@ -87,6 +104,12 @@ _HANDLERS: dict[str, Handler] = {
     "ionice": _wrapper("cn", frozenset({"--class", "--classdata"})),
     "chroot": _h_chroot,
     "busybox": _wrapper(),
+    "toybox": _wrapper(),
+    "script": _h_script,
+    "flock": _h_flock,
+    "taskset": _h_taskset,
+    "parallel": _h_parallel,
+    "gdb": _h_gdb,
     "coproc": _wrapper(),
     "watch": _h_watch,
     "ssh": _h_ssh,
@@ -133,6 +156,13 @@ _HANDLERS: dict[str, Handler] = {
     "tee": _h_tee,
     "sed": _h_sed,
     "gsed": _h_sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "busybox-awk"), _h_awk),
+    "uniq": _h_uniq,
+    "iconv": _h_iconv,
+    "xxd": _h_xxd,
+    "sponge": _h_sponge,
+    "yq": _h_yq,
+    "openssl": _h_openssl,
     "sort": _h_sort,
     "curl": _h_curl,
     "wget": _h_wget,
