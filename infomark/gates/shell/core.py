@@ -122,6 +122,7 @@ class State:
     marks: list[str] = field(default_factory=list)  # families reported at any severity
     paths: list[str] = field(default_factory=list)
     seen_paths: set[str] = field(default_factory=set)
+    noted: set[tuple[str, int]] = field(default_factory=set)  # words already expanded
     opaque: bool = False
     cwds: list[str] = field(default_factory=list)  # every directory the line may be in
     variables: dict[str, str] = field(default_factory=dict)  # NAME=static value seen so far

@@ -29,6 +29,16 @@ _GIT_RISKY_CONFIG = re.compile(
 )
 
 
+_GIT_DRY_RUNS = {
+    "fetch": frozenset({"--dry-run"}),
+    "push": frozenset({"--dry-run", "-n"}),
+    "commit": frozenset({"--dry-run"}),
+    "add": frozenset({"--dry-run", "-n"}),
+    "rm": frozenset({"--dry-run", "-n"}),
+    "mv": frozenset({"--dry-run", "-n"}),
+}
+
+
 def _h_git(name: str, args: list[Arg], env: Env, hops: int = 0) -> None:
     i, n = 0, len(args)
     aliases: dict[str, str] = {}
@@ -67,7 +77,9 @@ def _h_git(name: str, args: list[Arg], env: Env, hops: int = 0) -> None:
     for key in aliases:
         env.modify(f"sets `alias.{key}`, which can run arbitrary commands (opaque)")
     handler = _GIT_HANDLERS.get(sub)
-    if handler is not None:
+    if sub in _GIT_DRY_RUNS and _GIT_DRY_RUNS[sub] & set(_static(rest)):
+        env.execute(f"shows what git {sub} would do (dry run)")
+    elif handler is not None:
         handler(sub, rest, env)
     elif sub in _GIT_READS:
         if _git_output(rest, env):

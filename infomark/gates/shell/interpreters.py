@@ -171,7 +171,8 @@ def _h_interpreter(name: str, args: list[Arg], env: Env) -> None:
     elif script is not None and script.value is None:
         env.opaque(f"runs a script from a computed path or process substitution {script.approx}")
     elif script is not None and script.value not in ("-", "/dev/stdin", "/dev/fd/0"):
-        env.execute("runs a script")
+        if not _project_script(script.value or "", args[i + 1 :], env):
+            env.execute("runs a script")
     elif info and script is None:
         env.execute("prints interpreter information")
     else:
@@ -191,6 +192,41 @@ _WRITING_MODULES = {
     "ensurepip": "creates or changes an environment",
     "http.server": "serves files (execute)",
 }
+
+
+_SETUP_WRITES = ws(
+    "install develop build build_ext build_py build_clib build_scripts bdist bdist_wheel "
+    "bdist_egg sdist egg_info clean upload register"
+)
+_DJANGO_WRITES = ws(
+    "migrate makemigrations collectstatic createsuperuser loaddata startapp startproject "
+    "squashmigrations compilemessages makemessages createcachetable changepassword clearsessions "
+    "remove_stale_contenttypes"
+)
+_DJANGO_DESTROYS = ws("flush reset_db sqlflush")
+
+
+def _project_script(path: str, rest: list[Arg], env: Env) -> bool:
+    """``setup.py install`` and ``manage.py migrate`` say what they do; True when classified."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    sub = next((a.value for a in rest if not (a.value or "-").startswith("-")), None)
+    if base == "setup.py" and sub in _SETUP_WRITES:
+        env.modify(f"builds or installs the project (setup.py {sub})")
+        return True
+    if base in ("manage.py", "django-admin", "django-admin.py") and sub is not None:
+        if sub in _DJANGO_DESTROYS:
+            env.destroy(f"empties the database (manage.py {sub})", "db")
+            return True
+        if sub in _DJANGO_WRITES:
+            env.modify(f"changes the database or project files (manage.py {sub})")
+            return True
+    return False
+
+
+def _h_project_script(name: str, args: list[Arg], env: Env) -> None:
+    """``./manage.py migrate``, ``django-admin startproject``: run directly."""
+    if not _project_script(name, args, env):
+        env.execute()
 
 
 def _names_infomark(path: str | None) -> bool:

@@ -242,6 +242,7 @@ MANAGERS: dict[str, Manager] = {
     "rustup": Manager(
         ws("install update uninstall default self target component toolchain override set")
     ),
+    "pre-commit": Manager(ws("install uninstall autoupdate clean gc install-hooks run")),
     "dotnet": Manager(ws("add remove new restore tool workload")),
     "uv": _UV,
 }

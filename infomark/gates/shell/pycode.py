@@ -138,7 +138,9 @@ class _Checker:
         if isinstance(node, ast.Import | ast.ImportFrom):
             for alias in node.names:
                 bound = (alias.asname or alias.name).split(".")[0]
-                why = self._binds(bound) if isinstance(node, ast.Import) or alias.asname else ""
+                if isinstance(node, ast.ImportFrom) and alias.name in _READ_ATTRS:
+                    continue  # the binding that made the name callable
+                why = self._binds(bound)
                 if why:
                     return why
             return ""

@@ -41,16 +41,11 @@ def redirects_of(node: Node) -> list[Node]:
     return []
 
 
-def _raw_args(node: Node, src: bytes) -> list[str]:
+def _raw_args(nodes: list[Node], redirects: list[Node], src: bytes) -> list[str]:
     """The arguments as written, pieces that touch merged (``a"b"$(c)`` is one word)."""
-    nodes = list(node.children_by_field_name("argument"))
-    name = node.child_by_field_name("name")
-    end = name.end_byte if name is not None else -1
-    while nodes and nodes[0].start_byte == end:  # glued to the command word (see tree.py)
-        end = nodes.pop(0).end_byte
-    for redirect in redirects_of(node):
+    for redirect in redirects:
         if redirect.type == "file_redirect":
-            nodes.extend(redirect.children_by_field_name("destination")[1:])
+            nodes = [*nodes, *redirect.children_by_field_name("destination")[1:]]
     out: list[str] = []
     prev_end = -1
     for child in nodes:
@@ -67,6 +62,10 @@ def _raw_args(node: Node, src: bytes) -> list[str]:
 
 
 def _note(raw: str, state: State) -> None:
+    key = (raw, len(state.cwds))
+    if key in state.noted:  # the same word in the same directories: nothing new
+        return
+    state.noted.add(key)
     for base in list(state.cwds):
         fields = expand_word(raw, base)
         if fields is None:
@@ -77,13 +76,26 @@ def _note(raw: str, state: State) -> None:
                 state.path(field, base)
 
 
-def command_paths(node: Node, name: str | None, word: str | None, src: bytes, state: State) -> None:
-    """Record the paths one simple command names (and follow ``cd``)."""
+def command_paths(
+    name_node: Node,
+    arg_nodes: list[Node],
+    redirects: list[Node],
+    name: str | None,
+    word: str | None,
+    src: bytes,
+    state: State,
+) -> None:
+    """Record the paths one simple command names (and follow ``cd``). ``arg_nodes`` are its
+    arguments without the pieces glued to the command word."""
     if word is not None and "/" in word:
-        _note(word if _plain(word) else _text(node.child_by_field_name("name") or node, src), state)
+        _note(word if _plain(word) else _text(name_node, src), state)
     if name in _DATA:
         return
-    args = _raw_args(node, src)
+    if not arg_nodes and not redirects:
+        if name in _CD:
+            _cd([], state)
+        return
+    args = _raw_args(arg_nodes, redirects, src)
     if name in _CD:
         _cd(args, state)
         return

@@ -51,6 +51,7 @@ from infomark.gates.shell.interpreters import (
     _SHELLS,
     INTERPRETERS,
     _h_interpreter,
+    _h_project_script,
     _h_pwsh,
     _h_shell,
 )
@@ -119,6 +120,9 @@ _HANDLERS: dict[str, Handler] = {
     "uvx": _h_exec_tool,
     "bunx": _h_exec_tool,
     "infomark": _h_infomark,
+    **dict.fromkeys(
+        ("manage.py", "setup.py", "django-admin", "django-admin.py"), _h_project_script
+    ),
     "alias": _h_alias,
     "hash": _h_hash,
     # opaque

@@ -391,7 +391,8 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
         _computed_name(env, _text(name_node, src))
         return
     name, handler = table.lookup(word)
-    command_paths(node, name, word, src, state)
+    redirects = redirects_of(node)
+    command_paths(name_node, arg_nodes, redirects, name, word, src, state)
     if name is None:
         env.opaque("has a glob or brace pattern as its command name (opaque)", "opaque_command")
         return
@@ -399,7 +400,7 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
         env.execute()
         return
     args = _words(arg_nodes, src)
-    for redirect in redirects_of(node):
+    for redirect in redirects:
         if redirect.type == "file_redirect":
             # `cmd > out -x y`: tree-sitter files -x and y under the redirect; bash passes them
             # to cmd.
