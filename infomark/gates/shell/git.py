@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
-from infomark.gates.shell.words import Arg, _is_sink, _names, _scan, _static
+from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
 
 __all__ = ["_h_git"]
 
@@ -104,18 +104,11 @@ def _git_alias(sub: str, value: str, rest: list[Arg], env: Env, hops: int) -> No
 
 def _git_output(args: list[Arg], env: Env) -> bool:
     """``git diff --output=FILE`` (and log, show …): a read that writes a file."""
-    for k, arg in enumerate(args):
-        v = arg.value or ""
-        target: Arg | None = None
-        if v == "--output" and k + 1 < len(args):
-            target = args[k + 1]
-        elif v.startswith("--output="):
-            value = v.split("=", 1)[1]
-            target = Arg(value, value)
-        if target is not None and not _is_sink(target.value):
-            env.modify(f"writes {target.value or 'a computed path'} (--output)")
-            return True
-    return False
+    target = _option_value(args, frozenset({"--output"}))
+    if target is None or _is_sink(target.value):
+        return False
+    env.modify(f"writes {target.value or 'a computed path'} (--output)")
+    return True
 
 
 def _git_reset(sub: str, args: list[Arg], env: Env) -> None:

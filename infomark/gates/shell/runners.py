@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 from infomark.gates.shell.core import Env, ws
-from infomark.gates.shell.words import Arg, _is_sink, _scan, _shell_quote, _skip_options
+from infomark.gates.shell.words import (
+    Arg,
+    _is_sink,
+    _option_value,
+    _scan,
+    _shell_quote,
+    _skip_options,
+)
 from infomark.gates.shell.wrappers import _code_on_stdin, _run_rest
 
 __all__ = ["_h_flock", "_h_gdb", "_h_parallel", "_h_script", "_h_taskset", "_h_time"]
@@ -117,14 +124,7 @@ def _h_gdb(name: str, args: list[Arg], env: Env) -> None:
 def _h_time(name: str, args: list[Arg], env: Env) -> None:
     """``time [-o FILE] [-a] CMD`` (GNU time writes its report into FILE)."""
     i = _skip_options(args, "fo", ws("--format --output"))
-    for k in range(i):
-        v = args[k].value or ""
-        target: Arg | None = None
-        if v in ("-o", "--output") and k + 1 < len(args):
-            target = args[k + 1]
-        elif v.startswith("--output="):
-            value = v.split("=", 1)[1]
-            target = Arg(value, value)
-        if target is not None and not _is_sink(target.value):
-            env.modify(f"writes its report into {target.value or 'a computed path'}")
+    target = _option_value(args[:i], frozenset({"-o", "--output"}))
+    if target is not None and not _is_sink(target.value):
+        env.modify(f"writes its report into {target.value or 'a computed path'}")
     _run_rest(args[i:], env)

@@ -26,6 +26,7 @@ __all__ = [
     "_first_positional",
     "_is_sink",
     "_names",
+    "_option_value",
     "_scan",
     "_shell_quote",
     "_skip_options",
@@ -344,3 +345,15 @@ def _shell_quote(text: str) -> str:
     if text and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", text):
         return text
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _option_value(args: Sequence[Arg], names: frozenset[str]) -> Arg | None:
+    """The value of the first option in ``names`` (``--output FILE`` or ``--output=FILE``)."""
+    for k, arg in enumerate(args):
+        v = arg.value or ""
+        if v in names and k + 1 < len(args):
+            return args[k + 1]
+        key, eq, value = v.partition("=")
+        if eq and key in names and key.startswith("--"):
+            return Arg(value, value)
+    return None
