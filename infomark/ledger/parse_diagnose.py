@@ -33,6 +33,7 @@ TOKEN_NAMES = {
     "SQ": "a single-quoted value",
     "BLOCK": "a | or > block value",
     "_COLON": "':'",
+    "_OBJECT": "a {…} object",
     "_REASON": 'a reason (reason="…", — … or : …)',
     "_NL": "the end of the line",
     "_INDENT": "an indented line",

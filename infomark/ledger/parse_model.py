@@ -13,6 +13,7 @@ from typing import Literal, cast
 from infomark.kernel.infomark import InfoMark
 from infomark.ledger.blocks import (
     AUTHORITIES,
+    BLOCK_KEYWORDS,
     CLAIM_ID_PATTERN,
     CLAIM_KEYS,
     DIVERGENCE_KEYS,
@@ -49,6 +50,12 @@ def _span(pos: Pos) -> Span:
 
 def _node_pos(node: Node | Legacy, fallback: Pos) -> Pos:
     return fallback if node is None else node.pos
+
+
+def _canonical(key: str, known: Iterable[str]) -> str:
+    """``key`` as the known key it spells in another case (``Claims`` → ``claims``), else as is."""
+    lowered = key.lower()
+    return lowered if lowered != key and lowered in known else key
 
 
 def _as_text(node: Node) -> str:
@@ -106,17 +113,26 @@ class Builder:
             )
         )
 
-    def build(self, top: Top) -> Block | None:
-        span = _span(top.pos)
-        block: Block | None
-        if top.keyword == "claim_ledger":
-            block = self.ledger(top.body, top.pos, span)
-        elif top.keyword == "gate":
-            block = self.gate(top.body, top.reason, top.pos, span)
-        elif top.keyword == "question":
-            block = self.question(top.body, top.pos, span)
+    def build(self, top: Top) -> list[Block]:
+        """The block(s) of one candidate: one, or one per keyword key of an object."""
+        blocks: list[Block] = []
+        if top.keyword == "object" and isinstance(top.body, Map):
+            for key, node in top.body.pairs:
+                keyword = _canonical(key.value, BLOCK_KEYWORDS)
+                if keyword not in BLOCK_KEYWORDS:
+                    self.keyword = "object"
+                    self.unknown_key(key, BLOCK_KEYWORDS, "a block object")
+                    continue
+                self.keyword = keyword
+                end = _node_pos(node, key.pos)
+                pos = (key.pos[0], key.pos[1], end[2], end[3])
+                block = self.one(keyword, node, None, pos)
+                if block is not None:
+                    blocks.append(block)
         else:
-            block = self.stamp(top.keyword, top.body, top.pos, span)
+            block = self.one(top.keyword, top.body, top.reason, top.pos)
+            if block is not None:
+                blocks.append(block)
         if self.unlisted:
             self.diagnostics.append(
                 Diagnostic(
@@ -128,8 +144,20 @@ class Builder:
                 )
             )
         if self.error_seen:
-            return None
-        return block
+            return []
+        return blocks
+
+    def one(
+        self, keyword: str, body: Node | Legacy, reason: Scalar | None, pos: Pos
+    ) -> Block | None:
+        span = _span(pos)
+        if keyword == "claim_ledger":
+            return self.ledger(body, pos, span)
+        if keyword == "gate":
+            return self.gate(body, reason, pos, span)
+        if keyword == "question":
+            return self.question(body, pos, span)
+        return self.stamp(keyword, body, pos, span)
 
     # -- claim_ledger
 
@@ -147,7 +175,8 @@ class Builder:
         extra: dict[str, str] = {}
         seen: set[str] = set()
         for key, node in body.pairs:
-            name = LEDGER_ALIASES.get(key.value, key.value)
+            name = _canonical(key.value, (*LEDGER_KEYS, *LEDGER_ALIASES))
+            name = LEDGER_ALIASES.get(name, name)
             self.check_duplicate(name, key, seen)
             if name == "claims":
                 claims = self.claims(node, key.pos)
@@ -198,7 +227,7 @@ class Builder:
         id_node: Scalar | None = None
         places: dict[str, Pos] = {}
         for key, node in mapping.pairs:
-            name = key.value
+            name = _canonical(key.value, CLAIM_KEYS)
             if name not in CLAIM_KEYS:
                 extra[name] = _as_text(node)
                 self.unknown_key(key, CLAIM_KEYS, "a claim")
@@ -307,17 +336,18 @@ class Builder:
             seen: set[str] = set()
             id_pos = result_pos = authority_pos = where
             for key, node in body.pairs:
-                if key.value not in known:
+                name = _canonical(key.value, known)
+                if name not in known:
                     extra[key.value] = _as_text(node)
                     self.unknown_key(key, known, keyword)
                     continue
-                self.check_duplicate(key.value, key, seen)
-                values[key.value] = self.single(node, key)
-                if key.value == "claim_id":
+                self.check_duplicate(name, key, seen)
+                values[name] = self.single(node, key)
+                if name == "claim_id":
                     id_pos = _node_pos(node, key.pos)
-                elif key.value == "result":
+                elif name == "result":
                     result_pos = _node_pos(node, key.pos)
-                elif key.value == "authority":
+                elif name == "authority":
                     authority_pos = _node_pos(node, key.pos)
         else:
             self.note(where, f"{keyword} needs claim_id and evidence_ref", expected=["claim_id="])

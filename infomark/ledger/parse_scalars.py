@@ -74,6 +74,8 @@ class ScalarReader:
         self.lines = [src.text for src in candidate.lines]
         self.numbers = [src.number for src in candidate.lines]
         self.start = candidate.column - 1
+        self.base = indent_width(self.lines[0])[0]
+        self.form = candidate.form
         self.token = token
         self.tokens: list[Token] = []
 
@@ -132,11 +134,17 @@ class ScalarReader:
         self.mark("_NL")
         return end_j + 1
 
-    def quoted(self, j: int, c: int) -> tuple[str, str, int, int]:
+    def quoted(
+        self, j: int, c: int, owner: int | None = None, one_line: bool = False
+    ) -> tuple[str, str, int, int]:
         """A quoted scalar from ``(j, c)``: (token type, value, end line, index past it).
 
         Line breaks inside fold as in YAML (one break → space, n blank lines → n
-        newlines, trailing spaces dropped); ``\\`` at the end of a line joins.
+        newlines, trailing spaces dropped); ``\\`` at the end of a line joins. In
+        block context (``owner`` given: the column of the key or dash that owns the
+        value) a continuation line must be indented deeper than ``owner``; a line
+        that is not ends the value, and the quote is reported unterminated at its
+        own line, not where some later quote happened to close it.
         """
         quote = self.lines[j][c]
         double = quote == '"'
@@ -179,12 +187,18 @@ class ScalarReader:
             while k < len(self.lines) and not self.lines[k].strip(" \t"):
                 blanks += 1
                 k += 1
-            if k >= len(self.lines):
+            kind = "double" if double else "single"
+            if k >= len(self.lines) or one_line:
+                raise self.problem(
+                    j, c, f"unterminated {kind}-quoted value", [f"a closing {quote}"]
+                )
+            if owner is not None and indent_width(self.lines[k])[0] <= owner:
                 raise self.problem(
                     j,
                     c,
-                    f"unterminated {'double' if double else 'single'}-quoted value",
-                    [f"a closing {quote}"],
+                    f"unterminated {kind}-quoted value: line {self.numbers[k]} is not indented "
+                    "under its key, so the quote must close on this line or a deeper one",
+                    [f"a closing {quote}", "continuation lines indented deeper than the key"],
                 )
             if blanks:
                 buf.append("\n" * blanks)

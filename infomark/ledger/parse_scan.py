@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from infomark.ledger.blocks import KEY_PATTERN
-from infomark.ledger.locate import block_scalar_header, column_width, indent_width, key_colon
+from infomark.ledger.locate import (
+    block_scalar_header,
+    column_width,
+    indent_width,
+    key_at,
+    keyword_at,
+)
+from infomark.ledger.parse_diagnose import Problem
 from infomark.ledger.parse_scalars import ScalarReader, is_dash, skip_ws
 
 if TYPE_CHECKING:
@@ -58,12 +65,19 @@ class Tokenizer(ScalarReader):
     def run(self) -> list[Token]:
         text = self.lines[0]
         keyword = self.keyword
-        c = self.start
-        self.emit(_KEYWORD_TOKENS[keyword], keyword, 0, c, 0, c + len(keyword))
-        c += len(keyword)
-        self.emit("_COLON", ":", 0, c, 0, c + 1)
-        v = skip_ws(text, c + 1)
         base = indent_width(text)[0]
+        if self.form == "object":
+            self.emit("_OBJECT", "", 0, self.start, 0, self.start)
+            k, i = self.flow(0, self.start)
+            self.structure(self.line_end(k, i), base)
+            return self.tokens
+        found = keyword_at(text, self.start, quoted=True)
+        if found is None or found[0] != keyword:  # locate found it; this cannot happen
+            raise self.problem(0, self.start, f"expected {keyword}:", [f"{keyword}:"])
+        key = found[1]
+        self.emit(_KEYWORD_TOKENS[keyword], keyword, 0, self.start, 0, key.colon)
+        self.emit("_COLON", ":", 0, key.colon, 0, key.colon + 1)
+        v = skip_ws(text, key.after)
         if keyword == "gate":
             j = self.gate_value(v)
         elif keyword == "question":
@@ -113,23 +127,55 @@ class Tokenizer(ScalarReader):
                 if after >= len(text) or text[after] == "#":
                     c = len(text)
                     break
-                if is_dash(text, after) or key_colon(text, after) is not None:
+                if is_dash(text, after) or self.key_here(j, after) is not None:
                     self.push(stack, column_width(text, after), j, after)
                 c = after
             if c >= len(text):
                 self.mark("_NL")
                 j += 1
                 continue
-            colon = key_colon(text, c)
-            if colon is None:
+            key = self.key_here(j, c)
+            if key is None:
                 j = self.value(j, c, owner)
                 continue
-            self.emit("KEY", text[c:colon], j, c, j, colon)
+            name, start, end, colon, after = key
+            self.emit("KEY", name, j, start, j, end)
             self.emit("_COLON", ":", j, colon, j, colon + 1)
-            j = self.value(j, skip_ws(text, colon + 1), column_width(text, c))
+            j = self.value(j, skip_ws(text, after), column_width(text, c))
         while len(stack) > 1:
             stack.pop()
             self.mark("_DEDENT")
+
+    def key_here(self, j: int, c: int) -> tuple[str, int, int, int, int] | None:
+        """A key at ``(j, c)``: bare, decorated (``**id**:``) or quoted (``"id":``).
+
+        Returns (name, name start, name end, colon index, index past the colon).
+        """
+        text = self.lines[j]
+        if c < len(text) and text[c] in "\"'":
+            return self.quoted_key(j, c)
+        key = key_at(text, c)
+        if key is None:
+            return None
+        return key.name, key.start, key.start + len(key.name), key.colon, key.after
+
+    def quoted_key(self, j: int, c: int) -> tuple[str, int, int, int, int] | None:
+        """A quoted key (JSON / YAML object style) closed on its own line and followed by ``:``."""
+        text = self.lines[j]
+        try:
+            _, name, k, i = self.quoted(j, c, one_line=True)
+        except Problem:
+            return None  # not a key; the value reader reports the quote
+        colon = skip_ws(text, i) if k == j else len(text)
+        if colon >= len(text) or text[colon] != ":":
+            return None
+        if colon + 1 < len(text) and text[colon + 1] not in " \t\"'[{":
+            return None
+        if KEY_PATTERN.fullmatch(name) is None:
+            raise self.problem(
+                j, c, f"{name!r} is not a valid key", ["a key matching [A-Za-z_][A-Za-z0-9_.-]*"]
+            )
+        return name, c, i, colon, colon + 1
 
     def push(self, stack: list[int], width: int, j: int, c: int) -> None:
         if len(stack) > MAX_DEPTH:
@@ -152,7 +198,7 @@ class Tokenizer(ScalarReader):
             k, i = self.flow(j, v)
             return self.line_end(k, i)
         if first in "\"'":
-            kind, value, k, i = self.quoted(j, v)
+            kind, value, k, i = self.quoted(j, v, owner)
             self.emit(kind, value, j, v, k, i)
             return self.line_end(k, i)
         header = block_scalar_header(text[v:])
@@ -229,7 +275,7 @@ class Tokenizer(ScalarReader):
                 if ch == "#" and (i == 0 or text[i - 1] in " \t"):
                     break
                 if ch in "\"'":
-                    kind, value, k2, i2 = self.quoted(k, i)
+                    kind, value, k2, i2 = self.quoted(k, i, self.base)
                     self.emit(kind, value, k, i, k2, i2)
                     expect_value = False
                     k, i = k2, i2
@@ -300,9 +346,7 @@ class Tokenizer(ScalarReader):
                     self.emit("_COMMA", ",", k, i, k, i + 1)
                     i += 1
                 elif ch in "\"'":
-                    kind, value, k2, i2 = self.quoted(k, i)
-                    self.emit(kind, value, k, i, k2, i2)
-                    k, i = k2, i2
+                    k, i = self.flow_quoted(k, i)
                     text = self.lines[k]
                 else:
                     i = self.flow_plain(k, i)
@@ -310,6 +354,25 @@ class Tokenizer(ScalarReader):
             i = 0
             if k >= len(self.lines):
                 raise self.problem(j, c, "unclosed flow collection", [f"a closing '{closers[-1]}'"])
+
+    def flow_quoted(self, k: int, i: int) -> tuple[int, int]:
+        """A quoted scalar in a flow collection; a key (JSON style) when ``:`` follows it."""
+        kind, value, k2, i2 = self.quoted(k, i)
+        text = self.lines[k2]
+        after = skip_ws(text, i2)
+        if after < len(text) and text[after] == ":":
+            if KEY_PATTERN.fullmatch(value) is None:
+                raise self.problem(
+                    k,
+                    i,
+                    f"{value!r} is not a valid key",
+                    ["a key matching [A-Za-z_][A-Za-z0-9_.-]*"],
+                )
+            self.emit("KEY", value, k, i, k2, i2)
+            self.emit("_COLON", ":", k2, after, k2, after + 1)
+            return k2, after + 1
+        self.emit(kind, value, k, i, k2, i2)
+        return k2, i2
 
     def flow_plain(self, k: int, start: int) -> int:
         """A bare word inside a flow collection (a key when ``:`` follows)."""
@@ -337,5 +400,7 @@ class Tokenizer(ScalarReader):
             self.emit("KEY", value, k, start, k, end)
             self.emit("_COLON", ":", k, i, k, i + 1)
             return i + 1
+        if self.form == "object" and value == "null" and self.tokens[-1].type == "_COLON":
+            return i  # JSON null: the pair has no value
         self.emit("PLAIN", value, k, start, k, end)
         return i

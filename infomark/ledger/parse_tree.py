@@ -132,6 +132,7 @@ _RULES: dict[str, Callable[[list[Any], Any], Any]] = {
     "divergence": _rule_top,
     "gate": _rule_gate,
     "question": _rule_top,
+    "object": lambda children, meta: Top("object", _meta_pos(meta), children[0]),
     "mapping": lambda children, meta: Map(children, _meta_pos(meta)),
     "inline": lambda children, meta: Map(children, _meta_pos(meta)),
     "flow_map": lambda children, meta: Map(children, _meta_pos(meta)),

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import cast
 
 from infomark.ledger.blocks import Block, Diagnostic, ParsedMessage
-from infomark.ledger.locate import Candidate, locate_blocks, may_contain_blocks
+from infomark.ledger.locate import Candidate, Suspect, locate, may_contain_blocks
 from infomark.ledger.parse_diagnose import Problem, internal_error, syntax_diagnostic
 from infomark.ledger.parse_model import MAX_BLOCK_DIAGNOSTICS, Builder
 from infomark.ledger.parse_scalars import MAX_BLOCK_TOKENS
@@ -58,13 +58,17 @@ def parse_message(text: str) -> ParsedMessage:
     try:
         if not may_contain_blocks(text):
             return ParsedMessage()
-        candidates = locate_blocks(text)
+        located = locate(text)
     except Exception as exc:  # last resort: the contract is "never raise"
         return ParsedMessage(diagnostics=[internal_error(1, 1, exc, None)])
+    candidates = located.candidates
+    suspects = [_suspect_diagnostic(suspect) for suspect in located.suspects]
     blocks: list[Block] = []
     diagnostics: list[Diagnostic] = []
     dropped = 0
     for index, candidate in enumerate(candidates):
+        while suspects and suspects[0].line < candidate.line:
+            diagnostics.append(suspects.pop(0))
         if index >= MAX_BLOCKS:
             diagnostics.append(
                 Diagnostic(
@@ -79,10 +83,10 @@ def parse_message(text: str) -> ParsedMessage:
             )
             break
         try:
-            block, found = _parse_candidate(candidate)
+            parsed, found = _parse_candidate(candidate)
         except Exception as exc:  # last resort: one broken block never hides the others
-            block, found = (
-                None,
+            parsed, found = (
+                [],
                 [internal_error(candidate.line, candidate.column, exc, candidate.keyword)],
             )
         room = MAX_DIAGNOSTICS - len(diagnostics)
@@ -90,8 +94,10 @@ def parse_message(text: str) -> ParsedMessage:
         diagnostics.extend(found[: max(room, 0)])
         if len(found) > room:
             dropped += len(found) - max(room, 0)
-        if block is not None:
-            blocks.append(block)
+        blocks.extend(parsed)
+    room = MAX_DIAGNOSTICS - len(diagnostics)
+    diagnostics.extend(suspects[: max(room, 0)])
+    dropped += max(len(suspects) - max(room, 0), 0)
     if dropped:
         diagnostics.append(
             Diagnostic(
@@ -104,23 +110,33 @@ def parse_message(text: str) -> ParsedMessage:
     return ParsedMessage(blocks=blocks, diagnostics=diagnostics)
 
 
-def _parse_candidate(candidate: Candidate) -> tuple[Block | None, list[Diagnostic]]:
+def _suspect_diagnostic(suspect: Suspect) -> Diagnostic:
+    return Diagnostic(
+        line=suspect.line,
+        column=suspect.column,
+        message=suspect.message,
+        expected=[f"{suspect.keyword}:"],
+        text=suspect.text,
+        block=suspect.keyword,
+    )
+
+
+def _parse_candidate(candidate: Candidate) -> tuple[list[Block], list[Diagnostic]]:
     machine = machinery()
     try:
         tokens = Tokenizer(candidate, machine.token).run()
     except Problem as problem:
-        return None, [problem.diagnostic(candidate.keyword)]
+        return [], [problem.diagnostic(candidate.keyword)]
     try:
         tree = machine.parser.parse(tokens)
     except machine.unexpected_input as exc:
-        return None, [syntax_diagnostic(exc, candidate)]
+        return [], [syntax_diagnostic(exc, candidate)]
     try:
         top = cast(Top, machine.transformer.transform(tree))
     except machine.visit_error as exc:
         original = exc.orig_exc
         if isinstance(original, Problem):
-            return None, [original.diagnostic(candidate.keyword)]
+            return [], [original.diagnostic(candidate.keyword)]
         raise original from None
     builder = Builder(candidate)
-    block = builder.build(top)
-    return block, builder.diagnostics
+    return builder.build(top), builder.diagnostics
