@@ -163,3 +163,16 @@ def test_serve_creates_a_private_home(spawn: Callable[..., Service]) -> None:
         expected = 0o700 if path.is_dir() else 0o600
         assert mode == expected, f"{name}: {oct(mode)}"
     assert (svc.home / ".gitignore").read_text(encoding="utf-8") == GITIGNORE
+
+
+def test_the_pooled_hook_delivers_inbox_messages_like_the_command_hook(
+    service: Service, http: httpx.Client
+) -> None:
+    sid = _uuid()
+    start = {"session_id": sid, "hook_event_name": "SessionStart", "cwd": str(service.project),
+             "source": "startup"}  # fmt: skip
+    assert http.post(HOOK, json=start).status_code == 200  # the session checks in
+    sent = http.post(f"/v1/sessions/{sid}/send", json={"message": "also bump the version"})
+    assert sent.status_code == 200, sent.text
+    out = http.post(HOOK, json=_prompt(sid, service.project, "fix the parser")).json()
+    assert "also bump the version" in out["hookSpecificOutput"]["additionalContext"]
