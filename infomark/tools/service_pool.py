@@ -38,6 +38,7 @@ Opener = Callable[[str, Path, Config], SessionLike]
 """``opener(session, root, config)``: open one session of the pool's home."""
 
 _CONFIG_FILES = ("infomark.toml", "infomark.yaml", "infomark.yml", "pyproject.toml")
+_MAX_PROJECTS = 256
 
 
 @dataclass
@@ -163,6 +164,8 @@ class SessionPool:
                 entry = _ProjectConfig(fingerprint, load_config(root, self.home), None)
             except ConfigError as exc:
                 entry = _ProjectConfig(fingerprint, Config(), exc)
+            if len(self._projects) >= _MAX_PROJECTS:  # many roots: forget, reload on use
+                self._projects.clear()
             self._projects[root] = entry
             return entry.config, entry.error
 
