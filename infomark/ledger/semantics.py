@@ -549,7 +549,7 @@ def _oracle_mismatch(
     return None
 
 
-_OBSERVE_KEYS = ("file_path", "path", "notebook_path", "pattern", "query", "command", "url")
+_OBSERVE_KEYS = ("file_path", "path", "notebook_path", "pattern", "query", "command", "url", "uri")
 
 
 def _named_by_claim(

@@ -101,7 +101,8 @@ def test_a_resource_read_is_a_gated_read_whose_evidence_backs_an_inference(
         declared = await s.call_tool(
             "infomark_ledger",
             {"claims": [{"id": "C1", "text": "status.txt says ready", "status": "Guess",
-                         "falsifier": "status.txt says something else"}],
+                         "falsifier": "status.txt says something else",
+                         "observe": "notes://status"}],
              "premises_for_plan": ["C1"]},
         )  # fmt: skip
         assert not declared.is_error, _texts(declared)
@@ -314,7 +315,8 @@ def test_the_tag_says_exactly_what_the_ledger_accepts(
         with Gatekeeper.open(home, f"{eclass}-{outcome}-{n}", root=project) as gk:
             report = gk.ingest(ledger)
             assert report.ledger_updated, report.diagnostics
-            ev = gk.record(call, _OUTCOMES[outcome])
+            decided = gk.authorize(call)  # the record pairs with its authorization
+            ev = gk.record(call, _OUTCOMES[outcome], call_id=decided.call_id)
             assert (ev.evidence_class.value, ev.outcome.value) == (eclass, outcome)
             accepted = bool(gk.ingest(stamp.format(ref=ev.ref)).stamps_applied)
             backed = stamps_backed(eclass, outcome)
