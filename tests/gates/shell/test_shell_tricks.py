@@ -5,6 +5,9 @@ SAFETY: the commands are DATA; they are classified, never run.
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from infomark.gates.shell import classify_shell
@@ -59,3 +62,17 @@ D, M = ToolClass.DESTRUCTIVE, ToolClass.MODIFY
 def test_tricks(command: str, expected: ToolClass) -> None:
     result = classify_shell(command)
     assert result.tool_class is expected, result
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["[a" * 5000, "[a" * 5000 + "]", "[[:" * 3000, "*/" * 30, "{a,b}" * 30, "{1..99999999}"],
+    ids=["open-brackets", "one-huge-bracket", "class-openers", "deep-stars", "brace-bomb", "seq"],
+)
+def test_hostile_globs_stay_cheap_and_fail_closed(tmp_path: Path, word: str) -> None:
+    for k in range(300):
+        (tmp_path / f"d{k}" / "e").mkdir(parents=True)
+    start = time.perf_counter()
+    result = classify_shell("cat " + word, cwd=str(tmp_path))
+    assert time.perf_counter() - start < 2.0
+    assert result.opaque or result.paths, result
