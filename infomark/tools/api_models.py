@@ -41,6 +41,8 @@ __all__ = [
     "OkOut",
     "RecordOut",
     "RecordRequest",
+    "SendOut",
+    "SendRequest",
     "SessionOut",
     "SessionsOut",
     "StateOut",
@@ -121,6 +123,13 @@ class ApproveRequest(_Request):
 
 class TurnRequest(_Request):
     prompt: str | None = None
+
+
+class SendRequest(_Request):
+    """An operator message for the session's live inbox (``infomark send``)."""
+
+    message: str
+    sender: str = "operator"
 
 
 class HostReportRequest(_Request):
@@ -282,6 +291,12 @@ class EventOut(_Response):
 
 class OkOut(_Response):
     ok: bool
+
+
+class SendOut(_Response):
+    delivered: bool
+    session: str
+    message_id: int
 
 
 class TurnOut(_Response):
