@@ -19,19 +19,40 @@ class BlobStore:
         return self.root / hexd[:2] / hexd[2:]
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` (idempotent, atomic) and return ``sha256:<hex>``."""
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        path = self.path_for(digest)
-        if path.exists():
-            return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        """Store ``data`` (idempotent, atomic, durable) and return ``sha256:<hex>``.
+
+        One hash and one fsync per new blob: the data is on disk before the rename makes it
+        visible, and before the caller commits the event that points to it (that commit's
+        fsync also makes the rename durable on journaling filesystems). A blob already
+        stored with the right size is not written again.
+        """
+        hexd = hashlib.sha256(data).hexdigest()
+        folder = self.root / hexd[:2]
+        path = folder / hexd[2:]
+        try:
+            if path.stat().st_size == len(data):
+                return "sha256:" + hexd
+        except FileNotFoundError:
+            pass
+        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         os.replace(tmp, path)
-        return digest
+        return "sha256:" + hexd
 
     def get(self, digest: str) -> bytes | None:
         try:

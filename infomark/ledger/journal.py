@@ -35,7 +35,7 @@ from infomark.ledger.keys import Key
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: evidence_by_seq (streamed verification)
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS evidence (
 );
 CREATE TABLE IF NOT EXISTS snapshots (
     session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
-)
+);
+CREATE INDEX IF NOT EXISTS evidence_by_seq ON evidence(session, seq)
 """
 
 
@@ -130,6 +131,7 @@ class Journal:
         self.path = path
         self.key = key
         self._in_tx = False
+        self.rows_read = 0  # event rows this handle read for projections (tests pin O(1))
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -258,9 +260,18 @@ class Journal:
         return (int(row[0]), str(row[1])) if row else (0, GENESIS)
 
     def append(
-        self, session: str, type_: str, payload: Mapping[str, Any], *, timestamp: str | None = None
+        self,
+        session: str,
+        type_: str,
+        payload: Mapping[str, Any],
+        *,
+        timestamp: str | None = None,
+        payload_json: str | None = None,
     ) -> EventRow:
-        """Append one event; must run inside :meth:`write`."""
+        """Append one event; must run inside :meth:`write`.
+
+        ``payload_json``, when given, is ``canonical_json(payload)`` already encoded.
+        """
         if not self._in_tx:
             raise StoreError("append outside a write transaction")
         seq, prev = self.head(session)
@@ -269,7 +280,8 @@ class Journal:
             self._db.execute(
                 "INSERT OR IGNORE INTO sessions(session, created) VALUES (?, ?)", (session, _now())
             )
-        payload_json = canonical_json(dict(payload)).decode("utf-8")
+        if payload_json is None:
+            payload_json = canonical_json(dict(payload)).decode("utf-8")
         ts = timestamp or _now()
         kid = self.key.key_id
         h = event_hash(prev, session, seq, type_, payload_json, ts, kid)
@@ -288,11 +300,13 @@ class Journal:
         return EventRow(session, seq, type_, dict(payload), ts, prev, h, mac, kid)
 
     def index_evidence(
-        self, ref: str, session: str, seq: int, record: Mapping[str, Any], mac: str
+        self, ref: str, session: str, seq: int, record: Mapping[str, Any] | str, mac: str
     ) -> None:
+        """Index an evidence record (a mapping, or its canonical JSON text)."""
+        text = record if isinstance(record, str) else canonical_json(dict(record)).decode("utf-8")
         self._db.execute(
             "INSERT INTO evidence(ref, session, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
-            (ref, session, seq, canonical_json(dict(record)).decode("utf-8"), mac),
+            (ref, session, seq, text, mac),
         )
 
     def save_snapshot(self, session: str, seq: int, state: Mapping[str, Any]) -> None:
@@ -342,6 +356,7 @@ class Journal:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY session, seq" if session is None else " ORDER BY seq"
         rows = self._all(sql, args)
+        self.rows_read += len(rows)
         for r in rows:
             yield EventRow(r[0], r[1], r[2], loads_object(r[3]), r[4], r[5], r[6], r[7], r[8])
 
@@ -352,6 +367,29 @@ class Journal:
             "FROM events WHERE session = ? ORDER BY seq, rowid",
             (session,),
         )
+
+    def stream_rows(self, session: str, *, batch: int = 2048) -> Iterator[tuple[Any, ...]]:
+        """:meth:`raw_rows` as a stream: memory flat in the number of events."""
+        cur = self._retry(
+            lambda: self._db.execute(
+                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+                "FROM events WHERE session = ? ORDER BY seq, rowid",
+                (session,),
+            )
+        )
+        while rows := cur.fetchmany(batch):
+            yield from rows
+
+    def evidence_stream(self, session: str, *, batch: int = 2048) -> Iterator[tuple[Any, ...]]:
+        """``(ref, seq, record, mac)`` of one session's evidence index, in seq order."""
+        cur = self._retry(
+            lambda: self._db.execute(
+                "SELECT ref, seq, record, mac FROM evidence WHERE session = ? ORDER BY seq, ref",
+                (session,),
+            )
+        )
+        while rows := cur.fetchmany(batch):
+            yield from rows
 
     def head_row(self, session: str) -> tuple[int, str, str] | None:
         row = self._one("SELECT seq, hash, mac FROM heads WHERE session = ?", (session,))
