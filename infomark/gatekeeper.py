@@ -361,11 +361,13 @@ class Gatekeeper:
             profile=self.config.profile,
         )
 
-    def audit(self, verify: bool = True) -> AuditReport:
+    def audit(
+        self, verify: bool = True, *, progress: Callable[[int, int], None] | None = None
+    ) -> AuditReport:
         from infomark.ledger.audit import build_audit
 
         self._ledger.check_artifacts()
-        return build_audit(self._ledger, verify=verify)
+        return build_audit(self._ledger, verify=verify, progress=progress)
 
     def events(self, *, after: int = 0) -> Iterator[EventRow]:
         return self._ledger.journal.events(self.session, after=after)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -103,6 +104,22 @@ def record(
         click.echo(ev.tag)
 
 
+def _tty_progress() -> Callable[[int, int], None] | None:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        frac = min(done / total, 1.0) if total else 1.0
+        bar = "#" * int(frac * width)
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\rverifying {done:,}/{total:,} events [{bar:<{width}}]{end}")
+        sys.stderr.flush()
+
+    return show
+
+
 @click.command()
 @click.option("--verify/--no-verify", default=False, help="Verify the hash chain, MACs and blobs.")
 @click.option(
@@ -116,7 +133,7 @@ def record(
 def audit(verify: bool, export: Path | None) -> None:
     """Each claim's rank and why; --verify exits 1 naming the first bad event."""
     with open_gk() as gk:
-        report = gk.audit(verify=verify or export is not None)
+        report = gk.audit(verify=verify or export is not None, progress=_tty_progress())
         if export is not None:
             from infomark.ledger.bundle import export_bundle
 
