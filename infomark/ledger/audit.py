@@ -48,6 +48,7 @@ def verify_session(
     return _verify(ledger, session or ledger.session, progress, None)
 
 
+_NONE: list[tuple[Any, ...]] = []  # shared, never appended to
 _BLOB_CACHE = 4096  # digests already verified in this pass (bounded: memory stays flat)
 
 
@@ -101,8 +102,7 @@ def _verify(
                     "(deleted, inserted or reordered)",
                 )
             )
-        recomputed = event_hash(prev_hash, s, seq, type_, payload, ts, kid)
-        if not hmac.compare_digest(recomputed, h):
+        if event_hash(prev_hash, s, seq, type_, payload, ts, kid) != h:  # public: plain ==
             problems.append(Problem(sess, seq, "edited", f"event {seq} ({type_}) was edited"))
         elif kid != ours_kid:
             other_key.add(kid)
@@ -113,18 +113,24 @@ def _verify(
             )
         else:
             ours = True
-        here: list[tuple[Any, ...]] = []
-        while pending is not None and pending[1] <= seq:
-            if pending[1] < seq:
-                ref = pending[0]
-                problems.append(
-                    Problem(sess, pending[1], "evidence", f"evidence {ref} has no journal event")
-                )
-            else:
-                here.append(pending)
-            pending = next(index, None)
+        here: list[tuple[Any, ...]] = _NONE
+        if pending is not None and pending[1] <= seq:
+            here = []
+            while pending is not None and pending[1] <= seq:
+                if pending[1] < seq:
+                    problems.append(
+                        Problem(
+                            sess,
+                            pending[1],
+                            "evidence",
+                            f"evidence {pending[0]} has no journal event",
+                        )
+                    )
+                else:
+                    here.append(pending)
+                pending = next(index, None)
         parsed: dict[str, Any] | None = None
-        if type_ == "evidence_recorded" or here:
+        if here or type_ == "evidence_recorded":
             parsed = loads_object(payload)
             problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
         if replay is not None:

@@ -19,6 +19,7 @@ session can later be forked and merged; the schema version lives in
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import random
 import sqlite3
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infomark.kernel.errors import StoreBusyError, StoreError
-from infomark.ledger.canonical import canonical_json, sha256_hex
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.keys import Key
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
@@ -68,11 +69,21 @@ class EventRow:
         }
 
 
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode  # canonical_json's settings, built once (verification calls this per row)
+
+
 def event_hash(
     prev_hash: str, session: str, seq: int, type_: str, payload_json: str, ts: str, key_id: str
 ) -> str:
-    body = canonical_json([session, seq, type_, payload_json, ts, key_id])
-    return sha256_hex(prev_hash.encode() + b"\n" + body)
+    """``sha256(prev ‖ "\\n" ‖ canonical_json([session, seq, type, payload, ts, key_id]))``."""
+    text = _ENCODE([session, seq, type_, payload_json, ts, key_id])
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: canonical_json escapes them
+        body = canonical_json([session, seq, type_, payload_json, ts, key_id])
+    return hashlib.sha256(prev_hash.encode() + b"\n" + body).hexdigest()
 
 
 _SCHEMA = """
@@ -368,28 +379,26 @@ class Journal:
             (session,),
         )
 
-    def stream_rows(self, session: str, *, batch: int = 2048) -> Iterator[tuple[Any, ...]]:
-        """:meth:`raw_rows` as a stream: memory flat in the number of events."""
-        cur = self._retry(
+    def stream_rows(self, session: str) -> Iterator[tuple[Any, ...]]:
+        """:meth:`raw_rows` as a stream (a cursor): memory flat in the number of events."""
+        cur: Iterator[tuple[Any, ...]] = self._retry(
             lambda: self._db.execute(
                 "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
                 "FROM events WHERE session = ? ORDER BY seq, rowid",
                 (session,),
             )
         )
-        while rows := cur.fetchmany(batch):
-            yield from rows
+        return cur
 
-    def evidence_stream(self, session: str, *, batch: int = 2048) -> Iterator[tuple[Any, ...]]:
+    def evidence_stream(self, session: str) -> Iterator[tuple[Any, ...]]:
         """``(ref, seq, record, mac)`` of one session's evidence index, in seq order."""
-        cur = self._retry(
+        cur: Iterator[tuple[Any, ...]] = self._retry(
             lambda: self._db.execute(
                 "SELECT ref, seq, record, mac FROM evidence WHERE session = ? ORDER BY seq, ref",
                 (session,),
             )
         )
-        while rows := cur.fetchmany(batch):
-            yield from rows
+        return cur
 
     def head_row(self, session: str) -> tuple[int, str, str] | None:
         row = self._one("SELECT seq, hash, mac FROM heads WHERE session = ?", (session,))
