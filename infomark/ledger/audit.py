@@ -186,6 +186,11 @@ def _verify(
         ):
             problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
     problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
+    # The home manifest: a head put back, a session deleted, ledger.db replaced (after this
+    # session's own problems, so the first one named is still this session's first bad event).
+    home = [Problem(s_ or "(home)", q, code, msg) for s_, q, code, msg in j.verify_home()]
+    home.sort(key=lambda p: (p.session != sess, p.seq is None, p.seq or 0))
+    problems.extend(home)
     return problems
 
 

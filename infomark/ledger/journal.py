@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infomark.kernel.errors import StoreBusyError, StoreError
+from infomark.ledger import manifest
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.keys import Key
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
 
-SCHEMA_VERSION = 2  # 2: evidence_by_seq (streamed verification)
+SCHEMA_VERSION = 3  # 2: evidence_by_seq (streamed verification); 3: the home manifest
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
@@ -86,7 +87,8 @@ def event_hash(
     return hashlib.sha256(prev_hash.encode() + b"\n" + body).hexdigest()
 
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, parent TEXT, fork_seq INTEGER, created TEXT NOT NULL
@@ -106,8 +108,10 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE TABLE IF NOT EXISTS snapshots (
     session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS evidence_by_seq ON evidence(session, seq)
+CREATE INDEX IF NOT EXISTS evidence_by_seq ON evidence(session, seq);
 """
+    + manifest.SCHEMA
+)
 
 
 def loads_object(text: object) -> dict[str, Any]:
@@ -142,6 +146,7 @@ class Journal:
         self.path = path
         self.key = key
         self._in_tx = False
+        self._touched: manifest.Touched = {}  # sessions appended to in this transaction
         self.rows_read = 0  # event rows this handle read for projections (tests pin O(1))
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -178,11 +183,26 @@ class Journal:
         version = self._retry(
             lambda: int(self._db.execute("PRAGMA user_version").fetchone()[0]), deadline, _OPEN
         )
+        migrated = False
         if version != SCHEMA_VERSION:
             try:
-                self._migrate(version)
+                migrated = self._migrate(version)
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{_OPEN} {self.path}: {exc}") from exc
+        # The marker is written by whoever created (or upgraded) the ledger, or on the first
+        # open of a ledger with no events yet; one deleted later is reported by verification.
+        if not manifest.marker_path(self.path).exists() and (
+            migrated or self._one("SELECT 1 FROM events LIMIT 1") is None
+        ):
+            self._write_marker()
+
+    def _write_marker(self) -> None:
+        row = self._one("SELECT value FROM meta WHERE key = 'db_id'")
+        created = self._one("SELECT value FROM meta WHERE key = 'created'")
+        if row is not None:
+            manifest.write_marker(
+                self.path, self.key, str(row[0]), str(created[0]) if created else _now()
+            )
 
     def _retry(
         self,
@@ -215,7 +235,9 @@ class Journal:
         )
 
     # -- schema ---------------------------------------------------------------
-    def _migrate(self, version: int) -> None:
+    def _migrate(self, version: int) -> bool:
+        """Create or upgrade the schema (once, by whoever takes the lock first)."""
+        migrated = False
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} has schema {version}, newer than this infomark ({SCHEMA_VERSION}); "
@@ -230,11 +252,14 @@ class Journal:
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)", (_now(),)
                 )
+                manifest.init_manifest(self._db, self.key)
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                migrated = True
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        return migrated
 
     def close(self) -> None:
         self._db.close()
@@ -251,8 +276,11 @@ class Journal:
             raise StoreError("nested write transaction")
         self._begin()
         self._in_tx = True
+        self._touched = {}
         try:
             yield self._db
+            if self._touched:
+                manifest.flush(self._db, self.key, self._touched)
             self._db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             if self._db.in_transaction:
@@ -297,6 +325,8 @@ class Journal:
         kid = self.key.key_id
         h = event_hash(prev, session, seq, type_, payload_json, ts, kid)
         mac = self.key.mac(h.encode())
+        first = self._touched.get(session)
+        self._touched[session] = (first[0], first[1], seq, h) if first else (seq - 1, prev, seq, h)
         self._db.execute(
             "INSERT INTO events(session, seq, type, payload, ts, prev_hash, hash, mac, key_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -399,6 +429,18 @@ class Journal:
             )
         )
         return cur
+
+    def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
+        """Home-level problems (manifest, marker), read in one consistent snapshot."""
+
+        def check() -> list[tuple[str | None, int | None, str, str]]:
+            self._db.execute("BEGIN")
+            try:
+                return manifest.verify_home(self._db, self.path, self.key)
+            finally:
+                self._db.execute("COMMIT")
+
+        return self._retry(check)
 
     def head_row(self, session: str) -> tuple[int, str, str] | None:
         row = self._one("SELECT seq, hash, mac FROM heads WHERE session = ?", (session,))
