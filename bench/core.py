@@ -219,13 +219,12 @@ def bench_hash() -> None:
     def base() -> None:
         hashlib.sha256(data).hexdigest()
 
-    def digest_path() -> None:  # what record() does to an output before storing it
-        raw = text.encode("utf-8", "surrogatepass")
-        hashlib.sha256(raw).hexdigest()
+    def through_record() -> None:  # the same output again: record() hashes, the blob exists
+        led.record(ToolCall("bash", {"command": "cat big"}), ToolOutcome(text, 0))
 
-    p = paired(digest_path, base, pairs=n(5, 3), warmup=1)
+    p = paired(through_record, base, pairs=n(5, 3), warmup=1)
     mb = size / 1e6
-    add(f"hash a {mb:.0f} MB output (encode + sha256, once)", f"{mb / p.ours:.0f} MB/s",
+    add(f"hash a {mb:.0f} MB output through record() (blob stored)", f"{mb / p.ours:.0f} MB/s",
         f"{mb / p.base:.0f} MB/s", f"{p.base / p.ours * 100:.0f} % of hashlib.sha256")  # fmt: skip
     counter = iter(range(10**9))
 

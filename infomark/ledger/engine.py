@@ -170,9 +170,12 @@ class Ledger:
     ) -> Evidence:
         """Record a tool result as signed evidence and return it (with its ref and tag)."""
         data = outcome.output
-        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        # Encoded and hashed once; durable (fsync'd) before the event that points to it commits.
-        output_digest = self.blobs.put(raw)
+        # Hashed once (a large text chunk by chunk, never copied whole); the blob is durable
+        # (fsync'd) before the event that points to it commits.
+        if isinstance(data, bytes):
+            output_digest, output_size = self.blobs.put(data), len(data)
+        else:
+            output_digest, output_size = self.blobs.put_text(data)
         eclass = evidence_class_for(call.tool, self.evidence_overrides)
         if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -187,7 +190,7 @@ class Ledger:
                 key_id=self.key.key_id,
                 tool_class=tool_class,
                 output_digest=output_digest,
-                output_size=len(raw),
+                output_size=output_size,
             )
             record_json = canonical_json(record)
             mac = self.key.mac(record_json)

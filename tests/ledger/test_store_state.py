@@ -207,3 +207,32 @@ def test_verification_reports_progress_up_to_the_total(tmp_path: Path) -> None:
     assert seen[-1] == (9_000, 9_000) and len(seen) >= 3
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     led.close()
+
+
+def test_the_facade_opens_a_10k_session_without_a_full_replay(tmp_path: Path) -> None:
+    """What the hook process does on every call: open the session, decide, append."""
+    from infomark.gatekeeper import Gatekeeper
+
+    home = tmp_path / ".infomark"
+    home.mkdir(mode=0o700)
+    (home / "key").write_bytes(KEY.secret)
+    (home / "key").chmod(0o600)
+    _grow(home, "s", 10_000)
+    for _ in range(3):  # three hook-like processes in a row
+        gk = Gatekeeper.open(home, "s", root=tmp_path)
+        gk.authorize(ToolCall("Read", {"file_path": "x"}))
+        assert gk.store.journal.rows_read < EVERY
+        gk.close()
+
+
+def test_a_large_text_output_is_hashed_and_stored_in_chunks_exactly(tmp_path: Path) -> None:
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    out = ("é" * 700_000) + "\ud800" + ("z€" * 400_000)  # > 1 Mi characters, chunk edges inside
+    raw = out.encode("utf-8", "surrogatepass")
+    for _ in range(2):  # new, then already stored
+        ev = led.record(ToolCall("bash", {"command": "cat"}), ToolOutcome(out, 0))
+        assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
+        assert ev.record["output_size"] == len(raw)
+        assert led.blobs.get(ev.output_digest) == raw
+    assert verify_session(led) == []
+    led.close()
