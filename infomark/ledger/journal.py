@@ -467,5 +467,15 @@ class Journal:
     def sessions(self) -> list[str]:
         return [r[0] for r in self._all("SELECT session FROM heads ORDER BY session")]
 
+    def known_sessions(self) -> list[str]:
+        """Every session any table names: a session whose rows were deleted still counts
+        (the home manifest keeps its name, so its audit can say what is missing)."""
+        rows = self._db.execute(
+            "SELECT session FROM heads UNION SELECT session FROM sessions "
+            "UNION SELECT DISTINCT session FROM events UNION SELECT session FROM manifest "
+            "ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
     def last_seq(self, session: str) -> int:
         return self.head(session)[0]

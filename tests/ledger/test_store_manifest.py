@@ -164,7 +164,9 @@ def test_a_deleted_ledger_db_next_to_its_key_is_named(tmp_path: Path) -> None:
     _session(home, "s", 3)
     for name in ("ledger.db", "ledger.db-wal", "ledger.db-shm"):
         (home / name).unlink(missing_ok=True)
-    code, problems, err = _cli(home)  # opening makes a fresh, empty ledger.db
+    assert _problems(home)[0]["code"] == "replaced"  # the next open makes a fresh ledger.db
+    _session(home, "s", 1)  # and the agent carries on in it
+    code, problems, err = _cli(home)
     assert code == 1
     assert problems[0]["code"] == "replaced"
     assert "ledger.db was deleted or replaced" in problems[0]["message"]
@@ -220,3 +222,32 @@ def test_a_home_from_before_the_manifest_is_upgraded_and_verifies(tmp_path: Path
     assert _problems(home) == []
     _session(home, "s", 2)
     assert _problems(home) == []
+
+
+def test_verify_shows_a_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
+    import os
+
+    home = tmp_path / ".infomark"
+    _session(home, "s", 3)
+    argv = [EXE, "audit", "--verify", "--home", str(home), "--session", "s"]
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run(
+            argv, stderr=slave, stdout=subprocess.DEVNULL, timeout=120, check=False
+        )
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the pty's other end is closed: all read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"verifying 4/4 events [" in seen
+    piped = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+    assert piped.returncode == 0 and b"verifying" not in piped.stderr
