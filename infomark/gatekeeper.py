@@ -361,13 +361,11 @@ class Gatekeeper:
             profile=self.config.profile,
         )
 
-    def audit(
-        self, verify: bool = True, *, progress: Callable[[int, int], None] | None = None
-    ) -> AuditReport:
+    def audit(self, verify: bool = True) -> AuditReport:
         from infomark.ledger.audit import build_audit
 
         self._ledger.check_artifacts()
-        return build_audit(self._ledger, verify=verify, progress=progress)
+        return build_audit(self._ledger, verify=verify)
 
     def events(self, *, after: int = 0) -> Iterator[EventRow]:
         return self._ledger.journal.events(self.session, after=after)

@@ -105,7 +105,14 @@ def audit(verify: bool, export: Path | None, timeline: bool) -> None:
 
     gk, session, chosen = _open_existing()
     with gk as g:
-        report = g.audit(verify=verify or export is not None, progress=_tty_progress())
+        progress = _tty_progress()
+        if progress is None:
+            report = g.audit(verify=verify or export is not None)
+        else:  # what g.audit() does, with a progress bar on the terminal
+            from infomark.ledger.audit import build_audit
+
+            g.store.check_artifacts()
+            report = build_audit(g.store, verify=verify or export is not None, progress=progress)
         story = summarize(session, g.events(), tampered=report.verified is False)
         if export is not None:
             from infomark.ledger.bundle import export_bundle
