@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import core
+from bench import core, corpus
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -46,7 +46,9 @@ def main(argv: list[str]) -> int:
         target = DOC
     print(f"infomark benchmarks · Python {platform.python_version()} · {platform.machine()}")
     print(f"{'bench':<58} {'ours':>14} {'baseline':>14}  ratio (median of A/B pairs)")
-    selected = [f for f in core.ALL if not names or any(a in f.__name__ for a in names)]
+    selected = [
+        f for f in [*core.ALL, *corpus.ALL] if not names or any(a in f.__name__ for a in names)
+    ]
     extra = []
     try:
         from bench import integrations
