@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
+from infomark.gates.config_model import ToolClassName
 from infomark.gates.decision import Decision
 from infomark.kernel.errors import InfomarkError, StoreBusyError, UserError
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -117,11 +118,6 @@ class IngestRequest(_Request):
     source: str = "assistant"
     cursor: tuple[str, int] | None = None
     dedupe: bool = False
-
-
-ToolClassName = Literal[
-    "read", "search", "web", "execute", "modify", "destructive", "ledger", "unknown"
-]
 
 
 class AuthorizeRequest(_Request):

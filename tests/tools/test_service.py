@@ -286,7 +286,7 @@ def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
 # -- events ------------------------------------------------------------------------------------
 def test_events_stream_json_lines(http: httpx.Client) -> None:
     sid = _sid()
-    for tool in ("Read", "Grep", "Edit"):
+    for tool in ("Read", "Grep", "Glob"):
         assert http.post(f"/v1/sessions/{sid}/authorize", json={"tool": tool}).status_code == 200
     r = http.get(f"/v1/sessions/{sid}/events")
     assert r.headers["content-type"].startswith("application/x-ndjson")

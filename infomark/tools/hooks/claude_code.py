@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.tools import ToolClass, lookup_tool
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
@@ -29,7 +30,6 @@ __all__ = ["HookAnswer", "handle", "tool_call_from"]
 
 _MAX_CONTEXT = 9_500  # Claude Code caps hook strings at 10,000 characters
 _EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
-_SHELLS = ("bash", "shell", "powershell")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,8 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
     response = payload.get("tool_response")
     duration = payload.get("duration_ms")
     duration_ms = float(duration) if isinstance(duration, int | float) else None
-    is_shell = tool in _SHELLS
+    spec = lookup_tool(tool)
+    is_shell = spec is not None and spec.shell
     if failed:
         error = str(payload.get("error") or "tool failed")
         m = _EXIT_CODE.match(error)
@@ -178,7 +179,7 @@ def _config_broken(
     if event == "PreToolUse":
         call = tool_call_from(payload)
         tool_class, _, _ = gk.classify(call)
-        if tool_class in ("modify", "destructive", "unknown"):
+        if ToolClass(tool_class).mutates:
             reason = (
                 f"infomark's configuration is invalid, so mutating tools are denied until it is "
                 f"fixed (ask the user to fix it):\n{exc}"
