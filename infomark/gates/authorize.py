@@ -154,8 +154,6 @@ def _decide(
             "restores files an unannounced mutation changed",
             **base.kw(),
         )
-    if scratch is not None:
-        return Decision.allow(DecisionCode.SCRATCH, scratch, **base.kw())
     ungrounded = tuple(state.ungrounded_premises())
     no_plan = not state.has_ledger or not state.premises
     if state.violation_files and (no_plan or ungrounded):
@@ -169,6 +167,8 @@ def _decide(
             ungrounded=ungrounded,
             **base.kw(),
         )
+    if scratch is not None:
+        return Decision.allow(DecisionCode.SCRATCH, scratch, **base.kw())
     if no_plan and not (bypass and not strict):
         return Decision.deny(
             DecisionCode.NO_LEDGER, no_ledger_reason(effective, state), **base.kw()

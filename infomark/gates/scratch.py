@@ -365,6 +365,48 @@ def _words(command: str) -> list[list[str]]:
     return [w for w in out if w]
 
 
+_WRAPPERS = frozenset(
+    {
+        "nohup",
+        "setsid",
+        "env",
+        "timeout",
+        "nice",
+        "ionice",
+        "time",
+        "sudo",
+        "doas",
+        "exec",
+        "command",
+        "stdbuf",
+        "chrt",
+        "taskset",
+        "unbuffer",
+        "caffeinate",
+        "xvfb-run",
+    }
+)
+
+
+def _unwrap(words: list[str]) -> list[str]:
+    """Drop ``VAR=value`` prefixes and wrappers (``nohup``, ``timeout 5``, ``env -i`` …)."""
+    while words:
+        head = words[0]
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", head):
+            words = words[1:]
+        elif os.path.basename(head) in _WRAPPERS:
+            words = words[1:]
+            while words and (
+                words[0].startswith("-")
+                or re.fullmatch(r"[0-9.]+[smhd]?", words[0])
+                or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
+            ):
+                words = words[1:]
+        else:
+            break
+    return words
+
+
 def tainted_by(command: str, written: Iterable[str], root: Path) -> str | None:
     """The file of the agent's own that ``command`` runs, or None.
 
@@ -376,8 +418,7 @@ def tainted_by(command: str, written: Iterable[str], root: Path) -> str | None:
     if not own:
         return None
     for words in _words(command):
-        while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
-            words = words[1:]  # VAR=value prefixes
+        words = _unwrap(words)
         if not words:
             continue
         head = words[0]
