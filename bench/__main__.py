@@ -20,6 +20,9 @@ def main(argv: list[str]) -> int:
         extra = [f for f in integrations.ALL if not argv or any(a in f.__name__ for a in argv)]
     except ImportError:
         pass
+    from bench import coverage
+
+    extra += [f for f in coverage.ALL if not argv or any(a in f.__name__ for a in argv)]
     for fn in [*selected, *extra]:
         fn()
     print("\n| bench | ours | baseline | ratio |\n|---|---|---|---|")
