@@ -42,10 +42,11 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from infomark.cli import commands_gates, commands_ledger, commands_tools
+    from infomark.cli import commands_audit, commands_gates, commands_ledger, commands_tools
 
     if "init" not in cli.commands:
         commands_ledger.register(cli)
+        commands_audit.register(cli)
         commands_gates.register(cli)
         commands_tools.register(cli)
 

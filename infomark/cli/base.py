@@ -26,12 +26,15 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_VERIFY",
     "CliExit",
+    "closest",
     "common",
     "emit_json",
     "open_gk",
     "opts",
     "parse_input_json",
     "read_input",
+    "require_home",
+    "require_session",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,3 +119,47 @@ def parse_input_json(text: str) -> dict[str, object]:
     if not isinstance(data, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--input")
     return data
+
+
+def closest(name: str, candidates: list[str]) -> str:
+    """`` (did you mean a, b?)`` for the nearest candidates, or ``""``."""
+    import difflib
+
+    near = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
+
+
+def require_home() -> Path:
+    """The home for a read-only command: it must exist; a typo is an error, not a new home."""
+    home: Path = opts()["home"]
+    if (home / "ledger.db").is_file():
+        return home
+    parent = home.parent if str(home.parent) else Path(".")
+    try:
+        siblings = [p.name for p in parent.iterdir() if (p / "ledger.db").is_file()]
+    except OSError:
+        siblings = []
+    raise click.UsageError(
+        f"no ledger home at {home}{closest(home.name, siblings)}; "
+        "pass --home (or set INFOMARK_HOME), or create one with `infomark init`"
+    )
+
+
+def require_session(names: list[str]) -> tuple[str, bool]:
+    """``(session, chosen)``: the given session, which must exist, or the latest one.
+
+    ``names`` are the home's sessions, newest activity first. ``chosen`` is True when the
+    command picked the latest session itself (it says so).
+    """
+    o = opts()
+    if not names:
+        raise click.UsageError(f"the ledger home {o['home']} has no sessions yet")
+    if o.get("session_given"):
+        session: str = o["session"]
+        if session not in names:
+            raise click.UsageError(
+                f"no session {session!r} in {o['home']}{closest(session, names)}; "
+                "`infomark sessions` lists them"
+            )
+        return session, False
+    return names[0], True

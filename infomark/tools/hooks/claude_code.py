@@ -206,8 +206,20 @@ def _profile(root: Path, home: Path) -> str:
         return "ledger"
 
 
-def handle(payload: object, *, home: Path | None = None, root: Path | None = None) -> HookAnswer:
-    """Answer one Claude Code hook payload. Never raises."""
+def handle(
+    payload: object,
+    *,
+    home: Path | None = None,
+    root: Path | None = None,
+    gatekeeper: Gatekeeper | None = None,
+    config_error: ConfigError | None = None,
+) -> HookAnswer:
+    """Answer one Claude Code hook payload. Never raises.
+
+    ``gatekeeper``: an already open session of ``home`` to answer with (the HTTP service's
+    pool); it is not closed here. ``config_error``: the project's configuration is broken
+    and ``gatekeeper`` runs on the defaults (mutations are denied, as below).
+    """
     from infomark.gatekeeper import Gatekeeper
 
     if root is None:
@@ -231,6 +243,11 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
     gk: Gatekeeper | None = None
     try:
         sid = session if isinstance(session, str) and session else "claude"
+        if gatekeeper is not None:
+            gk = gatekeeper
+            if config_error is not None:
+                return _config_broken(gk, event, payload, config_error)
+            return _on_event(gk, event, payload)
         try:
             gk = Gatekeeper.open(home, sid, root=root)
         except ConfigError as exc:
@@ -262,5 +279,5 @@ def handle(payload: object, *, home: Path | None = None, root: Path | None = Non
             )
         return HookAnswer(stderr=f"infomark: internal error, allowing: {detail}")
     finally:
-        if gk is not None:
+        if gk is not None and gk is not gatekeeper:
             gk.close()
