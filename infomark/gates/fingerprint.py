@@ -37,6 +37,7 @@ __all__ = [
     "find_git_dir",
     "mark",
     "marker_seq",
+    "marker_time",
     "still_modified",
     "tracked_paths",
 ]
@@ -217,30 +218,46 @@ def marker_seq(watch_dir: Path, key: str) -> int | None:
     return seq if isinstance(seq, int) else 0
 
 
-def changes_since(
-    watch_dir: Path, key: str, root: Path, *, skip: tuple[Path, ...] = ()
-) -> TreeChange | None:
-    """What changed under ``root`` since :func:`mark` for ``key``; None without a marker."""
+def marker_time(watch_dir: Path, key: str) -> int | None:
+    """The kernel change time of the marker for ``key`` (ns), or None."""
     try:
-        since = _marker(watch_dir, key).stat().st_ctime_ns
+        return _marker(watch_dir, key).stat().st_ctime_ns
     except OSError:
         return None
+
+
+def changes_since(
+    watch_dir: Path,
+    key: str,
+    root: Path,
+    *,
+    skip: tuple[Path, ...] = (),
+) -> TreeChange | None:
+    """What changed under ``root`` since :func:`mark` for ``key``; None without a marker.
+
+    Only the call's own window is judged: a change made after the call returned (by a
+    process it left behind) or by someone else between calls is not attributed to a call.
+    """
+    since = marker_time(watch_dir, key)
+    if since is None:
+        return None
+    low = since
     started = time.perf_counter()
     listed = tracked_paths(root, watch_dir)
     if listed is not None:
         top, paths = listed
-        modified, deleted = _scan_tracked(top, paths, since)
+        found, complete = _scan_tracked(top, paths, low), True
         base = top.resolve()
         rel_root = root.resolve()
-        modified = _relative(modified, base, rel_root)
-        deleted = _relative(deleted, base, rel_root)
-        method, complete = "git-index", True
+        if base != rel_root:
+            found = [(_relative([p], base, rel_root)[0], t, d) for p, t, d in found]
+        method = "git-index"
     else:
-        modified, deleted, complete = _walk(root.resolve(), since, skip)
+        found, complete = _walk(root.resolve(), low, skip)
         method = "walk"
     return TreeChange(
-        modified=tuple(sorted(modified)),
-        deleted=tuple(sorted(deleted)),
+        modified=tuple(sorted(p for p, _t, d in found if not d)),
+        deleted=tuple(sorted(p for p, _t, d in found if d)),
         complete=complete,
         method=method,
         elapsed_ms=(time.perf_counter() - started) * 1000,
@@ -259,37 +276,44 @@ def _relative(paths: list[str], top: Path, root: Path) -> list[str]:
     return out
 
 
-def _scan_tracked(top: Path, paths: list[str], since: int) -> tuple[list[str], list[str]]:
+def _scan_tracked(top: Path, paths: list[str], since: int) -> list[tuple[str, int, bool]]:
+    """``(path, change time, deleted)`` of every tracked path changed since ``since``."""
     lstat = os.lstat
     base = str(top) + os.sep
-    modified: list[str] = []
+    out: list[tuple[str, int, bool]] = []
     missing: list[str] = []
     for p in paths:
         try:
-            if lstat(base + p).st_ctime_ns >= since:
-                modified.append(p)
+            t = lstat(base + p).st_ctime_ns
         except OSError:
             missing.append(p)
-    deleted = [p for p in missing if _gone_during(top, p, since)]
-    return modified, deleted
+            continue
+        if t >= since:
+            out.append((p, t, False))
+    for p in missing:
+        gone = _gone_at(top, p)
+        if gone is not None and gone >= since:
+            out.append((p, gone, True))
+    return out
 
 
-def _gone_during(top: Path, rel: str, since: int) -> bool:
-    """A missing path was removed during the call iff its nearest existing parent changed."""
+def _gone_at(top: Path, rel: str) -> int | None:
+    """A missing path was removed when its nearest existing parent last changed."""
     parent = (top / rel).parent
     while True:
         try:
-            return os.lstat(parent).st_ctime_ns >= since
+            return os.lstat(parent).st_ctime_ns
         except OSError:
             if parent == top or parent == parent.parent:
-                return False
+                return None
             parent = parent.parent
 
 
-def _walk(root: Path, since: int, skip: tuple[Path, ...]) -> tuple[list[str], list[str], bool]:
+def _walk(
+    root: Path, since: int, skip: tuple[Path, ...]
+) -> tuple[list[tuple[str, int, bool]], bool]:
     skipped = {str(s.resolve()) for s in skip}
-    modified: list[str] = []
-    changed_dirs: list[str] = []
+    found: list[tuple[str, int, bool]] = []
     seen = 0
     stack = [str(root)]
     prefix = len(str(root)) + 1
@@ -303,19 +327,22 @@ def _walk(root: Path, since: int, skip: tuple[Path, ...]) -> tuple[list[str], li
             for entry in it:
                 seen += 1
                 if seen > WALK_LIMIT:
-                    return modified, changed_dirs, False
+                    return found, False
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         if entry.name in _SKIP_DIRS or entry.path in skipped:
                             continue
-                        if entry.stat(follow_symlinks=False).st_ctime_ns >= since:
-                            changed_dirs.append(entry.path[prefix:] + "/")
+                        t = entry.stat(follow_symlinks=False).st_ctime_ns
+                        if t >= since:  # entries added or removed: name the directory
+                            found.append((entry.path[prefix:] + "/", t, True))
                         stack.append(entry.path)
-                    elif entry.stat(follow_symlinks=False).st_ctime_ns >= since:
-                        modified.append(entry.path[prefix:])
+                    else:
+                        t = entry.stat(follow_symlinks=False).st_ctime_ns
+                        if t >= since:
+                            found.append((entry.path[prefix:], t, False))
                 except OSError:
                     continue
-    return modified, changed_dirs, True
+    return found, True
 
 
 def still_modified(root: Path, files: list[str]) -> list[str] | None:
