@@ -24,7 +24,6 @@ import json
 import marshal
 import os
 import struct
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +174,8 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
 
 
 def _ls_files(top: Path) -> list[str]:
+    import subprocess  # lazy: only an index this parser cannot read needs git itself
+
     try:
         out = subprocess.run(
             ["git", "-C", str(top), "ls-files", "-z"],
@@ -350,6 +351,8 @@ def still_modified(root: Path, files: list[str]) -> list[str] | None:
 
     None when there is no git repository to compare with (the tree cannot be shown restored).
     """
+    import subprocess  # lazy: only while a violation stands
+
     found = find_git_dir(root)
     if found is None or not files:
         return None if found is None else []

@@ -21,7 +21,6 @@ import fnmatch
 import os
 import re
 import shlex
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +201,8 @@ class Scratch:
 
 
 def _temp_roots() -> tuple[str, ...]:
+    import tempfile  # lazy: only a write-class call while ungrounded needs it
+
     roots = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - checked, not used
     return tuple(sorted({os.path.realpath(r) for r in roots}))
 

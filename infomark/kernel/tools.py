@@ -195,6 +195,8 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
     # -- runs without a shell command line ------------------------------------------------
     (_X, _EXE, "generic", "", ("tests", "run_tests", "run_test", "pytest", "job")),
     (_X, _EXE, "cc", "", ("BashOutput", "KillShell", "KillBash")),
+    # expand a prompt; the tool calls they lead to are gated one by one
+    (_X, _NONE, "cc", "", ("SlashCommand", "Skill")),
     (_X, _EXE, "codex", "", ("write_stdin",)),
     # code interpreters run opaque code with the agent's rights: fail closed to modify
     (_M, _EXE, "agents", "", ("code_interpreter",)),
@@ -202,6 +204,7 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
     (_M, _EXE, "openhands", "", ("execute_ipython_cell",)),
     # -- read ---------------------------------------------------------------------------
     (_R, _OBS, "cc opencode", "", ("Read", "NotebookRead", "LS", "list", "todoread")),
+    (_R, _OBS, "cc", "", ("ListMcpResourcesTool", "ReadMcpResourceTool")),
     (_R, _OBS, "codex", "", ("view_image",)),
     (_R, _OBS, "gemini", "", ("read_file", "read_many_files", "list_directory")),
     (_R, _OBS, "cursor", "", ("list_dir",)),
@@ -332,7 +335,16 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
         _OBS,
         "generic",
         "",
-        ("search", "codesearch", "codegraph", "find", "rg", "ripgrep", "lsp_diagnostics"),
+        (
+            "search",
+            "codesearch",
+            "codegraph",
+            "find",
+            "rg",
+            "ripgrep",
+            "lsp_diagnostics",
+            "lsp_hover",
+        ),
     ),
     # -- web ----------------------------------------------------------------------------
     (_W, _WEBEV, "cc opencode gemini", "", ("WebFetch",)),  # Gemini: web_fetch
