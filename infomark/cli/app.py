@@ -42,13 +42,20 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from infomark.cli import commands_audit, commands_gates, commands_ledger, commands_tools
+    from infomark.cli import (
+        commands_audit,
+        commands_gates,
+        commands_ledger,
+        commands_run,
+        commands_tools,
+    )
 
     if "init" not in cli.commands:
         commands_ledger.register(cli)
         commands_audit.register(cli)
         commands_gates.register(cli)
         commands_tools.register(cli)
+        commands_run.register(cli)
 
 
 def run(args: list[str]) -> int:

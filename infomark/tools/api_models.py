@@ -42,6 +42,8 @@ __all__ = [
     "OkOut",
     "RecordOut",
     "RecordRequest",
+    "SendOut",
+    "SendRequest",
     "SessionOut",
     "SessionsOut",
     "StateOut",
@@ -117,6 +119,13 @@ class ApproveRequest(_Request):
 
 class TurnRequest(_Request):
     prompt: str | None = None
+
+
+class SendRequest(_Request):
+    """An operator message for the session's live inbox (``infomark send``)."""
+
+    message: str
+    sender: str = "operator"
 
 
 class HostReportRequest(_Request):
@@ -278,6 +287,12 @@ class EventOut(_Response):
 
 class OkOut(_Response):
     ok: bool
+
+
+class SendOut(_Response):
+    delivered: bool
+    session: str
+    message_id: int
 
 
 class TurnOut(_Response):

@@ -43,6 +43,8 @@ def _error_responses(op: Operation) -> dict[str, Any]:
         out["404"] = {"description": "No evidence with this ref (unknown_evidence)", **ref}
     if op.request is not None:
         out["413"] = {"description": "Body too large (body_too_large)", **ref}
+    if op.name == "send":
+        out["409"] = {"description": "No live inbox: not delivered (inbox_refused)", **ref}
     out["500"] = {"description": "Internal error (internal_error)", **ref}
     return out
 

@@ -64,6 +64,8 @@ from infomark.tools.api_models import (
     MoveRequest,
     RecordOut,
     RecordRequest,
+    SendOut,
+    SendRequest,
     SessionOut,
     SessionsOut,
     StateOut,
@@ -266,6 +268,30 @@ class _Service:
         s = path_session(request)
         body = await read_model(request, MoveRequest, self.limit)
         return checked(MoveOut, await self.pool.run(s, lambda gk: gk.move(body.gate)))
+
+    async def send(self, request: Request) -> Response:
+        s = path_session(request)
+        body = await read_model(request, SendRequest, self.limit)
+        home, session = self.pool.home, self.pool.config.session_prefix + s
+
+        def go() -> dict[str, Any]:
+            from infomark.ledger.inbox import Inbox, InboxRefused
+            from infomark.ledger.journal import Journal
+            from infomark.ledger.keys import load_key
+
+            journal = Journal(home / "ledger.db", load_key(home))
+            inbox = Inbox(journal)
+            try:
+                got = inbox.send(session, body.message, sender=body.sender)
+            except InboxRefused as exc:  # 409: nothing was delivered; the reason says why
+                detail = [{"loc": "session", "msg": exc.reason, "type": "inbox_refused"}]
+                raise ApiError(409, exc.code, str(exc), detail) from None
+            finally:
+                inbox.close()
+                journal.close()
+            return {"delivered": True, "session": s, "message_id": got.message_id}
+
+        return checked(SendOut, await anyio.to_thread.run_sync(go))
 
     async def host_report(self, request: Request) -> Response:
         s = path_session(request)

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +255,10 @@ def handle(
             # defaults, and deny every mutation until the file is fixed.
             gk = Gatekeeper.open(home, sid, root=root, config=Config())
             return _config_broken(gk, event, payload, exc)
-        return _on_event(gk, event, payload)
+        answer = _on_event(gk, event, payload)
+        from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
+
+        return replace(answer, stdout=steer(gk, event, answer.stdout))
     except Exception as exc:
         strict = (gk.config.profile if gk is not None else _profile(root, home)) == "strict"
         detail = f"{type(exc).__name__}: {exc}"
