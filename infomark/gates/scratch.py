@@ -41,6 +41,7 @@ __all__ = [
     "norm_key",
     "runs_in_background",
     "scratch_verdict",
+    "shell_write_targets",
     "tainted_by",
     "target_paths",
 ]
@@ -222,6 +223,67 @@ def norm_key(path: str, root: Path) -> str:
     return real
 
 
+_HEREDOC = re.compile(
+    r"""^\s*cat\s+(?:>\s*(?P<f1>[^\s<>|&;]+)\s+<<-?\s*(?P<q1>['"]?)(?P<d1>\w+)(?P=q1)"""
+    r"""|<<-?\s*(?P<q2>['"]?)(?P<d2>\w+)(?P=q2)\s+>\s*(?P<f2>[^\s<>|&;]+))\s*$"""
+)
+_WORD_META = re.compile(r"[;&|<`$(){}\n\\*?\[\]~]")
+
+
+def shell_write_targets(command: str) -> tuple[tuple[str, ...], bool] | None:
+    """``(paths, deleting)`` for the few shell forms whose every path is one they write.
+
+    ``cat > F <<'EOF'`` (a here-doc whose body cannot expand: a quoted delimiter, or no ``$``
+    and no backquote), ``echo … > F`` / ``printf … >> F``, ``touch F…``, ``mkdir [-p] D…`` and
+    ``rm [-f] [-r] P…``. Anything else — a list, a pipe, a substitution, a glob, any other
+    program — is None: the shell classifier's word list names what a command *mentions*, not
+    what it writes, so it never makes a call scratch.
+    """
+    head, _, body = command.partition("\n")
+    m = _HEREDOC.match(head)
+    if m is not None:
+        delim = m["d1"] or m["d2"]
+        quoted = bool(m["q1"] or m["q2"])
+        lines = body.split("\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if not lines or lines[-1].strip() != delim or delim in (ln.strip() for ln in lines[:-1]):
+            return None
+        if not quoted and any(c in body for c in "$`\\"):
+            return None
+        target = m["f1"] or m["f2"]
+        return ((target,), False) if _plain(target) else None
+    if body.strip() or _WORD_META.search(head.replace(">", "")):
+        return None
+    try:
+        words = shlex.split(head)
+    except ValueError:
+        return None
+    if not words:
+        return None
+    if words[0] in ("echo", "printf") and len(words) >= 3 and words[-2] in (">", ">>"):
+        if any(">" in w for w in words[1:-2]):
+            return None
+        return ((words[-1],), False) if _plain(words[-1]) else None
+    if ">" in head:
+        return None
+    args = [w for w in words[1:] if not w.startswith("-")]
+    flags = [w for w in words[1:] if w.startswith("-")]
+    if not args or not all(_plain(a) for a in args):
+        return None
+    if words[0] == "touch" and not flags:
+        return tuple(args), False
+    if words[0] == "mkdir" and set(flags) <= {"-p"}:
+        return tuple(args), False
+    if words[0] == "rm" and set(flags) <= {"-f", "-r", "-R", "-rf", "-fr", "-Rf", "-fR"}:
+        return tuple(args), True
+    return None
+
+
+def _plain(word: str) -> bool:
+    return bool(word) and not word.startswith("-") and not _WORD_META.search(word)
+
+
 def _tool_key(tool: str) -> str:
     mcp = split_mcp_name(tool)
     return normalise_tool_name(mcp[1] if mcp is not None else tool)
@@ -233,9 +295,11 @@ def target_paths(
     """The paths a write-class call targets, or None when they are not all known."""
     spec = lookup_tool(tool)
     if spec is not None and spec.shell:
-        if classification.opaque or not classification.paths:
+        command = tool_input.get("command")
+        if classification.opaque or not isinstance(command, str):
             return None
-        return tuple(classification.paths)
+        targets = shell_write_targets(command)
+        return targets[0] if targets is not None else None
     if _tool_key(tool) not in _LOCAL_FILE_TOOLS:
         return None
     found: list[str] = []

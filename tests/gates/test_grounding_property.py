@@ -43,6 +43,13 @@ MUTATIONS = [
     ToolCall("mcp__tools__infomark_stamp", {}),
     ToolCall("run_terminal_cmd", {"command": "rm -rf build"}),
     ToolCall("Bash", {"command": "python fix.py"}),
+    ToolCall("Bash", {"command": "git stash"}),
+    ToolCall("Bash", {"command": "npm install"}),
+    ToolCall("Bash", {"command": "echo x > existing.py"}),
+    ToolCall("Bash", {"command": "echo x > new.py"}),
+    ToolCall("Bash", {"command": "cat > pkg/x.py <<'EOF'\nx\nEOF"}),
+    ToolCall("Bash", {"command": "rm -rf pkg"}),
+    ToolCall("Bash", {"command": "touch link/x.py"}),
 ]
 # any tool name the project knows (and some it does not), with any path-like input
 any_call = st.builds(
@@ -113,6 +120,8 @@ def test_no_mutation_through_ungrounded_premises(
     (root / "pkg" / "x.py").write_text("x = 1\n")
     before_session = _files(root)
     gk = Gatekeeper.open(root / ".infomark", "prop", root=root, config=Config(profile=profile))
+    old_cwd = os.getcwd()
+    os.chdir(root)  # as in the hook: shell paths resolve in the project
     refs: list[str] = ["ev_0123456789abcdef01234567"]  # a forged one, never issued
     bypassed: list[str] = []
     try:
@@ -177,4 +186,5 @@ def test_no_mutation_through_ungrounded_premises(
         listed = {b["decision_id"] for b in audit.bypasses}
         assert set(bypassed) <= listed
     finally:
+        os.chdir(old_cwd)
         gk.close()

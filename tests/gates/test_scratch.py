@@ -120,12 +120,79 @@ def test_new_untracked_files_and_the_temp_dir_are_scratch(
         write("."),
         ToolCall("mcp__github__create_or_update_file", {"path": "new.py", "content": "x"}),
         ToolCall("delete_file", {"target_file": "src/app.py"}),
-        bash("echo x > new.txt"),  # the shell classifier gave no paths: fail closed
+        bash("echo x > src/app.py"),
+        bash("cat > src/app.py <<'EOF'\nx\nEOF"),
     ],
 )
 def test_project_files_stay_mutations(rgk: Gatekeeper, call: ToolCall) -> None:
     d = rgk.authorize(call)
     assert not d.allowed and d.code != "scratch", d
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo x > new.txt",
+        'printf "%s" x >> new.txt',
+        "cat > repro.py <<'EOF'\nimport os\nprint(os.environ['HOME'])\nEOF",
+        "cat <<EOF > repro.py\nprint(1)\nEOF",
+        "touch a.txt b.txt",
+        "mkdir -p scratch/deep",
+    ],
+)
+def test_shell_forms_that_only_create_new_files_are_scratch(
+    rgk: Gatekeeper, repo: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.chdir(repo)  # as in the hook: the shell runs in the project
+    d = rgk.authorize(bash(command))
+    assert d.allowed and d.code == "scratch", d
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # the classifier's words are what a command mentions, not what it writes
+        "git stash",
+        "git push",
+        "git commit -am msg",
+        "git checkout -b feature",
+        "git reset HEAD~1",
+        "npm install",
+        "pip install -e .",
+        "uv sync",
+        "cp /etc/passwd new.txt",
+        "mv notes.txt new.txt",
+        "ln -s src evil",
+        "chmod +x new.sh",
+        "tar xf x.tar",
+        # forms that could do more than write the named file
+        "echo x > new.txt; git stash",
+        "echo $(git stash) > new.txt",
+        "cat > new.py <<EOF\n$(git stash)\nEOF",
+        "echo x > $TARGET",
+        "echo x > ~/.bashrc",
+        "touch *.py",
+        "rm -rf build",  # not the agent's own
+        "rm -f notes.txt",
+    ],
+)
+def test_other_shell_writes_stay_mutations(
+    rgk: Gatekeeper, repo: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.chdir(repo)
+    d = rgk.authorize(bash(command))
+    assert not d.allowed and d.code != "scratch", (command, d)
+
+
+def test_deleting_own_files_by_shell_is_scratch(
+    rgk: Gatekeeper, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo)
+    do_write(rgk, repo, write("repro.py"))
+    do_write(rgk, repo, write("scratch/a.py"))
+    for command in ("rm -f repro.py", "rm -rf scratch"):
+        d = rgk.authorize(bash(command))
+        assert d.allowed and d.code == "scratch" and d.tool_class == "destructive", d
 
 
 def test_a_tracked_file_deleted_from_the_tree_is_not_new(rgk: Gatekeeper, repo: Path) -> None:
