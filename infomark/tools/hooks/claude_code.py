@@ -10,6 +10,7 @@ prompt). The hook never crashes: an internal error allows and journals it in the
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -55,9 +56,20 @@ def tool_call_from(payload: dict[str, Any]) -> ToolCall:
     use_id = payload.get("tool_use_id")
     return ToolCall(
         tool=str(payload.get("tool_name") or "unknown"),
-        input=tool_input if isinstance(tool_input, dict) else {},
+        input=_finite(tool_input) if isinstance(tool_input, dict) else {},
         tool_call_id=use_id if isinstance(use_id, str) else None,
     )
+
+
+def _finite(value: Any) -> Any:
+    """``Infinity`` / ``NaN`` (which json.loads accepts) as strings: evidence is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
