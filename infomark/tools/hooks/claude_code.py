@@ -259,14 +259,14 @@ def handle(
             gk = gatekeeper
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
-            return _on_event(gk, event, payload)
-        try:
-            gk = Gatekeeper.open(home, sid, root=root)
-        except ConfigError as exc:
-            # A broken config must not switch the gatekeeper off: judge with the
-            # defaults, and deny every mutation until the file is fixed.
-            gk = Gatekeeper.open(home, sid, root=root, config=Config())
-            return _config_broken(gk, event, payload, exc)
+        else:
+            try:
+                gk = Gatekeeper.open(home, sid, root=root)
+            except ConfigError as exc:
+                # A broken config must not switch the gatekeeper off: judge with the
+                # defaults, and deny every mutation until the file is fixed.
+                gk = Gatekeeper.open(home, sid, root=root, config=Config())
+                return _config_broken(gk, event, payload, exc)
         answer = _on_event(gk, event, payload)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
