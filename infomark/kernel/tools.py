@@ -145,7 +145,13 @@ class ToolSpec:
 INFOMARK_SERVER = "infomark"
 #: infomark's own MCP tools; only these, served by :data:`INFOMARK_SERVER`, are ``ledger``
 INFOMARK_TOOL_NAMES: frozenset[str] = frozenset(
-    {"infomark_ledger", "infomark_stamp", "infomark_divergence", "infomark_status"}
+    {
+        "infomark_ledger",
+        "infomark_stamp",
+        "infomark_divergence",
+        "infomark_status",
+        "infomark_finish",
+    }
 )
 
 _R, _S, _W, _X = ToolClass.READ, ToolClass.SEARCH, ToolClass.WEB, ToolClass.EXECUTE
