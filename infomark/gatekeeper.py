@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infomark.gates import watch
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
@@ -24,6 +25,7 @@ from infomark.gates.protect import protected
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
 from infomark.kernel.session_id import check_session_id
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
@@ -247,15 +249,21 @@ class Gatekeeper:
         self, call: ToolCall, tool_class: str | None = None
     ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """``(class, families, reasons)`` of a call; a declared class wins."""
+        c = self._classification(call, tool_class)
+        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
+
+    def _classification(self, call: ToolCall, tool_class: str | None) -> Classification:
         if tool_class is not None:
-            return tool_class, (), (f"declared class {tool_class}",)
-        c = classify_tool(
+            try:
+                return Classification(ToolClass(tool_class), (), (f"declared class {tool_class}",))
+            except ValueError:
+                return Classification(ToolClass.MODIFY, (), (f"unknown class {tool_class!r}",))
+        return classify_tool(
             call.tool,
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
         )
-        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
 
     def authorize(
         self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
@@ -265,13 +273,22 @@ class Gatekeeper:
         The decision carries the ``call_id`` its result must be recorded with (the host's
         ``tool_call_id`` when it has one): only a pending authorized call becomes evidence.
         """
-        cls_, families, why = self.classify(call, tool_class)
+        cov = watch.cover(
+            self._ledger,
+            self.config,
+            call,
+            self._classification(call, tool_class),
+            declared=tool_class is not None,
+        )
+        c = cov.classification
+        cls_, families, why = c.tool_class.value, tuple(c.families), tuple(c.reasons)
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
         self._check_grading(seed=True)
         guard = protected(call.tool, call.input, cls_, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
+            watch.refresh(self._ledger)
             decision = authorize_call(
                 self._ledger.state,
                 tool=call.tool,
@@ -280,6 +297,8 @@ class Gatekeeper:
                 why=why,
                 config=self.config,
                 bypass=bypass,
+                scratch=cov.scratch,
+                revert=cov.revert,
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
@@ -297,6 +316,7 @@ class Gatekeeper:
             if grading is not None:
                 payload["grading"] = grading
             self._ledger.emit("decision", payload)
+            watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
                 self._ledger.emit(
                     "bypass",
@@ -329,7 +349,11 @@ class Gatekeeper:
         :meth:`authorize`; an unpaired or repeated record is journaled and raises
         :class:`~infomark.kernel.errors.RecordRefused`.
         """
-        cls_, _, _ = self.classify(call, tool_class)
+        c = self._classification(call, tool_class)
+        cov = watch.cover(
+            self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
+        )
+        cls_ = cov.classification.tool_class.value
         cid = call_id or call.tool_call_id
         refused: RecordRefused | None = None
         with self._ledger.transaction():
@@ -354,6 +378,8 @@ class Gatekeeper:
             self._track()
             text = self.policy.after_tool(self._ledger, call, outcome, evidence)
         self._check_grading()
+        notice = watch.after_record(self._ledger, self.config, call, cov)
+        text = "\n".join(t for t in (notice, text) if t)
         if text:
             self._tool_text[evidence.ref] = text
         return evidence

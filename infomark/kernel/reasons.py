@@ -31,6 +31,7 @@ class RejectReason(enum.StrEnum):
     EVIDENCE_NOT_NAMED = "evidence_not_named"  # inference evidence the claim does not name
     BACKGROUND_RUN = "background_run"  # a background run has no outcome yet
     WRONG_DIRECTORY = "wrong_directory"  # the run happened in another working directory
+    DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
 
     @property
     def hint(self) -> str:
@@ -81,4 +82,8 @@ _HINTS: dict[RejectReason, str] = {
     RejectReason.EVIDENCE_NOT_NAMED: "use a run of the claim's oracle or a Read of its `observe:`",
     RejectReason.BACKGROUND_RUN: "a background run has no outcome; run it in the foreground",
     RejectReason.WRONG_DIRECTORY: "run the oracle from the project root",
+    RejectReason.DELEGATED_EVIDENCE: (
+        "a sub-agent's or model call's answer is hearsay: it may back a divergence_event, "
+        "never a stamp; run the check yourself and stamp that run"
+    ),
 }

@@ -433,6 +433,16 @@ def build_audit(
         ev = ledger.evidence(crow["evidence_ref"]) if crow["evidence_ref"] else None
         crow["ran"] = ev.command if ev is not None else None
         crow["ran_in"] = ev.record.get("cwd") if ev is not None else None
+    # gate coverage (issue 12): scratch writes and changes made by running code
+    scratch: list[dict[str, Any]] = []
+    unannounced: list[dict[str, Any]] = []
+    for row in ledger.journal.events(
+        ledger.session, types=("files_written", "unannounced_mutation")
+    ):
+        if row.type == "unannounced_mutation":
+            unannounced.append({"seq": row.seq, **row.payload})
+        elif row.payload.get("scratch"):
+            scratch.append({"seq": row.seq, **row.payload})
     premises = []
     for pid in state.premises:
         c = state.claims.get(pid)
@@ -457,5 +467,7 @@ def build_audit(
             "blocked_finishes": flagged["finished_blocked"],
             "refused_records": flagged["record_refused"],
             "grading_changes": flagged["grading_changed"],
+            "scratch": scratch,
+            "unannounced_mutations": unannounced,
         },
     )
