@@ -52,8 +52,8 @@ _HINTS: dict[RejectReason, str] = {
         "that evidence belongs to another session; run the check in this session"
     ),
     RejectReason.INELIGIBLE_EVIDENCE: (
-        "oracle_stamp needs execution evidence (a command run); inference_stamp needs "
-        "observation or execution evidence; web results back neither"
+        "oracle_stamp needs a command run; inference_stamp a run or a read; web results back "
+        "neither"
     ),
     RejectReason.FAILED_EVIDENCE: (
         "the evidence outcome contradicts the stamped result; fix the code and re-run, "
@@ -83,7 +83,6 @@ _HINTS: dict[RejectReason, str] = {
     RejectReason.BACKGROUND_RUN: "a background run has no outcome; run it in the foreground",
     RejectReason.WRONG_DIRECTORY: "run the oracle from the project root",
     RejectReason.DELEGATED_EVIDENCE: (
-        "a sub-agent's or model call's answer is hearsay: it may back a divergence_event, "
-        "never a stamp; run the check yourself and stamp that run"
+        "a sub-agent's answer may back a divergence_event, never a stamp; run the check yourself"
     ),
 }

@@ -100,7 +100,16 @@ def test_done_when_names_the_claims_that_must_be_fresh(gk: Gatekeeper) -> None:
 
 
 def test_an_oracle_that_failed_after_its_stamp_blocks(gk: Gatekeeper) -> None:
-    gk.ingest(ledger_text(("C1", "Guess", ORACLE), ("C2", "Guess", "make lint")))
+    # P0 is the premise the edit rests on (grounded first); C1 and C2 are the completion claims
+    gk.ingest(
+        ledger_text(
+            ("P0", "Guess", "make check"),
+            ("C1", "Guess", ORACLE),
+            ("C2", "Guess", "make lint"),
+            premises=("P0",),
+        )
+    )
+    gk.ingest(stamp("P0", run(gk, "make check").ref))
     _edit(gk)
     gk.ingest(stamp("C1", run(gk, ORACLE).ref) + stamp("C2", run(gk, "make lint").ref))
     run(gk, ORACLE, exit_code=1, output="1 failed")  # C1's oracle, run again: it fails now

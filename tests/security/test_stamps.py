@@ -218,12 +218,23 @@ def test_the_operator_allow_list_pins_the_oracles(home: Path, project: Path) -> 
 def test_the_operator_require_list_decides_the_finish(home: Path, project: Path) -> None:
     cfg = replace(Config(), oracle_require=("pytest -q",))
     with Gatekeeper.open(home, "req", root=project, config=cfg) as gk:
-        gk.ingest(ledger_text(("C1", "Guess", "make lint"), premises=()))
+        ledger = ledger_text(
+            ("P0", "Guess", "make check"), ("C1", "Guess", "make lint"), premises=("P0",)
+        )
+        gk.ingest(ledger)
+        gk.ingest(stamp("P0", run(gk, "make check").ref))  # the premise the edit rests on
         observed(gk, ToolCall("Edit", {"file_path": "a.py"}), ToolOutcome("edited"))
         gk.ingest(stamp("C1", run(gk, "make lint").ref))
         fin = gk.can_finish("")
         assert not fin.allow and fin.code == "required_oracle" and "`pytest -q`" in fin.reason
-        gk.ingest(ledger_text(("C1", "Guess", "make lint"), ("C2", "Guess", "pytest -q")))
+        gk.ingest(
+            ledger_text(
+                ("P0", "Guess", "make check"),
+                ("C1", "Guess", "make lint"),
+                ("C2", "Guess", "pytest -q"),
+                premises=("P0",),
+            )
+        )
         gk.ingest(stamp("C2", run(gk, "pytest -q").ref))
         assert gk.can_finish("").allow
 
