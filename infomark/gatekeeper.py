@@ -21,6 +21,7 @@ from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import protected
 from infomark.kernel.errors import UserError
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.engine import Ledger
@@ -226,23 +227,45 @@ class Gatekeeper:
         """``(class, families, reasons)`` of a call; a declared class wins."""
         if tool_class is not None:
             return tool_class, (), (f"declared class {tool_class}",)
+        c = self.classification(call)
+        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
+
+    def classification(self, call: ToolCall, tool_class: str | None = None) -> Classification:
+        """The full classification of a call (with the paths it names); a declared class wins."""
         c = classify_tool(
             call.tool,
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
         )
-        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
+        if tool_class is not None:
+            # A declared class replaces the class, never the families or paths the call names.
+            try:
+                declared = ToolClass(_CLASS_ALIASES.get(tool_class, tool_class))
+            except ValueError:
+                declared = ToolClass.UNKNOWN
+            return replace(c, tool_class=declared, reasons=(f"declared class {tool_class}",))
+        return c
 
     def authorize(
-        self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        *,
+        bypass: bool | None = None,
+        tool_class: str | None = None,
+        unattended: str | None = None,
     ) -> Decision:
-        """allow / deny / ask for one call. Never raises for a denial; journals the decision."""
+        """allow / deny / ask for one call. Never raises for a denial; journals the decision.
+
+        ``unattended`` (why nobody can answer, e.g. the host's permission mode) or the
+        config's ``unattended = true`` turns an ``ask`` into a ``deny`` with the same reason.
+        """
+        c = self.classification(call, tool_class)
         cls_, families, why = self.classify(call, tool_class)
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
-        guard = protected(call.tool, call.input, cls_, home=self.home, root=self._ledger.root)
+        guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
             decision = authorize_call(
                 self._ledger.state,
@@ -255,6 +278,15 @@ class Gatekeeper:
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
+            if self.config.unattended and unattended is None:
+                unattended = "unattended = true in the config"
+            if unattended and decision.decision is Verdict.ASK:
+                decision = replace(
+                    decision,
+                    decision=Verdict.DENY,
+                    reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
+                    "answer, so it is denied)",
+                )
             seq = self._ledger.journal.last_seq(self.session) + 1
             did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
             decision = decision.with_id(did)
@@ -447,6 +479,9 @@ class Gatekeeper:
         from infomark.tools.executor import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)
+
+
+_CLASS_ALIASES = {"meta": "ledger"}
 
 
 def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decision:

@@ -31,12 +31,31 @@ from infomark.kernel.errors import StoreBusyError, StoreError
 from infomark.ledger.canonical import canonical_json, sha256_hex
 from infomark.ledger.keys import Key
 
-__all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
+__all__ = [
+    "GENESIS",
+    "SCHEMA_VERSION",
+    "EventRow",
+    "Journal",
+    "bound_store_waits",
+    "event_hash",
+    "loads_object",
+]
 
 SCHEMA_VERSION = 1
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
+
+
+def bound_store_waits(total_seconds: float) -> None:
+    """Bound every later lock wait of this process's journals to about ``total_seconds``.
+
+    The Claude Code hook calls it at start-up: a lock held by another process must turn
+    into a :class:`StoreBusyError` (and a fail-closed answer) well before the host's hook
+    timeout, not after the default 50 s.
+    """
+    global _BUSY_MS
+    _BUSY_MS = max(50, int(total_seconds * 1000 / _RETRIES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +192,7 @@ class Journal:
                 if attempt == _RETRIES - 1:
                     raise StoreBusyError(
                         f"the ledger at {self.path} stayed locked by other writers past the "
-                        f"retry bound ({_RETRIES} x {_BUSY_MS // 1000}s: {exc}); retry, or stop "
+                        f"retry bound ({_RETRIES} x {_BUSY_MS / 1000:g} s: {exc}); retry, or stop "
                         "the process holding it"
                     ) from exc
 

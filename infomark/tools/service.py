@@ -895,9 +895,13 @@ class _Service:
         handle: Callable[..., Any] = module.handle
         sid = payload.get("session_id") if isinstance(payload, dict) else None
         pool = self.pool
+        # The project's config, not the one of the directory where `serve` started: the
+        # forwarding hook names its project (the token already proves who is asking).
+        named = request.headers.get("x-infomark-root")
+        root = Path(named) if named and Path(named).is_dir() else pool.root
         async with pool.hook_lock(sid if isinstance(sid, str) else ""):
             answer = await anyio.to_thread.run_sync(
-                partial(handle, payload, home=pool.home, root=pool.root)
+                partial(handle, payload, home=pool.home, root=root)
             )
         return _json(
             hook_http_body(payload, answer.stdout, int(answer.exit_code), str(answer.stderr))
