@@ -485,12 +485,13 @@ _CLASS_ALIASES = {"meta": "ledger"}
 
 
 def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
-    """Self-protection overrides an allow (and an ask, when it denies); never bypassable."""
+    """Self-protection overrides an allow (and an ask, when it denies); never bypassable,
+    and enforced in every profile, observe included."""
     if decision.decision is Verdict.DENY and verdict == "ask":
         return decision
-    if decision.dryrun or decision.profile == "observe":
-        return replace(decision, reason=f"observe profile: would {verdict} ({code}): {reason}")
-    return replace(decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False)
+    return replace(
+        decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False, dryrun=False
+    )
 
 
 def _input_digest(call: ToolCall) -> str:
