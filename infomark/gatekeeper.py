@@ -21,6 +21,7 @@ from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import protected
 from infomark.kernel.errors import UserError
+from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
@@ -124,6 +125,7 @@ class Gatekeeper:
         profile: str | None = None,
     ) -> Gatekeeper:
         """Open (creating if needed) the ledger home and one session in it."""
+        check_session_id(session)  # the rule every entry point shares
         home_p = Path(home) if home is not None else default_home()
         root_p = Path(root) if root is not None else Path.cwd()
         ensure_private_dir(home_p)  # before the config cache is written into it
@@ -132,8 +134,6 @@ class Gatekeeper:
             if profile not in PROFILES:
                 raise UserError(f"unknown profile {profile!r}; use ledger, strict or observe")
             cfg = replace(cfg, profile=profile)
-        if not session or len(session) > 200:
-            raise UserError("a session id must be 1 to 200 characters")
         ledger = Ledger(
             home_p,
             cfg.session_prefix + session,
@@ -470,13 +470,13 @@ class Gatekeeper:
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
         """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
-        from infomark.tools.executor import wrap_executor
+        from infomark.wrapping import wrap_executor
 
         return wrap_executor(self, executor)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain function as a gated tool with a declared class."""
-        from infomark.tools.executor import gated_tool
+        from infomark.wrapping import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)
 

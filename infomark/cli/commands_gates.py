@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from infomark.cli.app import (
+from infomark.cli.base import (
     EXIT_ASK,
     EXIT_DENY,
     EXIT_VERIFY,
@@ -13,9 +13,9 @@ from infomark.cli.app import (
     emit_json,
     open_gk,
     opts,
+    parse_input_json,
     read_input,
 )
-from infomark.cli.commands_ledger import parse_input_json
 
 __all__ = ["register"]
 

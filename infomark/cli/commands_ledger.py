@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from infomark.cli.app import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts, read_input
+from infomark.cli.base import (
+    EXIT_VERIFY,
+    CliExit,
+    common,
+    emit_json,
+    open_gk,
+    opts,
+    parse_input_json,
+    read_input,
+)
 
 __all__ = ["register"]
 
@@ -95,53 +103,6 @@ def record(
         click.echo(ev.tag)
 
 
-def parse_input_json(text: str) -> dict[str, object]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(
-            f"not JSON: {exc.msg} at column {exc.colno}", param_hint="--input"
-        ) from None
-    if not isinstance(data, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--input")
-    return data
-
-
-@click.command()
-@click.option("--verify/--no-verify", default=False, help="Verify the hash chain, MACs and blobs.")
-@click.option(
-    "--export",
-    "export",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a signed, self-contained bundle to FILE.",
-)
-@common
-def audit(verify: bool, export: Path | None) -> None:
-    """Each claim's rank and why; --verify exits 1 naming the first bad event."""
-    with open_gk() as gk:
-        report = gk.audit(verify=verify or export is not None)
-        if export is not None:
-            from infomark.ledger.bundle import export_bundle
-
-            export_bundle(gk.store, export, report.to_dict())
-    data = report.to_dict()
-    if opts()["json"]:
-        emit_json(data)
-    else:
-        from infomark.cli.render import print_audit
-
-        print_audit(data)
-        if export is not None:
-            click.echo(f"bundle written to {export}")
-    if report.verified is False:
-        first = report.first_problem or {}
-        click.echo(
-            f"verification FAILED at seq {first.get('seq')}: {first.get('message')}", err=True
-        )
-        raise CliExit(EXIT_VERIFY)
-
-
 @click.command("verify-bundle")
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--public-key", default=None, help="Expected Ed25519 public key (hex) to pin.")
@@ -180,5 +141,5 @@ def events(follow: bool, after: int, all_sessions: bool) -> None:
 
 
 def register(group: click.Group) -> None:
-    for cmd in (init, ingest, record, audit, verify_bundle_cmd, events):
+    for cmd in (init, ingest, record, verify_bundle_cmd, events):
         group.add_command(cmd)

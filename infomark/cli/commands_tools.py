@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from infomark.cli.app import common, emit_json, open_gk, opts
+from infomark.cli.base import common, emit_json, open_gk, opts
 
 __all__ = ["register"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -10,7 +11,15 @@ from rich.table import Table
 
 __all__ = ["console", "print_audit", "print_ingest"]
 
-console = Console(highlight=False)
+
+def _console() -> Console:
+    """A terminal gets rich's layout; a pipe or file gets long lines, never hard wraps."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=200)
+
+
+console = _console()
 
 _STYLE = {
     "Exact": "bold green",

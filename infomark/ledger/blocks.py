@@ -1,16 +1,36 @@
-"""Pydantic models of the blocks parsed out of assistant text.
+"""The block vocabulary and the pydantic models of blocks parsed out of assistant text.
 
-These are the parser's output (a boundary), with source spans. The ledger
-semantics consume them; nothing here decides anything.
+The vocabulary (block keywords, keys and their aliases, result and authority
+words, stamp kinds, gate names, id and key patterns) is written here once; the
+parser and the renderer import it. The models are the parser's output (a
+boundary), with source spans. The ledger semantics consume them; nothing here
+decides anything.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
+from infomark.ledger.locate import BLOCK_KEYWORDS
+
 __all__ = [
+    "AUTHORITIES",
+    "BLOCK_KEYWORDS",
+    "CLAIM_ID_PATTERN",
+    "CLAIM_KEYS",
+    "DIVERGENCE_KEYS",
+    "EXPECTATIONS",
+    "GATE_NAMES",
+    "KEY_PATTERN",
+    "LEDGER_ALIASES",
+    "LEDGER_KEYS",
+    "RESULTS",
+    "STAMP_KEYS",
+    "STAMP_KINDS",
     "Block",
     "ClaimBlock",
     "Diagnostic",
@@ -18,11 +38,65 @@ __all__ = [
     "GateBlock",
     "LedgerBlock",
     "ParsedMessage",
+    "QuestionBlock",
     "Span",
     "StampBlock",
+    "StampKind",
 ]
 
-StampKind = Literal["oracle_stamp", "inference_stamp"]
+# --------------------------------------------------------------------------- vocabulary
+
+CLAIM_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+"""A claim id, in full (use ``fullmatch``)."""
+
+KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+"""A mapping key, in full (use ``fullmatch``)."""
+
+CLAIM_KEYS: tuple[str, ...] = (
+    "id",
+    "text",
+    "status",
+    "falsifier",
+    "oracle",
+    "expect",
+    "observe",
+    "reason",
+    "evidence",
+)
+"""The keys of one claim, in canonical order."""
+
+LEDGER_KEYS: tuple[str, ...] = ("claims", "premises_for_plan", "open_questions", "done_when")
+"""The keys of a ``claim_ledger``, in canonical order."""
+
+LEDGER_ALIASES: dict[str, str] = {"premises": "premises_for_plan", "open": "open_questions"}
+"""Short spellings of ledger keys."""
+
+StampKind = Literal["oracle_stamp", "inference_stamp", "source_stamp"]
+STAMP_KINDS: tuple[StampKind, ...] = ("oracle_stamp", "inference_stamp", "source_stamp")
+
+STAMP_KEYS: dict[str, tuple[str, ...]] = {
+    "oracle_stamp": ("claim_id", "evidence_ref", "result", "layer", "artifact", "content_hash"),
+    "inference_stamp": ("claim_id", "evidence_ref", "layer", "artifact", "content_hash"),
+    "source_stamp": ("claim_id", "evidence_ref", "authority"),
+}
+"""The keys each stamp kind takes, in canonical order."""
+
+DIVERGENCE_KEYS: tuple[str, ...] = ("claim_id", "evidence_ref")
+
+RESULTS: frozenset[str] = frozenset({"PASS", "FAIL", "EXPECTED_FAIL"})
+"""The words of an ``oracle_stamp``'s ``result`` (normalised upper case)."""
+
+EXPECTATIONS: tuple[Literal["PASS", "FAIL"], ...] = ("PASS", "FAIL")
+"""The words of a claim's ``expect`` (normalised upper case)."""
+
+AUTHORITIES: tuple[str, ...] = ("primary", "secondary")
+"""The words of a ``source_stamp``'s ``authority`` (normalised lower case)."""
+
+GATE_NAMES: frozenset[str] = frozenset([gate.id for gate in DEFAULT_GRAPH.gates] + list(TERMINALS))
+"""What a ``gate:`` line may name: a gate id of the default graph or a terminal."""
+
+
+# --------------------------------------------------------------------------- models
 
 
 class _Frozen(BaseModel):
@@ -56,6 +130,8 @@ class ClaimBlock(_Frozen):
     status: str | None = None  # as written; InfoMark.parse() judges it
     falsifier: str | None = None
     oracle: str | None = None
+    expect: Literal["PASS", "FAIL"] | None = None  # None: a PASS claim that says nothing
+    observe: str | None = None  # a path or search an inference_stamp's Read/Grep/run must match
     reason: str | None = None
     evidence: str | None = None
     extra: dict[str, str] = Field(default_factory=dict)  # unknown keys, kept
@@ -67,6 +143,7 @@ class LedgerBlock(_Frozen):
     claims: list[ClaimBlock] = Field(default_factory=list)
     premises_for_plan: list[str] = Field(default_factory=list)
     open_questions: list[str] = Field(default_factory=list)
+    done_when: list[str] = Field(default_factory=list)  # ids of the completion claims
     extra: dict[str, str] = Field(default_factory=dict)
     span: Span
 
@@ -79,6 +156,7 @@ class StampBlock(_Frozen):
     layer: str | None = None
     artifact: str | None = None
     content_hash: str | None = None
+    authority: str | None = None  # source_stamp: primary | secondary when valid; else as written
     legacy: bool = False  # the short `oracle_stamp: C1 PASS` form
     extra: dict[str, str] = Field(default_factory=dict)
     span: Span
@@ -97,11 +175,21 @@ class GateBlock(_Frozen):
 
     kind: Literal["gate"] = "gate"
     gate: str  # normalised upper-case: G0..G9 or a terminal name
+    reason: str | None = None  # `gate: BLOCKED reason="…"` (also `— text`, `: text`)
+    span: Span
+
+
+class QuestionBlock(_Frozen):
+    """A `question: "…"` line: the agent asks the user and is not done."""
+
+    kind: Literal["question"] = "question"
+    text: str
     span: Span
 
 
 Block = Annotated[
-    LedgerBlock | StampBlock | DivergenceBlock | GateBlock, Field(discriminator="kind")
+    LedgerBlock | StampBlock | DivergenceBlock | GateBlock | QuestionBlock,
+    Field(discriminator="kind"),
 ]
 
 

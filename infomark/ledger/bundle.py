@@ -21,7 +21,7 @@ from infomark.ledger.journal import GENESIS, event_hash
 from infomark.ledger.keys import check_private, write_private
 from infomark.ledger.state import SessionState, apply
 
-__all__ = ["BUNDLE_FORMAT", "export_bundle", "verify_bundle"]
+__all__ = ["BUNDLE_FORMAT", "export_bundle", "public_key_hex", "verify_bundle"]
 
 BUNDLE_FORMAT = "infomark-bundle/1"
 
@@ -34,6 +34,11 @@ def _signing_key(home: Path) -> Any:
         write_private(path, Ed25519PrivateKey.generate().private_bytes_raw())
     check_private(path)
     return Ed25519PrivateKey.from_private_bytes(path.read_bytes())
+
+
+def public_key_hex(home: Path) -> str:
+    """The hex Ed25519 public key that signs this home's bundles (created if missing)."""
+    return str(_signing_key(home).public_key().public_bytes_raw().hex())
 
 
 def _body(bundle: dict[str, Any]) -> bytes:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import random
 import sqlite3
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from infomark.kernel.errors import StoreBusyError, StoreError
 from infomark.ledger.canonical import canonical_json, sha256_hex
@@ -45,6 +47,9 @@ SCHEMA_VERSION = 1
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
+_T = TypeVar("_T")
+_OPEN = "cannot open the ledger at"
+_pause = time.sleep  # the back-off between retries (a test observes it)
 
 
 def bound_store_waits(total_seconds: float) -> None:
@@ -128,6 +133,10 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
+def _deadline() -> float:
+    return time.monotonic() + _RETRIES * _BUSY_MS / 1000
+
+
 def _busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc)
     return "locked" in text or "busy" in text
@@ -145,14 +154,71 @@ class Journal:
             self._db = sqlite3.connect(
                 path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
             )
-            self._db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                self._migrate(version)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the ledger at {path}: {exc}") from exc
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        """Every statement of the open path runs inside the same bounded retry as writes."""
+        deadline = _deadline()
+        self._retry(lambda: self._db.execute(f"PRAGMA busy_timeout={_BUSY_MS}"), deadline, _OPEN)
+        mode = self._retry(
+            lambda: self._db.execute("PRAGMA journal_mode").fetchone(), deadline, _OPEN
+        )
+        if str(mode[0]).lower() != "wal":
+            # Switching a new file to WAL needs an exclusive lock that busy_timeout does not
+            # always wait for (two openers both holding SHARED): retried here, not raised.
+            got = self._retry(
+                lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone(), deadline, _OPEN
+            )
+            if str(got[0]).lower() != "wal":
+                raise StoreError(
+                    f"cannot open the ledger at {self.path}: it cannot use WAL mode "
+                    f"(got {got[0]!r}); put the home on a local filesystem"
+                )
+        self._retry(lambda: self._db.execute("PRAGMA synchronous=FULL"), deadline, _OPEN)
+        version = self._retry(
+            lambda: int(self._db.execute("PRAGMA user_version").fetchone()[0]), deadline, _OPEN
+        )
+        if version != SCHEMA_VERSION:
+            try:
+                self._migrate(version)
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{_OPEN} {self.path}: {exc}") from exc
+
+    def _retry(
+        self,
+        op: Callable[[], _T],
+        deadline: float | None = None,
+        what: str = "the ledger failed at",
+    ) -> _T:
+        """Run ``op``; a busy/locked error is retried (with backoff) until the bound, then
+        :class:`StoreBusyError`. Any other database error is a :class:`StoreError`."""
+        deadline = _deadline() if deadline is None else deadline
+        pause = 0.001
+        while True:
+            try:
+                return op()
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise StoreError(f"{what} {self.path}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise self._busy_error(exc) from exc
+                _pause(pause * (0.5 + random.random()))  # noqa: S311 - jitter, not crypto
+                pause = min(pause * 2, 0.05)
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{what} {self.path}: {exc}") from exc
+
+    def _busy_error(self, exc: BaseException) -> StoreBusyError:
+        return StoreBusyError(
+            f"the ledger at {self.path} stayed locked by other writers past the "
+            f"retry bound ({_RETRIES} x {_BUSY_MS / 1000:g}s: {exc}); retry, or stop "
+            "the process holding it"
+        )
 
     # -- schema ---------------------------------------------------------------
     def _migrate(self, version: int) -> None:
@@ -182,19 +248,7 @@ class Journal:
     # -- transactions ----------------------------------------------------------
     def _begin(self) -> None:
         """``BEGIN IMMEDIATE`` with a bounded retry on top of ``busy_timeout``."""
-        for attempt in range(_RETRIES):
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc):
-                    raise StoreError(f"ledger write failed: {exc}") from exc
-                if attempt == _RETRIES - 1:
-                    raise StoreBusyError(
-                        f"the ledger at {self.path} stayed locked by other writers past the "
-                        f"retry bound ({_RETRIES} x {_BUSY_MS / 1000:g} s: {exc}); retry, or stop "
-                        "the process holding it"
-                    ) from exc
+        self._retry(lambda: self._db.execute("BEGIN IMMEDIATE"), what="ledger write failed at")
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -219,9 +273,7 @@ class Journal:
 
     # -- appends (inside write()) ------------------------------------------------
     def head(self, session: str) -> tuple[int, str]:
-        row = self._db.execute(
-            "SELECT seq, hash FROM heads WHERE session = ?", (session,)
-        ).fetchone()
+        row = self._one("SELECT seq, hash FROM heads WHERE session = ?", (session,))
         return (int(row[0]), str(row[1])) if row else (0, GENESIS)
 
     def append(
@@ -273,10 +325,15 @@ class Journal:
         )
 
     # -- reads -----------------------------------------------------------------
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """One row, read inside the bounded retry (a reader may meet a checkpoint)."""
+        return self._retry(lambda: self._db.execute(sql, args).fetchone())
+
+    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._retry(lambda: self._db.execute(sql, args).fetchall())
+
     def load_snapshot(self, session: str) -> tuple[int, dict[str, Any]] | None:
-        row = self._db.execute(
-            "SELECT seq, state, mac FROM snapshots WHERE session = ?", (session,)
-        ).fetchone()
+        row = self._one("SELECT seq, state, mac FROM snapshots WHERE session = ?", (session,))
         if not row:
             return None
         seq, body, mac = int(row[0]), str(row[1]), str(row[2])
@@ -303,33 +360,27 @@ class Journal:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY session, seq" if session is None else " ORDER BY seq"
-        rows = self._db.execute(sql, args).fetchall()
+        rows = self._all(sql, args)
         for r in rows:
             yield EventRow(r[0], r[1], r[2], loads_object(r[3]), r[4], r[5], r[6], r[7], r[8])
 
     def raw_rows(self, session: str) -> list[tuple[Any, ...]]:
         """Rows as stored, for verification."""
-        return list(
-            self._db.execute(
-                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
-                "FROM events WHERE session = ? ORDER BY seq, rowid",
-                (session,),
-            )
+        return self._all(
+            "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+            "FROM events WHERE session = ? ORDER BY seq, rowid",
+            (session,),
         )
 
     def head_row(self, session: str) -> tuple[int, str, str] | None:
-        row = self._db.execute(
-            "SELECT seq, hash, mac FROM heads WHERE session = ?", (session,)
-        ).fetchone()
+        row = self._one("SELECT seq, hash, mac FROM heads WHERE session = ?", (session,))
         return (int(row[0]), str(row[1]), str(row[2])) if row else None
 
     def head_mac(self, session: str, seq: int, hash_: str) -> str:
         return self.key.mac(canonical_json(["head", session, seq, hash_]))
 
     def evidence_row(self, ref: str) -> tuple[str, int, dict[str, Any], str] | None:
-        row = self._db.execute(
-            "SELECT session, seq, record, mac FROM evidence WHERE ref = ?", (ref,)
-        ).fetchone()
+        row = self._one("SELECT session, seq, record, mac FROM evidence WHERE ref = ?", (ref,))
         if not row:
             return None
         return str(row[0]), int(row[1]), loads_object(row[2]), str(row[3])
@@ -340,11 +391,19 @@ class Journal:
         if session is not None:
             sql += " WHERE session = ?"
             args = (session,)
-        rows = self._db.execute(sql + " ORDER BY session, seq", args).fetchall()
+        rows = self._all(sql + " ORDER BY session, seq", args)
         return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
 
     def sessions(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT session FROM heads ORDER BY session")]
+        return [r[0] for r in self._all("SELECT session FROM heads ORDER BY session")]
+
+    def known_sessions(self) -> list[str]:
+        """Every session any table names: a session whose head row was deleted still counts."""
+        rows = self._db.execute(
+            "SELECT session FROM heads UNION SELECT session FROM sessions "
+            "UNION SELECT DISTINCT session FROM events ORDER BY 1"
+        )
+        return [r[0] for r in rows]
 
     def last_seq(self, session: str) -> int:
         return self.head(session)[0]

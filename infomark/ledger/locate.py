@@ -5,10 +5,10 @@ lark or pydantic are imported at all.
 
 A block starts at a line whose first non-blank text is a block keyword followed
 by a colon (``claim_ledger:``, ``oracle_stamp:``, ``inference_stamp:``,
-``divergence_event:`` or ``gate:``), either bare in the prose or inside a
-```` ``` ````, ```` ```yaml ```` or ```` ```yml ```` fence (other fences are code
-examples and are skipped). A ``gate:`` block is that one line. Any other block
-runs until the first of:
+``source_stamp:``, ``divergence_event:``, ``gate:`` or ``question:``), either
+bare in the prose or inside a ```` ``` ````, ```` ```yaml ```` or ```` ```yml ````
+fence (other fences are code examples and are skipped). A ``gate:`` block is
+that one line. Any other block runs until the first of:
 
 * the end of its fence;
 * a non-blank line indented at or less than the keyword line, unless it
@@ -45,8 +45,10 @@ BLOCK_KEYWORDS: tuple[str, ...] = (
     "claim_ledger",
     "oracle_stamp",
     "inference_stamp",
+    "source_stamp",
     "divergence_event",
     "gate",
+    "question",
 )
 """The words that open a block when they start a line and are followed by ``:``."""
 

@@ -26,6 +26,17 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from infomark.kernel.infomark import InfoMark
 from infomark.ledger.blocks import (
+    AUTHORITIES,
+    CLAIM_ID_PATTERN,
+    CLAIM_KEYS,
+    DIVERGENCE_KEYS,
+    EXPECTATIONS,
+    GATE_NAMES,
+    KEY_PATTERN,
+    LEDGER_ALIASES,
+    LEDGER_KEYS,
+    RESULTS,
+    STAMP_KEYS,
     Block,
     ClaimBlock,
     Diagnostic,
@@ -33,8 +44,10 @@ from infomark.ledger.blocks import (
     GateBlock,
     LedgerBlock,
     ParsedMessage,
+    QuestionBlock,
     Span,
     StampBlock,
+    StampKind,
 )
 from infomark.ledger.locate import (
     BlockScalarHeader,
@@ -46,16 +59,7 @@ from infomark.ledger.locate import (
     locate_blocks,
     may_contain_blocks,
 )
-from infomark.ledger.render import (
-    CLAIM_ID_PATTERN,
-    CLAIM_KEYS,
-    DIVERGENCE_KEYS,
-    GATE_NAMES,
-    KEY_PATTERN,
-    LEDGER_ALIASES,
-    STAMP_KEYS,
-    scalar_text,
-)
+from infomark.ledger.render import scalar_text
 
 if TYPE_CHECKING:
     from lark import Lark, Token, Transformer
@@ -73,19 +77,21 @@ MAX_DEPTH = 32
 """Deepest nesting of indentation levels or flow collections a block may use."""
 
 _SNIPPET = 60
-_RESULTS = frozenset({"PASS", "FAIL", "EXPECTED_FAIL"})
 _KEYWORD_TOKENS = {
     "claim_ledger": "LEDGER",
     "oracle_stamp": "STAMP",
     "inference_stamp": "STAMP",
+    "source_stamp": "STAMP",
     "divergence_event": "DIVERGENCE",
     "gate": "GATE",
+    "question": "QUESTION",
 }
 _TOKEN_NAMES = {
     "LEDGER": "claim_ledger:",
     "STAMP": "a stamp keyword",
     "DIVERGENCE": "divergence_event:",
     "GATE": "gate:",
+    "QUESTION": "question:",
     "KEY": "a key (name:)",
     "IKEY": "a key=value pair",
     "PLAIN": "a value",
@@ -93,6 +99,7 @@ _TOKEN_NAMES = {
     "SQ": "a single-quoted value",
     "BLOCK": "a | or > block value",
     "_COLON": "':'",
+    "_REASON": 'a reason (reason="…", — … or : …)',
     "_NL": "the end of the line",
     "_INDENT": "an indented line",
     "_DEDENT": "a less indented line",
@@ -308,6 +315,27 @@ class _Problem(Exception):
         )
 
 
+_GATE_WORD_STOPS = frozenset(" \t:\u2014\u2013")
+_REASON_WORDS = ("reason=", "reason:")
+
+
+def _reason_separator(text: str, r: int) -> int | None:
+    """Index just past the separator that opens a gate's reason at ``r``, if one does."""
+    if r >= len(text):
+        return None
+    ch = text[r]
+    if ch in ":\u2014\u2013":  # ':' or an em / en dash
+        return r + 1
+    if text.startswith("--", r):
+        return r + 2
+    if ch == "-" and (r + 1 == len(text) or text[r + 1] in " \t"):
+        return r + 1
+    for word in _REASON_WORDS:
+        if text.startswith(word, r):
+            return r + len(word)
+    return None
+
+
 def _skip_ws(text: str, index: int) -> int:
     while index < len(text) and text[index] in " \t":
         index += 1
@@ -377,6 +405,8 @@ class _Tokenizer:
         base = indent_width(text)[0]
         if keyword == "gate":
             j = self.gate_value(v)
+        elif keyword == "question":
+            j = self.value(0, v, base)
         elif keyword != "claim_ledger" and v < len(text) and text[v] not in "{#":
             j = self.inline(v)
         else:
@@ -506,19 +536,44 @@ class _Tokenizer:
         return end_j + 1
 
     def gate_value(self, v: int) -> int:
+        """The gate name, then an optional reason: ``reason="…"``, ``— …`` or ``: …``."""
         text = self.lines[0]
         if v >= len(text) or text[v] == "#":
             self.mark("_NL")
             return 1
         if text[v] in "\"'":
-            kind, value, k, i = self.quoted(0, v)
-            self.emit(kind, value, 0, v, k, i)
+            kind, value, k, end = self.quoted(0, v)
+            self.emit(kind, value, 0, v, k, end)
+        else:
+            end = v
+            while end < len(text) and text[end] not in _GATE_WORD_STOPS:
+                end += 1
+            self.emit("PLAIN", text[v:end], 0, v, 0, end)
+        return self.gate_reason(end)
+
+    def gate_reason(self, end: int) -> int:
+        text = self.lines[0]
+        r = _skip_ws(text, end)
+        sep = _reason_separator(text, r)
+        if sep is None:
+            return self.line_end(0, end)  # a comment, or text the grammar reports
+        self.emit("_REASON", text[r:sep], 0, r, 0, sep)
+        s = _skip_ws(text, sep)
+        if s >= len(text) or (text[s] == "#" and s > sep):
+            raise self.problem(
+                0,
+                r,
+                f"empty reason after {text[r:sep]!r} on the gate line",
+                ['gate: BLOCKED reason="what stops you"'],
+            )
+        if text[s] in "\"'":
+            kind, value, k, i = self.quoted(0, s)
+            self.emit(kind, value, 0, s, k, i)
             return self.line_end(k, i)
-        end = v
-        while end < len(text) and text[end] not in " \t":
-            end += 1
-        self.emit("PLAIN", text[v:end], 0, v, 0, end)
-        return self.line_end(0, end)
+        rest = text[s:].rstrip(" \t")
+        self.emit("PLAIN", rest, 0, s, 0, s + len(rest))
+        self.mark("_NL")
+        return 1
 
     def inline(self, v: int) -> int:
         """``claim_id=C1 evidence_ref=ev_… result=PASS`` (``:`` also separates), or legacy words."""
@@ -842,6 +897,7 @@ class _Top:
     keyword: str
     pos: _Pos
     body: _Node | _Legacy
+    reason: _Scalar | None = None  # gate: BLOCKED reason="…"
 
 
 _Node = _Scalar | _Seq | _Map | None
@@ -905,6 +961,11 @@ def _rule_top(children: list[Any], meta: Any) -> _Top:
     return _Top(str(children[0]), _meta_pos(meta), children[1])
 
 
+def _rule_gate(children: list[Any], meta: Any) -> _Top:
+    reason = children[2] if len(children) > 2 else None
+    return _Top(str(children[0]), _meta_pos(meta), children[1], reason)
+
+
 def _rule_pair(children: list[Any], meta: Any) -> tuple[_Scalar, _Node]:
     key = children[0]
     return _Scalar(str(key), _token_pos(key)), (children[1] if len(children) > 1 else None)
@@ -915,7 +976,8 @@ _RULES: dict[str, Callable[[list[Any], Any], Any]] = {
     "ledger": _rule_top,
     "stamp": _rule_top,
     "divergence": _rule_top,
-    "gate": _rule_top,
+    "gate": _rule_gate,
+    "question": _rule_top,
     "mapping": lambda children, meta: _Map(children, _meta_pos(meta)),
     "inline": lambda children, meta: _Map(children, _meta_pos(meta)),
     "flow_map": lambda children, meta: _Map(children, _meta_pos(meta)),
@@ -1004,7 +1066,9 @@ class _Builder:
         if top.keyword == "claim_ledger":
             block = self.ledger(top.body, top.pos, span)
         elif top.keyword == "gate":
-            block = self.gate(top.body, top.pos, span)
+            block = self.gate(top.body, top.reason, top.pos, span)
+        elif top.keyword == "question":
+            block = self.question(top.body, top.pos, span)
         else:
             block = self.stamp(top.keyword, top.body, top.pos, span)
         if self.unlisted:
@@ -1029,7 +1093,11 @@ class _Builder:
             self.note(where, "claim_ledger must be a mapping", expected=["claims:"])
             return None
         claims: list[ClaimBlock] = []
-        lists: dict[str, list[str]] = {"premises_for_plan": [], "open_questions": []}
+        lists: dict[str, list[str]] = {
+            "premises_for_plan": [],
+            "open_questions": [],
+            "done_when": [],
+        }
         extra: dict[str, str] = {}
         seen: set[str] = set()
         for key, node in body.pairs:
@@ -1041,11 +1109,12 @@ class _Builder:
                 lists[name] = self.id_list(node, key)
             else:
                 extra[key.value] = _as_text(node)
-                self.unknown_key(key, ["claims", "premises_for_plan", "open_questions"], keyword)
+                self.unknown_key(key, LEDGER_KEYS, keyword)
         return LedgerBlock(
             claims=claims,
             premises_for_plan=lists["premises_for_plan"],
             open_questions=lists["open_questions"],
+            done_when=lists["done_when"],
             extra=extra,
             span=span,
         )
@@ -1081,6 +1150,7 @@ class _Builder:
         extra: dict[str, str] = {}
         seen: set[str] = set()
         id_node: _Scalar | None = None
+        places: dict[str, _Pos] = {}
         for key, node in mapping.pairs:
             name = key.value
             if name not in CLAIM_KEYS:
@@ -1089,6 +1159,7 @@ class _Builder:
                 continue
             self.check_duplicate(name, key, seen)
             fields[name] = self.single(node, key)
+            places[name] = _node_pos(node, key.pos)
             if name == "id" and isinstance(node, _Scalar):
                 id_node = node
         claim_id = fields.get("id")
@@ -1110,17 +1181,38 @@ class _Builder:
                 expected=[m.label for m in sorted(InfoMark, reverse=True)],
                 text=status,
             )
+        expect = self.expectation(fields.get("expect"), places.get("expect", mapping.pos), claim_id)
         return ClaimBlock(
             id=claim_id,
             text=fields.get("text"),
             status=status,
             falsifier=fields.get("falsifier"),
             oracle=fields.get("oracle"),
+            expect=expect,
+            observe=fields.get("observe"),
             reason=fields.get("reason"),
             evidence=fields.get("evidence"),
             extra=extra,
             span=_span(mapping.pos),
         )
+
+    def expectation(
+        self, value: str | None, pos: _Pos, claim_id: str
+    ) -> Literal["PASS", "FAIL"] | None:
+        if value is None:
+            return None
+        word = value.strip().upper()
+        for known in EXPECTATIONS:
+            if word == known:
+                return known
+        self.note(
+            pos,
+            f"expect {_short(value)!r} on claim {claim_id} is not PASS or FAIL; "
+            "write expect: FAIL for a claim that its oracle fails, or leave it out",
+            expected=list(EXPECTATIONS),
+            text=value,
+        )
+        return None
 
     def id_list(self, node: _Node, key: _Scalar) -> list[str]:
         if node is None:
@@ -1150,7 +1242,7 @@ class _Builder:
         extra: dict[str, str] = {}
         legacy = isinstance(body, _Legacy)
         if isinstance(body, _Legacy):
-            limit = 2 if keyword == "oracle_stamp" else 1
+            limit = {"oracle_stamp": 2, "inference_stamp": 1}.get(keyword, 0)
             if len(body.words) > limit:
                 word = body.words[limit]
                 self.note(
@@ -1167,7 +1259,7 @@ class _Builder:
             result_pos = body.words[-1].pos
         elif isinstance(body, _Map):
             seen: set[str] = set()
-            id_pos = result_pos = where
+            id_pos = result_pos = authority_pos = where
             for key, node in body.pairs:
                 if key.value not in known:
                     extra[key.value] = _as_text(node)
@@ -1179,6 +1271,8 @@ class _Builder:
                     id_pos = _node_pos(node, key.pos)
                 elif key.value == "result":
                     result_pos = _node_pos(node, key.pos)
+                elif key.value == "authority":
+                    authority_pos = _node_pos(node, key.pos)
         else:
             self.note(where, f"{keyword} needs claim_id and evidence_ref", expected=["claim_id="])
             return None
@@ -1194,24 +1288,37 @@ class _Builder:
             )
         result = values.get("result")
         if result is not None:
-            if result.upper() in _RESULTS:
+            if result.upper() in RESULTS:
                 result = result.upper()
             else:
                 self.note(
                     result_pos,
                     f"result {_short(result)!r} is not PASS, FAIL or EXPECTED_FAIL",
                     severity="warning",
-                    expected=sorted(_RESULTS),
+                    expected=sorted(RESULTS),
                     text=result,
                 )
+        authority = values.get("authority")
+        if authority is not None:
+            if authority.lower() in AUTHORITIES:
+                authority = authority.lower()
+            else:
+                self.note(
+                    authority_pos,
+                    f"authority {_short(authority)!r} is not primary or secondary",
+                    severity="warning",
+                    expected=list(AUTHORITIES),
+                    text=authority,
+                )
         return StampBlock(
-            kind=cast(Literal["oracle_stamp", "inference_stamp"], keyword),
+            kind=cast(StampKind, keyword),
             claim_id=claim_id,
             evidence_ref=values.get("evidence_ref"),
             result=result,
             layer=values.get("layer"),
             artifact=values.get("artifact"),
             content_hash=values.get("content_hash"),
+            authority=authority,
             legacy=legacy,
             extra=extra,
             span=span,
@@ -1219,7 +1326,9 @@ class _Builder:
 
     # -- gate
 
-    def gate(self, body: _Node | _Legacy, where: _Pos, span: Span) -> GateBlock | None:
+    def gate(
+        self, body: _Node | _Legacy, reason: _Scalar | None, where: _Pos, span: Span
+    ) -> GateBlock | None:
         value = body.value.strip() if isinstance(body, _Scalar) else ""
         gate = value.upper()
         if gate not in GATE_NAMES:
@@ -1230,7 +1339,15 @@ class _Builder:
                 text=value,
             )
             return None
-        return GateBlock(gate=gate, span=span)
+        return GateBlock(gate=gate, reason=None if reason is None else reason.value, span=span)
+
+    # -- question
+
+    def question(self, body: _Node | _Legacy, where: _Pos, span: Span) -> QuestionBlock | None:
+        if not isinstance(body, _Scalar):  # the grammar admits only a scalar
+            self.note(where, "question takes one value", expected=['question: "…"'])
+            return None
+        return QuestionBlock(text=body.value, span=span)
 
     # -- shared checks
 

@@ -9,15 +9,24 @@ survives the round trip.
 
 from __future__ import annotations
 
-import re
-
 from infomark.kernel.errors import UserError
 from infomark.ledger.blocks import (
+    AUTHORITIES,
+    CLAIM_ID_PATTERN,
+    CLAIM_KEYS,
+    DIVERGENCE_KEYS,
+    GATE_NAMES,
+    KEY_PATTERN,
+    LEDGER_ALIASES,
+    LEDGER_KEYS,
+    RESULTS,
+    STAMP_KEYS,
     Block,
     ClaimBlock,
     DivergenceBlock,
     GateBlock,
     LedgerBlock,
+    QuestionBlock,
     StampBlock,
 )
 
@@ -35,28 +44,12 @@ __all__ = [
     "render_divergence",
     "render_gate",
     "render_ledger",
+    "render_question",
     "render_stamp",
     "scalar_text",
 ]
-
-CLAIM_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
-"""A claim id, in full (use ``fullmatch``)."""
-
-KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-"""A mapping key, in full (use ``fullmatch``)."""
-
-CLAIM_KEYS: tuple[str, ...] = ("id", "text", "status", "falsifier", "oracle", "reason", "evidence")
-LEDGER_KEYS: tuple[str, ...] = ("claims", "premises_for_plan", "open_questions")
-LEDGER_ALIASES: dict[str, str] = {"premises": "premises_for_plan", "open": "open_questions"}
-STAMP_KEYS: dict[str, tuple[str, ...]] = {
-    "oracle_stamp": ("claim_id", "evidence_ref", "result", "layer", "artifact", "content_hash"),
-    "inference_stamp": ("claim_id", "evidence_ref", "layer", "artifact", "content_hash"),
-}
-DIVERGENCE_KEYS: tuple[str, ...] = ("claim_id", "evidence_ref")
-GATE_NAMES: frozenset[str] = frozenset(
-    [f"G{i}" for i in range(10)] + ["SUCCESS", "BLOCKED", "OUT_OF_SCOPE", "WAITING_APPROVAL"]
-)
-_RESULTS = frozenset({"PASS", "FAIL", "EXPECTED_FAIL"})
+# The vocabulary above is re-exported for callers that imported it from here; it lives in
+# infomark.ledger.blocks.
 
 _BARE_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _BARE_CHARS = _BARE_FIRST | frozenset(".:/@+-")
@@ -110,6 +103,8 @@ def render_ledger(block: LedgerBlock) -> str:
         lines.append("  claims: []")
     lines.append(f"  premises_for_plan: {_id_list(block.premises_for_plan)}")
     lines.append(f"  open_questions: {_id_list(block.open_questions)}")
+    if block.done_when:
+        lines.append(f"  done_when: {_id_list(block.done_when)}")
     for key, value in _extras(block.extra, (*LEDGER_KEYS, *LEDGER_ALIASES), "claim_ledger"):
         lines.append(f"  {key}: {scalar_text(value)}")
     return "\n".join(lines) + "\n"
@@ -127,11 +122,22 @@ def render_stamp(block: StampBlock) -> str:
                 f"{block.kind} has no result field (only oracle_stamp does); "
                 "put it in extra or remove it"
             )
-        if result.upper() in _RESULTS:
+        if result.upper() in RESULTS:
             result = result.upper()
+    authority = block.authority
+    if authority is not None:
+        if block.kind != "source_stamp":
+            raise UserError(
+                f"{block.kind} has no authority field (only source_stamp does); "
+                "put it in extra or remove it"
+            )
+        if authority.lower() in AUTHORITIES:
+            authority = authority.lower()
     if block.legacy:
+        if block.kind == "source_stamp":
+            raise UserError("source_stamp has no legacy form; set legacy=False")
         if any(v is not None for v in (block.evidence_ref, block.layer, block.artifact)) or (
-            block.content_hash is not None or block.extra
+            block.content_hash is not None or block.authority is not None or block.extra
         ):
             raise UserError(
                 f"a legacy {block.kind} carries only a claim id and a result; "
@@ -146,6 +152,7 @@ def render_stamp(block: StampBlock) -> str:
         ("layer", block.layer),
         ("artifact", block.artifact),
         ("content_hash", block.content_hash),
+        ("authority", authority),
     ]
     pairs += _extras(block.extra, STAMP_KEYS[block.kind], block.kind)
     return _inline(block.kind, pairs)
@@ -162,14 +169,21 @@ def render_divergence(block: DivergenceBlock) -> str:
 
 
 def render_gate(block: GateBlock) -> str:
-    """A ``gate:`` line."""
+    """A ``gate:`` line, with ``reason="…"`` when the block carries a reason."""
     gate = block.gate.strip().upper()
     if gate not in GATE_NAMES:
         raise UserError(
             f"cannot render gate {block.gate!r}: expected G0..G9, SUCCESS, BLOCKED, "
             "OUT_OF_SCOPE or WAITING_APPROVAL"
         )
-    return f"gate: {gate}\n"
+    if block.reason is None:
+        return f"gate: {gate}\n"
+    return f"gate: {gate} reason={quote_scalar(block.reason)}\n"
+
+
+def render_question(block: QuestionBlock) -> str:
+    """A ``question:`` line (the text double-quoted, so any text survives)."""
+    return f"question: {quote_scalar(block.text)}\n"
 
 
 def render_block(block: Block) -> str:
@@ -180,6 +194,8 @@ def render_block(block: Block) -> str:
         return render_stamp(block)
     if isinstance(block, DivergenceBlock):
         return render_divergence(block)
+    if isinstance(block, QuestionBlock):
+        return render_question(block)
     return render_gate(block)
 
 

@@ -1,14 +1,20 @@
 """httpx clients of the HTTP service, mirroring the :class:`Gatekeeper` facade.
 
 ``Client(base_url, token=None, session="default", home=None)`` has the facade's
-methods (``ingest``, ``authorize``, ``record``, ``after_tool_text``, ``can_finish``,
-``approve``, ``new_turn``, ``host_report``, ``context_view``, ``state_document``,
-``ledger``, ``gate``, ``audit``, ``events``, ``wrap``, ``tool``) and returns the same
-types (:class:`Decision`, :class:`FinishDecision`, :class:`IngestReport`,
-:class:`Evidence`, :class:`LedgerView`, :class:`GateView`, :class:`AuditReport`),
-so a remote ledger is used exactly like a local one. :class:`AsyncClient` is the
-same with ``async`` methods (no ``wrap``/``tool``). The token comes from the
-argument, else ``$INFOMARK_TOKEN``, else ``<home>/token``.
+methods, method for method (``ingest``, ``classify``, ``authorize``, ``record``,
+``evidence``, ``after_tool_text``, ``can_finish``, ``approve``, ``new_turn``,
+``on_prompt``, ``move``, ``host_report``, ``context_view``, ``state_document``,
+``ledger``, ``gate``, ``audit``, ``events``, ``wrap``, ``tool``, ``close``) and returns
+the same types (:class:`Decision`, :class:`FinishDecision`, :class:`IngestReport`,
+:class:`Evidence`, :class:`LedgerView`, :class:`GateView`, :class:`AuditReport`), so a
+remote ledger is used exactly like a local one. :class:`AsyncClient` is the same with
+``async`` methods. The token comes from the argument, else ``$INFOMARK_TOKEN``, else
+``<home>/token``. A session id is checked by the rule every entry point shares
+(:mod:`infomark.kernel.session_id`) when the client is made.
+
+Each method is one line here: its request and decoding are written once, in
+:class:`~infomark.tools.client_core.Requests`; the two classes below differ only in how
+they send a :class:`~infomark.tools.client_core.Call`.
 
 Errors: :class:`ServiceUnavailable` when the service cannot be reached,
 :class:`ServiceError` (with the service's error ``code`` and HTTP ``status``) for an
@@ -17,30 +23,28 @@ HTTP error; both are :class:`InfomarkError`.
 
 from __future__ import annotations
 
-import base64
-import ipaddress
-import json
-import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, fields
+import functools
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import quote
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from infomark.gatekeeper import GateView, LedgerView
-from infomark.gates.decision import Decision, FinishDecision, Verdict
-from infomark.kernel.errors import InfomarkError, UserError
-from infomark.ledger.audit import AuditReport
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.evidence import Evidence
-from infomark.ledger.report import IngestReport
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-    from infomark.gatekeeper import Gatekeeper
+from infomark.tools.client_core import (
+    DEFAULT_URL,
+    TIMEOUT,
+    TOKEN_ENV,
+    Call,
+    ClientBase,
+    RemoteEvent,
+    Requests,
+    ServiceError,
+    ServiceUnavailable,
+)
+from infomark.wrapping import denied_outcome, gated_tool, tagged, wrap_executor
 
 __all__ = [
     "DEFAULT_URL",
@@ -52,309 +56,35 @@ __all__ = [
     "ServiceUnavailable",
 ]
 
-DEFAULT_URL = "http://127.0.0.1:8765"
-TOKEN_ENV = "INFOMARK_TOKEN"  # noqa: S105 - the name of a variable, not a secret
-_TIMEOUT = 30.0
-D = TypeVar("D", bound="DataclassInstance")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class ServiceError(InfomarkError):
-    """The service answered with an HTTP error; ``code`` is its error code."""
+def _sync(
+    build: Callable[Concatenate[Requests, P], Call[R]],
+) -> Callable[Concatenate[Client, P], R]:
+    """A blocking client method from the shared request builder of the same name."""
 
-    code = "service_error"
+    @functools.wraps(build)
+    def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._send(build(self._req, *args, **kwargs))
 
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        *,
-        status: int,
-        details: list[dict[str, Any]] | None = None,
-    ) -> None:
-        super().__init__(f"{message} (HTTP {status}, {code})")
-        self.code = code
-        self.status = status
-        self.details = details or []
+    return method
 
 
-class ServiceUnavailable(InfomarkError):
-    """The service could not be reached (not running, wrong URL, or it stopped answering)."""
+def _async(
+    build: Callable[Concatenate[Requests, P], Call[R]],
+) -> Callable[Concatenate[AsyncClient, P], Awaitable[R]]:
+    """An async client method from the shared request builder of the same name."""
 
-    code = "service_unavailable"
+    @functools.wraps(build)
+    async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._send(build(self._req, *args, **kwargs))
 
+    return method
 
-@dataclass(frozen=True, slots=True)
-class RemoteEvent:
-    """One journal event as the service streams it (``EventRow.public()`` shape)."""
 
-    session: str
-    seq: int
-    type: str
-    payload: dict[str, Any]
-    timestamp: str
-    hash: str
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RemoteEvent:
-        return cls(
-            session=str(d["session"]),
-            seq=int(d["seq"]),
-            type=str(d["type"]),
-            payload=dict(d.get("payload") or {}),
-            timestamp=str(d.get("timestamp", "")),
-            hash=str(d.get("hash", "")),
-        )
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "seq": self.seq,
-            "type": self.type,
-            "payload": self.payload,
-            "timestamp": self.timestamp,
-            "hash": self.hash,
-        }
-
-    to_dict = public
-
-
-# -- shared: configuration, bodies, decoding ------------------------------------------------
-def _base_url(url: str) -> str:
-    url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
-def _resolve_token(token: str | None, home: Path | None) -> str | None:
-    if token:
-        return token
-    env = os.environ.get(TOKEN_ENV)
-    if env:
-        return env.strip()
-    from infomark.ledger.home import default_home
-
-    path = (home if home is not None else default_home()) / "token"
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def _headers(token: str | None) -> dict[str, str]:
-    headers = {"accept": "application/json", "user-agent": "infomark-client"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    return headers
-
-
-def _encode(body: Mapping[str, Any]) -> bytes:
-    try:
-        return json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"the request cannot be sent as JSON ({exc}); pass plain data") from None
-
-
-def _call_body(
-    call: ToolCall, tool_class: str | None, bypass: bool | None = None
-) -> dict[str, Any]:
-    if bypass is not None:
-        raise UserError(
-            "bypass cannot be set over HTTP: the service decides it from its own "
-            "environment (INFOMARK_BYPASS_GROUNDING=1 where `infomark serve` runs)"
-        )
-    body: dict[str, Any] = {"tool": call.tool, "input": dict(call.input)}
-    if call.tool_call_id is not None:
-        body["tool_call_id"] = call.tool_call_id
-    if call.annotations is not None:
-        body["annotations"] = dict(call.annotations)
-    if tool_class is not None:
-        body["tool_class"] = tool_class
-    return body
-
-
-def _record_body(call: ToolCall, outcome: ToolOutcome, tool_class: str | None) -> dict[str, Any]:
-    body = _call_body(call, tool_class)
-    if isinstance(outcome.output, bytes):
-        body["output"] = base64.b64encode(outcome.output).decode("ascii")
-        body["output_encoding"] = "base64"
-    else:
-        body["output"] = outcome.output
-    body.update(
-        exit_code=outcome.exit_code,
-        error=outcome.error,
-        duration_ms=outcome.duration_ms,
-        is_error=outcome.is_error,
-    )
-    return body
-
-
-def _ingest_body(
-    text: str, source: str, cursor: tuple[str, int] | None, dedupe: bool
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"text": text, "source": source, "dedupe": dedupe}
-    if cursor is not None:
-        body["cursor"] = [cursor[0], cursor[1]]
-    return body
-
-
-def _host_body(
-    tokens_used: int | None, context_window: int | None, compacted: bool
-) -> dict[str, Any]:
-    return {"tokens_used": tokens_used, "context_window": context_window, "compacted": compacted}
-
-
-def _pairs(items: Any) -> tuple[tuple[str, str], ...]:
-    return tuple((str(u["id"]), str(u["status"])) for u in items or ())
-
-
-def _build(cls: type[D], d: Mapping[str, Any], **given: Any) -> D:
-    """A facade dataclass from its ``to_dict()`` shape, field by field.
-
-    Fields the service sent are taken as they are (JSON lists become tuples where the
-    field is a tuple); ``given`` overrides; an ``extra`` field collects unknown keys
-    (the facade spreads ``extra`` into ``to_dict()``). New facade fields need no
-    change here.
-    """
-    names = {f.name: str(f.type) for f in fields(cls)}
-    kw: dict[str, Any] = {}
-    for name, typ in names.items():
-        if name in given:
-            kw[name] = given[name]
-        elif name in d:
-            value = d[name]
-            kw[name] = (
-                tuple(value) if typ.startswith("tuple") and isinstance(value, list) else value
-            )
-    if "extra" in names and "extra" not in given:
-        kw["extra"] = {k: v for k, v in d.items() if k not in names}
-    return cls(**kw)
-
-
-def _decision(d: Mapping[str, Any]) -> Decision:
-    return _build(
-        Decision, d, decision=Verdict(d["decision"]), ungrounded=_pairs(d.get("ungrounded"))
-    )
-
-
-def _finish(d: Mapping[str, Any]) -> FinishDecision:
-    return _build(FinishDecision, d, ungrounded=_pairs(d.get("ungrounded")))
-
-
-def _ingest(d: Mapping[str, Any]) -> IngestReport:
-    return _build(IngestReport, d)
-
-
-def _evidence(d: Mapping[str, Any]) -> Evidence:
-    return Evidence.from_record(str(d["evidence_ref"]), dict(d["record"]))
-
-
-def _ledger(d: Mapping[str, Any]) -> LedgerView:
-    return _build(LedgerView, d, ungrounded=_pairs(d.get("ungrounded")))
-
-
-def _gate(d: Mapping[str, Any]) -> GateView:
-    return _build(GateView, d)
-
-
-def _audit(d: Mapping[str, Any]) -> AuditReport:
-    return _build(AuditReport, d)
-
-
-class _Core:
-    """What both clients share: the URL, the session, the token and error mapping."""
-
-    def __init__(
-        self, base_url: str, token: str | None, session: str, home: Path | str | None
-    ) -> None:
-        self.base_url = _base_url(base_url)
-        self.session = session
-        self.home = Path(home) if home is not None else None
-        self.token = _resolve_token(token, self.home)
-        self._tool_text: dict[str, str] = {}
-        self._headers = _headers(self.token)  # per request: a shared httpx client works too
-
-    @property
-    def _trust_env(self) -> bool:
-        # Proxy variables never apply to a loopback service: the token stays on this host.
-        host = httpx.URL(self.base_url).host
-        if host == "localhost":
-            return False
-        try:
-            return not ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return True
-
-    def _url(self, path: str) -> str:
-        return self.base_url + path
-
-    def _request_headers(self, content: bytes | None) -> dict[str, str]:
-        if content is None:
-            return self._headers
-        return {**self._headers, "content-type": "application/json"}
-
-    def _evidence(self, body: Mapping[str, Any]) -> Evidence:
-        evidence = _evidence(body)
-        text = str(body.get("instructions") or "")
-        if text:
-            self._tool_text[evidence.ref] = text
-        return evidence
-
-    def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str:
-        """Instruction text to deliver with this recorded result ("" if none), once."""
-        return self._tool_text.pop(evidence.ref, "")
-
-    def _path(self, tail: str = "") -> str:
-        return f"/v1/sessions/{quote(self.session, safe='')}{tail}"
-
-    def _unavailable(self, exc: httpx.TransportError) -> ServiceUnavailable:
-        home = str(self.home) if self.home is not None else "<ledger home>"
-        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
-            return ServiceUnavailable(
-                f"the infomark service at {self.base_url} did not answer in time "
-                f"({type(exc).__name__}); check that it is healthy "
-                f"(GET {self.base_url}/v1/health)"
-            )
-        return ServiceUnavailable(
-            f"cannot reach the infomark service at {self.base_url} "
-            f"({type(exc).__name__}: {exc}); start it with `infomark serve --home {home}` "
-            "or pass the right base_url"
-        )
-
-    def _error(self, status: int, raw: bytes) -> ServiceError:
-        code, message, details = f"http_{status}", f"HTTP {status}", None
-        try:
-            err = json.loads(raw)["error"]
-            code, message = str(err["code"]), str(err["message"])
-            details = err.get("details")
-        except (ValueError, KeyError, TypeError):
-            text = raw.decode("utf-8", "replace").strip()
-            if text:
-                message = f"HTTP {status}: {text[:200]}"
-        if status == 401 and not self.token:
-            message += (
-                f"; this client has no token: pass token=, set ${TOKEN_ENV}, or pass the "
-                "home= whose token file the service uses"
-            )
-        return ServiceError(code, message, status=status, details=details)
-
-    def _decode(self, response: httpx.Response) -> Any:
-        if response.status_code >= 400:
-            raise self._error(response.status_code, response.content)
-        try:
-            return response.json()
-        except ValueError:
-            raise ServiceError(
-                "bad_response",
-                f"the service at {self.base_url} answered with something that is not JSON; "
-                "is base_url an infomark service?",
-                status=response.status_code,
-            ) from None
-
-
-def _line_event(line: str) -> RemoteEvent | None:
-    return RemoteEvent.from_dict(json.loads(line)) if line.strip() else None
-
-
-class Client(_Core):
+class Client(ClientBase):
     """A blocking client of one session on the infomark service (thread-safe).
 
     ``http`` shares an existing ``httpx.Client`` (its connection pool); a client
@@ -368,7 +98,7 @@ class Client(_Core):
         session: str = "default",
         home: Path | str | None = None,
         *,
-        timeout: float = _TIMEOUT,
+        timeout: float = TIMEOUT,
         http: httpx.Client | None = None,
     ) -> None:
         super().__init__(base_url, token, session, home)
@@ -386,129 +116,69 @@ class Client(_Core):
         if self._owns:
             self._http.close()
 
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
-        """Gate a ``(ToolCall) -> ToolOutcome`` executor, as ``Gatekeeper.wrap`` does."""
-        from infomark.tools.executor import wrap_executor
-
-        return wrap_executor(cast("Gatekeeper", self), executor)
-
-    def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
-        """Decorate a plain function as a gated tool, as ``Gatekeeper.tool`` does."""
-        from infomark.tools.executor import gated_tool
-
-        return gated_tool(cast("Gatekeeper", self), name=name, tool_class=tool_class)
-
     def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None, **params: Any
-    ) -> Any:
-        content = _encode(body) if body is not None else None
-        headers = self._request_headers(content)
+    def _send(self, call: Call[R]) -> R:
+        method, url, content, headers = self._request(call)
         try:
             response = self._http.request(
-                method, self._url(path), content=content, headers=headers, params=params or None
+                method, url, content=content, headers=headers, params=call.params or None
             )
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
-        return self._decode(response)
+        return self._decode(call, response)
 
-    # -- the facade ---------------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._send("GET", "/v1/health")
-        return result
-
-    def sessions(self) -> list[dict[str, Any]]:
-        return list(self._send("GET", "/v1/sessions")["sessions"])
-
-    def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> IngestReport:
-        body = _ingest_body(text, source, cursor, dedupe)
-        return _ingest(self._send("POST", self._path("/ingest"), body))
-
-    def authorize(
-        self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
-    ) -> Decision:
-        body = _call_body(call, tool_class, bypass)
-        return _decision(self._send("POST", self._path("/authorize"), body))
-
-    def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
-    ) -> Evidence:
-        body = _record_body(call, outcome, tool_class)
-        return self._evidence(self._send("POST", self._path("/record"), body))
-
-    def can_finish(self, final_text: str = "") -> FinishDecision:
-        return _finish(self._send("POST", self._path("/finish"), {"text": final_text}))
-
-    def approve(self, *, by: str = "operator", note: str = "") -> None:
-        self._send("POST", self._path("/approve"), {"by": by, "note": note})
-
-    def new_turn(self, prompt: str | None = None) -> str:
-        """Start a user turn; returns context text for the next model call."""
-        return str(self._send("POST", self._path("/turn"), {"prompt": prompt})["context"])
-
-    def on_prompt(self, prompt: str) -> str:
-        return self.new_turn(prompt)
-
-    def host_report(
-        self,
-        *,
-        tokens_used: int | None = None,
-        context_window: int | None = None,
-        compacted: bool = False,
-    ) -> str:
-        body = _host_body(tokens_used, context_window, compacted)
-        return str(self._send("POST", self._path("/host-report"), body)["instructions"])
-
-    def context_view(self, budget: int = 1200) -> str:
-        return str(self._send("GET", self._path("/context"), budget=budget)["context"])
-
-    def state_document(self) -> dict[str, Any]:
-        return dict(self._send("GET", self._path("/state")))
-
-    def ledger(self) -> LedgerView:
-        return _ledger(self._send("GET", self._path())["ledger"])
-
-    def gate(self) -> GateView:
-        return _gate(self._send("GET", self._path("/gate")))
-
-    def audit(self, verify: bool = True) -> AuditReport:
-        return _audit(self._send("GET", self._path("/audit"), verify=int(verify)))
+    health = _sync(Requests.health)
+    sessions = _sync(Requests.sessions)
+    ingest = _sync(Requests.ingest)
+    classify = _sync(Requests.classify)
+    authorize = _sync(Requests.authorize)
+    record = _sync(Requests.record)
+    evidence = _sync(Requests.evidence)
+    can_finish = _sync(Requests.can_finish)
+    approve = _sync(Requests.approve)
+    new_turn = _sync(Requests.new_turn)
+    on_prompt = _sync(Requests.on_prompt)
+    move = _sync(Requests.move)
+    host_report = _sync(Requests.host_report)
+    context_view = _sync(Requests.context_view)
+    state_document = _sync(Requests.state_document)
+    ledger = _sync(Requests.ledger)
+    gate = _sync(Requests.gate)
+    audit = _sync(Requests.audit)
 
     def events(self, *, after: int = 0, follow: bool = False) -> Iterator[RemoteEvent]:
         """Journal events after ``after``; with ``follow``, keep waiting for new ones."""
-        params = {"after": after, "follow": int(follow)}
+        call = self._req.events(after=after, follow=follow)
         timeout = httpx.Timeout(self._timeout, read=None) if follow else self._timeout
+        method, url, _, headers = self._request(call)
         try:
             with self._http.stream(
-                "GET",
-                self._url(self._path("/events")),
-                params=params,
-                headers=self._headers,
-                timeout=timeout,
+                method, url, params=call.params, headers=headers, timeout=timeout
             ) as response:
                 if response.status_code >= 400:
                     raise self._error(response.status_code, response.read())
                 for line in response.iter_lines():
-                    event = _line_event(line)
+                    event = call.decode(line)
                     if event is not None:
                         yield event
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
 
+    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
+        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async), as the facade does."""
+        return wrap_executor(self, executor)
 
-class AsyncClient(_Core):
+    def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
+        """Decorate a plain function as a gated tool, as ``Gatekeeper.tool`` does."""
+        return gated_tool(self, name=name, tool_class=tool_class)
+
+
+class AsyncClient(ClientBase):
     """The asyncio client: :class:`Client`'s methods as coroutines."""
 
     def __init__(
@@ -518,7 +188,7 @@ class AsyncClient(_Core):
         session: str = "default",
         home: Path | str | None = None,
         *,
-        timeout: float = _TIMEOUT,
+        timeout: float = TIMEOUT,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         super().__init__(base_url, token, session, home)
@@ -536,111 +206,116 @@ class AsyncClient(_Core):
         if self._owns:
             await self._http.aclose()
 
+    async def close(self) -> None:
+        """The same as :meth:`aclose` (the facade's name)."""
+        await self.aclose()
+
     async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None, **params: Any
-    ) -> Any:
-        content = _encode(body) if body is not None else None
-        headers = self._request_headers(content)
+    async def _send(self, call: Call[R]) -> R:
+        method, url, content, headers = self._request(call)
         try:
             response = await self._http.request(
-                method, self._url(path), content=content, headers=headers, params=params or None
+                method, url, content=content, headers=headers, params=call.params or None
             )
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
-        return self._decode(response)
+        return self._decode(call, response)
 
-    # -- the facade ---------------------------------------------------------------------------
-    async def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send("GET", "/v1/health")
-        return result
-
-    async def sessions(self) -> list[dict[str, Any]]:
-        return list((await self._send("GET", "/v1/sessions"))["sessions"])
-
-    async def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> IngestReport:
-        body = _ingest_body(text, source, cursor, dedupe)
-        return _ingest(await self._send("POST", self._path("/ingest"), body))
-
-    async def authorize(
-        self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
-    ) -> Decision:
-        body = _call_body(call, tool_class, bypass)
-        return _decision(await self._send("POST", self._path("/authorize"), body))
-
-    async def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
-    ) -> Evidence:
-        body = _record_body(call, outcome, tool_class)
-        return self._evidence(await self._send("POST", self._path("/record"), body))
-
-    async def can_finish(self, final_text: str = "") -> FinishDecision:
-        return _finish(await self._send("POST", self._path("/finish"), {"text": final_text}))
-
-    async def approve(self, *, by: str = "operator", note: str = "") -> None:
-        await self._send("POST", self._path("/approve"), {"by": by, "note": note})
-
-    async def new_turn(self, prompt: str | None = None) -> str:
-        """Start a user turn; returns context text for the next model call."""
-        return str((await self._send("POST", self._path("/turn"), {"prompt": prompt}))["context"])
-
-    async def on_prompt(self, prompt: str) -> str:
-        return await self.new_turn(prompt)
-
-    async def host_report(
-        self,
-        *,
-        tokens_used: int | None = None,
-        context_window: int | None = None,
-        compacted: bool = False,
-    ) -> str:
-        body = _host_body(tokens_used, context_window, compacted)
-        return str((await self._send("POST", self._path("/host-report"), body))["instructions"])
-
-    async def context_view(self, budget: int = 1200) -> str:
-        return str((await self._send("GET", self._path("/context"), budget=budget))["context"])
-
-    async def state_document(self) -> dict[str, Any]:
-        return dict(await self._send("GET", self._path("/state")))
-
-    async def ledger(self) -> LedgerView:
-        return _ledger((await self._send("GET", self._path()))["ledger"])
-
-    async def gate(self) -> GateView:
-        return _gate(await self._send("GET", self._path("/gate")))
-
-    async def audit(self, verify: bool = True) -> AuditReport:
-        return _audit(await self._send("GET", self._path("/audit"), verify=int(verify)))
+    health = _async(Requests.health)
+    sessions = _async(Requests.sessions)
+    ingest = _async(Requests.ingest)
+    classify = _async(Requests.classify)
+    authorize = _async(Requests.authorize)
+    record = _async(Requests.record)
+    evidence = _async(Requests.evidence)
+    can_finish = _async(Requests.can_finish)
+    approve = _async(Requests.approve)
+    new_turn = _async(Requests.new_turn)
+    on_prompt = _async(Requests.on_prompt)
+    move = _async(Requests.move)
+    host_report = _async(Requests.host_report)
+    context_view = _async(Requests.context_view)
+    state_document = _async(Requests.state_document)
+    ledger = _async(Requests.ledger)
+    gate = _async(Requests.gate)
+    audit = _async(Requests.audit)
 
     async def events(self, *, after: int = 0, follow: bool = False) -> AsyncIterator[RemoteEvent]:
         """Journal events after ``after``; with ``follow``, keep waiting for new ones."""
-        params = {"after": after, "follow": int(follow)}
+        call = self._req.events(after=after, follow=follow)
         timeout = httpx.Timeout(self._timeout, read=None) if follow else self._timeout
+        method, url, _, headers = self._request(call)
         try:
             async with self._http.stream(
-                "GET",
-                self._url(self._path("/events")),
-                params=params,
-                headers=self._headers,
-                timeout=timeout,
+                method, url, params=call.params, headers=headers, timeout=timeout
             ) as response:
                 if response.status_code >= 400:
                     raise self._error(response.status_code, await response.aread())
                 async for line in response.aiter_lines():
-                    event = _line_event(line)
+                    event = call.decode(line)
                     if event is not None:
                         yield event
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
+
+    def wrap(
+        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]]
+    ) -> Callable[[ToolCall], Awaitable[ToolOutcome]]:
+        """Gate an async ``(ToolCall) -> ToolOutcome`` executor: authorize, run, record, tag."""
+        if not inspect.iscoroutinefunction(executor):
+            raise TypeError("AsyncClient.wrap needs an async executor; use Client.wrap for sync")
+        return self._gated(executor, None)
+
+    def tool(
+        self, name: str | None = None, *, tool_class: str | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[ToolOutcome]]]:
+        """Decorate a plain (sync or async) function as a gated async tool."""
+
+        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[ToolOutcome]]:
+            tool_name = name or fn.__name__
+
+            async def run(call: ToolCall) -> ToolOutcome:
+                started = time.perf_counter()
+                result = fn(**dict(call.input))
+                if inspect.isawaitable(result):
+                    result = await result
+                return ToolOutcome(
+                    output="" if result is None else str(result),
+                    exit_code=0 if tool_class == "execute" else None,
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
+
+            gated = self._gated(run, tool_class)
+
+            @functools.wraps(fn)
+            async def call_tool(**kwargs: Any) -> ToolOutcome:
+                return await gated(ToolCall(tool=tool_name, input=kwargs))
+
+            return call_tool
+
+        return deco
+
+    def _gated(
+        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]], tool_class: str | None
+    ) -> Callable[[ToolCall], Awaitable[ToolOutcome]]:
+        @functools.wraps(executor)
+        async def gated(call: ToolCall) -> ToolOutcome:
+            decision = await self.authorize(call, tool_class=tool_class)
+            if not decision.allowed:
+                return denied_outcome(decision)
+            started = time.perf_counter()
+            try:
+                outcome = await executor(call)
+            except Exception as exc:  # a tool error is evidence (ERROR), not a crash
+                msg = f"{type(exc).__name__}: {exc}"
+                elapsed = (time.perf_counter() - started) * 1000
+                outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
+            evidence = await self.record(call, outcome, tool_class=tool_class)
+            return tagged(outcome, evidence, self.after_tool_text(call, outcome, evidence))
+
+        return gated

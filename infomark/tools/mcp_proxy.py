@@ -28,7 +28,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from infomark import __version__
+from infomark._version import __version__
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates
@@ -37,8 +37,8 @@ from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, own_tools
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from infomark.gatekeeper import Gatekeeper
     from infomark.gates.decision import Decision
+    from infomark.tools.protocol import LedgerTools
 
 __all__ = ["STARTUP_TIMEOUT_S", "GatekeeperProxy", "main", "outcome_of", "run_proxy"]
 
@@ -60,7 +60,7 @@ def _warn(message: str) -> None:
 class GatekeeperProxy:
     """The proxy's state: one gatekeeper, one downstream session, the downstream listing."""
 
-    def __init__(self, gk: Gatekeeper, downstream: ClientSession) -> None:
+    def __init__(self, gk: LedgerTools, downstream: ClientSession) -> None:
         self.gk = gk
         self.downstream = downstream
         self._tools: list[types.Tool] = []
@@ -284,7 +284,7 @@ def _describe(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- running
 
 
-async def _serve(gk: Gatekeeper, server_cmd: list[str]) -> None:
+async def _serve(gk: LedgerTools, server_cmd: list[str]) -> None:
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
     async with (
         stdio_client(params) as (down_read, down_write),

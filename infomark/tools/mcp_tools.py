@@ -20,8 +20,8 @@ from infomark.kernel.errors import UserError
 from infomark.ledger.canonical import printable, scrub_surrogates
 
 if TYPE_CHECKING:
-    from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.blocks import Span
+    from infomark.tools.protocol import LedgerTools
 
 __all__ = ["OWN_TOOL_NAMES", "call_own_tool", "own_tools"]
 
@@ -142,7 +142,7 @@ def own_tools() -> list[types.Tool]:
 OWN_TOOL_NAMES: frozenset[str] = frozenset(t.name for t in own_tools())
 
 
-def call_own_tool(gk: Gatekeeper, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+def call_own_tool(gk: LedgerTools, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
     """Run one of the proxy's own tools; bad input is an ``is_error`` result, never a raise."""
     handler = _HANDLERS.get(name)
     if handler is None:
@@ -156,7 +156,7 @@ def call_own_tool(gk: Gatekeeper, name: str, arguments: Mapping[str, Any]) -> ty
 # --------------------------------------------------------------------------- handlers
 
 
-def _ledger(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
+def _ledger(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     _only(args, ("block", "claims", "premises_for_plan", "open_questions"), "infomark_ledger")
     block = args.get("block")
     structured = [k for k in ("claims", "premises_for_plan", "open_questions") if k in args]
@@ -179,7 +179,7 @@ def _ledger(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
     return _result(report)
 
 
-def _stamp(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
+def _stamp(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     from infomark.ledger.blocks import StampBlock
     from infomark.ledger.render import render_stamp
 
@@ -210,7 +210,7 @@ def _stamp(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
     return _result(report)
 
 
-def _divergence(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
+def _divergence(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     from infomark.ledger.blocks import DivergenceBlock
     from infomark.ledger.render import render_divergence
 
@@ -226,12 +226,12 @@ def _divergence(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult
     return _result(report)
 
 
-def _status(gk: Gatekeeper, args: Mapping[str, Any]) -> types.CallToolResult:
+def _status(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     _only(args, (), "infomark_status")
     return _result({"ledger": gk.ledger().to_dict(), "gate": gk.gate().to_dict()})
 
 
-_HANDLERS: dict[str, Callable[[Gatekeeper, Mapping[str, Any]], types.CallToolResult]] = {
+_HANDLERS: dict[str, Callable[[LedgerTools, Mapping[str, Any]], types.CallToolResult]] = {
     "infomark_ledger": _ledger,
     "infomark_stamp": _stamp,
     "infomark_divergence": _divergence,

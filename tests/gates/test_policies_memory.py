@@ -264,8 +264,8 @@ def test_state_document_is_the_replayed_projection(gk: Gatekeeper) -> None:
     s = Session(gk, {"triggers": [{"name": "t", "when": {"tool_used": "Bash"}, "prompt": "p"}]})
     _script(s)
     s.finish("not yet")
-    live = state_document(gk.store.state, s.rt)
-    replayed = state_document(gk.store.replay(), s.rt)
+    live = state_document(gk.store.state, s.rt.settings, s.rt.names)
+    replayed = state_document(gk.store.replay(), s.rt.settings, s.rt.names)
     assert live == replayed
     assert live["triggers"]["triggers"] == {"t": {"fired": 1, "repeated": 0, "met": 0, "missed": 0}}
 

@@ -520,12 +520,15 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 
 
 def _foreign(modules: list[str]) -> list[str]:
-    """Modules that are neither standard library nor ``infomark`` / ``infomark.kernel``."""
+    """Modules that are neither standard library nor ``infomark`` / ``infomark.kernel``.
+
+    The package root and its version module (which imports nothing) load with any submodule.
+    """
     return [
         name
         for name in modules
         if name.split(".")[0] not in sys.stdlib_module_names
-        and name != "infomark"
+        and name not in ("infomark", "infomark._version")
         and name != "infomark.kernel"
         and not name.startswith("infomark.kernel.")
     ]

@@ -19,7 +19,15 @@ from infomark.ledger.parser import parse_message
 DOC = Path(__file__).resolve().parents[2] / "docs" / "blocks.md"
 _MARKER = re.compile(r"<!--\s*(example|example-error):\s*([^>]*?)\s*-->")
 _FENCE = re.compile(r"(`{3,}|~{3,})\s*([A-Za-z0-9_-]*)")
-_KINDS = {"claim_ledger", "oracle_stamp", "inference_stamp", "divergence_event", "gate"}
+_KINDS = {
+    "claim_ledger",
+    "oracle_stamp",
+    "inference_stamp",
+    "source_stamp",
+    "divergence_event",
+    "gate",
+    "question",
+}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from infomark.ledger.blocks import (
     GateBlock,
     LedgerBlock,
     ParsedMessage,
+    QuestionBlock,
     Span,
     StampBlock,
 )
@@ -30,6 +31,7 @@ from infomark.ledger.render import (
     render_block,
     render_divergence,
     render_ledger,
+    render_question,
     render_stamp,
 )
 
@@ -58,6 +60,8 @@ CLAIMS = st.builds(
     status=st.none() | st.sampled_from(["Exact", "Inferred", "Hypothetical", "Guess"]) | ANY_TEXT,
     falsifier=OPTIONAL_TEXT,
     oracle=OPTIONAL_TEXT,
+    expect=st.none() | st.sampled_from(["PASS", "FAIL"]),
+    observe=OPTIONAL_TEXT,
     reason=OPTIONAL_TEXT,
     evidence=OPTIONAL_TEXT,
     extra=extras(CLAIM_KEYS),
@@ -68,19 +72,35 @@ LEDGERS = st.builds(
     claims=st.lists(CLAIMS, max_size=4),
     premises_for_plan=st.lists(IDS, max_size=4),
     open_questions=st.lists(IDS, max_size=4),
+    done_when=st.lists(IDS, max_size=4),
     extra=extras((*LEDGER_KEYS, *LEDGER_ALIASES)),
     span=st.just(SPAN),
 )
-STAMP_KINDS: list[Literal["oracle_stamp", "inference_stamp"]] = ["oracle_stamp", "inference_stamp"]
+STAMP_KINDS: list[Literal["oracle_stamp", "inference_stamp", "source_stamp"]] = [
+    "oracle_stamp",
+    "inference_stamp",
+    "source_stamp",
+]
 RESULTS = st.none() | st.sampled_from(["PASS", "FAIL", "EXPECTED_FAIL"])
+AUTHORITY = st.none() | st.sampled_from(["primary", "secondary"])
 
 
 @st.composite
 def stamps(draw: st.DrawFn) -> StampBlock:
     kind = draw(st.sampled_from(STAMP_KINDS))
     result = draw(RESULTS) if kind == "oracle_stamp" else None
-    if draw(st.booleans()):
+    authority = draw(AUTHORITY) if kind == "source_stamp" else None
+    if kind != "source_stamp" and draw(st.booleans()):
         return StampBlock(kind=kind, claim_id=draw(IDS), result=result, legacy=True, span=SPAN)
+    if kind == "source_stamp":
+        return StampBlock(
+            kind=kind,
+            claim_id=draw(IDS),
+            evidence_ref=draw(OPTIONAL_TEXT),
+            authority=authority,
+            extra=draw(extras(STAMP_KEYS[kind])),
+            span=SPAN,
+        )
     return StampBlock(
         kind=kind,
         claim_id=draw(IDS),
@@ -101,8 +121,14 @@ DIVERGENCES = st.builds(
     extra=extras(DIVERGENCE_KEYS),
     span=st.just(SPAN),
 )
-GATES = st.builds(GateBlock, gate=st.sampled_from(sorted(GATE_NAMES)), span=st.just(SPAN))
-BLOCKS: st.SearchStrategy[Block] = st.one_of(LEDGERS, stamps(), DIVERGENCES, GATES)
+GATES = st.builds(
+    GateBlock,
+    gate=st.sampled_from(sorted(GATE_NAMES)),
+    reason=OPTIONAL_TEXT,
+    span=st.just(SPAN),
+)
+QUESTIONS = st.builds(QuestionBlock, text=ANY_TEXT, span=st.just(SPAN))
+BLOCKS: st.SearchStrategy[Block] = st.one_of(LEDGERS, stamps(), DIVERGENCES, GATES, QUESTIONS)
 
 WRAPPERS = st.sampled_from(
     [
@@ -163,6 +189,20 @@ def test_several_rendered_blocks_parse_back_in_order(blocks: list[Block]) -> Non
     assert starts == sorted(starts)
 
 
+@settings(max_examples=200)
+@given(GATES, WRAPPERS)
+def test_gate_with_reason_round_trips(block: GateBlock, wrapper: tuple[str, str]) -> None:
+    parsed = parse_message(wrapper[0] + render_block(block) + wrapper[1])
+    assert without_spans(only_block(parsed)) == without_spans(block)
+
+
+@settings(max_examples=200)
+@given(QUESTIONS, WRAPPERS)
+def test_question_round_trips(block: QuestionBlock, wrapper: tuple[str, str]) -> None:
+    parsed = parse_message(wrapper[0] + render_question(block) + wrapper[1])
+    assert without_spans(only_block(parsed)) == without_spans(block)
+
+
 # --------------------------------------------------------------------------- totality
 
 FRAGMENTS = st.sampled_from(
@@ -170,9 +210,18 @@ FRAGMENTS = st.sampled_from(
         "claim_ledger:",
         "oracle_stamp:",
         "inference_stamp:",
+        "source_stamp:",
         "divergence_event:",
         "gate:",
         "gate: G4",
+        "gate: BLOCKED",
+        " reason=",
+        " — ",
+        "question:",
+        "expect: FAIL",
+        "observe:",
+        "done_when:",
+        "authority=primary",
         "claims:",
         "premises_for_plan:",
         "open:",

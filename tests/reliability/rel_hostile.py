@@ -130,7 +130,11 @@ class Scaling:
 
 
 def _best(fn: Callable[[str], object], text: str, runs: int) -> float:
-    """Best wall time of ``fn(text)``, with CPython's cyclic GC paused while it runs.
+    """Best CPU time of ``fn(text)``, with CPython's cyclic GC paused while it runs.
+
+    CPU time of this process (``process_time``), not wall time: other processes competing
+    for the cores (a loaded CI machine) do not inflate it, so the ratio stays a property of
+    the code.
 
     With the GC on, every object-heavy input (many blocks, many diagnostics) costs 13-15x
     at 8x the size however linear the code is: the collector's full passes grow with the
@@ -142,9 +146,9 @@ def _best(fn: Callable[[str], object], text: str, runs: int) -> float:
         gc.collect()
         gc.disable()
         try:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             fn(text)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.process_time() - t0)
         finally:
             gc.enable()
     return best

@@ -282,10 +282,12 @@ def test_no_token_says_where_to_get_one(
 
 
 def test_bad_input_raises_service_error_with_code(client: Client) -> None:
-    bad = client.with_session("../etc")
+    with pytest.raises(UserError) as bad:  # the shared session-id rule, before any request
+        client.with_session("../etc")
+    assert bad.value.code == "invalid_session"
     with pytest.raises(ServiceError) as info:
-        bad.gate()
-    assert info.value.status in (400, 404)
+        client.move("")  # the service refuses the body: an error with the service's code
+    assert info.value.status == 400 and info.value.code == "invalid_request"
     with pytest.raises(UserError):
         client.authorize(EDIT, bypass=True)
     with pytest.raises(UserError):
@@ -304,3 +306,54 @@ def test_nothing_listening_raises_service_unavailable() -> None:
         c.authorize(EDIT)
     assert "infomark serve --home /srv/proj/.infomark" in str(info.value)
     assert isinstance(info.value, InfomarkError)
+
+
+# -- the methods the clients gained: evidence, classify, move ------------------------------------
+def test_evidence_classify_and_move_answer_like_the_facade(
+    client: Client, service: Service
+) -> None:
+    ev = client.record(PYTEST, PASSED)
+    found = client.evidence(ev.ref)
+    assert found is not None and found.ref == ev.ref and found.record == ev.record
+    assert client.evidence("ev_" + "0" * 24) is None  # unknown: None, as the facade says
+    with Gatekeeper.open(service.home, client.session + "-local", root=service.project) as local:
+        for call, declared in ((EDIT, None), (PYTEST, None), (EDIT, "read")):
+            assert client.classify(call, declared) == local.classify(call, declared)
+        assert local.evidence(ev.ref) is None  # evidence belongs to its own session
+        local.record(PYTEST, PASSED)  # the same history on both sides
+        for gate in ("G1", "G9", "nowhere"):
+            assert client.move(gate) == local.move(gate)
+        assert client.gate() == local.gate()
+
+
+def test_async_client_has_the_same_methods(service: Service) -> None:
+    async def scenario() -> None:
+        sid = f"async-{uuid.uuid4().hex[:8]}"
+        async with AsyncClient(service.url, token=service.token, session=sid) as c:
+            ev = await c.record(PYTEST, PASSED)
+            assert (await c.evidence(ev.ref)) == ev
+            assert (await c.classify(EDIT))[0] == "modify"
+            moved = await c.move("G1")
+            assert set(moved) == {"from", "to", "ok", "reason"}
+            await c.ingest(LEDGER)
+            ran: list[str] = []
+
+            async def run(call: ToolCall) -> ToolOutcome:
+                ran.append(call.tool)
+                return ToolOutcome(output="ok", exit_code=0)
+
+            gated = c.wrap(run)
+            denied = await gated(EDIT)
+            assert denied.is_error and ran == []
+            passed = await gated(PYTEST)
+            assert "[infomark evidence_ref=" in str(passed.output) and ran == ["Bash"]
+
+            @c.tool(tool_class="execute")
+            def check() -> str:
+                return "1 passed"
+
+            out = await check()
+            assert "outcome=PASS" in str(out.output)
+            await c.close()
+
+    asyncio.run(scenario())

@@ -170,6 +170,9 @@ def test_bad_json_is_400(http: httpx.Client) -> None:
         ("ingest", {"text": "x", "cursor": ["transcript", "far"]}, "cursor.1"),
         ("ingest", {}, "text"),
         ("finish", [1], "(body)"),
+        ("move", {}, "gate"),
+        ("move", {"gate": ""}, "gate"),
+        ("classify", {"input": {}}, "tool"),
     ],
 )
 def test_invalid_fields_are_400_with_the_field_path(
@@ -281,6 +284,28 @@ def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
         f"[infomark evidence_ref={ev['evidence_ref']} tool=Bash outcome=PASS eligible=oracle_stamp]"
     )
     assert ev["output_digest"].startswith("sha256:")
+
+
+def test_unknown_evidence_is_404_json_and_known_evidence_is_its_record(
+    http: httpx.Client,
+) -> None:
+    sid = _sid()
+    body = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "1 passed", "exit_code": 0}
+    ev = http.post(f"/v1/sessions/{sid}/record", json=body).json()
+    got = http.get(f"/v1/sessions/{sid}/evidence/{ev['evidence_ref']}").json()
+    assert got == {k: v for k, v in ev.items() if k != "instructions"}
+    err = _error(http.get(f"/v1/sessions/{sid}/evidence/ev_{'0' * 24}"), 404, "unknown_evidence")
+    assert "ev_" in err["message"]
+    _error(
+        http.get(f"/v1/sessions/{_sid()}/evidence/{ev['evidence_ref']}"), 404, "unknown_evidence"
+    )
+
+
+def test_classify_journals_nothing(http: httpx.Client) -> None:
+    sid = _sid()
+    r = http.post(f"/v1/sessions/{sid}/classify", json={"tool": "Edit", "input": {}})
+    assert r.status_code == 200 and r.json()["tool_class"] == "modify"
+    assert http.get(f"/v1/sessions/{sid}/events").text == ""
 
 
 # -- events ------------------------------------------------------------------------------------

@@ -62,19 +62,48 @@ class _Pack:
     summary: ClassVar[str] = ""
 
 
-class RepeatedFailures(_Pack):
-    name = "repeated_failures"
-    severity = 7
-    threshold = 3
-    summary = "N tool calls failed in a row (default 3)."
+class _CountPack(_Pack):
+    """A pack over one counter: resolved at 0, quiet below the threshold, speaks at it.
 
-    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
-        n = int(ctx.metrics.get("consecutive_failures", 0))
-        t = _threshold(ctx, 3)
+    Subclasses name the counter (``metric``) and say what to do (:meth:`say`); the key
+    changes each time the count passes another multiple of the threshold, so the pack
+    renews instead of repeating itself.
+    """
+
+    metric: ClassVar[str]
+
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
+        """``(instruction, reason, evidence)`` for a count ``n`` at threshold ``t``."""
+        raise NotImplementedError
+
+    def _check(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get(self.metric, 0))
+        t = _threshold(ctx, int(self.threshold or 1))
         if n == 0:
             return HookResult(resolved=True)
         if n < t:
             return HookResult()
+        text, reason, evidence = self.say(ctx, n, t)
+        return HookResult(
+            instructions=(text,),
+            key=str(n // t),
+            reason=reason,
+            evidence=evidence,
+            notes=self.notes(n),
+        )
+
+    def notes(self, n: int) -> tuple[str, ...]:
+        return ()
+
+
+class RepeatedFailures(_CountPack):
+    name = "repeated_failures"
+    severity = 7
+    threshold = 3
+    metric = "consecutive_failures"
+    summary = "N tool calls failed in a row (default 3)."
+
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
         last = ctx.metrics.get("last_failure") or {}
         text = (
             f"Stop guessing: {_n(n, 'tool call')} failed in a row. The last, "
@@ -82,46 +111,38 @@ class RepeatedFailures(_Pack):
             f'"{_clip(last.get("first_line", ""), 100)}". '
             "Choose the next step from that output, or say what you need to know."
         )
-        return HookResult(
-            instructions=(text,),
-            key=str(n // t),
-            reason=f"{n} consecutive failed tool calls (threshold {t})",
-            evidence={
-                "consecutive_failures": n,
-                "ref": last.get("ref"),
-                "command": last.get("command"),
-            },
-            notes=(f"consecutive_failures={n}",),
-        )
+        evidence = {
+            "consecutive_failures": n,
+            "ref": last.get("ref"),
+            "command": last.get("command"),
+        }
+        return text, f"{n} consecutive failed tool calls (threshold {t})", evidence
+
+    def notes(self, n: int) -> tuple[str, ...]:
+        return (f"consecutive_failures={n}",)
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        return self._check(ctx)
 
 
-class ReadHeavyDrift(_Pack):
+class ReadHeavyDrift(_CountPack):
     name = "read_heavy_drift"
     severity = 4
     threshold = 8
+    metric = "reads_without_write"
     summary = "N reads/searches without a write, a run, a claim or a stamp (default 8)."
 
-    def _check(self, ctx: TurnContext) -> HookResult:
-        n = int(ctx.metrics.get("reads_without_write", 0))
-        t = _threshold(ctx, 8)
-        if n == 0:
-            return HookResult(resolved=True)
-        if n < t:
-            return HookResult()
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
         text = (
             f"{_n(n, 'read')} without a write or a claim: you have enough context to propose a "
             "concrete next step. Do not read more unless it resolves a named uncertainty; make the "
             "change, or declare the claim you are testing."
         )
-        return HookResult(
-            instructions=(text,),
-            key=str(n // t),
-            reason=f"{n} reads without a write or a claim (threshold {t})",
-            evidence={
-                "reads_without_write": n,
-                "files_read": list(ctx.working_set.get("files_read", []))[-5:],
-            },
-        )
+        evidence = {
+            "reads_without_write": n,
+            "files_read": list(ctx.working_set.get("files_read", []))[-5:],
+        }
+        return text, f"{n} reads without a write or a claim (threshold {t})", evidence
 
     def after_tool_batch(self, ctx: TurnContext) -> HookResult:
         return self._check(ctx)
@@ -229,31 +250,21 @@ class EvidenceBeforeDone(_Pack):
         return HookResult(resolved=True) if fresh_exact_claims(ctx.state) else None
 
 
-class ExcessiveSubagents(_Pack):
+class ExcessiveSubagents(_CountPack):
     name = "excessive_subagents"
     severity = 3
     threshold = 4
+    metric = "subagent_calls"
     summary = (
         "N sub-agent calls (tool Task/Agent, or class subagent) for one user prompt (default 4)."
     )
 
-    def _check(self, ctx: TurnContext) -> HookResult:
-        n = int(ctx.metrics.get("subagent_calls", 0))
-        t = _threshold(ctx, 4)
-        if n == 0:
-            return HookResult(resolved=True)
-        if n < t:
-            return HookResult()
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
         text = (
             f"{_n(n, 'sub-agent')} for this request: do the next step yourself unless the work "
             "is truly independent; give each sub-agent one specific question and use its answer."
         )
-        return HookResult(
-            instructions=(text,),
-            key=str(n // t),
-            reason=f"{n} sub-agent calls this prompt (threshold {t})",
-            evidence={"subagent_calls": n},
-        )
+        return text, f"{n} sub-agent calls this prompt (threshold {t})", {"subagent_calls": n}
 
     def after_tool_batch(self, ctx: TurnContext) -> HookResult:
         return self._check(ctx)

@@ -281,7 +281,7 @@ class PolicyRuntime:
         """The runtime's state as one JSON document (seed 000's ``state.json``)."""
         from infomark.gates.policies.view import state_document
 
-        return state_document(ledger.state, self)
+        return state_document(ledger.state, self.settings, self.names)
 
     # -- the machinery -----------------------------------------------------------------------------
     def _execute(self, ledger: Ledger, phase: str, ctx: TurnContext) -> _Outcome:

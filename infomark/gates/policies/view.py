@@ -9,7 +9,7 @@ state as one JSON document (seed 000's ``state.json``). Neither emits anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from infomark.gates.policies.memory import MEMORY_FIELDS
@@ -19,7 +19,7 @@ from infomark.gates.policies.triggers import trigger_metrics
 from infomark.ledger.state import SessionState
 
 if TYPE_CHECKING:
-    from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.gates.policies.settings import PolicySettings
 
 __all__ = ["STATE_DOCUMENT_VERSION", "active_packs", "context_view", "state_document"]
 
@@ -141,16 +141,24 @@ def _claims(state: SessionState) -> list[dict[str, Any]]:
     ]
 
 
-def state_document(state: SessionState, runtime: PolicyRuntime | None = None) -> dict[str, Any]:
-    """The policy runtime's state and the ledger view it acts on, as JSON-ready data."""
+def state_document(
+    state: SessionState,
+    settings: PolicySettings | None = None,
+    names: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The policy runtime's state and the ledger view it acts on, as JSON-ready data.
+
+    ``settings`` and ``names`` are the running policy runtime's (its triggers, limits and
+    policy names); without them the document holds the journaled state only.
+    """
     policy = state.policy
     metrics = {**new_metrics(), **(policy.get("metrics") or {})}
     memory = policy.get("memory") or {}
     triggers = trigger_metrics(policy.get("triggers"))
-    if runtime is not None:
+    if settings is not None:
         triggers["configured"] = [
             {"name": t.name, "when": t.when(), "requires_read": list(t.requires_read)}
-            for t in runtime.settings.triggers
+            for t in settings.triggers
         ]
     packs = []
     for p in active_packs(state):
@@ -194,10 +202,10 @@ def state_document(state: SessionState, runtime: PolicyRuntime | None = None) ->
             "budget_used": dict(state.gate_budget_used),
         },
     }
-    if runtime is not None:
-        doc["policies"] = runtime.names
+    if settings is not None:
+        doc["policies"] = list(names)
         doc["limits"] = {
-            "max_active_packs": runtime.settings.max_active_packs,
-            "pack_budget_chars": runtime.settings.pack_budget_chars,
+            "max_active_packs": settings.max_active_packs,
+            "pack_budget_chars": settings.pack_budget_chars,
         }
     return doc

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -255,11 +256,16 @@ def handle(
     *,
     home: Path | None = None,
     root: Path | None = None,
+    gatekeeper: Gatekeeper | None = None,
+    config_error: ConfigError | None = None,
     event_hint: str | None = None,
     detail: str = "",
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
+    ``gatekeeper``: an already open session of ``home`` to answer with (the HTTP service's
+    pool); it is not closed here. ``config_error``: the project's configuration is broken
+    and ``gatekeeper`` runs on the defaults (mutations are denied, as below).
     ``event_hint``/``detail``: what the caller could still see of a payload it could not
     parse (the event name, and why parsing failed).
     """
@@ -279,6 +285,14 @@ def handle(
     gk: Gatekeeper | None = None
     try:
         sid = session if isinstance(session, str) and session else "claude"
+        if gatekeeper is not None:
+            gk = gatekeeper
+            check_key(gk.store.journal)
+            check_tail(gk.store.journal, gk.session)
+            if config_error is not None:
+                return _config_broken(gk, event, payload, config_error)
+            profile = LAST_PROFILE[0] = gk.config.profile
+            return _on_event(gk, event, payload)
         try:
             gk = Gatekeeper.open(home, sid, root=root)
         except ConfigError as exc:
@@ -291,7 +305,10 @@ def handle(
         profile = LAST_PROFILE[0] = gk.config.profile
         check_key(gk.store.journal)
         check_tail(gk.store.journal, gk.session)
-        return _on_event(gk, event, payload)
+        answer = _on_event(gk, event, payload)
+        from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
+
+        return replace(answer, stdout=steer(gk, event, answer.stdout))
     except Exception as exc:
         why = explain(exc, home)
         answer = failure_answer(event, payload, profile, why, home=home, root=root)
@@ -299,6 +316,6 @@ def handle(
             _journal_failure(gk, event, why, answer.stdout is not None or answer.exit_code == 2)
         return answer
     finally:
-        if gk is not None:
+        if gk is not None and gk is not gatekeeper:
             with contextlib.suppress(Exception):  # a broken store must not undo the answer
                 gk.close()

@@ -21,7 +21,7 @@ from infomark.tools.hooks.answer import HookAnswer
 __all__ = ["HOOK_PATH", "ROOT_HEADER", "forward", "hook_url"]
 
 HOOK_PATH = "/v1/hooks/claude-code"
-ROOT_HEADER = "X-Infomark-Root"
+ROOT_HEADER = "X-Claude-Project-Dir"  # the service's PROJECT_HEADER: whose config applies
 _TIMEOUT_S = 1.0
 
 

@@ -1,0 +1,186 @@
+"""Audit commands: sessions, audit, report, key.
+
+Read-only commands never create a home or a session: a typo in ``--home`` or
+``--session`` is an error naming the closest match. ``audit`` verifies by default
+(``--no-verify`` skips it) and, without ``--session``, audits the latest session and
+says which.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from infomark.cli.base import (
+    EXIT_VERIFY,
+    CliExit,
+    common,
+    emit_json,
+    open_gk,
+    opts,
+    require_home,
+    require_session,
+)
+
+__all__ = ["register"]
+
+
+def _open_existing() -> tuple[Any, str, bool]:
+    """Open the named (or latest) session of an existing home: ``(gk, session, chosen)``."""
+    from infomark.ledger.timeline import overview
+
+    require_home()
+    with open_gk() as probe:
+        names = [s.session for s in overview(probe.store)]
+    session, chosen = require_session(names)
+    opts()["session"] = session
+    return open_gk(), session, chosen
+
+
+@click.command()
+@common
+def sessions() -> None:
+    """Every session of the home, newest first, with host, activity and verdict."""
+    from infomark.ledger.timeline import overview
+
+    require_home()
+    with open_gk() as gk:
+        stories = overview(gk.store)
+    rows = [
+        {
+            "session": s.session,
+            "host": s.host,
+            "started": s.started,
+            "last_activity": s.last_activity,
+            "events": s.events,
+            "verdict": s.verdict,
+        }
+        for s in stories
+    ]
+    if opts()["json"]:
+        emit_json(rows)
+        return
+    from infomark.cli.report import print_sessions
+
+    print_sessions(rows)
+
+
+@click.command()
+@click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
+@click.option(
+    "--export",
+    "export",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a signed, self-contained bundle to FILE.",
+)
+@click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
+@common
+def audit(verify: bool, export: Path | None, timeline: bool) -> None:
+    """Verdict, claims and evidence of a session (the latest if none is named).
+
+    Verifies the journal by default and exits 1 naming the first bad event.
+    """
+    from infomark.ledger.timeline import summarize
+
+    gk, session, chosen = _open_existing()
+    with gk as g:
+        report = g.audit(verify=verify or export is not None)
+        story = summarize(session, g.events(), tampered=report.verified is False)
+        if export is not None:
+            from infomark.ledger.bundle import export_bundle
+
+            export_bundle(g.store, export, report.to_dict())
+    data = report.to_dict()
+    data["verdict"] = story.verdict
+    data["verdict_text"] = story.verdict_text
+    data["story"] = story.to_dict()
+    if chosen and not opts()["json"]:
+        click.echo(f"session {session} (the latest; pass --session to choose)", err=True)
+    if opts()["json"]:
+        emit_json(data)
+    else:
+        from infomark.cli.render import print_audit
+        from infomark.cli.report import print_story
+
+        print_story(story, timeline=timeline)
+        print_audit(data)
+        if export is not None:
+            click.echo(f"bundle written to {export}")
+    if report.verified is False:
+        first = report.first_problem or {}
+        click.echo(
+            f"verification FAILED at seq {first.get('seq')}: {first.get('message')}", err=True
+        )
+        raise CliExit(EXIT_VERIFY)
+
+
+@click.command()
+@click.argument("name", metavar="[SESSION]", required=False)
+@click.option(
+    "--html", "html", type=click.Path(dir_okay=False, path_type=Path), help="Write a page."
+)
+@click.option("--md", "md", type=click.Path(dir_okay=False, path_type=Path), help="Write Markdown.")
+@common
+def report(name: str | None, html: Path | None, md: Path | None) -> None:
+    """A session's verdict, timeline and claim histories (the terminal, --html or --md).
+
+    The page is self-contained (no scripts, no network); exits 1 if verification fails.
+    """
+    from infomark.cli.report import print_story, render_html, render_markdown
+    from infomark.ledger.timeline import session_story
+
+    if name is not None:
+        opts()["session"] = name
+        opts()["session_given"] = True
+    gk, session, chosen = _open_existing()
+    with gk as g:
+        story = session_story(g.store, session, verify=True)
+        key_id = g.store.key.key_id
+    if chosen and not opts()["json"]:
+        click.echo(f"session {session} (the latest; name one to choose)", err=True)
+    for path, text in ((html, render_html), (md, render_markdown)):
+        if path is not None:
+            try:
+                path.write_text(text(story, key_id=key_id), encoding="utf-8")
+            except OSError as exc:
+                raise click.UsageError(f"cannot write {path}: {exc.strerror}") from None
+            if not opts()["json"]:
+                click.echo(f"wrote {path}")
+    if opts()["json"]:
+        emit_json(story.to_dict())
+    elif html is None and md is None:
+        print_story(story, timeline=True)
+    if story.verdict == "tampered":
+        raise CliExit(EXIT_VERIFY)
+
+
+@click.command()
+@click.option("--public", "public", is_flag=True, help="Print the bundle-signing public key.")
+@common
+def key(public: bool) -> None:
+    """The home's keys, as far as they may be shown: the HMAC key id, the signing public key.
+
+    The secret keys are never printed. ``--public`` prints only the Ed25519 public key
+    (hex) that signs bundles, for ``verify-bundle --public-key``; it is created if missing.
+    """
+    from infomark.ledger.bundle import public_key_hex
+
+    home = require_home()
+    with open_gk() as gk:
+        key_id = gk.store.key.key_id
+    pub = public_key_hex(home)
+    if opts()["json"]:
+        emit_json({"key_id": key_id, "public_key": pub})
+    elif public:
+        click.echo(pub)
+    else:
+        click.echo(f"HMAC key id:          {key_id}")
+        click.echo(f"signing public key:   {pub}")
+
+
+def register(group: click.Group) -> None:
+    for cmd in (sessions, audit, report, key):
+        group.add_command(cmd)

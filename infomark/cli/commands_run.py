@@ -1,0 +1,137 @@
+"""The runtime commands: ``infomark run`` (the reference agent runtime) and ``infomark send``.
+
+Exit codes: ``run`` 0 when the finish gate allowed the end (or a persistent run was stopped
+or reached its wake limit), 3 when it stopped at the step limit, 2 on bad input or a model
+failure (the message says what failed); ``send`` 0 delivered, 3 refused (the reason is
+printed; nothing was delivered).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from infomark.cli.base import EXIT_DENY, CliExit, common, emit_json, opts
+
+__all__ = ["register"]
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # the runner releases its inbox and journals run_finished
+
+
+@click.command("run")
+@click.argument("task", required=False, default="")
+@click.option("--model", "model_url", default=None, help="OpenAI-compatible base URL (…/v1).")
+@click.option("--model-name", default=None, help="Model name the endpoint expects.")
+@click.option(
+    "--agent",
+    "agent_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Agent file (TOML): instructions, model, tools, idle loop.",
+)
+@click.option("--resume", "resume", default=None, help="Continue session S from its journal.")
+@click.option("--persistent", is_flag=True, help="Idle and wake instead of ending (backoff).")
+@click.option("--demo", is_flag=True, help="Run the offline demo with a scripted model.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Project directory the tools work in (default: current directory).",
+)
+@click.option("--quiet", is_flag=True, help="Do not print each step.")
+@common
+def run_cmd(
+    task: str,
+    model_url: str | None,
+    model_name: str | None,
+    agent_file: Path | None,
+    resume: str | None,
+    persistent: bool,
+    demo: bool,
+    root: Path,
+    quiet: bool,
+) -> None:
+    """Run an agent on TASK against an OpenAI-compatible model, the gatekeeper inside.
+
+    `infomark run --demo` needs no model: a scripted one runs on 127.0.0.1.
+    """
+    echo = (lambda _s: None) if quiet or opts()["json"] else click.echo
+    if demo:
+        from infomark.tools.runner.demo import run_runner_demo
+
+        summary = run_runner_demo(echo=echo)
+        if opts()["json"]:
+            emit_json(summary)
+        return
+    from infomark.tools.runner.agentfile import AgentSpec, load_agent
+    from infomark.tools.runner.loop import Runner
+    from infomark.tools.runner.resume import resume_run
+
+    spec = load_agent(agent_file) if agent_file is not None else None
+    signal.signal(signal.SIGTERM, _sigterm)
+    home = opts()["home"]
+    if resume:
+        if task:
+            raise click.UsageError("--resume continues a run: give no TASK with it")
+        result = resume_run(
+            home=home,
+            session=resume,
+            root=root.resolve(),
+            spec=spec,
+            model_url=model_url,
+            model_name=model_name,
+            echo=echo,
+        )
+    else:
+        if not task:
+            raise click.UsageError('give a TASK: infomark run --model URL "fix the failing test"')
+        spec = (spec or AgentSpec()).with_model(model_url, model_name)
+        runner = Runner(spec, home=home, session=opts()["session"], root=root.resolve(), echo=echo)
+        try:
+            result = runner.start(task, persistent=persistent or None)
+        finally:
+            runner.close()
+    if opts()["json"]:
+        emit_json(result.to_dict())
+    else:
+        cost = result.to_dict()["cost"]
+        click.echo(
+            f"{result.reason}: {cost['working_calls']} working model calls "
+            f"({cost['working_tokens']} tokens), {cost['idle_calls']} idle "
+            f"({cost['idle_tokens']} tokens)"
+        )
+    if result.reason == "max_steps":
+        raise CliExit(EXIT_DENY)
+
+
+@click.command("send")
+@click.argument("message")
+@click.option("--from", "sender", default="operator", help="Who sends it (shown to the agent).")
+@common
+def send_cmd(message: str, sender: str) -> None:
+    """Deliver MESSAGE to the live inbox of --session; refused (exit 3) if it has none."""
+    from infomark.ledger.inbox import InboxRefused
+    from infomark.tools.runner.send import send_message
+
+    session = opts()["session"]
+    try:
+        got = send_message(opts()["home"], session, message, sender=sender)
+    except InboxRefused as exc:
+        if opts()["json"]:
+            emit_json({"delivered": False, "session": session, "reason": exc.reason})
+        click.echo(f"Error: {exc}", err=True)
+        raise CliExit(EXIT_DENY) from None
+    if opts()["json"]:
+        emit_json({"delivered": True, "session": session, "message_id": got.message_id})
+    else:
+        click.echo(f"delivered to session {session} (message #{got.message_id})")
+
+
+def register(group: click.Group) -> None:
+    for cmd in (run_cmd, send_cmd):
+        group.add_command(cmd)

@@ -1,0 +1,378 @@
+"""A session told as a person reads it: a verdict, a timeline and each claim's history.
+
+Pure functions over the journal's events (no clock, no I/O): :func:`summarize` reads the
+events of one session once and returns a :class:`SessionStory` — the one-line verdict
+(finished clean, finished through the refusal cap, bypassed, tampered, blocked, refused,
+open), the timeline (prompt → claims → denied call → oracle run → stamp → edit → finish),
+each claim's rank history with the evidence and the command actually run, the files
+changed and the final message. ``infomark audit``, ``infomark report`` and
+``infomark sessions`` render it. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infomark.ledger.audit import verify_session
+from infomark.ledger.engine import Ledger
+from infomark.ledger.journal import EventRow
+
+__all__ = [
+    "VERDICTS",
+    "ClaimStep",
+    "Entry",
+    "SessionStory",
+    "overview",
+    "session_story",
+    "summarize",
+    "verdict_of",
+]
+
+#: Verdict codes, most serious first, with the sentence a team lead reads.
+VERDICTS: dict[str, str] = {
+    "tampered": "the journal does not verify: it was changed outside infomark",
+    "finished_unverified": "finished through the refusal cap, without fresh evidence",
+    "bypassed": "finished, but grounding was bypassed for some calls",
+    "blocked": "stopped as blocked: the agent said it cannot finish",
+    "finished": "finished clean: every finish check passed on fresh evidence",
+    "refused": "not finished: the last finish attempt was refused",
+    "open": "open: no finish attempt yet",
+}
+
+_MUTATING = frozenset({"modify", "destructive", "unknown"})
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "target", "destination")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the timeline."""
+
+    seq: int
+    timestamp: str
+    kind: str  # prompt | ledger | denied | held | edit | run | read | stamp | rejected | …
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "timestamp": self.timestamp, "kind": self.kind, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimStep:
+    """One change of a claim's rank, with what caused it."""
+
+    seq: int
+    status: str
+    cause: str
+    evidence_ref: str | None = None
+    command: str | None = None
+    outcome: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "status": self.status,
+            "cause": self.cause,
+            "evidence_ref": self.evidence_ref,
+            "command": self.command,
+            "outcome": self.outcome,
+        }
+
+
+@dataclass(slots=True)
+class SessionStory:
+    """What happened in one session, ready to render."""
+
+    session: str
+    host: str = "python"
+    started: str = ""
+    last_activity: str = ""
+    events: int = 0
+    verdict: str = "open"
+    flags: list[str] = field(default_factory=list)
+    timeline: list[Entry] = field(default_factory=list)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[ClaimStep]] = field(default_factory=dict)
+    files_changed: list[str] = field(default_factory=list)
+    commands_run: list[dict[str, Any]] = field(default_factory=list)
+    denied: int = 0
+    bypassed: int = 0
+    rejected: int = 0
+    final_message: str = ""
+
+    @property
+    def verdict_text(self) -> str:
+        line = VERDICTS.get(self.verdict, self.verdict)
+        return f"{line} ({', '.join(self.flags)})" if self.flags else line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "host": self.host,
+            "started": self.started,
+            "last_activity": self.last_activity,
+            "events": self.events,
+            "verdict": self.verdict,
+            "verdict_text": self.verdict_text,
+            "flags": list(self.flags),
+            "timeline": [e.to_dict() for e in self.timeline],
+            "claims": dict(self.claims),
+            "history": {k: [s.to_dict() for s in v] for k, v in self.history.items()},
+            "files_changed": list(self.files_changed),
+            "commands_run": list(self.commands_run),
+            "denied": self.denied,
+            "bypassed": self.bypassed,
+            "rejected": self.rejected,
+            "final_message": self.final_message,
+        }
+
+
+def _clip(text: object, limit: int = 120) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _target(payload: Mapping[str, Any]) -> str:
+    """What a call acted on: its path, else its command, else nothing."""
+    tool_input = payload.get("input")
+    if isinstance(tool_input, Mapping):
+        for key in _PATH_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                return value
+        command = tool_input.get("command")
+        if isinstance(command, str):
+            return _clip(command, 80)
+    return ""
+
+
+class _Reader:
+    """Folds events into a story; one method per event type it understands."""
+
+    def __init__(self, session: str) -> None:
+        self.story = SessionStory(session=session)
+        self.evidence: dict[str, dict[str, Any]] = {}
+        self.last_finish: str | None = None
+        self.capped = False
+        self.host_hints: set[str] = set()
+
+    def add(self, kind: str, row: EventRow, text: str) -> None:
+        self.story.timeline.append(Entry(row.seq, row.timestamp, kind, text))
+
+    def step(self, cid: str, step: ClaimStep) -> None:
+        self.story.history.setdefault(cid, []).append(step)
+
+    def feed(self, row: EventRow) -> None:
+        st = self.story
+        st.events = max(st.events, row.seq)
+        st.started = st.started or row.timestamp
+        st.last_activity = row.timestamp or st.last_activity
+        handler = getattr(self, "on_" + row.type, None)
+        if handler is not None:
+            handler(row, row.payload)
+
+    # -- the events ------------------------------------------------------------------------
+    def on_turn_started(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.add("prompt", row, "user prompt")
+
+    def on_message_ingested(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        source = str(p.get("source") or "")
+        if source:
+            self.host_hints.add(source)
+        errors = p.get("errors") or []
+        if errors:
+            self.add("syntax", row, f"ledger text with {len(errors)} syntax error(s) ignored")
+
+    def on_ledger_replaced(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        ids = []
+        for c in p.get("claims") or []:
+            if not isinstance(c, Mapping) or not isinstance(c.get("id"), str):
+                continue
+            cid = str(c["id"])
+            ids.append(f"{cid} ({c.get('status')})")
+            self.story.claims[cid] = {
+                "id": cid,
+                "text": c.get("text"),
+                "oracle": c.get("oracle"),
+                "falsifier": c.get("falsifier"),
+            }
+            self.step(
+                cid, ClaimStep(row.seq, str(c.get("status")), str(c.get("cause") or "ledger"))
+            )
+        premises = p.get("premises") or p.get("premises_for_plan") or []
+        tail = f"; premises {', '.join(map(str, premises))}" if premises else ""
+        self.add("ledger", row, f"declared {', '.join(ids) or 'no claims'}{tail}")
+
+    def on_statement_changed(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        cid = str(p.get("claim_id") or p.get("id") or "?")
+        self.step(cid, ClaimStep(row.seq, str(p.get("status") or "Hypothetical"), "restated"))
+        self.add("ledger", row, f"{cid} restated: its stamp was dropped")
+
+    def on_decision(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        verdict = p.get("decision")
+        tool = p.get("tool")
+        if verdict in ("deny", "ask"):
+            self.story.denied += 1
+            kind = "denied" if verdict == "deny" else "held"
+            self.add(kind, row, f"{kind} {tool}: {p.get('code')} — {_clip(p.get('reason'), 100)}")
+
+    def on_bypass(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.story.bypassed += 1
+        self.add("bypass", row, f"grounding bypassed for {p.get('tool')} ({p.get('env')})")
+
+    def on_evidence_recorded(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        record = p.get("record")
+        if not isinstance(record, Mapping):
+            return
+        ref = str(p.get("ref") or "")
+        outcome = _outcome(record)
+        command = str(record.get("command") or "")
+        self.evidence[ref] = {"command": command, "outcome": outcome}
+        cls = str(record.get("tool_class") or "")
+        ev_cls = str(record.get("evidence_class") or "")
+        tool = str(record.get("tool") or "")
+        if cls in _MUTATING:
+            target = _target(record) or command
+            if target and target not in self.story.files_changed:
+                self.story.files_changed.append(target)
+            self.add("edit", row, f"{tool} {_clip(target, 80)}")
+        elif ev_cls == "execution":
+            self.story.commands_run.append({"seq": row.seq, "command": command, "outcome": outcome})
+            self.add("run", row, f"ran `{_clip(command, 80)}` → {outcome} ({ref})")
+        elif ev_cls == "observation":
+            self.add("read", row, f"{tool} {_clip(_target(record) or command, 80)}")
+
+    def on_unannounced_mutation(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        files = [str(f) for f in p.get("files") or []]
+        for f in files:
+            if f not in self.story.files_changed:
+                self.story.files_changed.append(f)
+        self.add("edit", row, f"files changed by a command: {', '.join(files[:5]) or '?'}")
+
+    def on_stamp_applied(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        cid = str(p.get("claim_id"))
+        ref = p.get("evidence_ref")
+        ev = self.evidence.get(str(ref), {})
+        self.step(
+            cid,
+            ClaimStep(
+                row.seq,
+                str(p.get("status")),
+                str(p.get("kind")),
+                str(ref) if ref else None,
+                ev.get("command"),
+                ev.get("outcome"),
+            ),
+        )
+        self.add("stamp", row, f"{cid} → {p.get('status')} ({p.get('kind')} {ref})")
+
+    def on_stamp_rejected(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.story.rejected += 1
+        self.add("rejected", row, f"stamp of {p.get('claim_id')} rejected: {p.get('reason')}")
+
+    def on_divergence(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        cid = str(p.get("claim_id"))
+        ref = p.get("evidence_ref")
+        self.step(cid, ClaimStep(row.seq, str(p.get("status") or "Unknown"), "divergence", ref))
+        self.add(
+            "revoked", row, f"{cid} revoked → {p.get('status') or 'Unknown'} ({p.get('cause')})"
+        )
+
+    def on_gate_refused(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.add("gate", row, f"gate move {p.get('from')} → {p.get('to')} refused")
+
+    def on_approval(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.add("approval", row, f"approved by {p.get('by')}")
+
+    def on_finish_decision(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        allow = bool(p.get("allow"))
+        final = p.get("final_text")
+        if isinstance(final, str) and final:
+            self.story.final_message = final
+        if p.get("cap_reached"):
+            self.capped = True
+        self.last_finish = "finished" if allow else "refused"
+        verb = "finish allowed" if allow else f"finish refused: {p.get('code')}"
+        self.add("finish", row, verb)
+
+    def on_finish_cap_reached(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.capped = True
+        self.add("finish", row, f"refusal cap reached ({p.get('cap')}): finished unverified")
+
+    def on_finished_unverified(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.on_finish_cap_reached(row, p)
+
+    def on_finished_blocked(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.last_finish = "blocked"
+        self.add("finish", row, f"stopped as blocked: {_clip(p.get('reason') or '', 100)}")
+
+    def on_hook_error(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.add("error", row, f"hook error: {_clip(p.get('error') or p, 100)}")
+
+
+def _outcome(record: Mapping[str, Any]) -> str:
+    code = record.get("exit_code")
+    if record.get("outcome"):
+        return str(record["outcome"])
+    if code is None:
+        return "ERROR" if record.get("error") else "OBSERVED"
+    return "PASS" if code == 0 else "FAIL"
+
+
+def _host(hints: set[str]) -> str:
+    if "transcript" in hints:
+        return "claude-code"
+    if "mcp" in hints:
+        return "mcp"
+    return "python"
+
+
+def verdict_of(
+    *, tampered: bool, capped: bool, bypassed: int, last_finish: str | None
+) -> tuple[str, list[str]]:
+    """The verdict code and its flags, most serious first."""
+    flags = []
+    if bypassed:
+        flags.append(f"{bypassed} bypassed call{'s' if bypassed != 1 else ''}")
+    if tampered:
+        return "tampered", flags
+    if capped:
+        return "finished_unverified", flags
+    if last_finish == "finished" and bypassed:
+        return "bypassed", []
+    if last_finish is None:
+        return "open", flags
+    return last_finish, flags
+
+
+def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = False) -> SessionStory:
+    """Read one session's events (in seq order) into a :class:`SessionStory`."""
+    reader = _Reader(session)
+    for row in events:
+        reader.feed(row)
+    story = reader.story
+    story.host = _host(reader.host_hints)
+    story.verdict, story.flags = verdict_of(
+        tampered=tampered,
+        capped=reader.capped,
+        bypassed=story.bypassed,
+        last_finish=reader.last_finish,
+    )
+    return story
+
+
+def session_story(
+    ledger: Ledger, session: str | None = None, *, verify: bool = True
+) -> SessionStory:
+    """The story of one session of ``ledger``'s home (verified unless ``verify`` is False)."""
+    name = session or ledger.session
+    tampered = bool(verify_session(ledger, name)) if verify else False
+    return summarize(name, ledger.journal.events(name), tampered=tampered)
+
+
+def overview(ledger: Ledger) -> list[SessionStory]:
+    """Every session of the home, newest activity first (not verified: that is per session)."""
+    stories = [summarize(s, ledger.journal.events(s)) for s in ledger.journal.known_sessions()]
+    stories.sort(key=lambda s: (s.last_activity, s.session), reverse=True)
+    return stories

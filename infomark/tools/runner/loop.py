@@ -1,0 +1,529 @@
+"""The turn loop: model call → ingest → gated tools → finish gate, with the four turn hooks.
+
+* ``before_model_call``: pending inbox messages become operator turns; the system message
+  carries the gatekeeper's context view (packs, working memory, ledger summary with ranks).
+* ``after_model_response``: the reply is ingested (claim_ledger, stamps, divergences); usage
+  goes to ``host_report``.
+* ``after_tool_batch``: each call went through authorize → run → record (``wrap_executor``),
+  so evidence, metrics, packs and working memory are already updated.
+* ``before_finalize``: a reply without tool calls asks ``can_finish``; a refusal or a fired
+  trigger comes back as an operator turn and the loop re-enters.
+
+Everything that a resume needs is a journal event of the session: ``run_started``, each
+message (``runner_message``), each model call (``model_called``, idle or working), each
+idle sleep (``waiting`` / ``woken`` / ``idle_settled``) and ``run_finished``.
+:mod:`infomark.tools.runner.resume` rebuilds a :class:`Runner` from them. One module, one
+job: the loop; it is long because the four hooks and the idle cycle are one state machine.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.kernel.errors import UserError
+from infomark.kernel.protocol import render_protocol
+from infomark.kernel.tools import ToolClass
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.inbox import Inbox, LeaseLost, Message, new_holder
+from infomark.ledger.journal import Journal
+from infomark.tools.runner.agentfile import AgentSpec
+from infomark.tools.runner.model import ChatResult, ModelClient, RawToolCall
+from infomark.tools.runner.result import RunResult
+from infomark.tools.runner.schedule import (
+    Clock,
+    IdleSchedule,
+    PendingSleep,
+    SystemClock,
+    sleep_until,
+)
+from infomark.tools.runner.subagents import Supervisor
+from infomark.tools.runner.tools import RunnerTool, file_tools, schema_of
+from infomark.wrapping import wrap_executor
+
+__all__ = ["RunResult", "Runner", "make_client"]
+
+_INTERRUPTED = (
+    "[infomark runner] interrupted: the runtime stopped before this call's result was "
+    "recorded, so its effect is unknown. Check the state before relying on it."
+)
+
+
+def make_client(spec: AgentSpec) -> ModelClient:
+    m = spec.model
+    return ModelClient(
+        m.url,
+        m.name,
+        api_key=m.api_key(),
+        timeout=m.timeout_seconds,
+        retries=m.retries,
+        temperature=m.temperature,
+        max_tokens=m.max_tokens,
+    )
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Runner:
+    """One agent session driven natively, with the gatekeeper inside every step."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        home: Path,
+        session: str,
+        root: Path,
+        client: ModelClient | None = None,
+        clock: Clock | None = None,
+        parent: str | None = None,
+        echo: Callable[[str], None] | None = None,
+        profile: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.home = Path(home)
+        self.root = Path(root)
+        self.raw_session = session
+        self.gk = Gatekeeper.open(self.home, session, root=self.root, profile=profile)
+        self.session = self.gk.session
+        self.inbox = Inbox(self.gk.store.journal)
+        self.holder = new_holder("runner")
+        self.client = client
+        self.clock: Clock = clock or SystemClock()
+        self.parent = parent
+        self.echo = echo or (lambda _s: None)
+        self.schedule = IdleSchedule(
+            base=spec.idle.base_seconds, cap=spec.idle.cap_seconds, hold=spec.idle.hold
+        )
+        self.messages: list[dict[str, Any]] = []
+        self.result = RunResult(self.session, "running")
+        self.idle_wakes = 0
+        self._idle_turn = False
+        self._lease_lost = threading.Event()
+        self._beat_stop = threading.Event()
+        self._beater: threading.Thread | None = None
+        self._watch: dict[str, tuple[int, int]] = self._snapshot()
+        self.supervisor = Supervisor(self, self._child)
+        self.tools = self._build_tools()
+        self._gated = {
+            name: wrap_executor(self.gk, t.run, tool_class=t.tool_class)
+            for name, t in self.tools.items()
+        }
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def emit(self, type_: str, payload: Mapping[str, Any]) -> int:
+        with self.gk.store.transaction():
+            return self.gk.store.emit(type_, payload)
+
+    def _push(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.emit("runner_message", {"message": message, "idle": self._idle_turn})
+
+    def _model(self) -> ModelClient:
+        if self.client is None:
+            self.client = make_client(self.spec)
+        return self.client
+
+    def close(self) -> None:
+        self._beat_stop.set()
+        if self._beater is not None:
+            self._beater.join(timeout=5)
+        self.supervisor.close()
+        self.inbox.close()
+        if self.client is not None:
+            self.client.close()
+        self.gk.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the lease ----------------------------------------------------------------------------
+    def open_inbox(self) -> None:
+        """Hold this session's inbox (from here on ``infomark send`` delivers to it)."""
+        self.inbox.acquire(
+            self.session,
+            holder=self.holder,
+            ttl=self.spec.idle.lease_ttl_seconds,
+            parent=self.parent,
+        )
+        self._beater = threading.Thread(target=self._beat, name=f"lease:{self.session}")
+        self._beater.daemon = True
+        self._beater.start()
+
+    def _beat(self) -> None:
+        every = max(0.05, self.spec.idle.lease_ttl_seconds / 4)
+        journal = Journal(self.gk.store.journal.path, self.gk.store.key)
+        inbox = Inbox(journal)
+        try:
+            while not self._beat_stop.wait(every):
+                try:
+                    inbox.heartbeat(self.session, self.holder)
+                except LeaseLost:
+                    self._lease_lost.set()
+                    return
+        finally:
+            inbox.close()
+            journal.close()
+
+    def _child(self, spec: AgentSpec, session: str) -> Runner:
+        return Runner(
+            spec,
+            home=self.home,
+            session=session,
+            root=self.root,
+            clock=self.clock,
+            parent=self.session,
+        )
+
+    def release(self, reason: str) -> None:
+        """Give the inbox up (sends are refused with ``finished`` from now on)."""
+        self._release(reason)
+
+    def _release(self, reason: str) -> None:
+        self._beat_stop.set()
+        self.inbox.release(self.session, self.holder, reason)
+
+    # -- tools --------------------------------------------------------------------------------
+    def _build_tools(self) -> dict[str, RunnerTool]:
+        b = self.spec.bash
+        hide = (self.spec.model.api_key_env,) if self.spec.model.api_key_env else ()
+        tools = file_tools(
+            self.root,
+            home=self.home,
+            bash_timeout=b.timeout_seconds,
+            output_cap=b.output_cap_chars,
+            hide_env=hide,
+        )
+        tools["wait"] = RunnerTool(
+            "wait",
+            "Sleep instead of polling: wakes early when an operator message arrives or when the "
+            "named sub-agents have finished (their results come back here). seconds is capped "
+            f"at {self.spec.idle.cap_seconds:g}.",
+            schema_of(
+                {
+                    "seconds": {"type": "number"},
+                    "agents": {"type": "array", "items": {"type": "string"}},
+                }
+            ),
+            self._wait_tool,
+            ToolClass.LEDGER.value,
+        )
+        tools.update(self.supervisor.tools())
+        return {name: tools[name] for name in self.spec.tools if name in tools}
+
+    def _wait_tool(self, call: ToolCall) -> ToolOutcome:
+        seconds = call.input.get("seconds", self.spec.idle.cap_seconds)
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            return ToolOutcome(error="wait: seconds must be a number ≥ 0", is_error=True)
+        agents = call.input.get("agents") or []
+        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+            return ToolOutcome(
+                error="wait: agents must be a list of sub-agent names", is_error=True
+            )
+        unknown = [a for a in agents if a not in self.supervisor.children]
+        if unknown:
+            return ToolOutcome(
+                error=f"wait: no sub-agent named {', '.join(unknown)} (spawn it first)",
+                is_error=True,
+            )
+        delay = min(float(seconds), self.spec.idle.cap_seconds)
+        start = self.clock.now()
+        until = start + delay
+        self.emit("waiting", {"by": "wait_tool", "delay": delay, "until": until, "agents": agents})
+
+        def check() -> str | None:
+            if self.inbox.pending(self.session):
+                return "inbox"
+            if agents and self.supervisor.all_done(agents):
+                return "agents_done"
+            return None
+
+        reason = sleep_until(self.clock, until, check, poll=self.spec.idle.poll_seconds)
+        slept = self.clock.now() - start
+        self.emit("woken", {"by": "wait_tool", "reason": reason, "slept": slept})
+        lines = [f"woke after {slept:.1f}s: {reason}"]
+        if reason == "inbox":
+            lines.append("an operator message is waiting; it is delivered with the next turn")
+        lines += self.supervisor.results(agents)
+        return ToolOutcome(output="\n".join(lines))
+
+    # -- the four hooks ------------------------------------------------------------------------
+    def _system(self) -> dict[str, Any]:
+        parts = [
+            self.spec.instructions.strip()
+            or "You are an agent with tools. Work in small steps and prove what you claim.",
+            f"infomark session: {self.raw_session}",
+            render_protocol(),
+        ]
+        view = self.gk.context_view(self.spec.context_budget)
+        if view:
+            parts.append("[infomark context]\n" + view)
+        return {"role": "system", "content": "\n\n".join(parts)}
+
+    def _before_model_call(self) -> None:
+        if self._lease_lost.is_set():
+            raise _Stop("lease_lost")
+        got = self.inbox.read(self.session, self.holder)
+        if got:
+            self._push({"role": "user", "content": _operator_text(got)})
+
+    def _after_model_response(self, res: ChatResult) -> None:
+        calls = {"idle" if self._idle_turn else "working"}
+        tokens = res.total_tokens
+        if self._idle_turn:
+            self.result.idle_calls += 1
+            self.result.idle_tokens += tokens
+        else:
+            self.result.working_calls += 1
+            self.result.working_tokens += tokens
+        self.emit(
+            "model_called",
+            {
+                "kind": calls.pop(),
+                "prompt_tokens": res.prompt_tokens,
+                "completion_tokens": res.completion_tokens,
+                "tool_calls": len(res.tool_calls),
+                "attempts": res.attempts,
+                "duration_ms": round(res.duration_ms, 1),
+            },
+        )
+        msg: dict[str, Any] = {"role": "assistant", "content": res.content or None}
+        if res.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in res.tool_calls
+            ]
+        self._push(msg)
+        said = (res.content or "").strip().splitlines()
+        names = ", ".join(c.name for c in res.tool_calls)
+        head = said[0][:100] if said else ""
+        self.echo("model: " + (head + "  " if head else "") + (f"→ {names}" if names else ""))
+        if res.content and res.tool_calls:  # a final reply is ingested by can_finish
+            self.gk.ingest(res.content)
+        if tokens:
+            self.gk.host_report(tokens_used=tokens, context_window=self.spec.model.context_window)
+
+    def _tool_batch(self, calls: tuple[RawToolCall, ...]) -> bool:
+        """Run each call through the gate; True if any did real work (not ``wait``)."""
+        work = False
+        for raw in calls:
+            self._push({"role": "tool", "tool_call_id": raw.id, "content": self._run_tool(raw)})
+            work = work or raw.name != "wait"
+        return work
+
+    def _run_tool(self, raw: RawToolCall) -> str:
+        gated = self._gated.get(raw.name)
+        if gated is None:
+            return f"[infomark runner] unknown tool {raw.name!r}; the tools are: " + ", ".join(
+                self.tools
+            )
+        try:
+            args = json.loads(raw.arguments or "{}")
+        except ValueError as exc:
+            return f"[infomark runner] {raw.name}: arguments are not JSON ({exc}); nothing ran"
+        if not isinstance(args, dict):
+            return f"[infomark runner] {raw.name}: arguments must be a JSON object; nothing ran"
+        out: ToolOutcome = gated(ToolCall(raw.name, args, tool_call_id=raw.id))
+        text = out.output if isinstance(out.output, str) else out.output.decode("utf-8", "replace")
+        if out.error and out.error not in text:
+            text = f"error: {out.error}{text if text.startswith(chr(10)) else chr(10) + text}"
+        self.echo(f"  {raw.name}: {text.strip().splitlines()[0][:120] if text.strip() else ''}")
+        return text
+
+    def _before_finalize(self, content: str) -> bool:
+        """True if the run may stop here; else the refusal is the next operator turn."""
+        fin = self.gk.can_finish(content)
+        self.result.finish = fin.to_dict()
+        self.result.final_text = content
+        if fin.allow:
+            self.echo(f"finish allowed: {fin.reason[:200]}")
+            return True
+        first = fin.reason.strip().splitlines()[0] if fin.reason.strip() else ""
+        self.echo(f"finish refused ({fin.code}): {first[:110]}")
+        self._push(
+            {"role": "user", "content": f"[infomark] finish refused ({fin.code}): {fin.reason}"}
+        )
+        return False
+
+    # -- the loop -------------------------------------------------------------------------------
+    def _work(self, *, final_pending: str | None = None) -> tuple[str, bool]:
+        """Run model/tool steps until the finish gate allows; ``(reason, did_work)``."""
+        did_work = False
+        if final_pending is not None and self._before_finalize(final_pending):
+            return "finished", did_work
+        for _ in range(self.spec.max_steps):
+            self._before_model_call()
+            res = self._model().chat(
+                [self._system(), *self.messages], [t.schema() for t in self.tools.values()]
+            )
+            self._after_model_response(res)
+            if res.tool_calls:
+                did_work = self._tool_batch(res.tool_calls) or did_work
+                continue
+            if self._before_finalize(res.content):
+                return "finished", did_work
+            if self.result.finish.get("code") == "trigger_fired":
+                did_work = True  # a fired trigger is a real event
+        self.emit("run_step_limit", {"max_steps": self.spec.max_steps})
+        return "max_steps", did_work
+
+    def _user_turn(self, prompt: str) -> None:
+        context = self.gk.new_turn(prompt)
+        self._push({"role": "user", "content": prompt + (("\n\n" + context) if context else "")})
+
+    def start(self, task: str, *, persistent: bool | None = None) -> RunResult:
+        """A new run of ``task`` in this session."""
+        if not task.strip():
+            raise UserError('infomark run needs a task: infomark run "fix the failing test"')
+        self.open_inbox()
+        return self.start_opened(task, persistent=persistent)
+
+    def start_opened(self, task: str, *, persistent: bool | None = None) -> RunResult:
+        """:meth:`start` for a runner whose inbox is already open (a spawned child)."""
+        persistent = self.spec.idle.persistent if persistent is None else persistent
+        self.spec = replace(self.spec, idle=replace(self.spec.idle, persistent=persistent))
+        self.emit(
+            "run_started",
+            {
+                "agent": self.spec.name,
+                "agent_file": str(self.spec.source) if self.spec.source else None,
+                "model_url": self.spec.model.url,
+                "model_name": self.spec.model.name,
+                "task": task,
+                "persistent": persistent,
+                "parent": self.parent,
+                "holder": self.holder,
+            },
+        )
+        self._user_turn(task)
+        return self._drive()
+
+    def _drive(
+        self, *, final_pending: str | None = None, pending_sleep: PendingSleep | None = None
+    ) -> RunResult:
+        reason = "error"
+        try:
+            if pending_sleep is None:
+                reason, _ = self._work(final_pending=final_pending)
+            else:
+                reason = "finished"  # the run was asleep: its last turn had ended
+            while self.spec.idle.persistent and reason in ("finished", "max_steps"):
+                wake = self._idle_cycle(pending_sleep)
+                pending_sleep = None
+                if wake is None:
+                    reason = "idle_limit"
+                    break
+                self._idle_turn = True
+                try:
+                    self._user_turn(wake[1])
+                    reason, work = self._work()
+                finally:
+                    self._idle_turn = False
+                if work or wake[0] != "timer":
+                    self.schedule.reset()
+                else:
+                    self.schedule.empty_wake()
+                self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
+        except _Stop as stop:
+            reason = stop.reason
+        except KeyboardInterrupt:
+            reason = "stopped"
+        finally:
+            self.result.reason = reason
+            self.emit("run_finished", {"reason": reason, **self.result.to_dict()["cost"]})
+            if reason != "lease_lost":
+                self.supervisor.stop_all()
+                self._release(reason)
+        return self.result
+
+    # -- idle -----------------------------------------------------------------------------------
+    def _snapshot(self) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        if not self.spec.idle.watch:
+            return out
+        for dirpath, dirnames, files in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in (".git", ".infomark", "__pycache__")]
+            for f in files:
+                p = Path(dirpath) / f
+                rel = os.path.relpath(p, self.root)
+                if any(fnmatch.fnmatch(rel, w) for w in self.spec.idle.watch):
+                    try:
+                        st = p.stat()
+                    except OSError:
+                        continue
+                    out[rel] = (st.st_mtime_ns, st.st_size)
+        return out
+
+    def _wake_reason(self) -> str | None:
+        if self._lease_lost.is_set():
+            return "lease_lost"
+        if self.inbox.pending(self.session):
+            return "inbox"
+        if self.spec.idle.watch:
+            now = self._snapshot()
+            if now != self._watch:
+                self._watch = now
+                return "file_change"
+        return None
+
+    def _idle_cycle(self, pending: PendingSleep | None) -> tuple[str, str] | None:
+        """Sleep on the schedule; ``(reason, operator prompt)`` on wake, None to stop."""
+        max_wakes = self.spec.idle.max_wakes
+        if max_wakes and self.idle_wakes >= max_wakes:
+            return None
+        start = self.clock.now()
+        if pending is None:
+            delay = self.schedule.delay()
+            until = start + delay
+            self.emit("waiting", {"by": "idle", "until": until, **self.schedule.to_dict()})
+        else:
+            until = pending.until
+        reason = sleep_until(
+            self.clock,
+            until,
+            self._wake_reason,
+            poll=self.spec.idle.poll_seconds,
+        )
+        if reason == "lease_lost":
+            raise _Stop("lease_lost")
+        if reason != "timer":
+            self.schedule.reset()
+        slept = self.clock.now() - start
+        self.emit(
+            "woken",
+            {"by": "idle", "reason": reason, "slept": round(slept, 3), **self.schedule.to_dict()},
+        )
+        self.idle_wakes += 1
+        got = self.inbox.read(self.session, self.holder, where="idle_wake")
+        if got:
+            return reason, _operator_text(got)
+        if reason == "file_change":
+            return reason, "[infomark idle] woken: a watched file changed. Look, then continue."
+        return reason, (
+            f"[infomark idle] woken by the timer after {slept:.0f}s; nothing new arrived. "
+            "Continue if there is work; otherwise reply briefly (or call wait)."
+        )
+
+
+def _operator_text(messages: list[Message]) -> str:
+    return "\n\n".join(
+        f"[operator message from {m.sender} via infomark send, #{m.id}]\n{m.text}" for m in messages
+    )

@@ -1,0 +1,237 @@
+"""The runner's built-in tools: a description, a JSON schema and a class next to each.
+
+``read``/``write``/``edit`` reuse :func:`infomark.tools.builtin.make_builtins`; ``bash``
+runs with a timeout, an output cap and without the model's API key in its environment;
+``grep`` and ``glob`` walk the project (never the ledger home);
+``wait``, ``spawn_agent`` and ``send`` are bound to the running session by the runner.
+Every tool runs through :func:`infomark.wrapping.wrap_executor` (authorize → run → record),
+exactly like every other integration. ``tool_class`` None lets the classifier decide (a
+shell command is classified by what it does).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.tools import ToolClass
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.tools.builtin import make_builtins
+
+__all__ = ["DELEGATION_CLASS", "RunnerTool", "file_tools", "schema_of"]
+
+Run = Callable[[ToolCall], ToolOutcome]
+
+#: Sub-agent results: the kernel's delegation class when it has one; else ``execute`` (the
+#: call runs a child that is gated itself). Its evidence is ineligible by name either way:
+#: it may back a divergence (falsify), never a stamp.
+DELEGATION_CLASS: str = str(getattr(ToolClass, "DELEGATION", ToolClass.EXECUTE))
+
+_GREP_MAX_FILE = 2 << 20
+_WALK_MAX = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerTool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    run: Run
+    tool_class: str | None = None  # None: classified by name and input
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+def schema_of(props: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(props), "required": list(required)}
+
+
+_S = {"type": "string"}
+
+
+def _walk(root: Path, skip: tuple[Path, ...]) -> Iterator[Path]:
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in (".git", "__pycache__", ".venv", "node_modules")
+            and not any((here / d).resolve() == s for s in skip)
+        )
+        for f in sorted(filenames):
+            count += 1
+            if count > _WALK_MAX:
+                return
+            yield here / f
+
+
+def file_tools(
+    root: Path,
+    *,
+    home: Path,
+    bash_timeout: float,
+    output_cap: int,
+    hide_env: tuple[str, ...] = (),
+) -> dict[str, RunnerTool]:
+    """read, write, edit, bash, grep and glob over the project ``root``.
+
+    ``hide_env`` names environment variables the shell must not see (the model's API key).
+    """
+    base = make_builtins(root, timeout=bash_timeout)
+    skip = (home.resolve(),)
+    shell = shutil.which("bash") or "/bin/sh"
+
+    def cap(text: str) -> str:
+        if len(text) <= output_cap:
+            return text
+        return text[:output_cap] + f"\n[output truncated: {output_cap} of {len(text)} characters]"
+
+    def bash(call: ToolCall) -> ToolOutcome:
+        command = call.command
+        if command is None:
+            return ToolOutcome(error="bash needs input.command (a string)", is_error=True)
+        env = {k: v for k, v in os.environ.items() if k not in hide_env}
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [shell, "-c", command],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                timeout=bash_timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return ToolOutcome(
+                error=f"bash: timed out after {bash_timeout:g}s (the command was killed)",
+                is_error=True,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        return ToolOutcome(
+            output=cap(text),
+            exit_code=proc.returncode,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def read(call: ToolCall) -> ToolOutcome:
+        out = base["read"](call)
+        if out.is_error:
+            return out
+        text = str(out.output)
+        offset, limit = call.input.get("offset"), call.input.get("limit")
+        if isinstance(offset, int) or isinstance(limit, int):
+            lines = text.splitlines(keepends=True)
+            start = max(0, (offset or 1) - 1) if isinstance(offset, int) else 0
+            end = start + limit if isinstance(limit, int) else len(lines)
+            text = "".join(lines[start:end])
+        return out.with_output(cap(text))
+
+    def grep(call: ToolCall) -> ToolOutcome:
+        pattern = call.input.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            return ToolOutcome(
+                error="grep needs input.pattern (a regular expression)", is_error=True
+            )
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            return ToolOutcome(error=f"grep: bad pattern {pattern!r}: {exc}", is_error=True)
+        sub = call.input.get("path")
+        start = root / sub if isinstance(sub, str) and sub else root
+        only = call.input.get("glob")
+        hits: list[str] = []
+        files = [start] if start.is_file() else _walk(start, skip)
+        for f in files:
+            rel = os.path.relpath(f, root)
+            if isinstance(only, str) and only and not fnmatch.fnmatch(rel, only):
+                continue
+            try:
+                if f.stat().st_size > _GREP_MAX_FILE:
+                    continue
+                text = f.read_text("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for n, line in enumerate(text.splitlines(), 1):
+                if rx.search(line):
+                    hits.append(f"{rel}:{n}: {line}")
+        return ToolOutcome(output=cap("\n".join(hits) if hits else "(no matches)"))
+
+    def glob(call: ToolCall) -> ToolOutcome:
+        pattern = call.input.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            return ToolOutcome(error="glob needs input.pattern (e.g. **/*.py)", is_error=True)
+        found = [
+            os.path.relpath(f, root)
+            for f in _walk(root, skip)
+            if fnmatch.fnmatch(os.path.relpath(f, root), pattern)
+            or fnmatch.fnmatch(f.name, pattern)
+        ]
+        return ToolOutcome(output=cap("\n".join(found) if found else "(no files)"))
+
+    path_prop = {"file_path": {**_S, "description": "path, relative to the project root"}}
+    return {
+        "read": RunnerTool(
+            "read",
+            "Read a text file. Optional offset (first line, 1-based) and limit (line count).",
+            schema_of(
+                {**path_prop, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+                ("file_path",),
+            ),
+            read,
+        ),
+        "write": RunnerTool(
+            "write",
+            "Create or overwrite a file with content. Denied while a premise is outside G.",
+            schema_of({**path_prop, "content": _S}, ("file_path", "content")),
+            base["write"],
+        ),
+        "edit": RunnerTool(
+            "edit",
+            "Replace the first occurrence of old_string by new_string in a file. Denied while "
+            "a premise is outside G.",
+            schema_of(
+                {**path_prop, "old_string": _S, "new_string": _S},
+                ("file_path", "old_string", "new_string"),
+            ),
+            base["edit"],
+        ),
+        "bash": RunnerTool(
+            "bash",
+            f"Run a shell command in the project (timeout {bash_timeout:g}s, output capped at "
+            f"{output_cap} characters). Its result is signed evidence: the evidence_ref it "
+            "prints can back an oracle_stamp when the command is the claim's oracle.",
+            schema_of({"command": _S}, ("command",)),
+            bash,
+        ),
+        "grep": RunnerTool(
+            "grep",
+            "Search files for a regular expression; optional path (file or directory) and "
+            "glob (e.g. *.py). Prints path:line: text.",
+            schema_of({"pattern": _S, "path": _S, "glob": _S}, ("pattern",)),
+            grep,
+        ),
+        "glob": RunnerTool(
+            "glob",
+            "List project files matching a glob pattern (e.g. src/**/*.py).",
+            schema_of({"pattern": _S}, ("pattern",)),
+            glob,
+        ),
+    }

@@ -1,0 +1,199 @@
+"""The HTTP service's session pool: one open gatekeeper per (project root, session id).
+
+A gatekeeper is not safe for concurrent use, so each session's calls run one at a time:
+an ``anyio.Lock`` queues them in arrival order on the event loop, then the call runs in
+the threadpool under the slot's ``threading.Lock``. Different sessions run in parallel
+(SQLite serialises the commits). At most ``max_open`` stay open: past that, the least
+recently used idle ones are closed (and reopened on their next call), so SQLite
+connections stay bounded.
+
+The API routes serve the service's own project root and configuration. The Claude Code
+hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
+loads that root's configuration once and keeps it until one of its files changes, and a
+session opened under an older configuration is reopened under the new one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from infomark.gates.config import Config, load_config
+from infomark.kernel.errors import ConfigError
+from infomark.ledger.journal import Journal
+from infomark.ledger.keys import load_key
+from infomark.tools.protocol import SessionLike
+
+__all__ = ["Opener", "SessionPool"]
+
+T = TypeVar("T")
+Opener = Callable[[str, Path, Config], SessionLike]
+"""``opener(session, root, config)``: open one session of the pool's home."""
+
+_CONFIG_FILES = ("infomark.toml", "infomark.yaml", "infomark.yml", "pyproject.toml")
+
+
+@dataclass
+class _Slot:
+    queue: anyio.Lock = field(default_factory=anyio.Lock)  # arrival order, on the loop
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the session itself
+    gk: SessionLike | None = None
+    config: Config | None = None  # what gk was opened with
+    used: int = 0  # a logical clock, for closing the least recently used
+
+
+@dataclass(frozen=True, slots=True)
+class _ProjectConfig:
+    fingerprint: tuple[Any, ...]
+    config: Config
+    error: ConfigError | None
+
+
+class SessionPool:
+    """Lazily opened sessions, each used by one thread at a time."""
+
+    def __init__(
+        self, home: Path, root: Path, config: Config, opener: Opener, max_open: int
+    ) -> None:
+        self.home = home
+        self.root = root
+        self.config = config
+        self.max_open = max(1, max_open)
+        self._open = opener
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._clock = 0
+        self._journal: Journal | None = None
+        self._journal_lock = threading.Lock()
+        self._projects: dict[Path, _ProjectConfig] = {}
+        self._projects_lock = threading.Lock()
+
+    def _slot(self, key: tuple[str, str]) -> _Slot:
+        # Only called on the event loop thread: the dict needs no lock.
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = _Slot()
+        self._clock += 1
+        slot.used = self._clock
+        return slot
+
+    async def run(
+        self,
+        session: str,
+        fn: Callable[[SessionLike], T],
+        *,
+        root: Path | None = None,
+        config: Config | None = None,
+    ) -> T:
+        """Run ``fn(session)`` in the threadpool, one call per session at a time.
+
+        ``root`` / ``config`` default to the service's own; a session already open under
+        another configuration is closed and reopened under this one.
+        """
+        root_p = root if root is not None else self.root
+        cfg = config if config is not None else self.config
+        slot = self._slot((str(root_p), session))
+        try:
+            async with slot.queue:
+                return await anyio.to_thread.run_sync(self._call, slot, session, root_p, cfg, fn)
+        finally:
+            if sum(1 for s in self._slots.values() if s.gk is not None) > self.max_open:
+                await self._close_idle()
+
+    def _call(
+        self,
+        slot: _Slot,
+        session: str,
+        root: Path,
+        config: Config,
+        fn: Callable[[SessionLike], T],
+    ) -> T:
+        with slot.lock:
+            if slot.gk is not None and slot.config is not config:
+                slot.gk.close()
+                slot.gk = None
+            if slot.gk is None:
+                slot.gk = self._open(session, root, config)
+                slot.config = config
+            return fn(slot.gk)
+
+    async def _close_idle(self) -> None:
+        open_slots = [s for s in self._slots.values() if s.gk is not None]
+        idle = sorted((s for s in open_slots if not s.queue.locked()), key=lambda s: s.used)
+        for slot in idle[: len(open_slots) - self.max_open]:
+            async with slot.queue:
+                await anyio.to_thread.run_sync(self._close_slot, slot)
+
+    @staticmethod
+    def _close_slot(slot: _Slot) -> None:
+        with slot.lock:
+            if slot.gk is not None:
+                slot.gk.close()
+                slot.gk = None
+
+    # -- per-project configuration ------------------------------------------------------
+    def project_config(self, root: Path) -> tuple[Config, ConfigError | None]:
+        """``root``'s configuration, cached until one of its files changes.
+
+        A broken configuration comes back as the defaults plus the error, so the caller
+        can judge with the defaults and deny mutations until it is fixed (as the command
+        hook does). Runs in a worker thread (it stats, and on a change reads, files).
+        """
+        fingerprint = _fingerprint(root)
+        with self._projects_lock:
+            known = self._projects.get(root)
+            if known is not None and known.fingerprint == fingerprint:
+                return known.config, known.error
+            try:
+                entry = _ProjectConfig(fingerprint, load_config(root, self.home), None)
+            except ConfigError as exc:
+                entry = _ProjectConfig(fingerprint, Config(), exc)
+            self._projects[root] = entry
+            return entry.config, entry.error
+
+    # -- listing and closing ------------------------------------------------------------
+    async def summaries(self) -> list[dict[str, Any]]:
+        opened = {s for (_, s), slot in self._slots.items() if slot.gk is not None}
+        return await anyio.to_thread.run_sync(self._summaries, opened)
+
+    def _summaries(self, opened: set[str]) -> list[dict[str, Any]]:
+        prefix = self.config.session_prefix
+        with self._journal_lock:
+            if self._journal is None:
+                self._journal = Journal(self.home / "ledger.db", load_key(self.home))
+            journal = self._journal
+            names = {s[len(prefix) :]: s for s in journal.sessions() if s.startswith(prefix)}
+            counts = {name: journal.last_seq(full) for name, full in names.items()}
+        return [
+            {"session": name, "events": counts.get(name, 0), "open": name in opened}
+            for name in sorted(set(names) | opened)
+        ]
+
+    def close(self) -> None:
+        for slot in self._slots.values():
+            self._close_slot(slot)
+        with self._journal_lock:
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+
+
+def _fingerprint(root: Path) -> tuple[Any, ...]:
+    """What changes when a configuration source of ``root`` changes (stat, not read)."""
+    explicit = os.environ.get("INFOMARK_CONFIG")
+    paths = [Path(explicit)] if explicit else [root / name for name in _CONFIG_FILES]
+    out: list[Any] = [explicit]
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)

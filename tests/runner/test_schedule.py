@@ -1,0 +1,122 @@
+"""The idle schedule (headlong's timer) on an injected clock: nothing here sleeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infomark.tools.runner import AgentSpec, FakeClock, IdleSchedule, IdleSpec, ModelSpec, Runner
+from infomark.tools.runner.schedule import schedule_from_events, sleep_until
+from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
+from infomark.tools.runner.send import send_message
+from tests.runner.conftest import events
+
+
+def test_delay_doubles_from_base_to_cap_holding_each_level_for_three_empty_wakes() -> None:
+    s = IdleSchedule()
+    seen = []
+    for _ in range(30):
+        seen.append(s.delay())
+        s.empty_wake()
+    assert seen[:15] == [0, 0, 0, 5, 5, 5, 10, 10, 10, 20, 20, 20, 40, 40, 40]
+    assert seen[15:21] == [80, 80, 80, 160, 160, 160]
+    assert seen[21:] == [300] * 9  # min(5·2^7, 300): the cap holds for ever
+
+
+@given(st.lists(st.sampled_from(["empty", "event"]), max_size=200))
+def test_schedule_properties(moves: list[str]) -> None:
+    s = IdleSchedule(base=5, cap=300, hold=3)
+    empties = 0
+    for move in moves:
+        before = s.delay()
+        if move == "event":
+            s.reset()
+            empties = 0
+            assert s.delay() == 0 and s.ticks == 0
+        else:
+            s.empty_wake()
+            empties += 1
+            assert s.delay() >= before  # empty wakes never shorten the sleep
+        assert 0 <= s.delay() <= 300
+        assert s.level == min(empties // 3, s.level)  # a level needs 3 empty wakes
+        if empties < 3:
+            assert s.delay() == 0
+
+
+def test_restart_restores_level_ticks_and_the_interrupted_sleep() -> None:
+    s = IdleSchedule()
+    rows = [
+        (1, "waiting", {"by": "idle", "level": 0, "ticks": 0, "delay": 0, "until": 1}),
+        (2, "woken", {"by": "idle", "reason": "timer", "level": 0, "ticks": 0}),
+        (3, "idle_settled", {"by": "idle", "level": 2, "ticks": 1}),
+        (4, "waiting", {"by": "wait_tool", "delay": 9, "until": 99}),  # the model's own wait
+        (5, "waiting", {"by": "idle", "level": 2, "ticks": 1, "delay": 10, "until": 500.0}),
+    ]
+    pending = schedule_from_events(s, rows)
+    assert (s.level, s.ticks) == (2, 1)
+    assert pending is not None and pending.until == 500.0 and pending.seq == 5
+    assert schedule_from_events(IdleSchedule(), [*rows, (6, "woken", {"by": "idle"})]) is None
+
+
+def test_sleep_until_wakes_on_the_first_reason_and_beats_the_lease() -> None:
+    clock = FakeClock(0.0)
+    beats: list[float] = []
+    reason = sleep_until(
+        clock,
+        100.0,
+        lambda: "inbox" if clock.now() >= 42 else None,
+        poll=1.0,
+        beat=lambda: beats.append(clock.now()),
+        beat_every=10.0,
+    )
+    assert reason == "inbox" and clock.now() == 42
+    assert beats == [10.0, 20.0, 30.0, 40.0]
+    assert sleep_until(clock, 50.0, lambda: None, poll=3.0) == "timer" and clock.now() == 50.0
+
+
+class _SendAt(FakeClock):
+    """A fake clock that delivers an operator message when virtual time passes ``at``."""
+
+    def __init__(self, home: Path, session: str, at: float) -> None:
+        super().__init__(0.0)
+        self.home, self.session, self.at, self.sent = home, session, at, False
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if not self.sent and self.t >= self.at:
+            self.sent = True
+            send_message(self.home, self.session, "wake up: new work")
+
+
+def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, home: Path) -> None:
+    clock = _SendAt(home, "p", at=50.0)  # 45 s of sleeps precede the first 20 s one
+    with ScriptedModelServer() as server:
+        # working turn, then every wake turn replies without tools (empty wakes), except the
+        # one the operator message triggers, which does real work (a glob)
+        server.add("p", reply("nothing to do yet"))
+        server.state.default = lambda req: (
+            reply("", call("glob", pattern="*"))
+            if "wake up: new work" in str(req.messages[-1].get("content"))
+            else reply("idle")
+        )
+        spec = AgentSpec(
+            name="p",
+            model=ModelSpec(url=server.url, name="scripted", retries=0),
+            idle=IdleSpec(persistent=True, max_wakes=14, poll_seconds=1.0),
+        )
+        with Runner(spec, home=home, session="p", root=project, clock=clock) as runner:
+            result = runner.start("stay around")
+    assert result.reason == "idle_limit"
+    rows = events(home, "p")
+    delays = [p["delay"] for _, t, p in rows if t == "waiting" and p["by"] == "idle"]
+    wakes = [p["reason"] for _, t, p in rows if t == "woken" and p["by"] == "idle"]
+    assert delays[:10] == [0, 0, 0, 5, 5, 5, 10, 10, 10, 20]
+    assert wakes[9] == "inbox" and wakes.count("inbox") == 1
+    assert delays[10:14] == [0, 0, 0, 5]  # reset by the message, then backing off again
+    # idle cost kept apart: 14 wake turns, one of them with a tool call (two model calls)
+    assert result.idle_calls == 15 and result.working_calls == 1
+    finished = next(p for _, t, p in rows if t == "run_finished")
+    assert (finished["idle_calls"], finished["working_calls"]) == (15, 1)
+    assert clock.sleeps and all(s <= 20 for s in clock.sleeps)
