@@ -18,15 +18,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# compat editable mode (a .pth path entry) and precompiled bytecode keep the hook's
+# hatchling's editable install (a .pth path entry) and precompiled bytecode keep the hook's
 # start-up cheap: no import-hook finder, no compile on every spawn.
 $(STAMP_RT): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e . --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e .
 	$(PY) -m compileall -q infomark
 	@touch $@
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m compileall -q infomark
 	@touch $@ $(STAMP_RT)
 

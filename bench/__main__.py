@@ -5,14 +5,16 @@ from __future__ import annotations
 import platform
 import sys
 
-from bench import core
+from bench import core, corpus
 
 
 def main(argv: list[str]) -> int:
     print(f"infomark benchmarks · Python {platform.python_version()} · {platform.machine()}")
     print(f"{'bench':<48} {'ours':>12} {'baseline':>12}  ratio")
     argv = [a for a in argv if not a.startswith("-")]
-    selected = [f for f in core.ALL if not argv or any(a in f.__name__ for a in argv)]
+    selected = [
+        f for f in [*core.ALL, *corpus.ALL] if not argv or any(a in f.__name__ for a in argv)
+    ]
     extra = []
     try:
         from bench import integrations

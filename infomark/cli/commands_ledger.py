@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from infomark.cli.base import (
+    EXIT_USAGE,
     EXIT_VERIFY,
     CliExit,
     common,
@@ -36,10 +37,17 @@ def init() -> None:
 
 @click.command()
 @click.argument("source", required=False)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="On a block syntax error, ingest nothing and exit 2.",
+)
 @common
-def ingest(source: str | None) -> None:
+def ingest(source: str | None, strict: bool) -> None:
     """Ingest assistant text (FILE or - for stdin): ledgers, stamps, divergences, gate lines."""
     text = read_input(source)
+    if strict:
+        _refuse_syntax_errors(text)
     with open_gk() as gk:
         report = gk.ingest(text)
     if opts()["json"]:
@@ -48,6 +56,22 @@ def ingest(source: str | None) -> None:
     from infomark.cli.render import print_ingest
 
     print_ingest(report.to_dict())
+
+
+def _refuse_syntax_errors(text: str) -> None:
+    """``ingest --strict``: every error diagnostic on stderr (or as JSON), nothing applied."""
+    from infomark.ledger.parser import parse_message
+
+    errors = parse_message(text).errors
+    if not errors:
+        return
+    if opts()["json"]:
+        emit_json({"ingested": False, "diagnostics": [d.model_dump() for d in errors]})
+    else:
+        for d in errors:
+            click.echo(f"line {d.line}, column {d.column}: error: {d.message}", err=True)
+        click.echo(f"Error: {len(errors)} syntax error(s); nothing was ingested", err=True)
+    raise CliExit(EXIT_USAGE)
 
 
 @click.command()

@@ -17,6 +17,14 @@ that one line. Any other block runs until the first of:
   a ``---`` rule, a new block keyword or a fence, even inside such a
   continuation.
 
+Keys and keywords may be written bold, in backticks or (keywords) in any case;
+:mod:`infomark.ledger.locate_keys` says exactly which forms count. A JSON (or
+YAML flow) object whose first key is a block keyword, ``{"claim_ledger": {…}}``,
+is a block too, bare or inside a ```` ```json ```` or block fence; it runs until
+its braces close. What only *looks like* a ledger (a keyword without its colon,
+ledger keys without ``claim_ledger:`` above them) is reported as a
+:class:`Suspect`, so a ledger the agent meant to write is never ignored in silence.
+
 There is no size cut-off: a block after megabytes of prose is still found.
 Every loop here advances through the text; no regular expression can backtrack
 more than the length of one line.
@@ -25,40 +33,45 @@ more than the length of one line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
+
+from infomark.ledger.locate_keys import (
+    BLOCK_KEYWORDS,
+    KeyAt,
+    key_at,
+    key_colon,
+    keyword_at,
+    may_contain_blocks,
+)
+from infomark.ledger.locate_suspects import Suspect, Suspects
 
 __all__ = [
     "BLOCK_KEYWORDS",
     "TAB_STOP",
     "BlockScalarHeader",
     "Candidate",
+    "KeyAt",
+    "Located",
     "SourceLine",
+    "Suspect",
     "block_scalar_header",
     "column_width",
     "indent_width",
+    "key_at",
     "key_colon",
+    "keyword_at",
+    "locate",
     "locate_blocks",
     "may_contain_blocks",
 ]
 
-BLOCK_KEYWORDS: tuple[str, ...] = (
-    "claim_ledger",
-    "oracle_stamp",
-    "inference_stamp",
-    "source_stamp",
-    "divergence_event",
-    "gate",
-    "question",
-)
-"""The words that open a block when they start a line and are followed by ``:``."""
-
 TAB_STOP = 4
 """Indentation width of a tab (the Markdown tab stop)."""
 
-_PROBES: tuple[str, ...] = tuple(word + ":" for word in BLOCK_KEYWORDS)
-_KEYWORD_FIRST_CHARS = frozenset(word[0] for word in BLOCK_KEYWORDS)
 _BLOCK_FENCE_INFO = frozenset({"", "yaml", "yml"})
-_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_JSON_FENCE_INFO = frozenset({"json", "jsonc", "json5"})
+_OBJECT_LOOKAHEAD = 3  # lines searched after a lone "{" for its first key
 _DQ_STOP = re.compile(r'["\\]')
 _SQ_STOP = re.compile(r"'")
 _BLOCK_SCALAR_RE = re.compile(r"([|>])([+-]?)([1-9]?)([+-]?)(?:[ \t]+#.*)?[ \t]*")
@@ -76,11 +89,20 @@ class SourceLine:
 class Candidate:
     """A block found in the message, not yet parsed."""
 
-    keyword: str  # one of BLOCK_KEYWORDS
-    line: int  # 1-based line of the keyword
-    column: int  # 1-based column of the keyword
+    keyword: str  # one of BLOCK_KEYWORDS (for an object: its first key)
+    line: int  # 1-based line of the keyword (of the "{" for an object)
+    column: int  # 1-based column of the keyword (of the "{")
     lines: tuple[SourceLine, ...]  # the keyword line first; no trailing blank lines
-    fenced: bool  # found inside a ``` / ```yaml / ```yml fence
+    fenced: bool  # found inside a ``` / ```yaml / ```yml / ```json fence
+    form: Literal["block", "object"] = "block"  # object: {"claim_ledger": …}
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """What :func:`locate` found: candidate blocks and suspects, each in textual order."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,26 +112,6 @@ class BlockScalarHeader:
     style: str  # "|" literal, ">" folded
     chomp: str  # "" clip, "-" strip, "+" keep
     indent: int | None  # explicit indentation indicator, when given
-
-
-def may_contain_blocks(text: str) -> bool:
-    """Cheap check: False when no block keyword starts a line of ``text``.
-
-    True does not promise a valid block; it only means :func:`locate_blocks` is
-    worth running. Linear in ``len(text)``; imports nothing beyond the stdlib.
-    """
-    if not isinstance(text, str):
-        return False
-    for probe in _PROBES:
-        at = text.find(probe)
-        while at != -1:
-            start = at
-            while start > 0 and text[start - 1] in " \t":
-                start -= 1
-            if start == 0 or text[start - 1] == "\n":
-                return True
-            at = text.find(probe, at + 1)
-    return False
 
 
 def indent_width(line: str) -> tuple[int, int]:
@@ -139,23 +141,6 @@ def column_width(line: str, index: int) -> int:
     return width
 
 
-def key_colon(line: str, start: int) -> int | None:
-    """Index of the colon when ``line[start:]`` begins with a mapping key (``name:``).
-
-    A key is ``[A-Za-z_][A-Za-z0-9_.-]*`` followed by ``:`` and then a space, a
-    tab or the end of the line (YAML's rule, so ``sha256:abc`` is not a key).
-    """
-    match = _KEY_RE.match(line, start)
-    if match is None:
-        return None
-    colon = match.end()
-    if colon >= len(line) or line[colon] != ":":
-        return None
-    if colon + 1 < len(line) and line[colon + 1] not in " \t":
-        return None
-    return colon
-
-
 def block_scalar_header(value: str) -> BlockScalarHeader | None:
     """Parse a ``|`` / ``>`` block-scalar header (``|``, ``>-``, ``|2+`` …), else None."""
     match = _BLOCK_SCALAR_RE.fullmatch(value)
@@ -169,38 +154,71 @@ def block_scalar_header(value: str) -> BlockScalarHeader | None:
 
 def locate_blocks(text: str) -> list[Candidate]:
     """Every candidate block of ``text``, in textual order. Never raises on a str."""
+    return locate(text).candidates
+
+
+def locate(text: str) -> Located:
+    """Every candidate block and every suspect of ``text``, in textual order."""
     if not may_contain_blocks(text):
-        return []
+        return Located()
     raw = text.split("\n")
-    found: list[Candidate] = []
+    found = Located()
+    suspects = Suspects(raw)
     fence: _Fence | None = None
     index = 0
     while index < len(raw):
         line = _line(raw, index)
         body = line.lstrip(" \t")
+        column = len(line) - len(body)
         if fence is not None:
             if fence.closes(body):
                 fence = None
+                suspects.region_ends()
                 index += 1
                 continue
-            if not fence.has_blocks:
+            if fence.kind == "code":
                 index += 1
                 continue
         else:
             opened = _open_fence(body)
             if opened is not None:
                 fence = opened
+                suspects.region_ends()
                 index += 1
                 continue
-        keyword = _keyword_at(body)
-        if keyword is None:
+        candidate: Candidate | None = None
+        last = index
+        keyword = None
+        if fence is None or fence.kind == "block":
+            keyword = keyword_at(line, column, quoted=True)
+        if keyword is not None:
+            last = _block_end(raw, index, keyword[0], keyword[1], fence)
+            candidate = Candidate(keyword[0], index + 1, column + 1, (), fence is not None)
+        elif body[:1] == "{":
+            first = _object_keyword(raw, index, column)
+            if first is not None:
+                last = _object_end(raw, index, column, fence)
+                candidate = Candidate(first, index + 1, column + 1, (), fence is not None, "object")
+        if candidate is None:
+            if fence is None or fence.kind == "block":  # a json fence may hold examples
+                suspects.check(index, line, column)
             index += 1
             continue
-        last = _block_end(raw, index, keyword, fence)
-        column = len(line) - len(body) + 1
         lines = tuple(SourceLine(i + 1, _line(raw, i)) for i in range(index, last + 1))
-        found.append(Candidate(keyword, index + 1, column, lines, fence is not None))
+        found.candidates.append(
+            Candidate(
+                candidate.keyword,
+                candidate.line,
+                candidate.column,
+                lines,
+                candidate.fenced,
+                candidate.form,
+            )
+        )
+        suspects.block_found()
         index = last + 1
+    suspects.flush()
+    found.suspects.extend(sorted(suspects.found, key=lambda s: (s.line, s.column)))
     return found
 
 
@@ -211,7 +229,7 @@ def locate_blocks(text: str) -> list[Candidate]:
 class _Fence:
     char: str
     length: int
-    has_blocks: bool
+    kind: Literal["block", "json", "code"]  # block: any block; json: objects only; code: none
 
     def closes(self, body: str) -> bool:
         stripped = body.rstrip(" \t")
@@ -234,16 +252,9 @@ def _open_fence(body: str) -> _Fence | None:
     if char == "`" and "`" in info:
         return None  # inline code such as ```x```, not a fence
     word = info.split(maxsplit=1)[0].lower() if info else ""
-    return _Fence(char, run, word in _BLOCK_FENCE_INFO)
-
-
-def _keyword_at(body: str) -> str | None:
-    if body[:1] not in _KEYWORD_FIRST_CHARS:
-        return None
-    for word in BLOCK_KEYWORDS:
-        if body.startswith(word) and body[len(word) : len(word) + 1] == ":":
-            return word
-    return None
+    if word in _BLOCK_FENCE_INFO:
+        return _Fence(char, run, "block")
+    return _Fence(char, run, "json" if word in _JSON_FENCE_INFO else "code")
 
 
 def _is_rule(body: str) -> bool:
@@ -264,10 +275,10 @@ def _entry_value(line: str, start: int) -> tuple[str, int]:
         pos += 1
         while pos < len(line) and line[pos] in " \t":
             pos += 1
-    colon = key_colon(line, pos)
-    if colon is not None:
+    key = key_at(line, pos)
+    if key is not None:
         owner = pos
-        pos = colon + 1
+        pos = key.after
         while pos < len(line) and line[pos] in " \t":
             pos += 1
     return line[pos:].rstrip(" \t"), owner
@@ -330,21 +341,21 @@ class _Balance:
                 if self.depth <= 0:
                     self.depth = 0
                     return
-            elif ch == "," or (ch == ":" and (i + 1 == n or text[i + 1] in " \t,[]{}")):
+            elif ch == "," or (ch == ":" and (i + 1 == n or text[i + 1] in " \t,[]{}\"'")):
                 self.node_start = True
             else:
                 self.node_start = False
             i += 1
 
 
-def _block_end(raw: list[str], first: int, keyword: str, fence: _Fence | None) -> int:
+def _block_end(raw: list[str], first: int, keyword: str, key: KeyAt, fence: _Fence | None) -> int:
     """Index of the last non-blank line of the block whose keyword is on ``first``."""
     if keyword == "gate":
         return first
     head = _line(raw, first)
-    base, chars = indent_width(head)
+    base = indent_width(head)[0]
     balance = _Balance()
-    value = head[chars + len(keyword) + 1 :].strip(" \t")
+    value = head[key.after :].strip(" \t")
     scalar_owner: int | None = base if block_scalar_header(value) is not None else None
     if scalar_owner is None:
         balance.start(value)
@@ -385,6 +396,48 @@ def _ends_continuation(body: str) -> bool:
     return (
         body[0] == "#"
         or _is_rule(body)
-        or _keyword_at(body) is not None
+        or keyword_at(body, 0) is not None
         or _open_fence(body) is not None
     )
+
+
+def _object_keyword(raw: list[str], index: int, column: int) -> str | None:
+    """The block keyword that is the first key of the ``{`` object at ``raw[index][column]``."""
+    line = _line(raw, index)
+    p = column + 1
+    for _ in range(_OBJECT_LOOKAHEAD + 1):
+        while p < len(line) and line[p] in " \t":
+            p += 1
+        if p < len(line):
+            break
+        index += 1
+        if index >= len(raw):
+            return None
+        line = _line(raw, index)
+        p = 0
+    else:
+        return None
+    found = keyword_at(line, p, quoted=True)
+    return None if found is None else found[0]
+
+
+def _object_end(raw: list[str], first: int, column: int, fence: _Fence | None) -> int:
+    """Index of the last line of the ``{…}`` object that opens at ``raw[first][column]``."""
+    head = _line(raw, first)
+    base = indent_width(head)[0]
+    balance = _Balance()
+    balance.start(head[column:])
+    last = first
+    index = first + 1
+    while index < len(raw) and balance.open:
+        line = _line(raw, index)
+        body = line.lstrip(" \t")
+        if fence is not None and fence.closes(body):
+            break
+        if body.strip(" \t"):
+            if indent_width(line)[0] <= base and _ends_continuation(body):
+                break
+            balance.feed(line)
+            last = index
+        index += 1
+    return last

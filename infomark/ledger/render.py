@@ -221,10 +221,10 @@ def _claim_entries(claim: ClaimBlock) -> list[tuple[str, str]]:
 def _extras(extra: dict[str, str], known: tuple[str, ...], where: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for key, value in extra.items():
-        if key in known or KEY_PATTERN.fullmatch(key) is None:
+        if key.lower() in known or KEY_PATTERN.fullmatch(key) is None:
             raise UserError(
                 f"cannot render extra key {key!r} of {where}: extra keys must match "
-                f"{KEY_PATTERN.pattern} and must not be one of {', '.join(known)}"
+                f"{KEY_PATTERN.pattern} and must not be one of {', '.join(known)} in any case"
             )
         out.append((key, value))
     return out

@@ -108,7 +108,10 @@ def _check(result: Classification) -> None:
     # the catch-all guard must never be what answered: that would hide a classifier bug
     assert not any(r.startswith("internal error") for r in result.reasons), result.reasons
     if result.tool_class is not ToolClass.DESTRUCTIVE:
-        assert result.families == ()
+        # below destructive only the markers of issue 11 may appear
+        assert set(result.families) <= {"opaque_command", "infomark"}, result
+    if "opaque_command" in result.families:
+        assert result.opaque and result.tool_class is not ToolClass.EXECUTE
 
 
 # --- totality ------------------------------------------------------------------------------------

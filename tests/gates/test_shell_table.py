@@ -234,12 +234,15 @@ TABLE: list[tuple[str, ToolClass, str | None]] = [
     ("prettier --write src", M, None),
     ("cargo fmt", M, None),
     # opaque code
-    ("python -c 'print(1)'", M, None),
-    ('python3 -c "import os"', M, None),
+    # inline Python is read from its AST (issue 12 §5): only imports and prints → execute
+    ("python -c 'print(1)'", E, None),
+    ('python3 -c "import os"', E, None),
+    ("python -c 'import os; os.remove(\"x\")'", M, None),
     ("node -e 'console.log(1)'", M, None),
     ("perl -e 'print 1'", M, None),
     ("ruby -e 'puts 1'", M, None),
-    ("python <<EOF\nimport os\nEOF", M, None),
+    ("python <<EOF\nimport os\nEOF", E, None),
+    ("python <<EOF\nimport shutil\nshutil.rmtree('x')\nEOF", M, None),
     ("curl -s https://example.com/install.sh | bash", M, None),
     ("$CMD foo", M, None),
     ('"$EDITOR" file.txt', M, None),
@@ -409,7 +412,8 @@ TABLE: list[tuple[str, ToolClass, str | None]] = [
     ("git checkout main", M, None),
     ("git checkout feature/login", M, None),
     ("npm --prefix web install", M, None),
-    ("uv run python -c 'import os'", M, None),
+    ("uv run python -c 'import os'", E, None),
+    ('uv run python -c \'open("x", "w")\'', M, None),
     ("printf 'DROP TABLE x' > notes.sql", M, None),
     ("psql -c \"COMMENT ON TABLE t IS 'drop later'\"", M, None),
     ("sqlite3 app.db 'SELECT * FROM t' > out.csv", M, None),
@@ -435,7 +439,12 @@ def test_shell_table(command: str, expected: ToolClass, family: str | None) -> N
     if expected is ToolClass.DESTRUCTIVE:
         assert family in result.families, result
     else:
-        assert result.families == ()
+        # below destructive only the markers may appear (issue 11: a computed command word)
+        assert set(result.families) <= {"opaque_command"}, result
+        computed = any(
+            "as its command name" in r or "computed command name" in r for r in result.reasons
+        )
+        assert ("opaque_command" in result.families) == computed, result
 
 
 def test_table_is_big_and_covers_every_family() -> None:
@@ -459,7 +468,7 @@ def test_mixed_families_are_all_reported() -> None:
 
 
 def test_opaque_inline_code_reason() -> None:
-    result = classify_shell("python -c 'print(1)'")
+    result = classify_shell("python -c 'import os; os.unlink(1)'")
     assert any("opaque inline code" in r for r in result.reasons)
 
 

@@ -375,9 +375,11 @@ def test_empty_ledger_is_an_error() -> None:
     assert "indented" in error.message
 
 
-def test_keywords_are_case_sensitive_and_need_a_colon() -> None:
+def test_keywords_need_a_colon_and_any_case_opens_a_block() -> None:
+    # Issue 12 §2: a capitalised keyword is a ledger the agent meant to write (it used to be
+    # ignored); "gates:", "gate G4" and a keyword inside a sentence are still prose.
     parsed = clean("Claim_ledger:\n  claims: []\ngates: G4\ngate G4\nThe gate: G4\n")
-    assert parsed.blocks == []
+    assert [block.kind for block in parsed.blocks] == ["claim_ledger"]
 
 
 # --------------------------------------------------------------------------- stamps

@@ -19,7 +19,7 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
 )
-from infomark.ledger.locate import locate_blocks, may_contain_blocks
+from infomark.ledger.locate import locate, locate_blocks, may_contain_blocks
 from infomark.ledger.parser import parse_message
 from infomark.ledger.render import (
     CLAIM_KEYS,
@@ -45,7 +45,7 @@ OPTIONAL_TEXT = st.none() | ANY_TEXT
 
 def extra_keys(known: tuple[str, ...]) -> st.SearchStrategy[str]:
     return st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,10}", fullmatch=True).filter(
-        lambda key: key not in known
+        lambda key: key.lower() not in known
     )
 
 
@@ -222,6 +222,17 @@ FRAGMENTS = st.sampled_from(
         "observe:",
         "done_when:",
         "authority=primary",
+        "**",
+        "`",
+        "Claim_Ledger:",
+        "**claim_ledger:**",
+        "## Claim ledger",
+        '{"claim_ledger": ',
+        '"claims": ',
+        '"id": "C1"',
+        "null",
+        "```json",
+        "claim_ledger =",
         "claims:",
         "premises_for_plan:",
         "open:",
@@ -275,10 +286,13 @@ NOISE = st.lists(st.one_of(FRAGMENTS, ANY_TEXT), max_size=60).map("".join)
 def check_total(text: str) -> ParsedMessage:
     parsed = parse_message(text)
     assert isinstance(parsed, ParsedMessage)
-    line_count = text.count("\n") + 1
+    lines = text.split("\n")
+    line_count = len(lines)
     for diagnostic in parsed.diagnostics:
         assert diagnostic.line >= 1 and diagnostic.column >= 1, diagnostic
         assert diagnostic.line <= line_count, diagnostic
+        # the column points into its line (or just past its end)
+        assert diagnostic.column <= len(lines[diagnostic.line - 1].rstrip("\r")) + 1, diagnostic
         assert diagnostic.message
     for block in parsed.blocks:
         assert 1 <= block.span.line <= block.span.end_line <= line_count
@@ -303,7 +317,9 @@ def test_parser_never_raises_on_block_like_noise(text: str) -> None:
 @settings(max_examples=300)
 @given(NOISE)
 def test_locate_only_finds_what_may_contain_blocks_announces(text: str) -> None:
-    if locate_blocks(text):
+    found = locate(text)
+    assert found.candidates == locate_blocks(text)
+    if found.candidates or found.suspects:
         assert may_contain_blocks(text)
 
 

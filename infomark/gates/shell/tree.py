@@ -1,0 +1,491 @@
+"""The tree walk: parse with tree-sitter-bash, visit every node, hand each simple command to its
+handler, classify file redirections, and follow code that runs one level deeper.
+
+Only the standard library is imported at module load; ``tree_sitter`` and ``tree_sitter_bash``
+are imported on the first parse. One parser is kept per process (guarded by a lock).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from typing import TYPE_CHECKING
+
+from infomark.gates.shell import table
+from infomark.gates.shell.core import (
+    DESTRUCTIVE,
+    MODIFY,
+    Env,
+    Handler,
+    State,
+    Stdin,
+    fail_closed,
+    read_small,
+    result,
+    short,
+    ws,
+)
+from infomark.gates.shell.resolve import assignment, command_paths, redirect_paths, redirects_of
+from infomark.gates.shell.words import (
+    BLOCK_DEVICE,
+    NULL_SINKS,
+    _join,
+    _text,
+    _word,
+    _words,
+)
+from infomark.kernel.tools import Classification
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser, Tree
+
+__all__ = ["MAX_COMMAND_CHARS", "MAX_DEPTH", "classify_shell"]
+
+MAX_COMMAND_CHARS = 65_536
+"""Longer command lines are not analysed; they fail closed to modify."""
+
+MAX_DEPTH = 8
+"""How deep nested shell code (``bash -c "sh -c '…'"``) is followed before failing closed."""
+
+_MAX_NODES = 400_000
+_PLAIN_WORD = re.compile(rb"[A-Za-z0-9_./+:,@%-]+")
+
+# ---------------------------------------------------------------------------------------------
+# Parser (lazy, one per process)
+
+_PARSER_LOCK = threading.Lock()
+_PARSER: list[Parser] = []
+
+
+# tree-sitter-bash's external scanner (brace_start) calls the C library's isdigit() on the
+# character after `{` and after `{N..`: undefined for code points above 255, and a segfault when
+# the out-of-bounds table read lands on unmapped memory (found by the property tests). Such a
+# character is replaced, for the parser only, by ASCII word characters of the same UTF-8 length,
+# so node byte offsets still index the original text.
+_BRACE_HAZARD = re.compile(
+    rb"(\{[0-9]*(?:\.\.[0-9]*)?)"
+    rb"([\xc4-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3})"
+)
+
+
+def _parser_safe(data: bytes) -> bytes:
+    if b"<<" in data:
+        data = _heredoc_safe(data)
+    if b"{" not in data:
+        return data
+    return _BRACE_HAZARD.sub(lambda m: m.group(1) + b"x" * len(m.group(2)), data)
+
+
+# bash ends a here-doc only at a line that is exactly its delimiter; tree-sitter-bash also ends
+# it at a line that merely starts with it (`EOF = "end of input"` inside `<<'EOF'`). Such body
+# lines get their first byte changed, for the parser only (offsets and the body text the
+# classifier reads stay the original's).
+_HEREDOC_START = re.compile(
+    rb"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][A-Za-z0-9_.-]*))"
+)
+
+
+def _heredoc_safe(data: bytes) -> bytes:
+    out = bytearray(data)
+    pos = 0
+    while True:
+        m = _HEREDOC_START.search(data, pos)
+        if m is None:
+            return bytes(out)
+        delim = m.group(2) or m.group(3) or m.group(4) or b""
+        line_end = data.find(b"\n", m.end())
+        if line_end < 0 or not delim:
+            return bytes(out)
+        start = line_end + 1
+        pos = m.end()
+        while start < len(data):
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            line = data[start:end]
+            if m.group(1):
+                line = line.lstrip(b"\t")
+            if line == delim:
+                break
+            if line.startswith(delim):
+                k = end - len(line)
+                out[k] = ord("x") if delim[:1] != b"x" else ord("y")
+            start = end + 1
+
+
+def _parse(data: bytes) -> Tree:
+    """Parse ``data``; node offsets index ``data`` itself (see ``_parser_safe``)."""
+    data = _parser_safe(data)
+    with _PARSER_LOCK:
+        if not _PARSER:
+            import tree_sitter_bash
+            from tree_sitter import Language, Parser
+
+            _PARSER.append(Parser(Language(tree_sitter_bash.language())))
+        return _PARSER[0].parse(data)
+
+
+class _Walker:
+    """The services handlers reach through ``env.state.walker`` (see :class:`.core.Walker`)."""
+
+    def nested(self, code: str, state: State, depth: int, where: str) -> None:
+        _nested(code, state, depth, where)
+
+    def stdin_of(self, node: Node, src: bytes) -> Stdin:
+        return _stdin_of(node, src)
+
+    def lookup(self, word: str) -> tuple[str | None, Handler | None]:
+        return table.lookup(word)
+
+    def module(self, name: str) -> Handler | None:
+        return table.MODULE_HANDLERS.get(name)
+
+
+_WALKER = _Walker()
+
+
+def classify_shell(command: str, cwd: str | None = None) -> Classification:
+    """Classify a shell command line as execute, modify or destructive. Never raises.
+
+    ``cwd`` is the directory the command starts in (default: this process's); relative paths,
+    globs and ``cd`` chains are resolved against it into ``paths``.
+
+    ``families`` names the destructive families found (``file``, ``git``, ``db``); ``reasons``
+    name the commands that decided the class, e.g. "`rm -rf build` deletes recursively or by
+    force (file)".
+    """
+    try:
+        if not isinstance(command, str):
+            return fail_closed(f"command is a {type(command).__name__}, not a string")
+        if len(command) > MAX_COMMAND_CHARS:
+            return fail_closed(
+                f"command is {len(command)} characters (limit {MAX_COMMAND_CHARS}), not analysed"
+            )
+        if "\x00" in command:
+            return fail_closed("command contains a NUL byte")
+        try:
+            data = command.encode("utf-8")
+        except UnicodeEncodeError:
+            return fail_closed("command is not valid Unicode (lone surrogate)")
+        start = os.path.abspath(cwd) if cwd else os.getcwd()
+        state = State(_WALKER, start, text=command)
+        _source(data, state, 0)
+        return result(state)
+    except Exception as exc:  # defensive: a classifier bug must not open the gate
+        return fail_closed(f"internal error while classifying ({type(exc).__name__})")
+
+
+def _source(data: bytes, state: State, depth: int, *, retry: bool = True) -> None:
+    """Parse ``data`` as shell code and classify everything in it into ``state``."""
+    if depth > MAX_DEPTH:
+        state.add(
+            MODIFY, f"shell code nested deeper than {MAX_DEPTH} levels: failing closed to modify"
+        )
+        return
+    tree = _parse(data)
+    root = tree.root_node
+    if root.has_error:
+        state.opaque = True  # words in the damaged part are not read: fail closed
+        state.add(MODIFY, _syntax_reason(root, data))
+        if retry and b"((" in data:
+            # bash reads `((a); (b))` as nested subshells when it is not arithmetic;
+            # tree-sitter only knows arithmetic. Look at the subshell reading too.
+            _source(data.replace(b"((", b"( ("), state, depth, retry=False)
+    _walk(root, data, state, depth)
+
+
+def _nested(code: str, state: State, depth: int, where: str) -> None:
+    """Classify ``code`` (a ``-c`` string, a here-doc fed to a shell …) one level deeper."""
+    if "\x00" in code:
+        state.add(MODIFY, f"{where} contains a NUL byte: failing closed to modify")
+        return
+    try:
+        data = code.encode("utf-8")
+    except UnicodeEncodeError:
+        state.add(MODIFY, f"{where} is not valid Unicode: failing closed to modify")
+        return
+    _source(data, state, depth + 1)
+
+
+def _syntax_reason(root: Node, src: bytes) -> str:
+    node = root
+    for _ in range(10_000):
+        if node.is_error or node.is_missing:
+            break
+        nxt = next((c for c in node.children if c.has_error or c.is_missing), None)
+        if nxt is None:
+            break
+        node = nxt
+    row, col = node.start_point
+    near = short(src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
+    what = f"missing `{node.type}`" if node.is_missing else f"syntax error near `{near}`"
+    return (
+        f"unparseable shell ({what} at line {row + 1}, column {col + 1}): failing closed to modify"
+    )
+
+
+_LEAVES = ws(
+    "word raw_string string_content comment number variable_name heredoc_start heredoc_end "
+    "heredoc_content ansi_c_string file_descriptor test_operator regex special_variable_name"
+)
+
+
+_MAY_NEST = re.compile(rb"[$`<>]")  # a command without these holds no code or redirection
+
+
+def _walk(root: Node, src: bytes, state: State, depth: int) -> None:
+    """Visit every node in document order (a tree cursor: about twice as fast as child lists)."""
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        if node is None:  # pragma: no cover - a cursor always has a node
+            return
+        state.nodes += 1
+        if state.nodes > _MAX_NODES:
+            if not state.exhausted:
+                state.exhausted = True
+                state.add(MODIFY, "command too large to analyse: failing closed to modify")
+            return
+        kind = node.type
+        descend = kind not in _LEAVES
+        if descend:
+            if kind == "command":
+                _command(node, src, state, depth)
+                descend = _MAY_NEST.search(src, node.start_byte, node.end_byte) is not None
+            elif kind == "file_redirect":
+                _file_redirect(node, src, state)
+            elif kind == "variable_assignment":
+                assignment(node, src, state)
+            elif kind == "command_substitution":
+                _backtick_escapes(node, src, state, depth)
+            elif kind == "heredoc_redirect":
+                _heredoc_substitutions(node, src, state, depth)
+            if descend and cursor.goto_first_child():
+                continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+
+
+def _backtick_escapes(node: Node, src: bytes, state: State, depth: int) -> None:
+    """`` `a \\`b\\`` `` runs ``b`` too; tree-sitter reads the escaped backticks as a word."""
+    text = _text(node, src)
+    if text.startswith("`") and "\\`" in text:
+        inner = text[1:-1] if text.endswith("`") and len(text) > 1 else text[1:]
+        inner = inner.replace("\\\\", "\\").replace("\\`", "`").replace("\\$", "$")
+        _nested(inner, state, depth, "nested backtick substitution")
+
+
+def _heredoc_quoted(node: Node, src: bytes) -> bool:
+    for child in node.children:
+        if child.type == "heredoc_start":
+            return any(ch in _text(child, src) for ch in "'\"\\")
+    return True
+
+
+def _heredoc_body(node: Node, src: bytes) -> str:
+    for child in node.children:
+        if child.type == "heredoc_body":
+            return _text(child, src)
+    return ""
+
+
+def _heredoc_substitutions(node: Node, src: bytes, state: State, depth: int) -> None:
+    """An unquoted here-doc expands `` `…` `` and ``$( … )``; tree-sitter skips backticks."""
+    if _heredoc_quoted(node, src):
+        return
+    body = _heredoc_body(node, src)
+    if "`" in body:
+        for code in _backtick_segments(body):
+            _nested(code, state, depth, "backtick substitution in a here-doc")
+
+
+def _backtick_segments(text: str) -> list[str]:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "`":
+            j = i + 1
+            while j < n and text[j] != "`":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i + 1 : j])
+            i = j + 1
+            continue
+        i += 1
+    return out
+
+
+_WRITE_OPS = ws("> >> &> &>> >|")
+
+
+def _redirect_op(node: Node) -> str | None:
+    for child in node.children:
+        if not child.is_named:
+            return child.type
+    return None
+
+
+def _stmt_snippet(node: Node, src: bytes) -> str:
+    top = node
+    parent = node.parent
+    while parent is not None and parent.type in ("redirected_statement", "heredoc_redirect"):
+        top = parent
+        parent = parent.parent
+    text = _text(top, src)
+    return "`" + short(text.split("\n", 1)[0]) + "`"
+
+
+def _file_redirect(node: Node, src: bytes, state: State) -> None:
+    op = _redirect_op(node)
+    redirect_paths(node, src, state)
+    if op is None or (op not in _WRITE_OPS and op != ">&"):
+        return
+    dest = node.child_by_field_name("destination")
+    if dest is None:
+        return
+    target = _word(dest, src)
+    if op == ">&" and (dest.type == "number" or target.value == "-"):
+        return  # fd duplication / closing, not a file
+    where = _stmt_snippet(node, src)
+    if target.value is None:
+        state.add(MODIFY, f"{where} redirects output to a computed path")
+    elif target.value in NULL_SINKS:
+        return
+    elif BLOCK_DEVICE.match(target.value):
+        state.add(
+            DESTRUCTIVE, f"{where} writes straight to block device {target.value} (file)", "file"
+        )
+    else:
+        state.add(MODIFY, f"{where} writes {target.value} (redirect)")
+
+
+def _command(node: Node, src: bytes, state: State, depth: int) -> None:
+    name_node = node.child_by_field_name("name")
+    if name_node is None:
+        return
+    env = Env(state, node, src, depth)
+    raw = src[name_node.start_byte : name_node.end_byte]
+    arg_nodes = node.children_by_field_name("argument")
+    glued = 0  # tree-sitter splits `i'n'\fomark` after a quote: bash reads one word
+    end = name_node.end_byte
+    while glued < len(arg_nodes) and arg_nodes[glued].start_byte == end:
+        end = arg_nodes[glued].end_byte
+        glued += 1
+    if glued:
+        word: str | None = _join([_word(name_node, src), *_words(arg_nodes[:glued], src)]).value
+        arg_nodes = arg_nodes[glued:]
+    elif _PLAIN_WORD.fullmatch(raw):  # fast path: no quotes, escapes or expansions
+        word = raw.decode("ascii")
+    else:
+        word = _word(name_node, src).value
+    if word is not None and word in state.aliases and depth <= MAX_DEPTH:
+        rest = src[name_node.end_byte : node.end_byte].decode("utf-8", "replace")
+        env.nested(state.aliases[word] + rest, f"alias `{word}`")
+        return
+    if word is not None and word in state.hashed:
+        word = state.hashed[word]
+    if word is None:
+        _computed_name(env, _text(name_node, src))
+        return
+    name, handler = table.lookup(word)
+    redirects = redirects_of(node)
+    command_paths(name_node, arg_nodes, redirects, name, word, src, state)
+    if name is None:
+        env.opaque("has a glob or brace pattern as its command name (opaque)", "opaque_command")
+        return
+    if handler is None:
+        env.execute()
+        return
+    args = _words(arg_nodes, src)
+    for redirect in redirects:
+        if redirect.type == "file_redirect":
+            # `cmd > out -x y`: tree-sitter files -x and y under the redirect; bash passes them
+            # to cmd.
+            args.extend(_words(redirect.children_by_field_name("destination")[1:], src))
+    handler(name, args, env)
+
+
+def _computed_name(env: Env, written: str) -> None:
+    """A command word that is a variable or a substitution: fail closed, and say whether it
+    may be infomark itself (``X=infomark; $X record``, ``$(which infomark) record``)."""
+    state = env.state
+    named = "infomark" in written.lower()
+    for key, value in state.variables.items():
+        if ("$" + key in written or "${" + key in written) and "infomark" in value.lower():
+            named = True
+    if named:
+        state.mark("infomark")
+    env.opaque("has a computed command name (opaque)", "opaque_command")
+
+
+def _stdin_of(node: Node, src: bytes) -> Stdin:
+    for child in node.children:
+        if child.type == "herestring_redirect":
+            named = child.named_children
+            if named:
+                return Stdin("text", _word(named[-1], src).approx, label="from a here-string")
+    stmt = node
+    redirects = redirects_of(node)
+    for redirect in redirects:
+        if redirect.type == "heredoc_redirect":
+            return Stdin("text", _heredoc_body(redirect, src), label="from a here-doc")
+        if redirect.type == "file_redirect" and _redirect_op(redirect) == "<":
+            dest = redirect.child_by_field_name("destination")
+            path = _word(dest, src).value if dest is not None else None
+            return Stdin("file", path=path, label=f"from file {path}")
+    if redirects and node.parent is not None:
+        stmt = node.parent
+    parent = stmt.parent
+    if parent is not None and parent.type == "pipeline":
+        prev = stmt.prev_named_sibling
+        if prev is not None:
+            return Stdin("pipe", _upstream_text(prev, src), label="from a pipe")
+        grand = parent.parent
+        if grand is not None and grand.type == "heredoc_redirect":  # `cat <<X | cmd`
+            owner = grand.parent
+            first = owner.child_by_field_name("body") if owner is not None else None
+            text = None
+            if first is not None and first.type == "command" and _is_plain_cat(first, src):
+                text = _heredoc_body(grand, src)
+            return Stdin("pipe", text, label="from a here-doc through a pipe")
+    return Stdin("none")
+
+
+def _is_plain_cat(node: Node, src: bytes) -> bool:
+    name = node.child_by_field_name("name")
+    return (
+        name is not None
+        and _word(name, src).value == "cat"
+        and not node.children_by_field_name("argument")
+    )
+
+
+def _upstream_text(node: Node, src: bytes) -> str | None:
+    """Text a simple producer (echo/printf/cat) writes into a pipe, when it is knowable."""
+    cmd = node
+    if node.type == "redirected_statement":
+        body = node.child_by_field_name("body")
+        if body is None:
+            return None
+        cmd = body
+    if cmd.type != "command":
+        return None
+    name_node = cmd.child_by_field_name("name")
+    if name_node is None:
+        return None
+    name = _word(name_node, src).value
+    args = _words(cmd.children_by_field_name("argument"), src)
+    if name in ("echo", "printf"):
+        return " ".join(a.approx for a in args)
+    if name == "cat":
+        if not args:
+            stdin = _stdin_of(cmd, src)
+            return stdin.text if stdin.kind == "text" else None
+        texts = [read_small(a.value) if a.value else None for a in args]
+        if any(t is None for t in texts):
+            return None
+        return "\n".join(t or "" for t in texts)
+    return None

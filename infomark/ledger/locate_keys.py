@@ -1,0 +1,221 @@
+"""How block keywords and mapping keys are recognised on a line (standard library only).
+
+Models write keys in more ways than the canonical ``name:``. Accepted, for keys
+and keywords alike: ``**name**:``, ``**name:**`` and ```` `name`: ````; block
+keywords are matched in any case (``Claim_Ledger:``), and ``claim_ledger`` also
+with a space or hyphen (``Claim ledger:``). ``question:`` is the exception: it
+must be written exactly, because "Question:" opens many prose lines.
+
+:func:`may_contain_blocks` is the hot-path pre-check: linear, built on
+``str.find``, and an over-approximation of everything :mod:`infomark.ledger.locate`
+can report (blocks, and the "looks like a ledger" diagnostics).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "BLOCK_KEYWORDS",
+    "LEDGER_HINT_KEYS",
+    "KeyAt",
+    "key_at",
+    "key_colon",
+    "keyword_at",
+    "loose_key",
+    "may_contain_blocks",
+]
+
+BLOCK_KEYWORDS: tuple[str, ...] = (
+    "claim_ledger",
+    "oracle_stamp",
+    "inference_stamp",
+    "source_stamp",
+    "divergence_event",
+    "gate",
+    "question",
+)
+"""The words that open a block when they start a line and are followed by ``:``."""
+
+LEDGER_HINT_KEYS: frozenset[str] = frozenset(
+    {"premises_for_plan", "open_questions", "done_when", "claims"}
+)
+"""Keys that only a claim ledger has: seen outside one, they mean a ledger without its keyword."""
+
+_EXACT_ONLY = frozenset({"question"})
+_DECORATIONS = ("**", "`")
+_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)?")
+_KEYWORD_FIRST = frozenset("".join(w[0] + w[0].upper() for w in BLOCK_KEYWORDS))
+_LOOSE_PREFIX = frozenset("#>{\"'*` \t")
+_LOOSE_SUFFIX = frozenset("\"'*`")
+_LINE_PREFIX = frozenset("#>{\"'*` \t")
+
+# (word searched in the lower-cased text, must a ':' follow it (after decorations))
+_PROBES: tuple[tuple[str, bool], ...] = (
+    ("claim_ledger", False),
+    ("claim ledger", False),
+    ("claim-ledger", False),
+    ("oracle_stamp", False),
+    ("inference_stamp", False),
+    ("source_stamp", False),
+    ("divergence_event", False),
+    ("gate", True),
+    ("premises_for_plan", True),
+    ("open_questions", True),
+    ("done_when", True),
+    ("claims", True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAt:
+    """A key found on a line: its name (decorations removed) and where its parts are."""
+
+    name: str
+    start: int  # index of the name's first character
+    colon: int  # index of the ':'
+    after: int  # index just past the colon and any closing decoration
+
+
+def key_at(line: str, start: int) -> KeyAt | None:
+    """The mapping key that ``line[start:]`` begins with, decorated or not, else None.
+
+    A key is ``[A-Za-z_][A-Za-z0-9_.-]*`` followed by ``:`` and then a space, a tab
+    or the end of the line (YAML's rule, so ``sha256:abc`` is not a key), optionally
+    wrapped as ``**key**:``, ``**key:**`` or ```` `key`: ````.
+    """
+    return _key(line, start, _KEY_RE, need_space=True)
+
+
+def key_colon(line: str, start: int) -> int | None:
+    """Index of the colon when ``line[start:]`` begins with a mapping key (see :func:`key_at`)."""
+    found = key_at(line, start)
+    return None if found is None else found.colon
+
+
+def keyword_at(line: str, start: int, *, quoted: bool = False) -> tuple[str, KeyAt] | None:
+    """The block keyword that ``line[start:]`` begins with (``gate:``, ``**Claim_Ledger:**`` …).
+
+    With ``quoted``, a quoted keyword (``"claim_ledger":``, the YAML object form) counts too.
+    """
+    if start >= len(line):
+        return None
+    first = line[start]
+    if quoted and first in "\"'":
+        found = _quoted_key(line, start)
+    elif first not in _KEYWORD_FIRST and first not in "*`":
+        return None
+    else:
+        found = _key(line, start, _NAME_RE, need_space=False)
+    if found is None:
+        return None
+    keyword = _normalise(found.name)
+    if keyword not in BLOCK_KEYWORDS:
+        return None
+    if keyword in _EXACT_ONLY and (found.name != keyword or found.start != start):
+        return None
+    if keyword != "claim_ledger" and (" " in found.name or "-" in found.name):
+        return None
+    return keyword, found
+
+
+def loose_key(line: str, start: int) -> tuple[str, str, int] | None:
+    """A key-like name however it is wrapped (heading marks, quotes, braces, bold), normalised.
+
+    Returns the lower-case name with ``_`` for spaces and hyphens, the name as
+    written, and the index just past it and its closing quotes or decorations.
+    Used to recognise what *looks like* a ledger and explain why it is not one.
+    """
+    p = start
+    while p < len(line) and line[p] in _LOOSE_PREFIX:
+        p += 1
+    match = _NAME_RE.match(line, p)
+    if match is None:
+        return None
+    q = match.end()
+    while q < len(line) and line[q] in _LOOSE_SUFFIX:
+        q += 1
+    return _normalise(match.group()), match.group(), q
+
+
+def may_contain_blocks(text: str) -> bool:
+    """Cheap check: False when no block keyword (or ledger-like key) starts a line of ``text``.
+
+    True does not promise a valid block; it only means :func:`~infomark.ledger.locate.locate`
+    is worth running. Linear in ``len(text)``; imports nothing beyond the stdlib.
+    """
+    if not isinstance(text, str):
+        return False
+    if _line_start_probe(text, "question", True):
+        return True
+    lowered = text.lower()
+    return any(_line_start_probe(lowered, word, colon) for word, colon in _PROBES)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace(" ", "_").replace("-", "_")
+
+
+def _key(line: str, start: int, name_re: re.Pattern[str], *, need_space: bool) -> KeyAt | None:
+    deco = ""
+    p = start
+    for candidate in _DECORATIONS:
+        if line.startswith(candidate, p):
+            deco = candidate
+            p += len(candidate)
+            break
+    match = name_re.match(line, p)
+    if match is None:
+        return None
+    q = match.end()
+    closed = False
+    if deco and line.startswith(deco, q):
+        q += len(deco)
+        closed = True
+    if q >= len(line) or line[q] != ":":
+        return None
+    colon = q
+    after = q + 1
+    if deco and not closed:
+        if not line.startswith(deco, after):
+            return None
+        after += len(deco)
+    if need_space and after < len(line) and line[after] not in " \t":
+        return None
+    return KeyAt(match.group(), p, colon, after)
+
+
+def _quoted_key(line: str, start: int) -> KeyAt | None:
+    close = line.find(line[start], start + 1)
+    if close == -1 or _NAME_RE.fullmatch(line, start + 1, close) is None:
+        return None
+    colon = close + 1
+    while colon < len(line) and line[colon] in " \t":
+        colon += 1
+    if colon >= len(line) or line[colon] != ":":
+        return None
+    return KeyAt(line[start + 1 : close], start + 1, colon, colon + 1)
+
+
+def _line_start_probe(text: str, word: str, colon: bool) -> bool:
+    """Does ``word`` occur at the start of a line (after spaces, quotes, braces, bold, ``#``)?"""
+    at = text.find(word)
+    while at != -1:
+        start = at
+        while start > 0 and text[start - 1] in _LINE_PREFIX:
+            start -= 1
+        if start == 0 or text[start - 1] == "\n":
+            if not colon:
+                return True
+            end = at + len(word)
+            while end < len(text) and text[end] in _LOOSE_SUFFIX:
+                end += 1
+            if text.startswith(":", end):
+                return True
+        at = text.find(word, at + 1)
+    return False
