@@ -15,24 +15,23 @@ every profile, never bypassable:
   carry the hooks, and infomark's own installation (its package and entry script);
 * a shell command whose paths could not be resolved statically (``opaque``) is denied.
 
-Shell paths come from the classifier (``Classification.paths``/``.opaque``); a small
-stdlib tokenizer adds what it can see (globs, quotes, escapes, ``cd`` chains) so the
-direct routes stay closed whatever the classifier fills in. This is a speed bump, not a
-sandbox: docs/security.md lists what a same-user process can still do.
+Shell paths come from the classifier (``Classification.paths``/``.opaque``: globs,
+quotes, escapes, ``cd`` chains and substitutions it can evaluate, resolved against the
+file system); file tools name theirs in the input. This is a speed bump, not a sandbox:
+docs/security.md lists what a same-user process can still do.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from infomark.kernel.tools import Classification
+from infomark.kernel.tools import Classification, normalise_tool_name
 
 __all__ = ["config_sources", "installation_paths", "protected", "resolve_path"]
 
@@ -52,13 +51,6 @@ _PATH_KEYS = (
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
 _PROC = re.compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
-_MUTATING_CLI = re.compile(
-    r"(?:^|[\s;&|(`$])(?:\S*/)?(?:infomark|python3?(?:\.\d+)?\s+-m\s+infomark)\s+"
-    r"(?:-\S+\s+(?:[^-\s]\S*\s+)?)*"
-    r"(record|ingest|approve|init|install|uninstall|authorize|finish|hook|serve|mcp-proxy)\b"
-)
-_SUBST = ("$(", "`", "<(", ">(")
-_GLOB = frozenset("*?[")
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -122,47 +114,6 @@ def _file_paths(tool_input: Mapping[str, object]) -> list[str]:
     return out
 
 
-def shell_words(command: str, root: Path) -> tuple[list[str], bool]:
-    """Resolved candidate paths of a shell command, and whether some word was opaque.
-
-    A stdlib fallback beside the tree-sitter classifier: quotes and escapes (``shlex``),
-    globs (against the file system), ``~``, and ``cd`` chains. A command substitution
-    anywhere makes the command opaque; a command that does not tokenize is opaque.
-    """
-    opaque = any(s in command for s in _SUBST)
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        tokens = list(lexer)
-    except ValueError:
-        return [], True
-    cwd = root
-    out: list[str] = []
-    after_cd = False
-    for raw in tokens:
-        if raw and set(raw) <= set(";&|()<>"):
-            after_cd = False
-            continue
-        if raw == "cd":
-            after_cd = True
-            continue
-        word = raw.split("=", 1)[1] if raw.startswith("-") and "=" in raw else raw
-        matches = (
-            glob.glob(word, root_dir=cwd, include_hidden=True)
-            if _GLOB & set(raw) and not os.path.isabs(word)
-            else glob.glob(word, include_hidden=True)
-            if _GLOB & set(raw)
-            else []
-        )
-        for candidate in matches or [word]:
-            out.append(resolve_path(candidate, cwd))
-        if after_cd:
-            cwd = Path(resolve_path(word, cwd))
-            after_cd = False
-    return out, opaque
-
-
 def _section(text: str | None) -> object:
     """pyproject's ``[tool.infomark]`` as data; a marker when the text is not TOML."""
     if text is None:
@@ -216,6 +167,31 @@ def _pyproject_changed(tool: str, tool_input: Mapping[str, object], path: str) -
     return _section(before) != _section(after)
 
 
+def _from_root(
+    tool: str, tool_input: Mapping[str, object], c: Classification, root: Path
+) -> Classification:
+    """The shell classifier resolves paths against this process's cwd; the agent's shell
+    starts in the project. When the two differ (the HTTP service, the Python API), the
+    command is resolved again from the project root."""
+    command = tool_input.get("command")
+    if not isinstance(command, str) or normalise_tool_name(tool) not in _shell_tools():
+        return c
+    if os.path.realpath(os.getcwd()) == resolve_path(str(root), root):
+        return c
+    from infomark.gates.shell import classify_shell
+
+    again = classify_shell(command, cwd=str(root))
+    families = c.families + tuple(f for f in again.families if f not in c.families)
+    paths = c.paths + tuple(p for p in again.paths if p not in c.paths)
+    return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque)
+
+
+def _shell_tools() -> frozenset[str]:
+    from infomark.gates.classify import SHELL_TOOLS
+
+    return SHELL_TOOLS
+
+
 def _ask(code: str, reason: str) -> Verdict:
     return ("ask", code, reason + ": held for the user's approval (never bypassable)")
 
@@ -241,28 +217,11 @@ def protected(
             "only the runtime records evidence, and only the user approves",
         )
     home_r = resolve_path(str(home), root)
-    command = tool_input.get("command")
-    if isinstance(command, list) and all(isinstance(a, str) for a in command):
-        command = shlex.join(command)
-    shell = isinstance(command, str)
+    shell = isinstance(tool_input.get("command"), str | list)
+    classification = _from_root(tool, tool_input, classification, root)
     paths = [resolve_path(p, root) for p in _file_paths(tool_input)]
-    opaque = classification.opaque
-    if isinstance(command, str):
-        words, fallback_opaque = shell_words(command, root)
-        paths += [resolve_path(p, root) for p in classification.paths] + words
-        opaque = opaque or fallback_opaque
-        m = _MUTATING_CLI.search(command)
-        if m:
-            return (
-                "deny",
-                "protected_cli",
-                f"`infomark {m.group(1)}` from the agent's own tools would let it mint evidence "
-                "or approval; only the runtime records evidence, and only the user approves",
-            )
-        if home_r in command or re.search(
-            rf"(?:^|[\s'\"=/]){re.escape(Path(home_r).name)}(?:/|\s|$|['\"])", command
-        ):
-            paths.append(home_r)
+    paths += [resolve_path(p, root) for p in classification.paths]
+    opaque = classification.opaque  # set by the shell classifier only
     for path in paths:
         if _within(path, home_r):
             return (
@@ -271,7 +230,7 @@ def protected(
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
-    if shell and opaque:
+    if opaque:
         return (
             "deny",
             "protected_opaque",
