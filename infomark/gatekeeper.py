@@ -99,6 +99,8 @@ class Gatekeeper:
         self.config = config
         self._runtime: PolicyRuntime | None = None
         self._tool_text: dict[str, str] = {}
+        # Why nobody can answer an "ask" in this run (None: someone can); see authorize().
+        self.unattended: str | None = None
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -227,10 +229,10 @@ class Gatekeeper:
         """``(class, families, reasons)`` of a call; a declared class wins."""
         if tool_class is not None:
             return tool_class, (), (f"declared class {tool_class}",)
-        c = self.classification(call)
+        c = self._classification(call)
         return c.tool_class.value, tuple(c.families), tuple(c.reasons)
 
-    def classification(self, call: ToolCall, tool_class: str | None = None) -> Classification:
+    def _classification(self, call: ToolCall, tool_class: str | None = None) -> Classification:
         """The full classification of a call (with the paths it names); a declared class wins."""
         c = classify_tool(
             call.tool,
@@ -253,14 +255,15 @@ class Gatekeeper:
         *,
         bypass: bool | None = None,
         tool_class: str | None = None,
-        unattended: str | None = None,
     ) -> Decision:
         """allow / deny / ask for one call. Never raises for a denial; journals the decision.
 
-        ``unattended`` (why nobody can answer, e.g. the host's permission mode) or the
-        config's ``unattended = true`` turns an ``ask`` into a ``deny`` with the same reason.
+        :attr:`unattended` (why nobody can answer, e.g. the host's permission mode, set by
+        the integration) or the config's ``unattended = true`` turns an ``ask`` into a
+        ``deny`` with the same reason.
         """
-        c = self.classification(call, tool_class)
+        unattended = self.unattended
+        c = self._classification(call, tool_class)
         cls_, families, why = self.classify(call, tool_class)
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"

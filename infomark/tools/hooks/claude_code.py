@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
 from infomark.kernel.errors import ConfigError, StoreBusyError
+from infomark.kernel.session_id import is_session_id
 from infomark.tools.hooks.answer import HookAnswer, block, context, deny, verdict
 from infomark.tools.hooks.failsafe import (
     WitnessMismatchError,
@@ -168,7 +169,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         return context("UserPromptSubmit", gk.on_prompt(prompt))
     if event == "PreToolUse":
         _ingest_transcript(gk, payload)
-        decision = gk.authorize(tool_call_from(payload), unattended=unattended_host(payload))
+        gk.unattended = unattended_host(payload)
+        decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
         return verdict(decision.decision.value, decision.reason)
@@ -231,6 +233,13 @@ def _malformed(payload: dict[str, Any]) -> str | None:
     session = payload.get("session_id")
     if session is not None and not isinstance(session, str):
         return "session_id must be a string"
+    if isinstance(session, str) and session and not is_session_id(session):
+        return f"session_id {session[:80]!r} is not a valid session id"
+    for key in ("tool_input", "tool_response"):
+        try:
+            json.dumps(payload.get(key), allow_nan=False)
+        except (ValueError, TypeError, RecursionError):
+            return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
     if event == "PreToolUse":
         if not isinstance(payload.get("tool_name"), str) or not payload["tool_name"]:
             return "tool_name must be a non-empty string"
