@@ -52,21 +52,25 @@ _LOOSE_PREFIX = frozenset("#>{\"'*` \t")
 _LOOSE_SUFFIX = frozenset("\"'*`")
 _LINE_PREFIX = frozenset("#>{\"'*` \t")
 
-# (word searched in the lower-cased text, must a ':' follow it (after decorations))
-_PROBES: tuple[tuple[str, bool], ...] = (
-    ("claim_ledger", False),
-    ("claim ledger", False),
-    ("claim-ledger", False),
-    ("oracle_stamp", False),
-    ("inference_stamp", False),
-    ("source_stamp", False),
-    ("divergence_event", False),
-    ("gate", True),
-    ("premises_for_plan", True),
-    ("open_questions", True),
-    ("done_when", True),
-    ("claims", True),
+# Searched in the lower-cased text. The rare words count alone (they may start a
+# "looks like" diagnostic); common words only with a colon after them (or a closing
+# decoration and a colon, probed only when the text holds such a pair at all), so
+# that prose full of "gate" and "claims" stays a few str.find calls.
+_RARE_PROBES: tuple[str, ...] = (
+    "claim_ledger",
+    "claim ledger",
+    "claim-ledger",
+    "oracle_stamp",
+    "inference_stamp",
+    "source_stamp",
+    "divergence_event",
+    "premises_for_plan",
+    "open_questions",
+    "done_when",
 )
+_COLON_WORDS = ("gate", "claims")
+_DECORATED_COLONS = ("*:", "`:", '":', "':")
+_QUESTION_PROBES = ("question:", 'question":', "question':")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +118,7 @@ def keyword_at(line: str, start: int, *, quoted: bool = False) -> tuple[str, Key
     keyword = _normalise(found.name)
     if keyword not in BLOCK_KEYWORDS:
         return None
-    if keyword in _EXACT_ONLY and (found.name != keyword or found.start != start):
+    if keyword in _EXACT_ONLY and (found.name != keyword or line[start] in "*`"):
         return None
     if keyword != "claim_ledger" and (" " in found.name or "-" in found.name):
         return None
@@ -148,10 +152,16 @@ def may_contain_blocks(text: str) -> bool:
     """
     if not isinstance(text, str):
         return False
-    if _line_start_probe(text, "question", True):
+    if any(_line_start_probe(text, probe) for probe in _QUESTION_PROBES):
         return True
     lowered = text.lower()
-    return any(_line_start_probe(lowered, word, colon) for word, colon in _PROBES)
+    if any(_line_start_probe(lowered, probe) for probe in _RARE_PROBES):
+        return True
+    suffixes = [":"] + [pair[0] + ":" for pair in _DECORATED_COLONS if pair in lowered]
+    suffixes = [s.replace("*", "**") for s in suffixes]
+    return any(
+        _line_start_probe(lowered, word + suffix) for word in _COLON_WORDS for suffix in suffixes
+    )
 
 
 # --------------------------------------------------------------------------- internals
@@ -202,20 +212,18 @@ def _quoted_key(line: str, start: int) -> KeyAt | None:
     return KeyAt(line[start + 1 : close], start + 1, colon, colon + 1)
 
 
-def _line_start_probe(text: str, word: str, colon: bool) -> bool:
-    """Does ``word`` occur at the start of a line (after spaces, quotes, braces, bold, ``#``)?"""
-    at = text.find(word)
+def _line_start_probe(text: str, probe: str) -> bool:
+    """Does ``probe`` occur at the start of a line (after spaces, quotes, braces, bold, ``#``)?
+
+    Linear: a walk back stops at the first character that is not a line prefix, and
+    the probe itself ends with such a character, so no two walks cover the same text.
+    """
+    at = text.find(probe)
     while at != -1:
         start = at
         while start > 0 and text[start - 1] in _LINE_PREFIX:
             start -= 1
         if start == 0 or text[start - 1] == "\n":
-            if not colon:
-                return True
-            end = at + len(word)
-            while end < len(text) and text[end] in _LOOSE_SUFFIX:
-                end += 1
-            if text.startswith(":", end):
-                return True
-        at = text.find(word, at + 1)
+            return True
+        at = text.find(probe, at + 1)
     return False

@@ -42,6 +42,7 @@ from infomark.ledger.render import scalar_text
 __all__ = ["MAX_BLOCK_DIAGNOSTICS", "Builder"]
 
 MAX_BLOCK_DIAGNOSTICS = 20  # per block (then one summary line)
+_GATE_KEYS = ("gate", "reason")
 
 
 def _span(pos: Pos) -> Span:
@@ -153,6 +154,19 @@ class Builder:
         span = _span(pos)
         if keyword == "claim_ledger":
             return self.ledger(body, pos, span)
+        if keyword == "gate" and isinstance(body, Map):  # {"gate": "BLOCKED", "reason": "…"}
+            fields: dict[str, Node] = {}
+            for key, node in body.pairs:
+                name = _canonical(key.value, _GATE_KEYS)
+                if name not in _GATE_KEYS:
+                    self.unknown_key(key, _GATE_KEYS, "gate")
+                    continue
+                if self.single(node, key) is not None or node is None:
+                    fields[name] = node
+            said = fields.get("reason")
+            return self.gate(
+                fields.get("gate"), said if isinstance(said, Scalar) else None, pos, span
+            )
         if keyword == "gate":
             return self.gate(body, reason, pos, span)
         if keyword == "question":

@@ -62,7 +62,8 @@ def parse_message(text: str) -> ParsedMessage:
     except Exception as exc:  # last resort: the contract is "never raise"
         return ParsedMessage(diagnostics=[internal_error(1, 1, exc, None)])
     candidates = located.candidates
-    suspects = [_suspect_diagnostic(suspect) for suspect in located.suspects]
+    # bounded work: at most MAX_DIAGNOSTICS suspects become diagnostics, the rest are counted
+    suspects = [_suspect_diagnostic(suspect) for suspect in located.suspects[:MAX_DIAGNOSTICS]]
     blocks: list[Block] = []
     diagnostics: list[Diagnostic] = []
     dropped = 0
@@ -98,6 +99,7 @@ def parse_message(text: str) -> ParsedMessage:
     room = MAX_DIAGNOSTICS - len(diagnostics)
     diagnostics.extend(suspects[: max(room, 0)])
     dropped += max(len(suspects) - max(room, 0), 0)
+    dropped += max(len(located.suspects) - MAX_DIAGNOSTICS, 0)
     if dropped:
         diagnostics.append(
             Diagnostic(

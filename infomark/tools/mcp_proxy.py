@@ -1,10 +1,14 @@
 """The MCP gatekeeper proxy: an MCP server in front of another MCP server.
 
 ``infomark mcp-proxy -- <server command> [args…]`` starts the downstream server over
-stdio and serves its tools unchanged (names, schemas, annotations), plus four ledger
-tools of its own (:mod:`infomark.tools.mcp_tools`). Every forwarded ``tools/call`` is
-authorized (the tool's MCP annotations reach classification), forwarded, recorded as
-signed evidence, and returned with the evidence tag appended as an extra text block.
+stdio (without any ``INFOMARK_*`` variable in its environment) and serves its tools
+unchanged (names, schemas, annotations), plus five ledger tools of its own
+(:mod:`infomark.tools.mcp_tools`, ``infomark_finish`` among them). Every forwarded
+``tools/call`` is authorized (the tool's MCP annotations reach classification),
+forwarded, recorded as signed evidence, and returned with the evidence tag appended as
+an extra text block; the tag's ``eligible=`` says exactly which stamps it can back.
+Resources, templates, prompts, completions, logging and the downstream notifications are
+forwarded by :mod:`infomark.tools.mcp_forward` (a resource read is gated as a read).
 A denial, or a hold for approval the proxy cannot put to a user, is a result with
 ``is_error`` set and the reason as text, never a JSON-RPC error.
 
@@ -25,14 +29,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from infomark._version import __version__
+from infomark.kernel.environ import child_env
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates
-from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, own_tools
+from infomark.tools.mcp_forward import Forwarder, Relay
+from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, evidence_tag, own_tools
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -47,9 +53,9 @@ STARTUP_TIMEOUT_S = 120.0
 
 _INSTRUCTIONS = (
     "infomark gates these tools: each result ends with an [infomark evidence_ref=…] tag; "
-    "declare claims with infomark_ledger, bind evidence with infomark_stamp, and read the "
-    "ledger with infomark_status. Modify and destructive tools are denied while a premise "
-    "of the plan is not grounded."
+    "declare claims with infomark_ledger, bind evidence with infomark_stamp, read the "
+    "ledger with infomark_status, and call infomark_finish before you stop. Modify and "
+    "destructive tools are denied while a premise of the plan is not grounded."
 )
 
 
@@ -60,9 +66,13 @@ def _warn(message: str) -> None:
 class GatekeeperProxy:
     """The proxy's state: one gatekeeper, one downstream session, the downstream listing."""
 
-    def __init__(self, gk: LedgerTools, downstream: ClientSession) -> None:
+    def __init__(
+        self, gk: LedgerTools, downstream: ClientSession, relay: Relay | None = None
+    ) -> None:
         self.gk = gk
         self.downstream = downstream
+        self.relay = relay if relay is not None else Relay()
+        self.relay.on_tools_changed = self.refresh
         self._tools: list[types.Tool] = []
         self._annotations: dict[str, dict[str, Any]] = {}
         self._shadowed: set[str] = set()
@@ -98,6 +108,7 @@ class GatekeeperProxy:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """The downstream tools as listed (re-fetched on each request), then the proxy's own."""
+        self.relay.seen(ctx)
         try:
             await self.refresh()
         except Exception as exc:  # a dead downstream still leaves the ledger tools usable
@@ -109,6 +120,7 @@ class GatekeeperProxy:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         """Gate one call. Never raises: every failure is an ``is_error`` result with the reason."""
+        self.relay.seen(ctx)
         name = params.name
         arguments = dict(params.arguments or {})
         try:
@@ -164,7 +176,7 @@ class GatekeeperProxy:
         except Exception as exc:  # the tool ran; say that its evidence is missing
             note = f"[infomark error] the result was not recorded as evidence: {_describe(exc)}"
             return _appended(result, [note])
-        tail = [evidence.tag]
+        tail = [evidence_tag(evidence)]
         try:
             extra = self.gk.after_tool_text(call, outcome, evidence)
         except Exception as exc:
@@ -178,12 +190,23 @@ class GatekeeperProxy:
     def server(self, instructions: str | None = None) -> Server[Any]:
         """The low-level MCP server that answers the proxy's client."""
         text = _INSTRUCTIONS if not instructions else f"{instructions}\n\n{_INSTRUCTIONS}"
+        forwarder = Forwarder(self.gk, self.downstream, self.relay)
         return Server(
             "infomark-mcp-proxy",
             version=__version__,
             instructions=text,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
+            **forwarder.handlers(),
+        )
+
+    def notification_options(self) -> NotificationOptions:
+        """The proxy may tell its client that a list changed wherever the downstream can."""
+        caps = self.downstream.server_capabilities
+        return NotificationOptions(
+            tools_changed=True,
+            resources_changed=caps is not None and caps.resources is not None,
+            prompts_changed=caps is not None and caps.prompts is not None,
         )
 
 
@@ -285,18 +308,23 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _serve(gk: LedgerTools, server_cmd: list[str]) -> None:
-    params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    # The downstream server never sees INFOMARK_* (the key, the token, the bypass switch).
+    params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=child_env())
+    relay = Relay()
     async with (
         stdio_client(params) as (down_read, down_write),
-        ClientSession(down_read, down_write) as downstream,
+        ClientSession(
+            down_read, down_write, message_handler=relay.on_message, logging_callback=relay.on_log
+        ) as downstream,
     ):
-        proxy = GatekeeperProxy(gk, downstream)
+        proxy = GatekeeperProxy(gk, downstream, relay)
         with anyio.fail_after(STARTUP_TIMEOUT_S):
             await downstream.initialize()
             await proxy.refresh()
         server = proxy.server(downstream.instructions)
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            options = server.create_initialization_options(proxy.notification_options())
+            await server.run(read, write, options)
 
 
 def run_proxy(

@@ -1,8 +1,9 @@
 """The MCP proxy's own tools: the ledger as structured tool calls, no text parsing needed.
 
 ``infomark_ledger`` declares claims, ``infomark_stamp`` binds evidence to a claim,
-``infomark_divergence`` records a refutation and ``infomark_status`` reads the ledger
-and gate. Each renders the block text the agent would have written (with the ledger
+``infomark_divergence`` records a refutation, ``infomark_status`` reads the ledger and
+gate, and ``infomark_finish`` is the finish gate (may the agent stop now?) for clients
+that have no Stop hook. Each renders the block text the agent would have written (with the ledger
 renderer, so the parser reads back exactly these values) and ingests it; the result is
 the ledger's report as JSON text plus structured content. A rejection is an
 ``is_error`` result carrying the reason, never an exception.
@@ -21,9 +22,10 @@ from infomark.ledger.canonical import printable, scrub_surrogates
 
 if TYPE_CHECKING:
     from infomark.ledger.blocks import Span
+    from infomark.ledger.evidence import Evidence
     from infomark.tools.protocol import LedgerTools
 
-__all__ = ["OWN_TOOL_NAMES", "call_own_tool", "own_tools"]
+__all__ = ["OWN_TOOL_NAMES", "call_own_tool", "evidence_tag", "own_tools", "stamps_backed"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _IDS: dict[str, Any] = {"type": "array", "items": _STR}
@@ -96,11 +98,23 @@ _DIVERGENCE_INPUT: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_FINISH_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "final_text": {
+            "type": "string",
+            "description": "the final message you are about to give (its completion claims "
+            "and any ledger or stamps in it are judged)",
+        }
+    },
+    "additionalProperties": False,
+}
+
 _META = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 
 
 def own_tools() -> list[types.Tool]:
-    """The four ledger tools the proxy adds to the downstream listing."""
+    """The ledger tools the proxy adds to the downstream listing."""
     return [
         types.Tool(
             name="infomark_ledger",
@@ -136,6 +150,15 @@ def own_tools() -> list[types.Tool]:
             output_schema=_OBJECT_OUT,
             annotations=types.ToolAnnotations(read_only_hint=True),
         ),
+        types.Tool(
+            name="infomark_finish",
+            description="Call before you stop: may the task end now? Refused (isError) while a "
+            "premise is ungrounded or a completion claim rests on stale evidence, with what to "
+            "do; refusals are capped so you are never trapped.",
+            input_schema=_FINISH_INPUT,
+            output_schema=_OBJECT_OUT,
+            annotations=_META,
+        ),
     ]
 
 
@@ -151,6 +174,38 @@ def call_own_tool(gk: LedgerTools, name: str, arguments: Mapping[str, Any]) -> t
         return handler(gk, arguments)
     except (UserError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         return _error(f"{name}: {exc}")
+
+
+# --------------------------------------------------------------------------- evidence tags
+
+
+def stamps_backed(evidence_class: str, outcome: str) -> tuple[str, ...]:
+    """The stamps an evidence of this class and outcome can back, exactly.
+
+    An oracle_stamp needs execution evidence: ``result=PASS`` a PASS run, ``result=FAIL``
+    or ``EXPECTED_FAIL`` a FAIL run. An inference_stamp needs execution or observation
+    evidence whose outcome is PASS or OBSERVED. ERROR, web and ineligible evidence back
+    nothing. (``tests/tools/test_mcp_proxy.py`` checks this against the ledger's rules.)
+    """
+    out: list[str] = []
+    if evidence_class == "execution" and outcome == "PASS":
+        out.append("oracle_stamp")
+    if evidence_class == "execution" and outcome == "FAIL":
+        out.append("oracle_stamp(result=FAIL|EXPECTED_FAIL)")
+    if evidence_class in ("execution", "observation") and outcome in ("PASS", "OBSERVED"):
+        out.append("inference_stamp")
+    return tuple(out)
+
+
+def evidence_tag(evidence: Evidence) -> str:
+    """The tag the proxy appends: ``eligible=`` lists exactly what the evidence can back
+    (``oracle_stamp``, ``oracle_stamp(result=FAIL|EXPECTED_FAIL)``, ``inference_stamp``,
+    comma-separated), or ``none``."""
+    backed = stamps_backed(evidence.evidence_class.value, evidence.outcome.value)
+    return (
+        f"[infomark evidence_ref={evidence.ref} tool={evidence.tool} "
+        f"outcome={evidence.outcome.value} eligible={','.join(backed) or 'none'}]"
+    )
 
 
 # --------------------------------------------------------------------------- handlers
@@ -231,11 +286,23 @@ def _status(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     return _result({"ledger": gk.ledger().to_dict(), "gate": gk.gate().to_dict()})
 
 
+def _finish(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
+    _only(args, ("final_text",), "infomark_finish")
+    final = args.get("final_text", "")
+    if not isinstance(final, str):
+        raise UserError("`final_text` must be a string (the final message)")
+    result = gk.can_finish(final).to_dict()
+    if not result["allow"]:
+        return _result(result, f"not finished ({result['code']}): {result['reason']}")
+    return _result(result)
+
+
 _HANDLERS: dict[str, Callable[[LedgerTools, Mapping[str, Any]], types.CallToolResult]] = {
     "infomark_ledger": _ledger,
     "infomark_stamp": _stamp,
     "infomark_divergence": _divergence,
     "infomark_status": _status,
+    "infomark_finish": _finish,
 }
 
 

@@ -5,6 +5,10 @@ server accepts connections it prints one readiness line to stdout
 (``infomark: serving http://HOST:PORT/v1 …``) and, when asked, writes the bound
 address to ``port_file`` as JSON (atomically). Logs go to stderr; the access log
 prints the client, request line and status only, never a request header.
+
+The home is created through ``ensure_private_dir`` (0700 and a ``.gitignore``) and the
+process runs with umask 077, so every file it writes there is 0600. It starts no other
+process (uvicorn serves in this one), so no ``INFOMARK_*`` variable is passed on.
 """
 
 from __future__ import annotations
@@ -146,6 +150,9 @@ def serve(
     """
     from infomark.ledger.home import default_home
 
+    # Everything this process creates in the home (the journal and its -wal/-shm, blobs,
+    # the config cache, the port file) is private: 0600 files, 0700 folders.
+    os.umask(0o077)
     home_p = Path(home) if home is not None else default_home()
     if not is_loopback(host):
         print(

@@ -363,7 +363,7 @@ class _Service:
                 partial(handle_hook, payload, home=pool.home, root=root)
             )
         else:
-            config, error = await anyio.to_thread.run_sync(pool.project_config, root)
+            config, error = await pool.project_config(root)
 
             def go(gk: SessionLike) -> Any:
                 # The pool holds what create_app opened: Gatekeepers.

@@ -38,6 +38,7 @@ Opener = Callable[[str, Path, Config], SessionLike]
 """``opener(session, root, config)``: open one session of the pool's home."""
 
 _CONFIG_FILES = ("infomark.toml", "infomark.yaml", "infomark.yml", "pyproject.toml")
+_MAX_PROJECTS = 256
 
 
 @dataclass
@@ -138,14 +139,23 @@ class SessionPool:
                 slot.gk = None
 
     # -- per-project configuration ------------------------------------------------------
-    def project_config(self, root: Path) -> tuple[Config, ConfigError | None]:
+    async def project_config(self, root: Path) -> tuple[Config, ConfigError | None]:
         """``root``'s configuration, cached until one of its files changes.
 
         A broken configuration comes back as the defaults plus the error, so the caller
         can judge with the defaults and deny mutations until it is fixed (as the command
-        hook does). Runs in a worker thread (it stats, and on a change reads, files).
+        hook does). The check is a few ``stat`` calls on the event loop; only a changed
+        or new configuration is read and validated, in a worker thread.
         """
         fingerprint = _fingerprint(root)
+        known = self._projects.get(root)
+        if known is not None and known.fingerprint == fingerprint:
+            return known.config, known.error
+        return await anyio.to_thread.run_sync(self._load_project, root, fingerprint)
+
+    def _load_project(
+        self, root: Path, fingerprint: tuple[Any, ...]
+    ) -> tuple[Config, ConfigError | None]:
         with self._projects_lock:
             known = self._projects.get(root)
             if known is not None and known.fingerprint == fingerprint:
@@ -154,6 +164,8 @@ class SessionPool:
                 entry = _ProjectConfig(fingerprint, load_config(root, self.home), None)
             except ConfigError as exc:
                 entry = _ProjectConfig(fingerprint, Config(), exc)
+            if len(self._projects) >= _MAX_PROJECTS:  # many roots: forget, reload on use
+                self._projects.clear()
             self._projects[root] = entry
             return entry.config, entry.error
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_parser_properties import LEDGERS, check_total, without_spans
 
-from infomark.ledger.blocks import LedgerBlock, ParsedMessage, StampBlock
+from infomark.ledger.blocks import GateBlock, LedgerBlock, ParsedMessage, StampBlock
 from infomark.ledger.locate import may_contain_blocks
 from infomark.ledger.parser import parse_message
 from infomark.ledger.render import render_ledger
@@ -105,6 +105,14 @@ def test_one_object_holds_several_blocks_in_order() -> None:
     stamp = parsed.blocks[1]
     assert isinstance(stamp, StampBlock) and stamp.result == "PASS"
     assert stamp.span.line == text[: text.index('"oracle_stamp"')].count("\n") + 1
+
+
+def test_a_gate_object_with_a_reason() -> None:
+    parsed = parse('{"gate": {"gate": "blocked", "reason": "no credentials"}}')
+    assert parsed.errors == []
+    (gate,) = parsed.blocks
+    assert isinstance(gate, GateBlock) and (gate.gate, gate.reason) == ("BLOCKED", "no credentials")
+    assert parse('{"gate": {"reason": "x"}}').errors[0].message.startswith("unknown gate")
 
 
 def test_unknown_key_of_a_block_object_is_a_warning() -> None:
@@ -345,3 +353,42 @@ VARIANT_NOISE = st.lists(
 @given(VARIANT_NOISE)
 def test_no_variant_noise_crashes_and_diagnostics_point_inside(text: str) -> None:
     check_total(text)
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_yaml_tags_anchors_and_aliases_stay_text_and_no_yaml_library_loads() -> None:
+    code = textwrap.dedent(
+        """\
+        import sys
+        from infomark.ledger.parser import parse_message
+        text = (
+            "claim_ledger:\\n"
+            "  claims:\\n"
+            "    - id: C1\\n"
+            "      text: !!python/object/apply:os.system ['touch pwned']\\n"
+            "      reason: &a [*a, *a, *a]\\n"
+            "      evidence: !!binary aGVsbG8=\\n"
+        )
+        parsed = parse_message(text)
+        assert parsed.errors == [], parsed.errors
+        claim = parsed.blocks[0].claims[0]
+        assert claim.text == "!!python/object/apply:os.system ['touch pwned']", claim.text
+        assert claim.reason == "&a [*a, *a, *a]", claim.reason
+        assert claim.evidence == "!!binary aGVsbG8=", claim.evidence
+        assert "yaml" not in sys.modules and "ruamel" not in sys.modules
+        """
+    )
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_flood_of_lookalikes_is_bounded() -> None:
+    text = "claim_ledger = nothing\n" * 20_000
+    parsed = parse_message(text)
+    assert parsed.blocks == []
+    assert len(parsed.diagnostics) <= 201
+    assert "more diagnostics" in parsed.diagnostics[-1].message

@@ -172,7 +172,8 @@ def _checkpointer_or_reader(home: Path, i: int) -> None:
         return
     for _ in range(15):  # readers: open, replay, read heads while the WAL is truncated
         led = Ledger(home, "s", key=KEY, root=home)
-        assert led.replay().seq == led.state.seq
+        # the writer may append between loading the state and the replay: never behind it
+        assert led.replay().seq >= led.state.seq
         led.journal.head_row("s")
         led.close()
 

@@ -120,3 +120,62 @@ def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, 
     finished = next(p for _, t, p in rows if t == "run_finished")
     assert (finished["idle_calls"], finished["working_calls"]) == (15, 1)
     assert clock.sleeps and all(s <= 20 for s in clock.sleeps)
+
+
+class _TouchAt(FakeClock):
+    """A fake clock that changes a watched file when virtual time passes ``at``."""
+
+    def __init__(self, path: Path, at: float) -> None:
+        super().__init__(0.0)
+        self.path, self.at, self.done = path, at, False
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if not self.done and self.t >= self.at:
+            self.done = True
+            self.path.write_text("changed\n")
+
+
+def test_a_watched_file_change_wakes_the_run_and_resets_the_schedule(
+    project: Path, home: Path
+) -> None:
+    (project / "src").mkdir()
+    watched = project / "src" / "app.py"
+    watched.write_text("v1\n")
+    (project / "notes.txt").write_text("not watched\n")
+    clock = _TouchAt(watched, at=12.0)  # during the third 5 s sleep (0, 0, 0, 5, 5, 5)
+    with ScriptedModelServer() as server:
+        server.state.default = reply("ok")
+        spec = AgentSpec(
+            name="w",
+            model=ModelSpec(url=server.url, name="scripted", retries=0),
+            idle=IdleSpec(persistent=True, max_wakes=7, poll_seconds=1.0, watch=("src/*.py",)),
+        )
+        with Runner(spec, home=home, session="w", root=project, clock=clock) as runner:
+            runner.start("watch src")
+        prompts = [str(r.messages[-1].get("content")) for r in server.requests]
+    rows = events(home, "w")
+    wakes = [p["reason"] for _, t, p in rows if t == "woken" and p["by"] == "idle"]
+    delays = [p["delay"] for _, t, p in rows if t == "waiting" and p["by"] == "idle"]
+    assert wakes[:6] == ["timer"] * 5 + ["file_change"]
+    assert delays[:7] == [0, 0, 0, 5, 5, 5, 0]  # the change reset the schedule
+    assert any("a watched file changed" in p for p in prompts)
+
+
+def test_the_wait_tool_sleeps_on_the_clock_and_says_why_it_woke(project: Path, home: Path) -> None:
+    clock = FakeClock(0.0)
+    with ScriptedModelServer() as server:
+        server.add("t", reply("", call("wait", seconds=30)), reply("", call("wait", seconds=1e9)))
+        server.state.default = reply("done")
+        spec = AgentSpec(
+            name="t",
+            model=ModelSpec(url=server.url, name="scripted", retries=0),
+            idle=IdleSpec(cap_seconds=120, poll_seconds=10),
+        )
+        with Runner(spec, home=home, session="t", root=project, clock=clock) as runner:
+            runner.start("sleep")
+        results = [r for r in server.requests if r.messages[-1].get("role") == "tool"]
+    assert clock.now() == 150.0  # 30 s, then the 120 s cap: no real time passed
+    assert str(results[0].messages[-1]["content"]).startswith("woke after 30.0s: timer")
+    waits = [p for _, t, p in events(home, "t") if t == "waiting"]
+    assert [(w["by"], w["delay"]) for w in waits] == [("wait_tool", 30.0), ("wait_tool", 120.0)]

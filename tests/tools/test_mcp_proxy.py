@@ -25,7 +25,14 @@ from infomark.tools.mcp_tools import call_own_tool
 
 DOWNSTREAM = Path(__file__).with_name("mcp_downstream_server.py")
 SESSION = "t"
-OWN = {"infomark_ledger", "infomark_stamp", "infomark_divergence", "infomark_status"}
+OWN = {
+    "infomark_ledger", "infomark_stamp", "infomark_divergence", "infomark_status",
+    "infomark_finish",
+}  # fmt: skip
+DOWNSTREAM_TOOLS = {
+    "read_note", "write_note", "run_check", "wipe", "explode", "get_env", "shout", "grow",
+    "log_level",
+}  # fmt: skip
 TAG = re.compile(
     r"^\[infomark evidence_ref=(?P<ref>ev_[0-9a-f]{24}) tool=(?P<tool>\S+) "
     r"outcome=(?P<outcome>[A-Z]+) eligible=(?P<eligible>\S+)\]$"
@@ -57,29 +64,33 @@ def _downstream_params(notes: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=[str(DOWNSTREAM), str(notes), *extra])
 
 
-def _proxy_params(project: Path, home: Path, notes: Path, *extra: str) -> StdioServerParameters:
+def _proxy_params(
+    project: Path, home: Path, notes: Path, *extra: str, env: dict[str, str] | None = None
+) -> StdioServerParameters:
     down = _downstream_params(notes, *extra)
     args = ["-m", "infomark.tools.mcp_proxy", "--home", str(home), "--session", SESSION, "--"]
     return StdioServerParameters(
-        command=sys.executable, args=[*args, down.command, *down.args], cwd=project
+        command=sys.executable, args=[*args, down.command, *down.args], cwd=project, env=env
     )
 
 
 @asynccontextmanager
-async def _client(params: StdioServerParameters, errlog: Path) -> AsyncIterator[ClientSession]:
+async def _client(
+    params: StdioServerParameters, errlog: Path, **callbacks: Any
+) -> AsyncIterator[ClientSession]:
     with errlog.open("a", encoding="utf-8") as err:
         async with (
             stdio_client(params, errlog=err) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, **callbacks) as session,
         ):
             with anyio.fail_after(60):
                 await session.initialize()
             yield session
 
 
-def _run(params: StdioServerParameters, errlog: Path, scenario: Scenario) -> None:
+def _run(params: StdioServerParameters, errlog: Path, scenario: Scenario, **callbacks: Any) -> None:
     async def go() -> None:
-        async with _client(params, errlog) as session:
+        async with _client(params, errlog, **callbacks) as session:
             with anyio.fail_after(120):
                 await scenario(session)
 
@@ -118,7 +129,7 @@ def test_listing_is_the_downstream_listing_plus_the_ledger_tools(
     _run(_downstream_params(notes), tmp_path / "err", list_direct)
     _run(_proxy_params(project, home, notes), tmp_path / "err", list_proxied)
 
-    assert set(direct) == {"read_note", "write_note", "run_check", "wipe", "explode"}
+    assert set(direct) == DOWNSTREAM_TOOLS
     assert set(proxied) == set(direct) | OWN
     for name, tool in direct.items():
         assert proxied[name] == tool  # names, schemas, annotations unchanged
@@ -212,7 +223,8 @@ def test_a_write_is_denied_until_its_premise_is_grounded_by_a_stamped_run(
             "detail": "status.txt holds the expected text",
         }
         tag = _tag(run)
-        assert (tag["outcome"], tag["eligible"]) == ("PASS", "oracle_stamp")
+        # exactly what it can back: an execution PASS backs both kinds of stamp
+        assert (tag["outcome"], tag["eligible"]) == ("PASS", "oracle_stamp,inference_stamp")
 
         stamped = await s.call_tool(
             "infomark_stamp", {"claim_id": "C1", "evidence_ref": tag["ref"], "result": "PASS"}

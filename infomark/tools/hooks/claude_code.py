@@ -301,19 +301,19 @@ def handle(
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
             profile = LAST_PROFILE[0] = gk.config.profile
-            return _on_event(gk, event, payload)
-        try:
-            gk = Gatekeeper.open(home, sid, root=root)
-        except ConfigError as exc:
-            # A broken config must not switch the gatekeeper off: judge with the
-            # defaults, and deny every mutation until the file is fixed.
-            gk = Gatekeeper.open(home, sid, root=root, config=Config())
+        else:
+            try:
+                gk = Gatekeeper.open(home, sid, root=root)
+            except ConfigError as exc:
+                # A broken config must not switch the gatekeeper off: judge with the
+                # defaults, and deny every mutation until the file is fixed.
+                gk = Gatekeeper.open(home, sid, root=root, config=Config())
+                check_key(gk.store.journal)
+                check_tail(gk.store.journal, gk.session)
+                return _config_broken(gk, event, payload, exc)
+            profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
-            return _config_broken(gk, event, payload, exc)
-        profile = LAST_PROFILE[0] = gk.config.profile
-        check_key(gk.store.journal)
-        check_tail(gk.store.journal, gk.session)
         answer = _on_event(gk, event, payload)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 

@@ -2,12 +2,12 @@
 
 Each hook event but PreToolUse checks the session in: it holds the session's inbox lease
 (kind ``claude-code``, no single process: a hook is a process per event, so the lease lives
-by its heartbeat, 30 minutes), so ``infomark send`` delivers to it while the session's hooks
-keep coming. At ``UserPromptSubmit`` and ``PostToolUse`` pending messages are appended to the
-hook's ``additionalContext`` (as many as fit; the rest wait for the next event, never cut).
-``SessionEnd`` releases the lease (later sends: ``finished``). A live lease of another
-runtime (``infomark run`` on the same session id) is left alone. Never raises: the inbox
-must not break a hook.
+by its heartbeat, 30 minutes, renewed at most once a minute), so ``infomark send`` delivers
+to it while the session's hooks keep coming. At ``UserPromptSubmit`` and ``PostToolUse``
+pending messages are appended to the hook's ``additionalContext`` (as many as fit; the rest
+wait for the next event, never cut). ``SessionEnd`` releases the lease (later sends:
+``finished``). A live lease of another runtime (``infomark run`` on the same session id) is
+left alone. Never raises: the inbox must not break a hook.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["CLAUDE_TTL", "steer"]
 
 CLAUDE_TTL = 1800.0
+_BEAT_EVERY = 60.0
 _DELIVER = ("UserPromptSubmit", "PostToolUse")
 _MAX_CONTEXT = 9_500
 
@@ -47,9 +48,11 @@ def _steer(gk: Gatekeeper, event: str, stdout: dict[str, Any] | None) -> dict[st
             if mine:
                 inbox.release(session, holder, "session_end")
             return stdout
-        if mine and lease is not None and lease.state(inbox.clock()) == "live":
-            inbox.heartbeat(session, holder)
-        elif lease is None or lease.state(inbox.clock()) != "live":
+        now = inbox.clock()
+        if mine and lease is not None and lease.state(now) == "live":
+            if now - lease.heartbeat > _BEAT_EVERY:  # a write (fsync) at most once a minute
+                inbox.heartbeat(session, holder)
+        elif lease is None or lease.state(now) != "live":
             inbox.acquire(session, holder=holder, kind="claude-code", ttl=CLAUDE_TTL, pid=0)
         else:
             return stdout  # another runtime holds this session's inbox
