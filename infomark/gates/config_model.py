@@ -66,6 +66,7 @@ class ConfigModel(_Strict):
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
+    unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
     # Adaptive policy layer (packs, working memory, triggers).
     adaptive_packs: list[str] | None = None
