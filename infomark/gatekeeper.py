@@ -101,6 +101,8 @@ class Gatekeeper:
         self.config = config
         self._runtime: PolicyRuntime | None = None
         self._tool_text: dict[str, str] = {}
+        # Why nobody can answer an "ask" in this run (None: someone can); see authorize().
+        self.unattended: str | None = None
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -252,27 +254,39 @@ class Gatekeeper:
         c = self._classification(call, tool_class)
         return c.tool_class.value, tuple(c.families), tuple(c.reasons)
 
-    def _classification(self, call: ToolCall, tool_class: str | None) -> Classification:
-        if tool_class is not None:
-            try:
-                return Classification(ToolClass(tool_class), (), (f"declared class {tool_class}",))
-            except ValueError:
-                return Classification(ToolClass.MODIFY, (), (f"unknown class {tool_class!r}",))
-        return classify_tool(
+    def _classification(self, call: ToolCall, tool_class: str | None = None) -> Classification:
+        """The full classification of a call (with the paths it names); a declared class wins."""
+        c = classify_tool(
             call.tool,
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
         )
+        if tool_class is not None:
+            # A declared class replaces the class, never the families or paths the call names.
+            try:
+                declared = ToolClass(_CLASS_ALIASES.get(tool_class, tool_class))
+            except ValueError:
+                declared = ToolClass.UNKNOWN
+            return replace(c, tool_class=declared, reasons=(f"declared class {tool_class}",))
+        return c
 
     def authorize(
-        self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        *,
+        bypass: bool | None = None,
+        tool_class: str | None = None,
     ) -> Decision:
         """allow / deny / ask for one call. Never raises for a denial; journals the decision.
 
         The decision carries the ``call_id`` its result must be recorded with (the host's
         ``tool_call_id`` when it has one): only a pending authorized call becomes evidence.
+        :attr:`unattended` (why nobody can answer, e.g. the host's permission mode, set by
+        the integration) or the config's ``unattended = true`` turns an ``ask`` (a held
+        destructive call, a held edit of a grading file) into a ``deny`` with the same reason.
         """
+        unattended = self.unattended
         cov = watch.cover(
             self._ledger,
             self.config,
@@ -286,7 +300,7 @@ class Gatekeeper:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
         self._check_grading(seed=True)
-        guard = protected(call.tool, call.input, cls_, home=self.home, root=self._ledger.root)
+        guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
             watch.refresh(self._ledger)
             decision = authorize_call(
@@ -305,6 +319,15 @@ class Gatekeeper:
             grading = self._grading_target(call, cls_)
             if grading is not None:
                 decision = self._grading_hold(decision, grading)
+            if self.config.unattended and unattended is None:
+                unattended = "unattended = true in the config"
+            if unattended and decision.decision is Verdict.ASK:
+                decision = replace(
+                    decision,
+                    decision=Verdict.DENY,
+                    reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
+                    "answer, so it is denied)",
+                )
             seq = self._ledger.journal.last_seq(self.session) + 1
             did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
             decision = replace(
@@ -725,13 +748,17 @@ class Gatekeeper:
         return gated_tool(self, name=name, tool_class=tool_class)
 
 
+_CLASS_ALIASES = {"meta": "ledger"}
+
+
 def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
-    """Self-protection overrides an allow (and an ask, when it denies); never bypassable."""
+    """Self-protection overrides an allow (and an ask, when it denies); never bypassable,
+    and enforced in every profile, observe included."""
     if decision.decision is Verdict.DENY and verdict == "ask":
         return decision
-    if decision.dryrun or decision.profile == "observe":
-        return replace(decision, reason=f"observe profile: would {verdict} ({code}): {reason}")
-    return replace(decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False)
+    return replace(
+        decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False, dryrun=False
+    )
 
 
 def _input_digest(call: ToolCall) -> str:

@@ -39,7 +39,7 @@ def install() -> None:
     "--http",
     "http_url",
     default=None,
-    help="Use an http hook to a running `infomark serve` (e.g. http://127.0.0.1:8765).",
+    help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
 @click.option("--uninstall", is_flag=True, help="Remove only infomark's hook entries.")
 def install_claude_code_cmd(
@@ -55,7 +55,7 @@ def install_claude_code_cmd(
     path = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
     click.echo(f"installed infomark hooks into {path}")
     if http_url:
-        click.echo("export INFOMARK_TOKEN=$(cat .infomark/token) before starting claude")
+        click.echo(f"the hooks forward to {http_url} (token read from the home, never the env)")
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})

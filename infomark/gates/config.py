@@ -39,6 +39,7 @@ class Config:
     require_evidence_for_completion: bool = True
     approval_phrase: str = "approve"
     session_prefix: str = ""
+    unattended: bool = False  # nobody answers an "ask": it becomes a deny
     loop_budget: Mapping[str, int] = field(default_factory=dict)
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
     oracle_allow: tuple[str, ...] = ()  # [oracles] allow: only these may ground claims
@@ -64,6 +65,7 @@ class Config:
             require_evidence_for_completion=bool(d.get("require_evidence_for_completion", True)),
             approval_phrase=str(d.get("approval_phrase", "approve")),
             session_prefix=str(d.get("session_prefix", "")),
+            unattended=bool(d.get("unattended", False)),
             loop_budget=dict(d.get("loop_budget", {})),
             policies=dict(d.get("policies", {})),
             oracle_allow=tuple(dict(d.get("oracles") or {}).get("allow") or ()),

@@ -71,6 +71,7 @@ class ConfigModel(_Strict):
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
+    unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
     oracles: OraclesModel = Field(default_factory=OraclesModel)
     grading_policy: Literal["hold", "refuse", "allow"] = "hold"

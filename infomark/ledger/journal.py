@@ -35,7 +35,15 @@ from infomark.ledger import manifest
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.keys import Key
 
-__all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
+__all__ = [
+    "GENESIS",
+    "SCHEMA_VERSION",
+    "EventRow",
+    "Journal",
+    "bound_store_waits",
+    "event_hash",
+    "loads_object",
+]
 
 SCHEMA_VERSION = 3  # 2: evidence_by_seq (streamed verification); 3: the home manifest
 GENESIS = "0" * 64
@@ -44,6 +52,17 @@ _RETRIES = 5
 _T = TypeVar("_T")
 _OPEN = "cannot open the ledger at"
 _pause = time.sleep  # the back-off between retries (a test observes it)
+
+
+def bound_store_waits(total_seconds: float) -> None:
+    """Bound every later lock wait of this process's journals to about ``total_seconds``.
+
+    The Claude Code hook calls it at start-up: a lock held by another process must turn
+    into a :class:`StoreBusyError` (and a fail-closed answer) well before the host's hook
+    timeout, not after the default 50 s.
+    """
+    global _BUSY_MS
+    _BUSY_MS = max(50, int(total_seconds * 1000 / _RETRIES))
 
 
 @dataclass(frozen=True, slots=True)

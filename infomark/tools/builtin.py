@@ -1,21 +1,23 @@
 """Built-in tools: real executors for shell commands and files, ready to wrap.
 
-``bash`` runs a command through ``bash -c``; ``read``, ``write`` and ``edit`` work
+``bash`` runs a command through ``bash -c`` with every ``INFOMARK_*`` variable removed
+from its environment (:func:`agent_env`); ``read``, ``write`` and ``edit`` work
 on files under a root directory. Each takes a :class:`ToolCall` and returns a
 :class:`ToolOutcome`, so ``gk.wrap(make_builtins(root)["bash"])`` gates it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
-__all__ = ["make_builtins"]
+__all__ = ["agent_env", "make_builtins"]
 
 _MAX_OUTPUT = 1 << 20
 
@@ -25,6 +27,13 @@ def _resolve(root: Path, path: object) -> Path:
         raise ValueError("file_path must be a non-empty string")
     p = Path(path)
     return p if p.is_absolute() else root / p
+
+
+def agent_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process run for the agent: no ``INFOMARK_*`` variable (the key,
+    the token, the home, the bypass switch) ever reaches it."""
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if not k.upper().startswith("INFOMARK_")}
 
 
 def make_builtins(
@@ -41,7 +50,12 @@ def make_builtins(
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                [shell, "-c", command], cwd=root, capture_output=True, timeout=timeout, check=False
+                [shell, "-c", command],
+                cwd=root,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                env=agent_env(),
             )
         except subprocess.TimeoutExpired:
             return ToolOutcome(

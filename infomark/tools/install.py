@@ -2,6 +2,14 @@
 
 Never clobbers other hooks; idempotent; ``uninstall`` removes only ours. The file
 is rewritten atomically, and an unreadable file is an error, not an overwrite.
+
+Failing closed: Claude Code lets a tool call through when its hook crashes, times out
+or cannot be started, unless the entry says ``"onFailure": "block"``; the PreToolUse
+and Stop entries say so. ``--http URL`` forwards to a running ``infomark serve``
+through the command hook (``infomark hook claude-code --url URL``), which reads the
+service token from ``<home>/token``: an http-type entry would need the token in
+Claude Code's environment, which every Bash call of the agent inherits. The service is
+checked before anything is written; when it is down later, the hook judges locally.
 """
 
 from __future__ import annotations
@@ -16,8 +24,16 @@ from typing import Any
 
 from infomark.kernel.errors import UserError
 
-__all__ = ["HOOK_EVENTS", "install_claude_code", "settings_path", "uninstall_claude_code"]
+__all__ = [
+    "BLOCK_ON_FAILURE",
+    "HOOK_EVENTS",
+    "check_service",
+    "install_claude_code",
+    "settings_path",
+    "uninstall_claude_code",
+]
 
+BLOCK_ON_FAILURE = frozenset({"PreToolUse", "Stop", "SubagentStop"})
 HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
     ("SessionStart", None, 30),
     ("UserPromptSubmit", None, 30),
@@ -114,26 +130,61 @@ def install_claude_code(
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UserError(f"{path}: 'hooks' must be an object; nothing was changed")
+    command = executable() + _MARK_CMD
+    if home is not None:
+        command += " --home " + shlex.quote(str(home.resolve()))
     if http_url:
-        url = http_url.rstrip("/")
-        handler: dict[str, Any] = {
-            "type": "http",
-            "url": url if url.endswith(_MARK_URL) else url + _MARK_URL,
-            "headers": {"Authorization": "Bearer $INFOMARK_TOKEN"},
-            "allowedEnvVars": ["INFOMARK_TOKEN"],
-        }
-    else:
-        command = executable() + _MARK_CMD
-        if home is not None:
-            command += " --home " + shlex.quote(str(home.resolve()))
-        handler = {"type": "command", "command": command}
+        check_service(http_url, home if home is not None else root / ".infomark")
+        command += " --url " + shlex.quote(http_url.rstrip("/"))
+    handler: dict[str, Any] = {"type": "command", "command": command}
     for event, matcher, timeout in HOOK_EVENTS:
-        group: dict[str, Any] = {"hooks": [{**handler, "timeout": timeout}]}
+        entry = {**handler, "timeout": timeout}
+        if event in BLOCK_ON_FAILURE:
+            entry["onFailure"] = "block"  # a crash or timeout must not let the call through
+        group: dict[str, Any] = {"hooks": [entry]}
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
     _save(path, data)
     return path
+
+
+def check_service(url: str, home: Path) -> None:
+    """Refuse to install an --http hook unless the service answers, with this home's token."""
+    import urllib.error
+    import urllib.request
+
+    from infomark.tools.hooks.forward import hook_url
+
+    base = url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise UserError(f"--http needs an http:// URL, not {url!r}")
+    try:
+        token = (home / "token").read_text("utf-8").strip()
+    except OSError:
+        raise UserError(
+            f"no service token in {home / 'token'}: start `infomark serve` for this home first "
+            "(or pass --home); nothing was changed"
+        ) from None
+    probe = urllib.request.Request(  # noqa: S310 (the scheme is checked above)
+        hook_url(base),
+        data=b'{"hook_event_name": "Notification", "session_id": "infomark-install-probe"}',
+        method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(probe, timeout=5) as response:
+            response.read()
+    except urllib.error.HTTPError as exc:
+        raise UserError(
+            f"the service at {base} refused the hook probe (HTTP {exc.code}); is it serving "
+            f"the home {home}? Nothing was changed"
+        ) from None
+    except (OSError, urllib.error.URLError) as exc:
+        raise UserError(
+            f"nothing answers at {base} ({exc}); start `infomark serve` first. Nothing was changed"
+        ) from None
 
 
 def uninstall_claude_code(*, scope: str = "project", root: Path) -> Path:

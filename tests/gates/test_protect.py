@@ -24,6 +24,9 @@ from infomark.ledger.calls import ToolCall
         ToolCall("Bash", {"command": "infomark approve"}),
         ToolCall("Bash", {"command": "cd /tmp && python -m infomark ingest -"}),
         ToolCall("Bash", {"command": "/usr/local/bin/infomark --home h init"}),
+        # issue 11: any self-invocation, read-only subcommands included
+        ToolCall("Bash", {"command": "infomark audit --json"}),
+        ToolCall("Bash", {"command": "infomark kernel render"}),
     ],
 )
 def test_ledger_home_and_mutating_cli_are_denied(gk: Gatekeeper, call: ToolCall) -> None:
@@ -60,8 +63,6 @@ def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall)
     "call",
     [
         ToolCall("Read", {"file_path": "infomark.toml"}),
-        ToolCall("Bash", {"command": "infomark audit --json"}),
-        ToolCall("Bash", {"command": "infomark kernel render"}),
         ToolCall("Bash", {"command": "grep -r infomarkish src/"}),
         ToolCall("Read", {"file_path": "src/infomark_notes.md"}),
     ],

@@ -81,6 +81,20 @@ class HookSession:
         block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
         self._append({"type": "user", "message": {"role": "user", "content": [block]}})
 
+    def witness(self, result: HookResult, tool_use_id: str = "toolu_w") -> str:
+        """Write a PostToolUse answer's context into the transcript as Claude Code does (a
+        ``hook_additional_context`` attachment); returns the context text."""
+        ctx = str(result.out["hookSpecificOutput"]["additionalContext"])
+        attachment = {
+            "type": "hook_additional_context",
+            "content": [ctx],
+            "hookName": "PostToolUse:Bash",
+            "toolUseID": tool_use_id,
+            "hookEvent": "PostToolUse",
+        }
+        self._append({"type": "attachment", "attachment": attachment})
+        return ctx
+
     def payload(self, event: str, **fields: Any) -> dict[str, Any]:
         return {
             "session_id": self.sid,

@@ -155,16 +155,23 @@ def test_user_prompt_approval_phrase_records_approval(cc: Session) -> None:
 
 
 @pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"hook_event_name": 3}', "\x00\xff"])
-def test_malformed_stdin_is_a_message_not_a_crash(cc: Session, raw: str) -> None:
+def test_malformed_stdin_fails_closed_with_a_message_not_a_crash(cc: Session, raw: str) -> None:
+    """Unreadable input: the event is unknown, so exit 2 blocks whatever can be blocked."""
     code, out, err = cc.hook("PreToolUse", raw=raw)
-    assert (code, out) == (0, None)
-    assert "infomark" in err and "Traceback" not in err
+    assert (code, out) == (2, None)
+    assert "not a usable Claude Code payload" in err and "Traceback" not in err
 
 
-def test_strict_profile_fails_closed_on_bad_input(cc: Session) -> None:
-    (cc.project / "infomark.toml").write_text('profile = "strict"\n')
+def test_observe_profile_ignores_bad_input_and_says_so(cc: Session) -> None:
+    (cc.project / "infomark.toml").write_text('profile = "observe"\n')
     code, out, err = cc.hook("PreToolUse", raw="{broken")
-    assert code == 2 and out is None and "strict" in err
+    assert (code, out) == (0, None) and "failing open (observe profile)" in err
+
+
+def test_a_broken_payload_whose_event_is_visible_gets_a_deny(cc: Session) -> None:
+    code, out, _ = cc.hook("PreToolUse", raw='{"hook_event_name": "PreToolUse", "tool_in')
+    assert code == 0 and out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "not usable JSON" in out["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_unknown_event_is_no_opinion(cc: Session) -> None:

@@ -398,9 +398,11 @@ def test_claude_code_hook_answers_like_the_command_hook(
         "/v1/hooks/claude-code", json={"session_id": sid, "hook_event_name": "Notification"}
     )
     assert r.status_code == 200 and r.json() == {}
-    # Not JSON at all: handled like the command hook (ledger profile: no opinion), never a 400.
+    # Not JSON at all: handled like the command hook (an enforcing profile fails closed:
+    # the blocking answer), never a 400.
     r = http.post("/v1/hooks/claude-code", content=b"not json")
-    assert r.status_code == 200 and r.json() == {}
+    assert r.status_code == 200
+    assert r.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 # -- OpenAPI -------------------------------------------------------------------------------------

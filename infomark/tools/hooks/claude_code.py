@@ -3,50 +3,51 @@
 ``handle(payload, home=…, root=…) -> HookAnswer`` is shared by the command hook
 (``infomark hook claude-code``) and the HTTP service's ``/v1/hooks/claude-code``.
 Allow is *no output* (an explicit "allow" would skip the user's own permission
-prompt). The hook never crashes: an internal error allows and journals it in the
-``ledger`` profile, and fails closed (exit 2) on PreToolUse in ``strict``.
+prompt). The hook never crashes and never fails open in an enforcing profile: an
+unreadable payload, a broken key, config or store, or an internal error denies
+mutating calls and refuses Stop (:mod:`infomark.tools.hooks.failsafe`).
+
+Each PostToolUse evidence tag carries the journal head (``head=SEQ:HASH8``); the host
+writes it into its transcript, and every PreToolUse checks the heads witnessed there
+against the journal, so a journal rolled back or rewritten behind the hook's back fails
+closed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
-import sys
-import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
-from infomark.kernel.errors import ConfigError
+from infomark.kernel.errors import ConfigError, StoreBusyError
+from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
+from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
+from infomark.tools.hooks.failsafe import (
+    WitnessMismatchError,
+    check_key,
+    check_tail,
+    explain,
+    failure_answer,
+    unattended_host,
+    unreadable_answer,
+)
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
-__all__ = ["HookAnswer", "handle", "tool_call_from"]
+__all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
-_MAX_CONTEXT = 9_500  # Claude Code caps hook strings at 10,000 characters
+LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
 _EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
-
-
-@dataclass(frozen=True, slots=True)
-class HookAnswer:
-    stdout: dict[str, Any] | None = None
-    exit_code: int = 0
-    stderr: str = ""
-
-
-def _context(event: str, text: str) -> HookAnswer:
-    if not text:
-        return HookAnswer()
-    return HookAnswer(
-        {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text[:_MAX_CONTEXT]}}
-    )
 
 
 def tool_call_from(payload: dict[str, Any]) -> ToolCall:
@@ -132,6 +133,7 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
     offset = gk.state.cursors.get("transcript", 0)
     use_id = payload.get("tool_use_id")
     chunk = read_new_text(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
+    _check_witness(gk, chunk.heads)
     if chunk.offset == offset:
         return
     if not chunk.texts:
@@ -140,6 +142,30 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
         last = i == len(chunk.texts) - 1
         cursor = ("transcript", chunk.offset) if last else None
         gk.ingest(text, source="transcript", dedupe=True, cursor=cursor)
+
+
+def _check_witness(gk: Gatekeeper, heads: tuple[tuple[int, str], ...]) -> None:
+    """Every head the host's transcript witnessed must still be in the journal, unchanged."""
+    journal = gk.store.journal
+    for seq, h8 in heads:
+        row = next(iter(journal.events(gk.session, after=seq - 1)), None)
+        if row is None or row.seq != seq or not row.hash.startswith(h8):
+            now, _ = journal.head(gk.session)
+            found = f"ends at seq {now}" if row is None or row.seq != seq else "has another row"
+            raise WitnessMismatchError(
+                f"the transcript witnessed journal head {seq}:{h8} of session {gk.session}, "
+                f"but the journal {found}: "
+                "the ledger was rolled back, replaced or rewritten. Run `infomark audit --verify` "
+                "and restore the ledger home from the latest copy; until then mutations are denied"
+            )
+
+
+def _head_tag(gk: Gatekeeper, tag: str) -> str:
+    """The evidence tag with the journal head the host will witness in its transcript."""
+    seq, hash_ = gk.store.journal.head(gk.session)
+    if not tag.endswith("]") or not seq:
+        return tag
+    return f"{tag[:-1]} head={seq}:{hash_[:8]}]"
 
 
 def _summary(gk: Gatekeeper) -> str:
@@ -165,27 +191,20 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         if summary:
             view = gk.context_view()
             text += "\n\n" + summary + ("\n" + view if view else "")
-        return _context("SessionStart", text)
+        return context("SessionStart", text)
     if event == "UserPromptSubmit":
         prompt = str(payload.get("prompt") or "")
         phrase = re.escape(gk.config.approval_phrase.strip())
         if phrase and re.match(rf"\s*{phrase}\b", prompt, re.IGNORECASE):
             gk.approve(by="user", note=prompt[:200])
-        return _context("UserPromptSubmit", gk.on_prompt(prompt))
+        return context("UserPromptSubmit", gk.on_prompt(prompt))
     if event == "PreToolUse":
         _ingest_transcript(gk, payload)
+        gk.unattended = unattended_host(payload)
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
-        return HookAnswer(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": decision.decision.value,
-                    "permissionDecisionReason": decision.reason[:_MAX_CONTEXT],
-                }
-            }
-        )
+        return verdict(decision.decision.value, decision.reason)
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 
@@ -200,17 +219,17 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
                 background_id=_background_id(payload),
             )
         except RecordRefused as exc:  # journaled by record(); no evidence exists for it
-            return _context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
+            return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
         extra = gk.after_tool_text(call, outcome, evidence)
-        return _context(event, evidence.tag + ("\n" + extra if extra else ""))
+        return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
     if event in ("Stop", "SubagentStop"):
         final = payload.get("last_assistant_message")
         result = gk.can_finish(final if isinstance(final, str) else "")
         if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
-            return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:_MAX_CONTEXT]})
+            return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
         if result.allow:
             return HookAnswer()
-        return HookAnswer({"decision": "block", "reason": result.reason[:_MAX_CONTEXT]})
+        return block(result.reason)
     return HookAnswer()  # events we do not use: no opinion
 
 
@@ -220,33 +239,69 @@ def _config_broken(
     with gk.store.transaction():
         gk.store.emit("config_error", {"event": event, "error": str(exc)[:2000]})
     if event == "PreToolUse":
-        call = tool_call_from(payload)
-        tool_class, _, _ = gk.classify(call)
+        tool_class, _, _ = gk.classify(tool_call_from(payload))
         if ToolClass(tool_class).mutates:
-            reason = (
-                f"infomark's configuration is invalid, so mutating tools are denied until it is "
+            return deny(
+                "infomark's configuration is invalid, so mutating tools are denied until it is "
                 f"fixed (ask the user to fix it):\n{exc}"
-            )
-            return HookAnswer(
-                {
-                    "hookSpecificOutput": {
-                        "hookEventName": "PreToolUse",
-                        "permissionDecision": "deny",
-                        "permissionDecisionReason": reason[:_MAX_CONTEXT],
-                    }
-                }
             )
     answer = _on_event(gk, event, payload)
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
 def _profile(root: Path, home: Path) -> str:
+    """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
 
         return load_config(root, home).profile
-    except Exception:  # a broken config must not crash the hook
+    except Exception:  # a broken config must not switch the gatekeeper off
         return "ledger"
+
+
+def _where(payload: object, home: Path | None, root: Path | None) -> tuple[Path, Path]:
+    if root is None:
+        project_dir = os.environ.get("CLAUDE_PROJECT_DIR")
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        if project_dir:
+            root = Path(project_dir)
+        elif isinstance(cwd, str) and cwd and "\x00" not in cwd:
+            root = Path(cwd)
+        else:
+            root = Path.cwd()
+    return home or Path(os.environ.get("INFOMARK_HOME") or root / ".infomark"), root
+
+
+def _malformed(payload: dict[str, Any]) -> str | None:
+    event = payload["hook_event_name"]
+    session = payload.get("session_id")
+    if session is not None and not isinstance(session, str):
+        return "session_id must be a string"
+    if isinstance(session, str) and session and not is_session_id(session):
+        return f"session_id {session[:80]!r} is not a valid session id"
+    for key in ("tool_input", "tool_response"):
+        try:
+            json.dumps(payload.get(key), allow_nan=False)
+        except (ValueError, TypeError, RecursionError):
+            return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
+    if event == "PreToolUse":
+        if not isinstance(payload.get("tool_name"), str) or not payload["tool_name"]:
+            return "tool_name must be a non-empty string"
+        if not isinstance(payload.get("tool_input"), dict):
+            return "tool_input must be an object"
+    return None
+
+
+def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed: bool) -> None:
+    if gk is None:
+        return
+    try:
+        with gk.store.transaction():
+            gk.store.emit(
+                "hook_error", {"event": event, "error": why[:500], "failed_closed": failed_closed}
+            )
+    except Exception:  # the journal itself is what broke: the answer still goes out
+        return
 
 
 def handle(
@@ -256,40 +311,40 @@ def handle(
     root: Path | None = None,
     gatekeeper: Gatekeeper | None = None,
     config_error: ConfigError | None = None,
+    event_hint: str | None = None,
+    detail: str = "",
 ) -> HookAnswer:
-    """Answer one Claude Code hook payload. Never raises.
+    """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
     ``gatekeeper``: an already open session of ``home`` to answer with (the HTTP service's
     pool); it is not closed here. ``config_error``: the project's configuration is broken
     and ``gatekeeper`` runs on the defaults (mutations are denied, as below).
+    ``event_hint``/``detail``: what the caller could still see of a payload it could not
+    parse (the event name, and why parsing failed).
     """
     from infomark.gatekeeper import Gatekeeper
 
-    if root is None:
-        project_dir = os.environ.get("CLAUDE_PROJECT_DIR")
-        cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        if project_dir:
-            root = Path(project_dir)
-        elif isinstance(cwd, str) and cwd:
-            root = Path(cwd)
-        else:
-            root = Path.cwd()
-    home = home or Path(os.environ.get("INFOMARK_HOME") or root / ".infomark")
+    home, root = _where(payload, home, root)
+    profile = _profile(root, home)
+    LAST_PROFILE[0] = profile
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
-        strict = _profile(root, home) == "strict"
-        msg = "infomark hook: expected a JSON object with hook_event_name; ignoring this event"
-        if strict:
-            msg = "infomark (strict): unreadable hook input, failing closed"
-        return HookAnswer(exit_code=2 if strict else 0, stderr=msg)
+        why = detail or "expected a JSON object with a string hook_event_name"
+        return unreadable_answer(event_hint, profile, why, home=home, root=root)
     event = payload["hook_event_name"]
+    bad = _malformed(payload)
+    if bad is not None:
+        return unreadable_answer(event, profile, bad, home=home, root=root)
     session = payload.get("session_id")
     gk: Gatekeeper | None = None
     try:
         sid = session if isinstance(session, str) and session else "claude"
         if gatekeeper is not None:
             gk = gatekeeper
+            check_key(gk.store.journal)
+            check_tail(gk.store.journal, gk.session)
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
+            profile = LAST_PROFILE[0] = gk.config.profile
         else:
             try:
                 gk = Gatekeeper.open(home, sid, root=root)
@@ -297,33 +352,23 @@ def handle(
                 # A broken config must not switch the gatekeeper off: judge with the
                 # defaults, and deny every mutation until the file is fixed.
                 gk = Gatekeeper.open(home, sid, root=root, config=Config())
+                check_key(gk.store.journal)
+                check_tail(gk.store.journal, gk.session)
                 return _config_broken(gk, event, payload, exc)
+            profile = LAST_PROFILE[0] = gk.config.profile
+            check_key(gk.store.journal)
+            check_tail(gk.store.journal, gk.session)
         answer = _on_event(gk, event, payload)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
         return replace(answer, stdout=steer(gk, event, answer.stdout))
     except Exception as exc:
-        strict = (gk.config.profile if gk is not None else _profile(root, home)) == "strict"
-        detail = f"{type(exc).__name__}: {exc}"
-        if gk is not None:
-            try:
-                with gk.store.transaction():
-                    gk.store.emit(
-                        "hook_error",
-                        {
-                            "event": event,
-                            "error": detail[:500],
-                            "failed_closed": strict and event == "PreToolUse",
-                        },
-                    )
-            except Exception as journal_exc:  # the journal itself is broken
-                print(f"infomark: cannot journal the error: {journal_exc}", file=sys.stderr)
-        print(traceback.format_exc(limit=3), file=sys.stderr)
-        if strict and event == "PreToolUse":
-            return HookAnswer(
-                exit_code=2, stderr=f"infomark (strict): internal error, denying: {detail}"
-            )
-        return HookAnswer(stderr=f"infomark: internal error, allowing: {detail}")
+        why = explain(exc, home)
+        answer = failure_answer(event, payload, profile, why, home=home, root=root)
+        if not isinstance(exc, StoreBusyError):  # a busy store would only make us wait again
+            _journal_failure(gk, event, why, answer.stdout is not None or answer.exit_code == 2)
+        return answer
     finally:
         if gk is not None and gk is not gatekeeper:
-            gk.close()
+            with contextlib.suppress(Exception):  # a broken store must not undo the answer
+                gk.close()

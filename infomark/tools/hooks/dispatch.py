@@ -1,14 +1,62 @@
-"""``infomark hook <host>``: parsed by hand so click and rich never load on this path."""
+"""``infomark hook <host>``: parsed by hand so click and rich never load on this path.
+
+The hook always answers within :data:`DEADLINE_S`: store waits are bounded to
+:data:`STORE_WAIT_S`, and a watchdog thread answers for the hook (failing closed in the
+enforcing profiles) if anything else hangs. Claude Code's own timeout would otherwise
+let the call through.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 
-__all__ = ["run_hook"]
+from infomark.tools.hooks.answer import HookAnswer
 
-_USAGE = "usage: infomark hook claude-code [--home DIR] [--root DIR] < payload.json"
+__all__ = ["DEADLINE_S", "STORE_WAIT_S", "run_hook"]
+
+DEADLINE_S = 4.0  # below the 5 s the hook promises (interpreter start-up comes on top)
+STORE_WAIT_S = 2.5  # every lock wait of the journal, in total
+_USAGE = (
+    "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
+)
+
+
+def _emit(answer: HookAnswer) -> None:
+    if answer.stdout is not None:
+        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
+        sys.stdout.flush()
+    if answer.stderr:
+        sys.stderr.write(answer.stderr.encode("utf-8", "backslashreplace").decode() + "\n")
+        sys.stderr.flush()
+
+
+class _Watchdog:
+    """Answers in the hook's place when the deadline passes; exactly one answer goes out."""
+
+    def __init__(self, home: Path | None, root: Path | None) -> None:
+        self.lock = threading.Lock()
+        self.event: str | None = None
+        self.home = home or Path(".infomark")
+        self.root = root or Path.cwd()
+        self.timer = threading.Timer(DEADLINE_S, self._expire)
+        self.timer.daemon = True
+
+    def _expire(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            return  # the real answer is being written
+        from infomark.tools.hooks.claude_code import LAST_PROFILE
+        from infomark.tools.hooks.failsafe import failure_answer
+
+        why = f"the hook did not finish within {DEADLINE_S:g} s (a hung store or file system?)"
+        answer = failure_answer(
+            self.event, None, LAST_PROFILE[0], why, home=self.home, root=self.root
+        )
+        _emit(answer)
+        os._exit(answer.exit_code)
 
 
 def run_hook(args: list[str]) -> int:
@@ -20,29 +68,46 @@ def run_hook(args: list[str]) -> int:
         return 2
     home: Path | None = None
     root: Path | None = None
+    url: str | None = None
     rest = args[1:]
     while rest:
         flag = rest.pop(0)
-        if flag in ("--home", "--root") and rest:
-            value = Path(rest.pop(0))
+        if flag in ("--home", "--root", "--url") and rest:
+            value = rest.pop(0)
             if flag == "--home":
-                home = value
+                home = Path(value)
+            elif flag == "--root":
+                root = Path(value)
             else:
-                root = value
+                url = value
         else:
             print(f"infomark hook: ignoring unknown option {flag!r}", file=sys.stderr)
+    from infomark.ledger.journal import bound_store_waits
+
+    bound_store_waits(STORE_WAIT_S)
+    dog = _Watchdog(home, root)
+    dog.timer.start()
     raw = sys.stdin.buffer.read()
+    from infomark.tools.hooks.failsafe import sniff_event
+
+    dog.event = sniff_event(raw)
     payload: object = None
+    detail = ""
     try:
         payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        if payload is None:
+            detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
-        print(f"infomark hook: stdin is not usable JSON ({exc}); ignoring it", file=sys.stderr)
-    from infomark.tools.hooks.claude_code import handle
+        detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
+    if url is not None:
+        from infomark.tools.hooks.forward import forward
 
-    answer = handle(payload, home=home, root=root)
-    if answer.stdout is not None:
-        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
-        sys.stdout.flush()
-    if answer.stderr:
-        sys.stderr.write(answer.stderr.encode("utf-8", "backslashreplace").decode() + "\n")
+        answer = forward(url, raw, payload, home=home, root=root, detail=detail, event=dog.event)
+    else:
+        from infomark.tools.hooks.claude_code import handle
+
+        answer = handle(payload, home=home, root=root, event_hint=dog.event, detail=detail)
+    with dog.lock:
+        dog.timer.cancel()
+        _emit(answer)
     return answer.exit_code

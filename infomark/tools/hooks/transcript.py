@@ -4,16 +4,25 @@ The transcript is JSONL; each content block of an assistant message is its own
 line (``type: "assistant"``, ``message.content[]``). Claude Code writes it in the
 background, so at PreToolUse the line holding the current ``tool_use`` can lag by
 tens of milliseconds: :func:`read_new_text` waits for it, with a bound.
+
+The same pass collects the journal heads the host witnessed: the hook's PostToolUse
+evidence tag carries ``head=SEQ:HASH8``, and Claude Code writes it back into the
+transcript as a ``hook_additional_context`` attachment (only the host writes those).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TranscriptChunk", "read_new_text"]
+__all__ = ["HEAD_TAG", "TranscriptChunk", "read_new_text"]
+
+HEAD_TAG = re.compile(
+    r"\[infomark evidence_ref=ev_[0-9a-f]+ [^\]]*\bhead=(\d{1,12}):([0-9a-f]{8})\]"
+)
 
 _MAX_READ = 8 << 20  # never read more than 8 MiB per call
 _WAIT_SECONDS = 0.5
@@ -25,6 +34,7 @@ class TranscriptChunk:
     texts: list[str]  # assistant text blocks, in order
     offset: int  # byte offset after the last complete line read
     found_tool_use: bool
+    heads: tuple[tuple[int, str], ...] = ()  # (seq, 8 hex) witnessed by the host, in order
 
 
 def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
@@ -37,18 +47,36 @@ def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
             data = f.read(_MAX_READ)
     except OSError:
         return TranscriptChunk([], offset, False)
+    return _parse(data, offset, tool_use_id)
+
+
+def _witnessed(entry: dict[str, object], heads: list[tuple[int, str]]) -> None:
+    attachment = entry.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
+        return
+    content = attachment.get("content")
+    for text in content if isinstance(content, list) else ():
+        if isinstance(text, str):
+            heads.extend((int(m.group(1)), m.group(2)) for m in HEAD_TAG.finditer(text))
+
+
+def _parse(data: bytes, offset: int, tool_use_id: str | None) -> TranscriptChunk:
     end = data.rfind(b"\n")
     if end < 0:
         if len(data) >= _MAX_READ:  # one line longer than we read at once: step over it
             return TranscriptChunk([], offset + len(data), False)
         return TranscriptChunk([], offset, False)
     texts: list[str] = []
+    heads: list[tuple[int, str]] = []
     found = False
     for raw in data[: end + 1].splitlines():
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # readers skip malformed lines
+        if isinstance(entry, dict) and entry.get("type") == "attachment":
+            _witnessed(entry, heads)
+            continue
         if not isinstance(entry, dict) or entry.get("type") != "assistant":
             continue
         message = entry.get("message")
@@ -62,7 +90,7 @@ def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
                 texts.append(block["text"])
             elif block.get("type") == "tool_use" and tool_use_id and block.get("id") == tool_use_id:
                 found = True
-    return TranscriptChunk(texts, offset + end + 1, found)
+    return TranscriptChunk(texts, offset + end + 1, found, tuple(heads))
 
 
 def read_new_text(
@@ -78,15 +106,17 @@ def read_new_text(
     p = Path(path)
     deadline = time.monotonic() + wait
     texts: list[str] = []
+    heads: list[tuple[int, str]] = []
     found = False
     while True:
         chunk = _scan(p, offset, tool_use_id)
         texts.extend(chunk.texts)
+        heads.extend(chunk.heads)
         progressed = chunk.offset != offset
         offset = chunk.offset
         found = found or chunk.found_tool_use
         if progressed and not found:
             continue  # more is there right now (a long file, or a step over a huge line)
         if found or tool_use_id is None or time.monotonic() >= deadline:
-            return TranscriptChunk(texts, offset, found)
+            return TranscriptChunk(texts, offset, found, tuple(heads))
         time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded

@@ -1,0 +1,248 @@
+"""How the Claude Code hook fails: closed when enforcing, open (and saying so) in observe.
+
+Claude Code treats a hook that crashes, exits non-zero (other than 2), times out or prints
+nothing as "no opinion": the tool call goes ahead. So every failure the hook can notice is
+turned into an explicit answer here:
+
+* PreToolUse: a mutating call (or one that cannot be classified) is denied with a reason
+  that says what broke and how to fix it; a read-only call that touches nothing protected
+  may proceed (with a note on stderr).
+* Stop / SubagentStop: refused while the ledger cannot be read.
+* Other events: no opinion, with the error on stderr (they cannot hold anything).
+* ``observe``: everything proceeds, and stderr says the hook failed open.
+
+Standard library only (hot path).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.errors import (
+    ConfigError,
+    KeyFileError,
+    StoreBusyError,
+    StoreError,
+    VerificationError,
+)
+from infomark.tools.hooks.answer import HookAnswer, block, deny
+
+__all__ = [
+    "ENFORCING",
+    "KeyChangedError",
+    "WitnessMismatchError",
+    "check_key",
+    "check_tail",
+    "explain",
+    "failure_answer",
+    "sniff_event",
+    "unattended_host",
+    "unreadable_answer",
+]
+
+ENFORCING = ("ledger", "strict")
+_BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
+_EVENT = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
+_UNATTENDED_MODES = ("bypassPermissions", "dontAsk")
+
+
+class KeyChangedError(KeyFileError):
+    """The key in the home is not the key that signed the journal."""
+
+    code = "key_changed"
+
+
+class WitnessMismatchError(VerificationError):
+    """The host's transcript witnessed a journal head that the journal no longer has."""
+
+    code = "witness_mismatch"
+
+
+def sniff_event(raw: bytes) -> str | None:
+    """The ``hook_event_name`` of a payload too broken to parse (deep, truncated), if visible."""
+    m = _EVENT.search(raw[: 1 << 20])
+    return m.group(1).decode() if m else None
+
+
+def check_key(journal: Any) -> None:
+    """Refuse a key that did not sign the journal's latest row (replaced, or deleted and
+    silently re-created): every stamp and MAC would otherwise restart under a new key."""
+    row = journal._db.execute("SELECT key_id FROM events ORDER BY rowid DESC LIMIT 1").fetchone()
+    if row is not None and str(row[0]) != journal.key.key_id:
+        raise KeyChangedError(
+            f"the key in {journal.path.parent} (id {journal.key.key_id}) is not the key that "
+            f"signed the journal (id {row[0]}): it was replaced or deleted. Restore the original "
+            "key file (mode 600), or move the home aside and start a new one with `infomark init`"
+        )
+
+
+def check_tail(journal: Any, session: str) -> None:
+    """Verify what the projection is built from: the rows after the last valid snapshot
+    (hash chain, MAC, gap-free seq) and the MACed head. A garbled or edited row would
+    otherwise be skipped in silence and could drop the claim_ledger that holds the gate.
+    Costs at most one snapshot interval of HMACs."""
+    from infomark.ledger.journal import GENESIS, event_hash
+
+    snap = journal.load_snapshot(session)
+    start = snap[0] if snap is not None else 0
+    db = journal._db
+    prev = GENESIS
+    if start:
+        row = db.execute(
+            "SELECT hash FROM events WHERE session = ? AND seq = ?", (session, start)
+        ).fetchone()
+        if row is None:
+            raise VerificationError(f"event {start} of session {session} is missing")
+        prev = str(row[0])
+    rows = db.execute(
+        "SELECT seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
+        "WHERE session = ? AND seq > ? ORDER BY seq",
+        (session, start),
+    ).fetchall()
+    expected = start + 1
+    for seq, type_, payload, ts, prev_hash, hash_, mac, kid in rows:
+        recomputed = event_hash(prev, session, seq, type_, payload, ts, kid)
+        if (
+            seq != expected
+            or prev_hash != prev
+            or recomputed != hash_
+            or not journal.key.verify(str(hash_).encode(), str(mac))
+        ):
+            raise VerificationError(
+                f"event {seq} of session {session} does not verify (edited, deleted or "
+                "corrupted); run `infomark audit --verify`"
+            )
+        prev, expected = str(hash_), expected + 1
+    head = journal.head_row(session)
+    last = expected - 1
+    if head is None:
+        if last:
+            raise VerificationError(f"the head of session {session} is missing")
+        return
+    seq, hash_, mac = head
+    if (
+        seq != last
+        or hash_ != prev
+        or not hmac.compare_digest(journal.head_mac(session, seq, hash_), mac)
+    ):
+        raise VerificationError(
+            f"the head of session {session} (seq {seq}) does not match its last event "
+            f"(seq {last}): the journal was truncated or rewritten; run `infomark audit --verify`"
+        )
+
+
+def explain(exc: BaseException, home: Path) -> str:
+    """What broke, in one sentence, and what the user can do about it."""
+    if isinstance(exc, KeyChangedError):
+        return str(exc)
+    if isinstance(exc, KeyFileError):
+        return f"infomark's key is unusable: {exc}"
+    if isinstance(exc, StoreBusyError):
+        return (
+            f"the ledger {home / 'ledger.db'} is locked by another process: {exc}. Find it with "
+            f"`fuser {home / 'ledger.db'}` and stop it"
+        )
+    if isinstance(exc, WitnessMismatchError):
+        return str(exc)
+    if isinstance(exc, StoreError | VerificationError):
+        return (
+            f"the ledger in {home} cannot be read: {exc}. Run `infomark audit --verify` to see "
+            "what is wrong"
+        )
+    if isinstance(exc, ConfigError):
+        return f"infomark's configuration is invalid: {exc}"
+    if isinstance(exc, OSError):
+        return f"infomark cannot use its home {home}: {exc}"
+    return (
+        f"infomark hit an internal error ({type(exc).__name__}: {str(exc)[:300]}); "
+        "run `infomark audit --verify` and report it"
+    )
+
+
+def _read_only(payload: dict[str, Any], home: Path, root: Path) -> bool:
+    """Whether the call only reads and touches nothing protected (judged with the defaults)."""
+    try:
+        from infomark.gates.classify import classify_tool
+        from infomark.gates.protect import protected
+
+        name = payload.get("tool_name")
+        tool_input = payload.get("tool_input")
+        if not isinstance(name, str) or not isinstance(tool_input, dict):
+            return False
+        c = classify_tool(name, tool_input)
+        if c.tool_class.mutates or c.tool_class.value in ("execute", "unknown"):
+            return False
+        return protected(name, tool_input, c, home=home, root=root) is None
+    except Exception:
+        return False
+
+
+def failure_answer(
+    event: str | None,
+    payload: object,
+    profile: str,
+    why: str,
+    *,
+    home: Path,
+    root: Path,
+) -> HookAnswer:
+    """The answer to ``event`` when the gatekeeper could not judge it (``why`` says why)."""
+    if profile not in ENFORCING:
+        return HookAnswer(stderr=f"infomark ({profile}): {why}; failing open (observe profile)")
+    if event == "PreToolUse":
+        if isinstance(payload, dict) and _read_only(payload, home, root):
+            return HookAnswer(stderr=f"infomark: {why}; a read-only call may proceed")
+        return deny(
+            f"infomark cannot judge this call, so it is denied (profile {profile}): {why}. "
+            "Read-only tools still work; ask the user to fix this, then retry.",
+            stderr=f"infomark: {why}; failing closed",
+        )
+    if event in ("Stop", "SubagentStop"):
+        return block(
+            f"infomark cannot read its ledger, so it cannot check this finish (profile "
+            f"{profile}): {why}. Tell the user what broke; stopping is refused until it is fixed.",
+            stderr=f"infomark: {why}; refusing the stop",
+        )
+    if event is None:  # not even the event is known: exit 2 blocks whatever can be blocked
+        return HookAnswer(exit_code=2, stderr=f"infomark: {why}; failing closed")
+    return HookAnswer(stderr=f"infomark: {why}")
+
+
+def unreadable_answer(
+    event: str | None, profile: str, detail: str, *, home: Path, root: Path
+) -> HookAnswer:
+    why = f"the hook input is not a usable Claude Code payload ({detail})"
+    return failure_answer(event, None, profile, why, home=home, root=root)
+
+
+def unattended_host(payload: dict[str, Any]) -> str | None:
+    """Why nobody can answer an ``ask`` in this run, or None when someone can.
+
+    Claude Code's ``permission_mode`` ``bypassPermissions`` / ``dontAsk``, or print mode
+    (``-p``: ``CLAUDE_CODE_SESSION_ATTENDED=0``, or an SDK entry point with no terminal).
+    """
+    mode = payload.get("permission_mode")
+    if mode in _UNATTENDED_MODES:
+        return f"permission_mode {mode}"
+    if os.environ.get("CLAUDE_CODE_SESSION_ATTENDED") == "0":
+        return "an unattended Claude Code session (-p)"
+    if os.environ.get("CLAUDE_CODE_ENTRYPOINT", "").startswith("sdk") and not _has_tty():
+        return "Claude Code in print mode (-p) without a terminal"
+    return None
+
+
+def _has_tty() -> bool:
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def event_can_block(event: str | None) -> bool:
+    return event in _BLOCKING
