@@ -12,9 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import grounded
 from rel_hook import HookResult, HookSession
 
 import infomark
+from infomark.gatekeeper import Gatekeeper
 from infomark.gates.protect import protected
 from infomark.kernel.tools import Classification, ToolClass
 
@@ -89,6 +91,7 @@ def test_reads_through_proc_and_symlinks_are_denied(cc: HookSession, tmp_path: P
     ],
 )  # fmt: skip
 def test_changes_of_protected_files_are_held(cc: HookSession, tool: str, tool_input: dict) -> None:  # type: ignore[type-arg]
+    _ground(cc)  # grounded: only the protection speaks (ungrounded, the edit is denied outright)
     decision, reason = _verdict(cc.pre(tool, tool_input))
     assert decision == "ask" and "never bypassable" in reason, (tool, tool_input, reason)
 
@@ -116,7 +119,14 @@ def test_an_edit_of_another_pyproject_section_is_not_held(cc: HookSession) -> No
     assert decision != "ask", reason
 
 
+def _ground(cc: HookSession) -> None:
+    """Ground the hook's session through the Python API on the same home."""
+    with Gatekeeper.open(cc.home, cc.sid, root=cc.project) as gk:
+        grounded(gk)
+
+
 def test_unattended_runs_turn_the_hold_into_a_deny(cc: HookSession) -> None:
+    _ground(cc)
     call = {"file_path": "infomark.toml", "content": 'profile = "observe"\n'}
     for mode in ("bypassPermissions", "dontAsk"):
         result = cc.hook("PreToolUse", tool_name="Write", tool_input=call, permission_mode=mode)
