@@ -16,6 +16,7 @@ from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import ref_for
 from infomark.ledger.journal import GENESIS, event_hash, loads_object
+from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
@@ -125,6 +126,7 @@ def verify_session(ledger: Ledger, session: str | None = None) -> list[Problem]:
         ):
             problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
     problems.extend(_verify_evidence(ledger, sess, {r[2]: r for r in rows}))
+    problems.extend(_verify_merged(ledger, sess, {r[2]: r for r in rows}))
     problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
     return problems
 
@@ -167,7 +169,10 @@ def _verify_evidence(
     for seq, row in sorted(by_seq.items()):
         if row[3] != "evidence_recorded":
             continue
-        event_ref = loads_object(row[4]).get("ref")
+        event = loads_object(row[4])
+        event_ref = event.get("ref")
+        if _inherited(ledger, sess, event):
+            continue  # a fork's copy of its origin's evidence: the origin's own row holds it
         if not isinstance(event_ref, str) or indexed.get(event_ref) != seq:
             elsewhere = (
                 ledger.journal.evidence_row(event_ref) if isinstance(event_ref, str) else None
@@ -175,6 +180,36 @@ def _verify_evidence(
             where = "is missing" if elsewhere is None else "was moved"
             msg = f"the evidence index row of {event_ref} {where}"
             out.append(Problem(sess, seq, "evidence", msg))
+    return out
+
+
+def _inherited(ledger: Ledger, sess: str, event: dict[str, Any]) -> bool:
+    record = event.get("record")
+    if not isinstance(record, dict) or record.get("session") == sess:
+        return False
+    ref, origin, seq = event.get("ref"), record.get("session"), record.get("seq")
+    if not (isinstance(ref, str) and isinstance(origin, str) and isinstance(seq, int)):
+        return False
+    return ledger.verify_ref_in(ref, sess)[0] is not None
+
+
+def _verify_merged(ledger: Ledger, sess: str, by_seq: dict[int, tuple[Any, ...]]) -> list[Problem]:
+    """Every stamp a ``merged_from`` brought in must still verify against its fork's chain."""
+    out: list[Problem] = []
+    for seq, row in sorted(by_seq.items()):
+        if row[3] != "merged_from":
+            continue
+        payload = loads_object(row[4])
+        fork = str(payload.get("session", ""))
+        for claim in payload.get("claims", []):
+            stamp = claim.get("stamp") if isinstance(claim, dict) else None
+            if not isinstance(stamp, dict):
+                continue
+            ref = str(stamp.get("evidence_ref", ""))
+            ev = ledger.verify_ref_in(ref, fork)[0]
+            if ev is None or not issued_in(ledger.journal, ev.session, ev.seq, ref):
+                msg = f"merged evidence {ref} (from {fork}) does not verify against {fork}'s chain"
+                out.append(Problem(sess, seq, "evidence", msg))
     return out
 
 
