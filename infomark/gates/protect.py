@@ -22,7 +22,7 @@ _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "target", "desti
 _MUTATING_CLI = re.compile(
     r"(?:^|[\s;&|(`$])(?:\S*/)?(?:infomark|python3?(?:\.\d+)?\s+-m\s+infomark)\s+"
     r"(?:-\S+\s+(?:[^-\s]\S*\s+)?)*"
-    r"(record|ingest|approve|init|install|authorize|finish|hook|serve|mcp-proxy)\b"
+    r"(record|ingest|approve|init|install|authorize|finish|hook|serve|mcp-proxy|fork|merge)\b"
 )
 _CONFIG_NAMES = ("infomark.toml",)
 _SETTINGS = re.compile(r"\.claude/settings(?:\.local)?\.json")

@@ -250,3 +250,19 @@ def test_merged_evidence_verifies_in_the_audit_of_the_target(gk: Gatekeeper) -> 
     db.close()
     problems = gk.audit().problems
     assert any("merged evidence" in p["message"] for p in problems)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "infomark merge --from S2 --into S",
+        "infomark fork --session S --as S2 --json",
+        "python -m infomark merge --from S2 --into S",
+    ],
+)
+def test_the_agent_cannot_fork_or_merge_from_its_own_shell(gk: Gatekeeper, command: str) -> None:
+    """A merge brings approvals and stamps: only the operator may run it, never the agent."""
+    from infomark.ledger.calls import ToolCall
+
+    decision = gk.authorize(ToolCall("bash", {"command": command}))
+    assert not decision.allowed and decision.code == "protected_cli"

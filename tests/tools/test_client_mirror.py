@@ -23,8 +23,8 @@ from infomark.tools.routes import OPERATIONS, operation
 FACADE = {
     "after_tool_text", "approve", "audit", "authorize", "can_finish", "classify", "close",
     "context_view", "events", "evidence", "fork", "gate", "home", "host_report", "ingest",
-    "ledger", "merge_from", "move", "new_turn", "on_prompt", "open", "policy", "record", "session", "state",
-    "state_document", "store", "store_cursor", "tool", "use_policies", "wrap",
+    "ledger", "merge_from", "move", "new_turn", "on_prompt", "open", "policy", "record",
+    "session", "state", "state_document", "store", "store_cursor", "tool", "use_policies", "wrap",
 }  # fmt: skip
 
 #: Facade members a remote client cannot have, and why.
