@@ -1,10 +1,21 @@
-"""Tiny timing helpers: medians over repeated runs (perf_counter_ns)."""
+"""Timing helpers: medians, and paired runs that interleave a baseline (A B A B …).
+
+Two noisy cores make a ratio of two separately measured medians swing; :func:`paired`
+alternates the measured command with its baseline and reports the median of the per-pair
+ratios, so both sides see the same load.
+"""
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Paired", "fmt", "median_seconds", "paired", "run_measured"]
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 3) -> float:
@@ -16,6 +27,69 @@ def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 
         fn()
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    ours: float  # median seconds
+    base: float  # median seconds
+    ratio: float  # median of the per-pair ratios ours_i / base_i
+    pairs: int
+
+
+def paired(
+    ours: Callable[[], Any],
+    base: Callable[[], Any],
+    *,
+    pairs: int = 20,
+    warmup: int = 2,
+    measure: Callable[[Callable[[], Any]], float] | None = None,
+) -> Paired:
+    """Run ``base`` and ``ours`` alternately (B A B A …); medians and the per-pair ratio.
+
+    ``measure(fn)`` returns one sample (default: wall time of one call).
+    """
+
+    def wall(fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter_ns()
+        fn()
+        return (time.perf_counter_ns() - t0) / 1e9
+
+    m = measure or wall
+    for _ in range(warmup):
+        base()
+        ours()
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(pairs):
+        b.append(m(base))
+        a.append(m(ours))
+    ratios = [x / y for x, y in zip(a, b, strict=True) if y > 0]
+    return Paired(statistics.median(a), statistics.median(b), statistics.median(ratios), pairs)
+
+
+def run_measured(
+    argv: Sequence[str], *, stdin: bytes = b"", env: dict[str, str] | None = None, cwd: str = "."
+) -> tuple[float, int]:
+    """Run a process to completion: (wall seconds, peak RSS in KiB) of that one child."""
+    t0 = time.perf_counter_ns()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    elapsed = (time.perf_counter_ns() - t0) / 1e9
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {proc.returncode}")
+    return elapsed, int(usage.ru_maxrss)
 
 
 def fmt(seconds: float) -> str:

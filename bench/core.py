@@ -1,7 +1,15 @@
-"""Core benchmarks: parser, evidence record, authorize, shell classification, hook start-up."""
+"""Core benchmarks: every baseline interleaved with the measured command (A B A B …).
+
+Rows carry the medians of both sides and the median of the per-pair ratios. Session sizes
+10², 10³, 10⁴, 10⁵ events are grown quickly by direct appends (many events per
+transaction, snapshots as in real use). ``QUICK`` (``python -m bench --quick``) runs fewer
+pairs and stops at 10⁴ events.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -9,17 +17,319 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from bench._timing import fmt, median_seconds
+from bench._timing import fmt, median_seconds, paired, run_measured
 
 ROWS: list[tuple[str, str, str, str]] = []  # (bench, ours, baseline, ratio)
+QUICK = False
+_TMP = tempfile.TemporaryDirectory(prefix="infomark-bench-")
+TMP = Path(_TMP.name)
+
+
+def n(full: int, quick: int) -> int:
+    return quick if QUICK else full
+
+
+def sizes() -> list[int]:
+    return [100, 1_000, 10_000] if QUICK else [100, 1_000, 10_000, 100_000]
+
+
+def add(name: str, ours: str, base: str = "-", ratio: str = "-") -> None:
+    ROWS.append((name, ours, base, ratio))
+    print(f"{name:<58} {ours:>14} {base:>14}  {ratio}", flush=True)
+
+
+def timed_row(name: str, ours: float, base: float | None, ratio: float | None, what: str) -> None:
+    add(name, fmt(ours), fmt(base) if base else "-", f"{ratio:.2f}× {what}" if ratio else "-")
 
 
 def row(name: str, ours: float, base: float | None = None, base_name: str = "") -> None:
-    ratio = f"{ours / base:.2f}x {base_name}" if base else "-"
-    ROWS.append((name, fmt(ours), fmt(base) if base else "-", ratio))
-    print(f"{name:<48} {fmt(ours):>12} {fmt(base) if base else '-':>12}  {ratio}", flush=True)
+    """A row from separately measured medians (bench/integrations.py)."""
+    timed_row(name, ours, base, ours / base if base else None, base_name)
+
+
+# -- sessions of a given size ------------------------------------------------------------------
+_KEY_HEX = "ab" * 32
+
+
+def grow(events: int) -> Path:
+    """A home whose session ``bench`` holds ``events`` events (a realistic mix), cached."""
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+    from infomark.ledger.engine import Ledger
+    from infomark.ledger.evidence import EvidenceClass, build_record, ref_for
+    from infomark.ledger.keys import Key
+
+    home = TMP / f"home-{events}"
+    if home.exists():
+        return home
+    key = Key.from_bytes(bytes.fromhex(_KEY_HEX))
+    led = Ledger(home, "bench", key=key, root=TMP)
+    outputs = [f"{i} passed in 0.{i}s\n".encode() * 8 for i in range(50)]
+    digests = [led.blobs.put(o) for o in outputs]
+    done = 0
+    while done < events:
+        with led.transaction():
+            for _ in range(min(5_000, events - done)):
+                done += 1
+                kind = done % 3
+                if kind == 0:
+                    i = done % 50
+                    call = ToolCall("Bash", {"command": f"pytest -q tests/test_{i}.py"})
+                    record = build_record(
+                        session="bench",
+                        seq=done,
+                        call=call,
+                        outcome=ToolOutcome(outputs[i], 0),
+                        evidence_class=EvidenceClass.EXECUTION,
+                        key_id=key.key_id,
+                        tool_class="execute",
+                        output_digest=digests[i],
+                        output_size=len(outputs[i]),
+                    )
+                    ref, mac = ref_for(key, record)
+                    led.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
+                    led.journal.index_evidence(ref, "bench", done, record, mac)
+                elif kind == 1:
+                    led.emit(
+                        "decision",
+                        {"decision": "allow", "tool": "Read", "code": "allowed", "i": done},
+                    )
+                else:
+                    led.emit(
+                        "message_ingested",
+                        {"digest": f"{done:032x}", "size": 100, "source": "assistant"},
+                    )
+    led.close()
+    return home
+
+
+def _hook_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "INFOMARK_HOME": str(home), "INFOMARK_KEY": _KEY_HEX}
+
+
+def _pretool(cwd: Path) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": "",
+            "cwd": str(cwd),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "x"},
+            "tool_use_id": "t",
+        }
+    ).encode()
+
+
+HOOK = [str(Path(sys.executable).with_name("infomark")), "hook", "claude-code"]
+BARE = [sys.executable, "-I", "-S", "-c", "pass"]
+
+
+def _hook_at(events: int) -> Callable[[], tuple[float, int]]:
+    home = grow(events)
+    env = _hook_env(home)
+    payload = _pretool(TMP)
+    return lambda: run_measured(HOOK, stdin=payload, env=env, cwd=str(TMP))
+
+
+def _wall(fn: Callable[[], tuple[float, int]]) -> float:
+    return fn()[0]
+
+
+def bench_hook() -> None:
+    """PreToolUse cold process at each session size, vs a bare interpreter; 10⁵ vs 10²."""
+    pairs = n(12, 6)
+    bare = lambda: run_measured(BARE)  # noqa: E731
+    for size in sizes():
+        hook = _hook_at(size)
+        p = paired(hook, bare, pairs=pairs, measure=_wall)
+        timed_row(f"PreToolUse cold process, {size:,} events", p.ours, p.base, p.ratio,
+                  "bare `python -I -S -c pass`")  # fmt: skip
+    big, small = sizes()[-1], 100
+    hb, hs = _hook_at(big), _hook_at(small)
+    t = paired(hb, hs, pairs=pairs, measure=_wall)
+    timed_row(f"PreToolUse at {big:,} vs at {small} events (time)", t.ours, t.base, t.ratio,
+              f"at {small} events")  # fmt: skip
+    mem_big = sorted(hb()[1] for _ in range(5))[2]
+    mem_small = sorted(hs()[1] for _ in range(5))[2]
+    add(f"PreToolUse at {big:,} vs at {small} events (peak RSS)", f"{mem_big / 1024:.1f} MiB",
+        f"{mem_small / 1024:.1f} MiB", f"{mem_big / mem_small:.2f}× at {small} events")  # fmt: skip
+
+
+def bench_record() -> None:
+    """record() with a distinct ~400-byte output each call, durable, vs raw sqlite3 + blob."""
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+    from infomark.ledger.engine import Ledger
+
+    d = TMP / "record"
+    led = Ledger(d / "home", "bench", root=d)
+    counter = iter(range(10**9))
+
+    def ours() -> None:
+        i = next(counter)
+        led.record(
+            ToolCall("bash", {"command": f"pytest -q {i}"}),
+            ToolOutcome(f"{i} passed\n" + "x" * 400, 0),
+        )
+
+    db = sqlite3.connect(d / "raw.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute(
+        "CREATE TABLE t (session TEXT, seq INTEGER, payload TEXT, PRIMARY KEY(session, seq))"
+    )
+    (d / "blobs").mkdir()
+    raw_counter = iter(range(10**9))
+    payload = json.dumps({"x": "y" * 600})
+
+    def base() -> None:
+        i = next(raw_counter)
+        data = f"{i} passed\n".encode() + b"x" * 400
+        tmp = d / "blobs" / f".{i}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        os.replace(tmp, d / "blobs" / hashlib.sha256(data).hexdigest())
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO t VALUES ('s', ?, ?)", (i, payload))
+        db.execute("COMMIT")
+
+    p = paired(ours, base, pairs=n(150, 40))
+    timed_row("record(), distinct outputs, durable", p.ours, p.base, p.ratio,
+              "raw sqlite3 insert+commit + one fsync'd blob write")  # fmt: skip
+    led.close()
+    db.close()
+
+
+def bench_hash() -> None:
+    """Hashing a 100 MB output through record's path vs hashlib.sha256 of the same bytes."""
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+    from infomark.ledger.engine import Ledger
+
+    size = n(100, 20) * 1_000_000
+    text = ("0123456789abcdef" * (size // 16))[:size]
+    data = text.encode()
+    d = TMP / "hash"
+    led = Ledger(d / "home", "bench", root=d)
+
+    def base() -> None:
+        hashlib.sha256(data).hexdigest()
+
+    def through_record() -> None:  # the same output again: record() hashes, the blob exists
+        led.record(ToolCall("bash", {"command": "cat big"}), ToolOutcome(text, 0))
+
+    p = paired(through_record, base, pairs=n(5, 3), warmup=1)
+    mb = size / 1e6
+    add(f"hash a {mb:.0f} MB output through record() (blob stored)", f"{mb / p.ours:.0f} MB/s",
+        f"{mb / p.base:.0f} MB/s", f"{p.base / p.ours * 100:.0f} % of hashlib.sha256")  # fmt: skip
+    counter = iter(range(10**9))
+
+    def ours() -> None:
+        led.record(ToolCall("bash", {"command": f"cat big {next(counter)}"}), ToolOutcome(text, 0))
+
+    def base_durable() -> None:
+        hashlib.sha256(data).hexdigest()
+        fd = os.open(d / "copy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+
+    # distinct outputs need distinct bytes: vary the first byte each call
+    def ours_distinct() -> None:
+        nonlocal text
+        text = chr(65 + next(counter) % 26) + text[1:]
+        ours()
+
+    p = paired(ours_distinct, base_durable, pairs=n(3, 2), warmup=1)
+    pct = f"{p.base / p.ours * 100:.0f} % of sha256 + fsync'd write"
+    add(f"record() a {mb:.0f} MB output end to end (durable)", f"{mb / p.ours:.0f} MB/s",
+        f"{mb / p.base:.0f} MB/s", pct)  # fmt: skip
+    led.close()
+
+
+def bench_verify() -> None:
+    """audit --verify's pass (chain, MACs, evidence, blobs) vs a stdlib chain+HMAC loop."""
+    from infomark.ledger.audit import verify_session
+    from infomark.ledger.engine import Ledger
+    from infomark.ledger.keys import Key
+
+    size = sizes()[-1]
+    home = grow(size)
+    key = Key.from_bytes(bytes.fromhex(_KEY_HEX))
+    led = Ledger(home, "bench", key=key, root=TMP)
+    db = sqlite3.connect(home / "ledger.db")
+    secret = key.secret
+
+    def ours() -> None:
+        assert verify_session(led) == []
+
+    def base() -> None:
+        enc = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+        prev = "0" * 64
+        for s, seq, t, p, ts, ph, h, mac, kid in db.execute(
+            "SELECT session, seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
+            "WHERE session = 'bench' ORDER BY seq"
+        ):
+            body = enc([s, seq, t, p, ts, kid]).encode()
+            got = hashlib.sha256(ph.encode() + b"\n" + body).hexdigest()
+            ok = got == h and ph == prev
+            ok = ok and hmac.compare_digest(hmac.digest(secret, h.encode(), "sha256").hex(), mac)
+            assert ok
+            prev = h
+
+    p = paired(ours, base, pairs=n(5, 3), warmup=1)
+    what = f"{p.ratio:.2f}× the time of the stdlib chain+HMAC loop"
+    add(f"audit --verify pass, {size:,} events", f"{size / p.ours / 1000:.0f}k events/s",
+        f"{size / p.base / 1000:.0f}k events/s", what)  # fmt: skip
+    led.close()
+    db.close()
+
+
+def bench_growth() -> None:
+    """Journal bytes per tool call (authorize + record, default policy layer)."""
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+
+    d = TMP / "growth"
+    d.mkdir()
+    gk = Gatekeeper.open(d / "home", "bench", root=d)
+    gk.new_turn("fix the failing test in src/m1.py")
+    db_path = d / "home" / "ledger.db"
+
+    def size() -> tuple[int, int]:
+        db = sqlite3.connect(db_path)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (rows,) = db.execute(
+            "SELECT sum(length(session) + length(type) + length(payload) + length(ts) "
+            "+ length(prev_hash) + length(hash) + length(mac) + length(key_id) + 8) FROM events"
+        ).fetchone()
+        db.close()
+        return os.path.getsize(db_path), int(rows or 0)
+
+    calls = n(200, 60)
+    f0, r0 = size()
+    for i in range(calls):
+        tool = ("Read", "Bash", "Edit", "Grep")[i % 4]
+        inp: dict[str, Any] = {"file_path": f"src/m{i % 37}.py"}
+        if tool == "Bash":
+            inp = {"command": f"pytest -q tests/test_{i % 11}.py"}
+        elif tool == "Edit":
+            inp.update(old_string="a", new_string="b")
+        gk.authorize(ToolCall(tool, inp))
+        gk.record(ToolCall(tool, inp), ToolOutcome(f"output {i}\n" * 20, 0))
+        if i % 10 == 9:
+            gk.new_turn(f"prompt {i}")
+    f1, r1 = size()
+    gk.close()
+    add("journal growth per tool call (default policy layer)",
+        f"{(r1 - r0) / calls / 1024:.2f} KB events", f"{(f1 - f0) / calls / 1024:.2f} KB file",
+        f"over {calls} calls (authorize + record + policy)")  # fmt: skip
 
 
 def _message_3kb() -> str:
@@ -35,68 +345,21 @@ def _message_3kb() -> str:
 
 
 def bench_parser() -> None:
+    from infomark.ledger.engine import Ledger
     from infomark.ledger.parser import parse_message
 
     msg = _message_3kb()
-    assert len(msg) > 2500
-    ours = median_seconds(lambda: parse_message(msg), repeat=200)
     regex = re.compile(r"^claim_ledger:", re.M)
-    base = median_seconds(lambda: regex.search(msg), repeat=200)
-    row(f"parse 3 KB message, 5-claim ledger ({len(msg)} B)", ours, base, "plain regex")
-    from infomark.ledger.engine import Ledger
-
-    with tempfile.TemporaryDirectory() as d:
-        led = Ledger(Path(d) / "home", "bench")
-        ours = median_seconds(lambda: led.ingest(msg), repeat=100)
-        led.close()
-    row("ingest 3 KB message (parse + apply + durable commit)", ours)
+    p = paired(lambda: parse_message(msg), lambda: regex.search(msg), pairs=n(200, 50))
+    timed_row(f"parse 3 KB message, 5-claim ledger ({len(msg)} B)", p.ours, p.base, p.ratio,
+              "plain regex")  # fmt: skip
+    led = Ledger(TMP / "ingest", "bench", root=TMP)
+    ours = median_seconds(lambda: led.ingest(msg), repeat=n(100, 30))
+    led.close()
+    timed_row("ingest 3 KB message (parse + apply + durable commit)", ours, None, None, "")
     prose = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n" * 18_000)[:1_000_000]
-    ours = median_seconds(lambda: parse_message(prose), repeat=20)
-    base = median_seconds(lambda: regex.search(prose), repeat=20)
-    row("parse 1 MB prose (no block)", ours, base, "plain regex")
-    for name, unit in (
-        ("adversarial: nested [[[", "["),
-        ("adversarial: unclosed quotes", 'x: "'),
-        ("adversarial: keyword lines", "claim_ledger:\n"),
-        ("adversarial: deep indentation", "  " * 50 + "- a:\n"),
-    ):
-        small = unit * (50_000 // len(unit))
-        large = unit * (200_000 // len(unit))
-        t_small = median_seconds(lambda s=small: parse_message(s), repeat=5, warmup=1)
-        t_large = median_seconds(lambda s=large: parse_message(s), repeat=5, warmup=1)
-        row(f"{name} 200 KB (vs 50 KB: x{t_large / t_small:.1f})", t_large, t_small, "50 KB")
-
-
-def bench_record() -> None:
-    from infomark.ledger.calls import ToolCall, ToolOutcome
-    from infomark.ledger.engine import Ledger
-
-    with tempfile.TemporaryDirectory() as d:
-        led = Ledger(Path(d) / "home", "bench")
-        i = iter(range(10**9))
-        ours = median_seconds(
-            lambda: led.record(
-                ToolCall("bash", {"command": f"pytest -q {next(i)}"}), ToolOutcome("3 passed", 0)
-            ),
-            repeat=200,
-        )
-        led.close()
-        db = sqlite3.connect(Path(d) / "raw.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute(
-            "CREATE TABLE t (session TEXT, seq INTEGER, payload TEXT, PRIMARY KEY(session, seq))"
-        )
-        j = iter(range(10**9))
-        payload = json.dumps({"x": "y" * 400})
-
-        def raw() -> None:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("INSERT INTO t VALUES ('s', ?, ?)", (next(j), payload))
-            db.execute("COMMIT")
-
-        base = median_seconds(raw, repeat=200)
-        row("record() with durable commit", ours, base, "raw sqlite3 insert+commit")
+    p = paired(lambda: parse_message(prose), lambda: regex.search(prose), pairs=n(20, 6))
+    timed_row("parse 1 MB prose (no block)", p.ours, p.base, p.ratio, "plain regex")
 
 
 def bench_authorize() -> None:
@@ -105,36 +368,31 @@ def bench_authorize() -> None:
     from infomark.gates.config import Config
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
-    with tempfile.TemporaryDirectory() as d:
-        gk = Gatekeeper.open(Path(d) / "home", "bench", root=Path(d))
-        claims = "".join(
-            f'    - id: C{i}\n      text: "claim {i}"\n      status: Hypothetical\n'
-            f'      falsifier: "f{i}"\n      oracle: "make t{i}"\n'
-            for i in range(50)
-        )
-        gk.ingest(f"claim_ledger:\n  claims:\n{claims}  premises_for_plan: [C0, C1, C2]\n")
-        for i in range(3):
-            ev = gk.record(ToolCall("bash", {"command": f"make t{i}"}), ToolOutcome("ok", 0))
-            gk.ingest(f"oracle_stamp: claim_id=C{i} evidence_ref={ev.ref} result=PASS")
-        edit = ToolCall("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"})
-        state = gk.store.state
-        cfg = Config()
-        pure = median_seconds(
-            lambda: authorize_call(
-                state,
-                tool="Edit",
-                tool_class="modify",
-                families=(),
-                why=(),
-                config=cfg,
-                bypass=False,
-            ),
-            repeat=2000,
-        )
-        row("authorize decision, 50 claims (pure, in-process)", pure)
-        full = median_seconds(lambda: gk.authorize(edit), repeat=200)
-        row("gk.authorize(), 50 claims, journaled (durable)", full, pure, "pure decision")
-        gk.close()
+    d = TMP / "authorize"
+    d.mkdir()
+    gk = Gatekeeper.open(d / "home", "bench", root=d)
+    claims = "".join(
+        f'    - id: C{i}\n      text: "claim {i}"\n      status: Hypothetical\n'
+        f'      falsifier: "f{i}"\n      oracle: "make t{i}"\n'
+        for i in range(50)
+    )
+    gk.ingest(f"claim_ledger:\n  claims:\n{claims}  premises_for_plan: [C0, C1, C2]\n")
+    for i in range(3):
+        ev = gk.record(ToolCall("bash", {"command": f"make t{i}"}), ToolOutcome("ok", 0))
+        gk.ingest(f"oracle_stamp: claim_id=C{i} evidence_ref={ev.ref} result=PASS")
+    edit = ToolCall("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"})
+    state, cfg = gk.store.state, Config()
+
+    def pure() -> None:
+        authorize_call(state, tool="Edit", tool_class="modify", families=(), why=(),
+                       config=cfg, bypass=False)  # fmt: skip
+
+    t = median_seconds(pure, repeat=n(2000, 500))
+    timed_row("authorize decision, 50 claims (pure, in-process)", t, None, None, "")
+    p = paired(lambda: gk.authorize(edit), pure, pairs=n(150, 40))
+    timed_row("gk.authorize(), 50 claims, journaled (durable)", p.ours, p.base, p.ratio,
+              "pure decision")  # fmt: skip
+    gk.close()
 
 
 def bench_shell() -> None:
@@ -148,58 +406,33 @@ def bench_shell() -> None:
     ]
     cmd = " && ".join(parts * 40)[:1024]
     classify_shell(cmd)
-    ours = median_seconds(lambda: classify_shell(cmd), repeat=200)
-    row(f"classify a 1 KB shell command ({len(cmd)} B)", ours)
+    t = median_seconds(lambda: classify_shell(cmd), repeat=n(200, 50))
+    timed_row(f"classify a 1 KB shell command ({len(cmd)} B)", t, None, None, "")
 
 
-def bench_hook_cold_start() -> None:
-    exe = Path(sys.executable).with_name("infomark")
-    with tempfile.TemporaryDirectory() as d:
-        payload = json.dumps(
-            {
-                "session_id": "bench",
-                "transcript_path": "",
-                "cwd": d,
-                "hook_event_name": "PreToolUse",
-                "tool_name": "Read",
-                "tool_input": {"file_path": "x"},
-                "tool_use_id": "t",
-            }
-        )
-        env = {**os.environ, "INFOMARK_HOME": str(Path(d) / "home")}
-
-        def hook() -> None:
-            subprocess.run(
-                [str(exe), "hook", "claude-code"],
-                input=payload,
-                text=True,
-                capture_output=True,
-                env=env,
-                check=True,
-            )
-
-        def bare() -> None:
-            subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
-
-        ours = median_seconds(hook, repeat=20, warmup=2)
-        base = median_seconds(bare, repeat=20, warmup=2)
-        row("PreToolUse hook cold start (Read)", ours, base, "bare `python -I -S -c pass`")
-        payload_bash = payload.replace('"Read"', '"Bash"').replace(
-            '{"file_path": "x"}', '{"command": "sed -i s/a/b/ x.py"}'
-        )
-
-        def hook_bash() -> None:
-            subprocess.run(
-                [str(exe), "hook", "claude-code"],
-                input=payload_bash,
-                text=True,
-                capture_output=True,
-                env=env,
-                check=True,
-            )
-
-        ours = median_seconds(hook_bash, repeat=20, warmup=2)
-        row("PreToolUse hook cold start (Bash, tree-sitter)", ours, base, "bare interpreter")
+def bench_hook_bash() -> None:
+    """PreToolUse on a Bash call (tree-sitter loads) vs a bare interpreter."""
+    d = TMP / "hookbash"
+    d.mkdir()
+    payload = json.loads(_pretool(d))
+    payload.update(tool_name="Bash", tool_input={"command": "sed -i s/a/b/ x.py"})
+    env = {**os.environ, "INFOMARK_HOME": str(d / "home")}
+    data = json.dumps(payload).encode()
+    subprocess.run(HOOK, input=data, env=env, cwd=d, capture_output=True, check=True)
+    p = paired(lambda: run_measured(HOOK, stdin=data, env=env, cwd=str(d)),
+               lambda: run_measured(BARE), pairs=n(12, 6), measure=_wall)  # fmt: skip
+    timed_row("PreToolUse cold process (Bash, tree-sitter)", p.ours, p.base, p.ratio,
+              "bare `python -I -S -c pass`")  # fmt: skip
 
 
-ALL = [bench_parser, bench_record, bench_authorize, bench_shell, bench_hook_cold_start]
+ALL = [
+    bench_hook,
+    bench_hook_bash,
+    bench_record,
+    bench_hash,
+    bench_verify,
+    bench_growth,
+    bench_parser,
+    bench_authorize,
+    bench_shell,
+]

@@ -8,6 +8,8 @@ says which.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,22 @@ def sessions() -> None:
     print_sessions(rows)
 
 
+def _tty_progress() -> Callable[[int, int], None] | None:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        frac = min(done / total, 1.0) if total else 1.0
+        end = "\n" if done >= total else ""
+        bar = "#" * int(frac * width)
+        sys.stderr.write(f"\rverifying {done:,}/{total:,} events [{bar:<{width}}]{end}")
+        sys.stderr.flush()
+
+    return show
+
+
 @click.command()
 @click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
 @click.option(
@@ -87,7 +105,14 @@ def audit(verify: bool, export: Path | None, timeline: bool) -> None:
 
     gk, session, chosen = _open_existing()
     with gk as g:
-        report = g.audit(verify=verify or export is not None)
+        progress = _tty_progress()
+        if progress is None:
+            report = g.audit(verify=verify or export is not None)
+        else:  # what g.audit() does, with a progress bar on the terminal
+            from infomark.ledger.audit import build_audit
+
+            g.store.check_artifacts()
+            report = build_audit(g.store, verify=verify or export is not None, progress=progress)
         story = summarize(session, g.events(), tampered=report.verified is False)
         if export is not None:
             from infomark.ledger.bundle import export_bundle

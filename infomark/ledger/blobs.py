@@ -9,6 +9,8 @@ from pathlib import Path
 
 __all__ = ["BlobStore"]
 
+_CHUNK = 1 << 20  # characters per encoded chunk of a large text output
+
 
 class BlobStore:
     def __init__(self, root: Path) -> None:
@@ -19,19 +21,80 @@ class BlobStore:
         return self.root / hexd[:2] / hexd[2:]
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` (idempotent, atomic) and return ``sha256:<hex>``."""
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        path = self.path_for(digest)
-        if path.exists():
-            return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        """Store ``data`` (idempotent, atomic, durable) and return ``sha256:<hex>``.
+
+        One hash and one fsync per new blob: the data is on disk before the rename makes it
+        visible, and before the caller commits the event that points to it (that commit's
+        fsync also makes the rename durable on journaling filesystems). A blob already
+        stored with the right size is not written again.
+        """
+        hexd = hashlib.sha256(data).hexdigest()
+        folder = self.root / hexd[:2]
+        path = folder / hexd[2:]
+        try:
+            if path.stat().st_size == len(data):
+                return "sha256:" + hexd
+        except FileNotFoundError:
+            pass
+        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         os.replace(tmp, path)
-        return digest
+        return "sha256:" + hexd
+
+    def put_text(self, text: str) -> tuple[str, int]:
+        """Store ``text`` as UTF-8 (lone surrogates passed through): ``(digest, size)``.
+
+        A large text is encoded chunk by chunk, never as one copy: hashed first (a blob
+        already stored costs one pass), then written and fsync'd only when it is new.
+        """
+        if len(text) <= _CHUNK:
+            data = text.encode("utf-8", "surrogatepass")
+            return self.put(data), len(data)
+        h = hashlib.sha256()
+        size = 0
+        for i in range(0, len(text), _CHUNK):
+            part = text[i : i + _CHUNK].encode("utf-8", "surrogatepass")
+            h.update(part)
+            size += len(part)
+        hexd = h.hexdigest()
+        folder = self.root / hexd[:2]
+        path = folder / hexd[2:]
+        try:
+            if path.stat().st_size == size:
+                return "sha256:" + hexd, size
+        except FileNotFoundError:
+            pass
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            for i in range(0, len(text), _CHUNK):
+                view = memoryview(text[i : i + _CHUNK].encode("utf-8", "surrogatepass"))
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, path)
+        return "sha256:" + hexd, size
 
     def get(self, digest: str) -> bytes | None:
         try:

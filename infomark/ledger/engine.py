@@ -20,6 +20,7 @@ from infomark.kernel.errors import StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.evidence import (
     REF_PATTERN,
     Evidence,
@@ -76,16 +77,19 @@ class Ledger:
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
         self._emitted: list[EventRow] = []
+        self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
-        self._snap_seq = self._state.seq
 
     # -- projection -----------------------------------------------------------------
     def _load_state(self) -> SessionState:
+        """The snapshot (at most ``_SNAPSHOT_EVERY`` events behind the head) plus the rest."""
         snap = self.journal.load_snapshot(self.session)
         state = SessionState(session=self.session)
+        self._snap_seq = 0
         if snap is not None:
             try:
                 state = state_from_dict(snap[1])
+                self._snap_seq = state.seq
             except (TypeError, KeyError, ValueError):
                 state = SessionState(session=self.session)  # older shape: replay
         self._replay_into(state)
@@ -128,6 +132,8 @@ class Ledger:
                 self._emitted = []
                 self._replay_into(self._state)
                 yield self
+                # Whoever emitted the events: a process that finds the head too far from
+                # the last snapshot writes one, in the same transaction as its appends.
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
                     self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
                     self._snap_seq = self._state.seq
@@ -139,11 +145,14 @@ class Ledger:
         finally:
             self._in_tx = False
 
-    def emit(self, type_: str, payload: Mapping[str, Any]) -> int:
-        """Append an event and apply it; only inside :meth:`transaction`."""
+    def emit(self, type_: str, payload: Mapping[str, Any], payload_json: str | None = None) -> int:
+        """Append an event and apply it; only inside :meth:`transaction`.
+
+        ``payload_json``, when given, must be ``canonical_json(payload)`` (saves encoding twice).
+        """
         if not self._in_tx:
             raise StoreError("emit outside a transaction")
-        row = self.journal.append(self.session, type_, payload)
+        row = self.journal.append(self.session, type_, payload, payload_json=payload_json)
         apply(self._state, row.seq, row.type, row.payload)
         self._emitted.append(row)
         return row.seq
@@ -162,8 +171,12 @@ class Ledger:
     ) -> Evidence:
         """Record a tool result as signed evidence and return it (with its ref and tag)."""
         data = outcome.output
-        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        self.blobs.put(raw)  # written before the record that points to it
+        # Hashed once (a large text chunk by chunk, never copied whole); the blob is durable
+        # (fsync'd) before the event that points to it commits.
+        if isinstance(data, bytes):
+            output_digest, output_size = self.blobs.put(data), len(data)
+        else:
+            output_digest, output_size = self.blobs.put_text(data)
         eclass = evidence_class_for(call.tool, self.evidence_overrides)
         if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -177,12 +190,21 @@ class Ledger:
                 evidence_class=eclass,
                 key_id=self.key.key_id,
                 tool_class=tool_class,
+                output_digest=output_digest,
+                output_size=output_size,
             )
-            ref, mac = ref_for(self.key, record)
-            got = self.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
+            record_json = canonical_json(record)
+            mac = self.key.mac(record_json)
+            ref = "ev_" + mac[:24]
+            text = record_json.decode("utf-8")
+            # canonical_json({"mac", "record", "ref"}) spelled out: the keys are in order
+            payload_json = f'{{"mac":"{mac}","record":{text},"ref":"{ref}"}}'
+            got = self.emit(
+                "evidence_recorded", {"ref": ref, "record": record, "mac": mac}, payload_json
+            )
             if got != seq:  # pragma: no cover - the write lock makes this impossible
                 raise StoreError(f"evidence seq raced ({got} != {seq})")
-            self.journal.index_evidence(ref, self.session, seq, record, mac)
+            self.journal.index_evidence(ref, self.session, seq, text, mac)
         return Evidence.from_record(ref, record)
 
     def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]:

@@ -149,9 +149,17 @@ def build_record(
     evidence_class: EvidenceClass,
     key_id: str,
     tool_class: str | None = None,
+    output_digest: str | None = None,
+    output_size: int | None = None,
 ) -> dict[str, Any]:
-    """The canonical evidence record (everything the MAC covers)."""
-    data = _output_bytes(outcome.output)
+    """The canonical evidence record (everything the MAC covers).
+
+    A caller that already hashed the output (the engine, while storing its blob) passes
+    ``output_digest`` and ``output_size``, so a large output is encoded and hashed once.
+    """
+    if output_digest is None or output_size is None:
+        data = _output_bytes(outcome.output)
+        output_digest, output_size = digest(data), len(data)
     inp = dict(call.input)
     return {
         "v": 1,
@@ -162,8 +170,8 @@ def build_record(
         "input": inp,
         "input_digest": digest(canonical_json(inp)),
         "command": record_command(call),
-        "output_digest": digest(data),
-        "output_size": len(data),
+        "output_digest": output_digest,
+        "output_size": output_size,
         "exit_code": outcome.exit_code,
         "error": outcome.error,
         "duration_ms": outcome.duration_ms,

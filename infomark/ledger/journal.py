@@ -19,6 +19,7 @@ session can later be forked and merged; the schema version lives in
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import random
 import sqlite3
@@ -30,12 +31,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infomark.kernel.errors import StoreBusyError, StoreError
-from infomark.ledger.canonical import canonical_json, sha256_hex
+from infomark.ledger import manifest
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.keys import Key
 
 __all__ = ["GENESIS", "SCHEMA_VERSION", "EventRow", "Journal", "event_hash", "loads_object"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3  # 2: evidence_by_seq (streamed verification); 3: the home manifest
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
@@ -68,14 +70,25 @@ class EventRow:
         }
 
 
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode  # canonical_json's settings, built once (verification calls this per row)
+
+
 def event_hash(
     prev_hash: str, session: str, seq: int, type_: str, payload_json: str, ts: str, key_id: str
 ) -> str:
-    body = canonical_json([session, seq, type_, payload_json, ts, key_id])
-    return sha256_hex(prev_hash.encode() + b"\n" + body)
+    """``sha256(prev ‖ "\\n" ‖ canonical_json([session, seq, type, payload, ts, key_id]))``."""
+    text = _ENCODE([session, seq, type_, payload_json, ts, key_id])
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: canonical_json escapes them
+        body = canonical_json([session, seq, type_, payload_json, ts, key_id])
+    return hashlib.sha256(prev_hash.encode() + b"\n" + body).hexdigest()
 
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, parent TEXT, fork_seq INTEGER, created TEXT NOT NULL
@@ -94,8 +107,11 @@ CREATE TABLE IF NOT EXISTS evidence (
 );
 CREATE TABLE IF NOT EXISTS snapshots (
     session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
-)
+);
+CREATE INDEX IF NOT EXISTS evidence_by_seq ON evidence(session, seq);
 """
+    + manifest.SCHEMA
+)
 
 
 def loads_object(text: object) -> dict[str, Any]:
@@ -130,6 +146,8 @@ class Journal:
         self.path = path
         self.key = key
         self._in_tx = False
+        self._touched: manifest.Touched = {}  # sessions appended to in this transaction
+        self.rows_read = 0  # event rows this handle read for projections (tests pin O(1))
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -165,11 +183,26 @@ class Journal:
         version = self._retry(
             lambda: int(self._db.execute("PRAGMA user_version").fetchone()[0]), deadline, _OPEN
         )
+        migrated = False
         if version != SCHEMA_VERSION:
             try:
-                self._migrate(version)
+                migrated = self._migrate(version)
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{_OPEN} {self.path}: {exc}") from exc
+        # The marker is written by whoever created (or upgraded) the ledger, or on the first
+        # open of a ledger with no events yet; one deleted later is reported by verification.
+        if not manifest.marker_path(self.path).exists() and (
+            migrated or self._one("SELECT 1 FROM events LIMIT 1") is None
+        ):
+            self._write_marker()
+
+    def _write_marker(self) -> None:
+        row = self._one("SELECT value FROM meta WHERE key = 'db_id'")
+        created = self._one("SELECT value FROM meta WHERE key = 'created'")
+        if row is not None:
+            manifest.write_marker(
+                self.path, self.key, str(row[0]), str(created[0]) if created else _now()
+            )
 
     def _retry(
         self,
@@ -202,7 +235,9 @@ class Journal:
         )
 
     # -- schema ---------------------------------------------------------------
-    def _migrate(self, version: int) -> None:
+    def _migrate(self, version: int) -> bool:
+        """Create or upgrade the schema (once, by whoever takes the lock first)."""
+        migrated = False
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} has schema {version}, newer than this infomark ({SCHEMA_VERSION}); "
@@ -217,11 +252,14 @@ class Journal:
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)", (_now(),)
                 )
+                manifest.init_manifest(self._db, self.key)
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                migrated = True
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        return migrated
 
     def close(self) -> None:
         self._db.close()
@@ -238,8 +276,11 @@ class Journal:
             raise StoreError("nested write transaction")
         self._begin()
         self._in_tx = True
+        self._touched = {}
         try:
             yield self._db
+            if self._touched:
+                manifest.flush(self._db, self.key, self._touched)
             self._db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             if self._db.in_transaction:
@@ -258,9 +299,18 @@ class Journal:
         return (int(row[0]), str(row[1])) if row else (0, GENESIS)
 
     def append(
-        self, session: str, type_: str, payload: Mapping[str, Any], *, timestamp: str | None = None
+        self,
+        session: str,
+        type_: str,
+        payload: Mapping[str, Any],
+        *,
+        timestamp: str | None = None,
+        payload_json: str | None = None,
     ) -> EventRow:
-        """Append one event; must run inside :meth:`write`."""
+        """Append one event; must run inside :meth:`write`.
+
+        ``payload_json``, when given, is ``canonical_json(payload)`` already encoded.
+        """
         if not self._in_tx:
             raise StoreError("append outside a write transaction")
         seq, prev = self.head(session)
@@ -269,11 +319,14 @@ class Journal:
             self._db.execute(
                 "INSERT OR IGNORE INTO sessions(session, created) VALUES (?, ?)", (session, _now())
             )
-        payload_json = canonical_json(dict(payload)).decode("utf-8")
+        if payload_json is None:
+            payload_json = canonical_json(dict(payload)).decode("utf-8")
         ts = timestamp or _now()
         kid = self.key.key_id
         h = event_hash(prev, session, seq, type_, payload_json, ts, kid)
         mac = self.key.mac(h.encode())
+        first = self._touched.get(session)
+        self._touched[session] = (first[0], first[1], seq, h) if first else (seq - 1, prev, seq, h)
         self._db.execute(
             "INSERT INTO events(session, seq, type, payload, ts, prev_hash, hash, mac, key_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -288,11 +341,13 @@ class Journal:
         return EventRow(session, seq, type_, dict(payload), ts, prev, h, mac, kid)
 
     def index_evidence(
-        self, ref: str, session: str, seq: int, record: Mapping[str, Any], mac: str
+        self, ref: str, session: str, seq: int, record: Mapping[str, Any] | str, mac: str
     ) -> None:
+        """Index an evidence record (a mapping, or its canonical JSON text)."""
+        text = record if isinstance(record, str) else canonical_json(dict(record)).decode("utf-8")
         self._db.execute(
             "INSERT INTO evidence(ref, session, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
-            (ref, session, seq, canonical_json(dict(record)).decode("utf-8"), mac),
+            (ref, session, seq, text, mac),
         )
 
     def save_snapshot(self, session: str, seq: int, state: Mapping[str, Any]) -> None:
@@ -342,6 +397,7 @@ class Journal:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY session, seq" if session is None else " ORDER BY seq"
         rows = self._all(sql, args)
+        self.rows_read += len(rows)
         for r in rows:
             yield EventRow(r[0], r[1], r[2], loads_object(r[3]), r[4], r[5], r[6], r[7], r[8])
 
@@ -352,6 +408,39 @@ class Journal:
             "FROM events WHERE session = ? ORDER BY seq, rowid",
             (session,),
         )
+
+    def stream_rows(self, session: str) -> Iterator[tuple[Any, ...]]:
+        """:meth:`raw_rows` as a stream (a cursor): memory flat in the number of events."""
+        cur: Iterator[tuple[Any, ...]] = self._retry(
+            lambda: self._db.execute(
+                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+                "FROM events WHERE session = ? ORDER BY seq, rowid",
+                (session,),
+            )
+        )
+        return cur
+
+    def evidence_stream(self, session: str) -> Iterator[tuple[Any, ...]]:
+        """``(ref, seq, record, mac)`` of one session's evidence index, in seq order."""
+        cur: Iterator[tuple[Any, ...]] = self._retry(
+            lambda: self._db.execute(
+                "SELECT ref, seq, record, mac FROM evidence WHERE session = ? ORDER BY seq, ref",
+                (session,),
+            )
+        )
+        return cur
+
+    def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
+        """Home-level problems (manifest, marker), read in one consistent snapshot."""
+
+        def check() -> list[tuple[str | None, int | None, str, str]]:
+            self._db.execute("BEGIN")
+            try:
+                return manifest.verify_home(self._db, self.path, self.key)
+            finally:
+                self._db.execute("COMMIT")
+
+        return self._retry(check)
 
     def head_row(self, session: str) -> tuple[int, str, str] | None:
         row = self._one("SELECT seq, hash, mac FROM heads WHERE session = ?", (session,))
@@ -379,10 +468,12 @@ class Journal:
         return [r[0] for r in self._all("SELECT session FROM heads ORDER BY session")]
 
     def known_sessions(self) -> list[str]:
-        """Every session any table names: a session whose head row was deleted still counts."""
+        """Every session any table names: a session whose rows were deleted still counts
+        (the home manifest keeps its name, so its audit can say what is missing)."""
         rows = self._db.execute(
             "SELECT session FROM heads UNION SELECT session FROM sessions "
-            "UNION SELECT DISTINCT session FROM events ORDER BY 1"
+            "UNION SELECT DISTINCT session FROM events UNION SELECT session FROM manifest "
+            "ORDER BY 1"
         )
         return [r[0] for r in rows]
 

@@ -242,8 +242,13 @@ def test_regression_d12_journals_with_utf8_canonical_json_still_verify(tmp_path:
     db.execute("INSERT INTO heads VALUES (?, ?, ?, ?)", (session, len(events), prev, head_mac))
     db.execute("INSERT INTO evidence VALUES (?, ?, ?, ?, ?)",
                (ref, session, 2, _utf8_json(record), mac))  # fmt: skip
+    # such homes also predate the home manifest (schema 1): the upgrade builds it
+    for sql in ("DROP TABLE manifest", "DROP TABLE home_manifest",
+                "DELETE FROM meta WHERE key = 'db_id'", "PRAGMA user_version = 1"):  # fmt: skip
+        db.execute(sql)
     db.commit()
     db.close()
+    (home / "ledger.created").unlink()
     with Ledger(home, session) as led:
         assert [p.to_dict() for p in verify_session(led)] == []
         evidence, why = led.verify_ref(ref)

@@ -61,6 +61,7 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.report import IngestReport
+from infomark.ledger.state import policy_patch
 
 __all__ = ["POLICY_KEYS", "PolicyRuntime"]
 
@@ -135,9 +136,21 @@ class _Work:
     def commit(self, ledger: Ledger) -> None:
         for type_, payload in self.events:
             ledger.emit(type_, payload)
-        changed = {k: v for k, v in self.values().items() if v != self.original[k]}
-        if changed:
-            ledger.emit("policy_updated", {"set": changed})
+        whole: dict[str, Any] = {}
+        patch: list[list[Any]] = []
+        for k, v in self.values().items():
+            old = self.original[k]
+            if v == old:
+                continue
+            if isinstance(old, dict) and isinstance(v, dict):
+                patch.extend(policy_patch(old, v, [k]))  # only what changed inside
+            else:
+                whole[k] = v
+        if whole or patch:
+            body: dict[str, Any] = {"set": whole}
+            if patch:
+                body["patch"] = patch
+            ledger.emit("policy_updated", body)
 
 
 @dataclass(slots=True)

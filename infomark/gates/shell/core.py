@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from infomark.gates.shell.globbing import GLOB_BUDGET
 from infomark.kernel.tools import Classification, ToolClass
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class State:
     paths: list[str] = field(default_factory=list)
     seen_paths: set[str] = field(default_factory=set)
     noted: set[tuple[str, int]] = field(default_factory=set)  # words already expanded
+    glob_budget: list[int] = field(default_factory=lambda: [GLOB_BUDGET])
     opaque: bool = False
     cwds: list[str] = field(default_factory=list)  # every directory the line may be in
     variables: dict[str, str] = field(default_factory=dict)  # NAME=static value seen so far

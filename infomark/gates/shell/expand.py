@@ -32,8 +32,12 @@ class _Opaque(Exception):
     """The word depends on something only known at run time."""
 
 
-def expand_word(raw: str, cwd: str, depth: int = 0) -> list[str] | None:
-    """The fields ``raw`` (a word as written on the command line) expands to, or None."""
+def expand_word(
+    raw: str, cwd: str, depth: int = 0, budget: list[int] | None = None
+) -> list[str] | None:
+    """The fields ``raw`` (a word as written on the command line) expands to, or None.
+
+    ``budget`` bounds the directory entries globbing may read (see :mod:`.globbing`)."""
     if not _SPECIAL.search(raw):
         return [raw]
     try:
@@ -42,7 +46,7 @@ def expand_word(raw: str, cwd: str, depth: int = 0) -> list[str] | None:
         for word in _braces(atoms):
             word = _tilde(word)
             for field in _split(word):
-                fields.extend(glob_atoms(field, cwd))
+                fields.extend(glob_atoms(field, cwd, budget))
                 if len(fields) > _MAX_FIELDS:
                     return None
         return fields

@@ -11,19 +11,47 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["QUOTED", "RAW", "SUB", "Atom", "glob_atoms"]
+__all__ = [
+    "GLOB_BUDGET",
+    "MAX_COMPONENT",
+    "QUOTED",
+    "RAW",
+    "SUB",
+    "Atom",
+    "GlobTooCostly",
+    "glob_atoms",
+]
 
 QUOTED, RAW, SUB = 0, 1, 2
 Atom = tuple[str, int]
 _Q = QUOTED
 
 
-def glob_atoms(atoms: list[Atom], cwd: str) -> list[str]:
-    """The paths ``atoms`` match under ``cwd`` (sorted), or the word itself when none."""
+MAX_COMPONENT = 1_024
+"""A pattern component longer than this (a name is at most 255 bytes) is not globbed: opaque."""
+
+GLOB_BUDGET = 20_000
+"""Directory entries one classification may examine while globbing (a directory listing costs
+:data:`_LISTING_COST` on top of its entries, at most ~400 listings); beyond: opaque."""
+_LISTING_COST = 50
+
+
+class GlobTooCostly(ValueError):
+    """The pattern is too long or would read too many directory entries: fail closed."""
+
+
+def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> list[str]:
+    """The paths ``atoms`` match under ``cwd`` (sorted), or the word itself when none.
+
+    ``budget`` (one mutable count, shared by a whole command line) bounds the directory
+    entries read; :class:`GlobTooCostly` is raised when it runs out."""
     text = "".join(ch for ch, _ in atoms)
-    if not _has_magic(atoms):
+    if not any(kind != _Q and ch in "*?[" for ch, kind in atoms):
         return [text]
     parts = _components(atoms)
+    if not any(_has_magic(part) for part in parts):
+        return [text]
+    budget = budget if budget is not None else [GLOB_BUDGET]
     absolute = text.startswith("/")
     bases = ["/"] if absolute else [""]
     for index, part in enumerate(parts):
@@ -47,6 +75,9 @@ def glob_atoms(atoms: list[Atom], cwd: str) -> list[str]:
                     names = sorted(os.listdir(where))
                 except OSError:
                     continue
+                budget[0] -= len(names) + _LISTING_COST
+                if budget[0] < 0:
+                    raise GlobTooCostly(text)
                 for name in names:
                     if name.startswith(".") and (name in (".", "..") or _first(part) != "."):
                         continue  # bash: no dotglob, globskipdots
@@ -65,12 +96,17 @@ def _first(part: list[Atom]) -> str:
 
 
 def _has_magic(atoms: list[Atom]) -> bool:
+    """Whether one path component holds an unquoted ``*``, ``?`` or a complete ``[…]``."""
+    if len(atoms) > MAX_COMPONENT and any(k != _Q and c in "*?[" for c, k in atoms):
+        raise GlobTooCostly("".join(ch for ch, _ in atoms[:40]))
+    closers = [k for k, (ch, kind) in enumerate(atoms) if ch == "]" and kind != _Q]
+    last_close = closers[-1] if closers else -1
     for k, (ch, kind) in enumerate(atoms):
         if kind == _Q:
             continue
         if ch in "*?":
             return True
-        if ch == "[" and _bracket_end(atoms, k) > 0:
+        if ch == "[" and k < last_close and _bracket_end(atoms, k) > 0:
             return True
     return False
 
@@ -124,6 +160,7 @@ _CLASSES = {
 def _regex(part: list[Atom]) -> re.Pattern[str]:
     out: list[str] = []
     k, n = 0, len(part)
+    last_close = max((j for j, (c, kind) in enumerate(part) if c == "]" and kind != _Q), default=-1)
     while k < n:
         ch, kind = part[k]
         if kind == _Q:
@@ -132,7 +169,7 @@ def _regex(part: list[Atom]) -> re.Pattern[str]:
             out.append("[^/]*")
         elif ch == "?":
             out.append("[^/]")
-        elif ch == "[" and (end := _bracket_end(part, k)) > 0:
+        elif ch == "[" and k < last_close and (end := _bracket_end(part, k)) > 0:
             out.append(_bracket(part[k + 1 : end]))
             k = end
         else:

@@ -67,7 +67,7 @@ def _note(raw: str, state: State) -> None:
         return
     state.noted.add(key)
     for base in list(state.cwds):
-        fields = expand_word(raw, base)
+        fields = expand_word(raw, base, budget=state.glob_budget)
         if fields is None:
             state.opaque = True
             return
@@ -125,7 +125,7 @@ def _cd(args: list[str], state: State) -> None:
     else:
         new = []
         for base in list(state.cwds):
-            fields = expand_word(targets[0], base)
+            fields = expand_word(targets[0], base, budget=state.glob_budget)
             if fields is None or len(fields) != 1:
                 state.opaque = True
                 return

@@ -1,0 +1,238 @@
+"""O(1) resumable state (issue 13): snapshots whoever emits, deltas for policy state,
+one hash per output, and a streaming verification that equals the replay."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infomark.ledger import engine as engine_mod
+from infomark.ledger.audit import build_audit, verify_session
+from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.engine import Ledger
+from infomark.ledger.keys import Key
+from infomark.ledger.state import SessionState, apply, policy_patch
+
+KEY = Key.from_bytes(b"t" * 32)
+EVERY = engine_mod._SNAPSHOT_EVERY
+
+
+def _grow(home: Path, session: str, events: int, per_tx: int = 2000) -> None:
+    """A big session quickly: many appends per transaction (snapshots as usual)."""
+    led = Ledger(home, session, key=KEY, root=home)
+    done = 0
+    while done < events:
+        with led.transaction():
+            for _ in range(min(per_tx, events - done)):
+                done += 1
+                led.emit("message_ingested", {"digest": f"d{done}", "size": 1, "source": "x"})
+    led.close()
+
+
+def test_a_fresh_process_at_10k_events_reads_only_the_tail(tmp_path: Path) -> None:
+    _grow(tmp_path, "s", 10_000)
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    assert led.state.seq == 10_000
+    assert led.journal.rows_read < EVERY  # a snapshot near the head, not a full replay
+    assert led.state.to_dict() == led.replay().to_dict()
+    led.close()
+
+
+def test_hook_processes_that_emit_two_events_each_still_snapshot(tmp_path: Path) -> None:
+    """The old rule counted only this process's events: a hook never snapshotted."""
+    reads = []
+    for i in range(3 * EVERY):
+        led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)  # one short-lived process
+        reads.append(led.journal.rows_read)
+        with led.transaction():
+            led.emit("turn_started", {"n": i})
+            led.emit("message_ingested", {"digest": f"d{i}", "size": 1, "source": "x"})
+        led.close()
+    assert max(reads) < EVERY
+    snap = Ledger(tmp_path, "s", key=KEY, root=tmp_path).journal.load_snapshot("s")
+    assert snap is not None and 6 * EVERY - snap[0] < EVERY
+
+
+def test_a_tampered_snapshot_falls_back_to_the_full_replay(tmp_path: Path) -> None:
+    _grow(tmp_path, "s", 500)
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    db.execute("UPDATE snapshots SET state = replace(state, '\"turn\":0', '\"turn\":99')")
+    db.commit()
+    db.close()
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    assert led.state.turn == 0 and led.journal.rows_read == 500
+    led.close()
+
+
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("record"), st.text(max_size=30), st.sampled_from([0, 1, None])),
+        st.tuples(st.just("cursor"), st.sampled_from("abc"), st.integers(0, 99)),
+        st.tuples(st.just("turn"), st.none(), st.none()),
+        st.tuples(st.just("policy"), st.sampled_from("xyz"), st.integers(0, 5)),
+        st.tuples(st.just("finish"), st.booleans(), st.none()),
+        st.tuples(st.just("reopen"), st.none(), st.none()),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_ops)
+def test_live_state_equals_the_replay_from_zero(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, ops: list[Any]
+) -> None:
+    monkeypatch.setattr(engine_mod, "_SNAPSHOT_EVERY", 3)  # snapshots all the time
+    home = tmp_path_factory.mktemp("h")
+    led = Ledger(home, "s", key=KEY, root=home)
+    policy: dict[str, Any] = {}
+    for kind, a, b in ops:
+        if kind == "record":
+            led.record(ToolCall("bash", {"command": "pytest"}), ToolOutcome(a, b))
+        elif kind == "cursor":
+            led.move_cursor(a, b)
+        elif kind == "reopen":
+            led.close()
+            led = Ledger(home, "s", key=KEY, root=home)
+        else:
+            with led.transaction():
+                if kind == "turn":
+                    led.emit("turn_started", {})
+                elif kind == "finish":
+                    led.emit("finish_decision", {"allow": a})
+                else:
+                    new = json.loads(json.dumps(policy))
+                    new.setdefault("m", {})[a] = b
+                    new.setdefault("log", []).append(b)
+                    new["log"] = new["log"][-3:]
+                    led.emit(
+                        "policy_updated", {"set": {}, "patch": policy_patch(policy, new, ["p"])}
+                    )
+                    policy = new
+        snap = led.journal.load_snapshot("s")
+        if led.state.seq >= 3:
+            assert snap is not None and led.state.seq - snap[0] < 3
+    live = led.state.to_dict()
+    assert live == led.replay().to_dict()
+    led.close()
+    again = Ledger(home, "s", key=KEY, root=home)
+    assert again.state.to_dict() == live
+    report = build_audit(again)
+    assert report.verified, report.problems
+    again.close()
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    old=st.dictionaries(st.sampled_from("abcd"), _json),
+    new=st.dictionaries(st.sampled_from("abcd"), _json),
+)
+def test_policy_patches_rebuild_the_new_state_exactly(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    state = SessionState(session="s", policy={"k": json.loads(json.dumps(old))})
+    ops = json.loads(json.dumps(policy_patch(old, new, ["k"])))  # as a replay reads them
+    apply(state, 1, "policy_updated", {"set": {}, "patch": ops})
+    assert state.policy["k"] == new
+    assert old == json.loads(json.dumps(old))  # the live value was not mutated in place
+
+
+def test_an_appended_capped_log_is_journaled_as_its_tail() -> None:
+    old = {"log": [{"ref": f"ev_{i}"} for i in range(8)]}
+    new = {"log": [*old["log"][1:], {"ref": "ev_8"}]}
+    assert policy_patch(old, new, ["p"]) == [["a", ["p", "log"], 1, [{"ref": "ev_8"}]]]
+
+
+def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> None:
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    out = "résumé \ud800 done" * 1000  # a lone surrogate too
+    ev = led.record(ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
+    raw = out.encode("utf-8", "surrogatepass")
+    assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
+    assert led.blobs.get(ev.output_digest) == raw
+    assert ev.record["output_size"] == len(raw)
+    # a blob cut short by a crash before its event committed is written again
+    path = led.blobs.path_for(ev.output_digest)
+    path.write_bytes(raw[:10])
+    led.record(ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
+    assert led.blobs.verify(ev.output_digest) is True
+    assert verify_session(led) == []
+    led.close()
+
+
+def _verify_peak(home: Path, events: int) -> int:
+    led = Ledger(home, "s", key=KEY, root=home)
+    for i in range(events // 200):
+        led.record(ToolCall("bash", {"command": f"t {i}"}), ToolOutcome(f"o{i % 7}", 0))
+    _grow(home, "s", events - events // 200, per_tx=5000)
+    tracemalloc.start()
+    problems = verify_session(led)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert problems == []
+    led.close()
+    return peak
+
+
+def test_verification_memory_is_flat_in_the_number_of_events(tmp_path: Path) -> None:
+    small = _verify_peak(tmp_path / "a", 2_000)
+    large = _verify_peak(tmp_path / "b", 20_000)
+    assert large < 2 * small + 200_000, (small, large)  # not 10x: rows are streamed
+
+
+def test_verification_reports_progress_up_to_the_total(tmp_path: Path) -> None:
+    _grow(tmp_path, "s", 9_000)
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    seen: list[tuple[int, int]] = []
+    assert verify_session(led, progress=lambda d, t: seen.append((d, t))) == []
+    assert seen[-1] == (9_000, 9_000) and len(seen) >= 3
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    led.close()
+
+
+def test_the_facade_opens_a_10k_session_without_a_full_replay(tmp_path: Path) -> None:
+    """What the hook process does on every call: open the session, decide, append."""
+    from infomark.gatekeeper import Gatekeeper
+
+    home = tmp_path / ".infomark"
+    home.mkdir(mode=0o700)
+    (home / "key").write_bytes(KEY.secret)
+    (home / "key").chmod(0o600)
+    _grow(home, "s", 10_000)
+    for _ in range(3):  # three hook-like processes in a row
+        gk = Gatekeeper.open(home, "s", root=tmp_path)
+        gk.authorize(ToolCall("Read", {"file_path": "x"}))
+        assert gk.store.journal.rows_read < EVERY
+        gk.close()
+
+
+def test_a_large_text_output_is_hashed_and_stored_in_chunks_exactly(tmp_path: Path) -> None:
+    led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
+    out = ("é" * 700_000) + "\ud800" + ("z€" * 400_000)  # > 1 Mi characters, chunk edges inside
+    raw = out.encode("utf-8", "surrogatepass")
+    for _ in range(2):  # new, then already stored
+        ev = led.record(ToolCall("bash", {"command": "cat"}), ToolOutcome(out, 0))
+        assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
+        assert ev.record["output_size"] == len(raw)
+        assert led.blobs.get(ev.output_digest) == raw
+    assert verify_session(led) == []
+    led.close()
