@@ -141,6 +141,8 @@ def merge_session(ledger: Ledger, fork: str) -> dict[str, Any]:
     into = ledger.session
     journal = ledger.journal
     check_session_id(fork)
+    if fork in journal.known_sessions():  # a tampered fork is refused before it is read
+        _refuse_tampered(ledger, fork, "merge")  # (its own read snapshot: outside the write)
     origin = fork_origin(journal, fork)
     if origin is None or origin.get("session") != into:
         raise UserError(
@@ -155,10 +157,14 @@ def merge_session(ledger: Ledger, fork: str) -> dict[str, Any]:
             f"cannot merge {fork!r}: {into!r} no longer holds the event {fork_row} it was "
             "forked at (its hash differs); run `infomark audit --verify`"
         )
+    verified = journal.head_row(fork)
     with ledger.transaction():  # the home's write lock: S2 cannot move while it is read
-        _refuse_tampered(ledger, fork, "merge")
         fork_rows = list(journal.events(fork))
         head = fork_rows[-1]
+        if verified is None or (head.seq, head.hash) != verified[:2]:
+            raise VerificationError(
+                f"cannot merge {fork!r}: it changed while it was verified; run the merge again"
+            )
         since = int(origin.get("copied_until", fork_row + 1))
         for row in journal.events(into, types=("merged_from",)):
             if row.payload.get("session") == fork:

@@ -112,3 +112,34 @@ def test_any_sequence_of_forks_and_merges(
             assert reopened.replay().to_dict() == g.state.to_dict()
             assert reopened.replay().to_dict() == reopened.replay().to_dict()
             reopened.close()
+
+
+@_SETTINGS
+@given(ops=st.lists(_OPS, min_size=1, max_size=6), pick=st.floats(0, 1))
+def test_a_fork_tampered_anywhere_cannot_be_merged(ops: list[str], pick: float) -> None:
+    import sqlite3
+
+    import pytest
+
+    from infomark.kernel.errors import VerificationError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / ".infomark"
+        gk = open_gk(home, "S")
+        _build(gk, ["run"])
+        g2 = gk.fork("S2")
+        _build(g2, [*ops, "run", "stamp"])
+        head = g2.store.journal.last_seq("S2")
+        seq = 1 + round(pick * (head - 1))
+        db = sqlite3.connect(home / "ledger.db")
+        db.execute(
+            "UPDATE events SET payload = '{\"tampered\":1}' WHERE session = 'S2' AND seq = ?",
+            (seq,),
+        )
+        db.commit()
+        db.close()
+        before = gk.state.to_dict()
+        with pytest.raises(VerificationError):
+            gk.merge_from("S2")
+        assert gk.store.journal.last_seq("S") == before["seq"]
+        assert gk.state.to_dict() == before
