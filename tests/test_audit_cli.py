@@ -32,13 +32,14 @@ LEDGER = (
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cwd = next(p for p in home.parents if p.is_dir())  # a home's parent may not exist (typos)
     return subprocess.run(
         [EXE, *args, "--home", str(home)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        cwd=home.parent,
+        cwd=cwd,
     )
 
 
@@ -293,3 +294,24 @@ def test_verdicts_follow_what_happened(lead_home: Path, tmp_path: Path) -> None:
         assert gk.can_finish("done").allow
     story = summarize("bypass", _rows(home, "bypass"))
     assert story.verdict == "bypassed" and story.bypassed == 1
+
+
+def test_json_errors_are_json_and_exit_codes_hold(tmp_path: Path) -> None:
+    home = tmp_path / "nowhere" / ".infomark"
+    proc = cli(home, "audit", "--json")
+    assert proc.returncode == 2
+    err = json.loads(proc.stdout)["error"]
+    assert err["code"] == "usage_error" and err["exit_code"] == 2
+    assert "no ledger home" in err["message"]
+    bad = cli(tmp_path / ".infomark", "authorize", "--tool", "Edit", "--input", "[1]", "--json")
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "usage_error"
+
+
+def test_an_unusable_home_is_a_clear_error_not_an_internal_one(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = cli(blocker / ".infomark", "ingest", "-", "--json")
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "os_error"
+    assert str(blocker) in proc.stderr

@@ -61,11 +61,17 @@ def _register() -> None:
 
 
 def run(args: list[str]) -> int:
+    """Run the CLI; every failure is one line on stderr and, with ``--json``, a JSON error.
+
+    With ``--json`` an error is also printed to stdout as
+    ``{"error": {"code", "message", "exit_code"}}`` so scripts never parse prose.
+    """
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a claim must not crash output
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     _register()
+    as_json = "--json" in args
     try:
         cli.main(args=args, prog_name="infomark", standalone_mode=False)
     except CliExit as exc:
@@ -74,22 +80,37 @@ def run(args: list[str]) -> int:
         return int(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        return EXIT_USAGE
+        return _json_error(as_json, "usage_error", exc.format_message(), EXIT_USAGE)
     except click.Abort:
         click.echo("Aborted.", err=True)
-        return EXIT_USAGE
+        return _json_error(as_json, "aborted", "aborted", EXIT_USAGE)
     except InfomarkError as exc:
         click.echo(f"Error: {exc}", err=True)
-        return exc.exit_code
+        return _json_error(as_json, exc.code, str(exc), exc.exit_code)
     except BrokenPipeError:  # pragma: no cover - `infomark events | head`
         return EXIT_OK
+    except OSError as exc:  # an unwritable or unreadable --home, a full disk: the user's to fix
+        where = f" {exc.filename}" if exc.filename else ""
+        msg = f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions"
+        click.echo(f"Error: {msg}", err=True)
+        return _json_error(as_json, "os_error", msg, EXIT_USAGE)
     except Exception as exc:
         if os.environ.get("INFOMARK_DEBUG") == "1":
             raise
-        click.echo(
-            f"Error: internal error ({type(exc).__name__}: {exc}). This is a bug in infomark; "
-            "rerun with INFOMARK_DEBUG=1 for the traceback and report it.",
-            err=True,
+        msg = (
+            f"internal error ({type(exc).__name__}: {exc}). This is a bug in infomark; "
+            "rerun with INFOMARK_DEBUG=1 for the traceback and report it."
         )
-        return EXIT_INTERNAL
+        click.echo(f"Error: {msg}", err=True)
+        return _json_error(as_json, "internal_error", msg, EXIT_INTERNAL)
     return EXIT_OK
+
+
+def _json_error(as_json: bool, code: str, message: str, exit_code: int) -> int:
+    if as_json:
+        import json
+
+        click.echo(
+            json.dumps({"error": {"code": code, "message": message, "exit_code": exit_code}})
+        )
+    return exit_code

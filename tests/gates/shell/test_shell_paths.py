@@ -202,7 +202,11 @@ def test_classifier_paths_are_the_expansion(
         return
     for field in _bash_fields(word, root):
         if field and not word.startswith("-"):  # options are not paths
-            assert os.path.normpath(os.path.join(str(root), field)) in result.paths, (word, field)
+            # POSIX normpath keeps a leading `//` (implementation-defined); the kernel treats
+            # it as `/`, and so does the classifier
+            want = os.path.normpath(os.path.join(str(root), field))
+            want = "/" + want.lstrip("/") if want.startswith("//") else want
+            assert want in result.paths, (word, field)
 
 
 @contextlib.contextmanager
