@@ -57,6 +57,9 @@ def main(argv: list[str]) -> int:
     except ImportError:
         pass
     t0 = time.monotonic()
+    from bench import coverage
+
+    extra += [f for f in coverage.ALL if not argv or any(a in f.__name__ for a in argv)]
     for fn in [*selected, *extra]:
         fn()
     command = (

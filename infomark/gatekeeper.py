@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infomark.gates import watch
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
@@ -22,6 +23,7 @@ from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import protected
 from infomark.kernel.errors import UserError
 from infomark.kernel.session_id import check_session_id
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.engine import Ledger
@@ -224,26 +226,41 @@ class Gatekeeper:
         self, call: ToolCall, tool_class: str | None = None
     ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """``(class, families, reasons)`` of a call; a declared class wins."""
+        c = self._classification(call, tool_class)
+        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
+
+    def _classification(self, call: ToolCall, tool_class: str | None) -> Classification:
         if tool_class is not None:
-            return tool_class, (), (f"declared class {tool_class}",)
-        c = classify_tool(
+            try:
+                return Classification(ToolClass(tool_class), (), (f"declared class {tool_class}",))
+            except ValueError:
+                return Classification(ToolClass.MODIFY, (), (f"unknown class {tool_class!r}",))
+        return classify_tool(
             call.tool,
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
         )
-        return c.tool_class.value, tuple(c.families), tuple(c.reasons)
 
     def authorize(
         self, call: ToolCall, *, bypass: bool | None = None, tool_class: str | None = None
     ) -> Decision:
         """allow / deny / ask for one call. Never raises for a denial; journals the decision."""
-        cls_, families, why = self.classify(call, tool_class)
+        cov = watch.cover(
+            self._ledger,
+            self.config,
+            call,
+            self._classification(call, tool_class),
+            declared=tool_class is not None,
+        )
+        c = cov.classification
+        cls_, families, why = c.tool_class.value, tuple(c.families), tuple(c.reasons)
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
         guard = protected(call.tool, call.input, cls_, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
+            watch.refresh(self._ledger)
             decision = authorize_call(
                 self._ledger.state,
                 tool=call.tool,
@@ -252,6 +269,8 @@ class Gatekeeper:
                 why=why,
                 config=self.config,
                 bypass=bypass,
+                scratch=cov.scratch,
+                revert=cov.revert,
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
@@ -262,6 +281,7 @@ class Gatekeeper:
             payload["tool_call_id"] = call.tool_call_id
             payload["input_digest"] = _input_digest(call)
             self._ledger.emit("decision", payload)
+            watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
                 self._ledger.emit(
                     "bypass",
@@ -282,11 +302,17 @@ class Gatekeeper:
         self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
     ) -> Evidence:
         """Record a tool result as signed evidence; returns it with its ref and tag."""
-        cls_, _, _ = self.classify(call, tool_class)
+        c = self._classification(call, tool_class)
+        cov = watch.cover(
+            self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
+        )
+        cls_ = cov.classification.tool_class.value
         with self._ledger.transaction():
             evidence = self._ledger.record(call, outcome, tool_class=cls_)
             self._track()
             text = self.policy.after_tool(self._ledger, call, outcome, evidence)
+        notice = watch.after_record(self._ledger, self.config, call, cov)
+        text = "\n".join(t for t in (notice, text) if t)
         if text:
             self._tool_text[evidence.ref] = text
         return evidence

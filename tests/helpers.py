@@ -46,3 +46,12 @@ def stamp(claim: str, ref: str, result: str = "PASS", kind: str = "oracle_stamp"
 
 
 EDIT = ToolCall(tool="Edit", input={"file_path": "a.py", "old_string": "1", "new_string": "2"})
+
+
+GROUND_ORACLE = "pytest -q tests/test_ground.py"
+
+
+def grounded(gk: Gatekeeper, claim: str = "G1") -> None:
+    """Declare one premise and ground it with a recorded PASS of its oracle (mutations allowed)."""
+    gk.ingest(ledger_text((claim, "Hypothetical", GROUND_ORACLE), premises=(claim,)))
+    gk.ingest(stamp(claim, run(gk, GROUND_ORACLE).ref))

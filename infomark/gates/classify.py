@@ -1,6 +1,9 @@
 """Tool classification: which class of action a tool call is, by tool name and input.
 
-Hot path (hook start-up): standard library only. Shell commands are handed to
+The names and their classes are the kernel's one table (:data:`infomark.kernel.tools.TOOL_TABLE`);
+this module applies it: config overrides, infomark's own MCP server, the table, MCP
+annotations (the stricter of name and annotation wins), and the shell classifier for shell
+tools. Hot path (hook start-up): standard library only. Shell commands are handed to
 :mod:`infomark.gates.shell`, imported lazily so classifying a non-shell tool costs nothing.
 """
 
@@ -8,7 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infomark.kernel.tools import Classification, ToolClass, normalise_tool_name
+from infomark.kernel.tools import (
+    INFOMARK_SERVER,
+    INFOMARK_TOOL_NAMES,
+    TOOL_TABLE,
+    Classification,
+    ToolClass,
+    ToolSpec,
+    lookup_tool,
+    normalise_tool_name,
+    split_mcp_name,
+)
 
 __all__ = [
     "SHELL_TOOLS",
@@ -16,58 +29,23 @@ __all__ = [
     "ToolClass",
     "classify_tool",
     "normalise_tool_name",
+    "unknown_tool_reason",
 ]
 
-
-SHELL_TOOLS: frozenset[str] = frozenset(
-    {
-        "bash",
-        "shell",
-        "sh",
-        "zsh",
-        "run",
-        "exec",
-        "cmd",
-        "terminal",
-        "powershell",
-        "test",
-        "runcommand",
-    }
-)
-
-_BY_NAME: dict[str, ToolClass] = {
-    **dict.fromkeys(
-        ("read", "view", "cat", "notebookread", "ls", "list", "readfile"), ToolClass.READ
-    ),
-    **dict.fromkeys(
-        ("grep", "glob", "search", "codesearch", "codegraph", "find", "rg"), ToolClass.SEARCH
-    ),
-    **dict.fromkeys(("webfetch", "websearch", "fetch", "browse"), ToolClass.WEB),
-    **dict.fromkeys(
-        (
-            "write",
-            "edit",
-            "multiedit",
-            "applypatch",
-            "notebookedit",
-            "create",
-            "patch",
-            "move",
-            "rename",
-            "mkdir",
-            # common spellings of the same tools (MCP file servers)
-            "writefile",
-            "editfile",
-            "createfile",
-        ),
-        ToolClass.MODIFY,
-    ),
-    **dict.fromkeys(("delete", "remove", "rm", "deletefile"), ToolClass.DESTRUCTIVE),
-    **dict.fromkeys(("todowrite", "exitplanmode"), ToolClass.LEDGER),
-    **dict.fromkeys(("task", "agent"), ToolClass.EXECUTE),
-}
+#: normalised names whose ``command`` input is a shell command line (from the kernel table)
+SHELL_TOOLS: frozenset[str] = frozenset(k for k, spec in TOOL_TABLE.items() if spec.shell)
 
 _OVERRIDE_ALIASES: dict[str, ToolClass] = {"meta": ToolClass.LEDGER}
+_OWN_TOOLS = frozenset(normalise_tool_name(n) for n in INFOMARK_TOOL_NAMES)
+
+
+def unknown_tool_reason(raw: str) -> str:
+    """The reason an unknown tool carries: what it counts as and how to classify it."""
+    return (
+        f"tool `{raw}` is not in infomark's tool table, so it counts as modify in the ledger "
+        f'and strict profiles; classify it under [tools] in infomark.toml (e.g. `"{raw}" = '
+        '"read"`; classes: read, search, web, execute, delegation, modify, destructive, ledger)'
+    )
 
 
 def classify_tool(
@@ -79,12 +57,12 @@ def classify_tool(
 ) -> Classification:
     """Classify one tool call. Never raises.
 
-    Order: a config override for the (normalised) tool name wins over everything. MCP names
-    (``mcp__<server>__<tool>``): the infomark server's own tools are ``ledger``; otherwise the
-    annotations decide when given (non-empty), else the ``<tool>`` part's default, else
-    ``unknown``. Other names: the defaults by name (shell tools get their ``command``
-    classified by :func:`infomark.gates.shell.classify_shell`); an unknown name with
-    annotations is classified by them; anything else is ``unknown``.
+    Order: a config override for the (normalised) tool name wins over everything. An MCP
+    name ``mcp__infomark__<tool>`` naming one of infomark's own tools is ``ledger`` (no other
+    name is trusted for that, whatever it starts with). Otherwise the kernel table by name
+    (an MCP name by its ``<tool>`` part; shell tools get their ``command`` classified by
+    :func:`infomark.gates.shell.classify_shell`) and the MCP annotations each give a class,
+    and the stricter wins; neither → ``unknown``.
     """
     try:
         return _classify(name, tool_input, overrides, mcp_annotations)
@@ -110,18 +88,31 @@ def _classify(
         hit = _override(raw, key, overrides)
         if hit is not None:
             return hit
-    if raw.lower().startswith("mcp__"):
-        return _classify_mcp(raw, tool_input, mcp_annotations)
-    by_name = _classify_by_name(raw, key, tool_input)
+    mcp = split_mcp_name(raw)
+    if mcp is not None:
+        server, tool = mcp
+        if normalise_tool_name(server) == INFOMARK_SERVER and (
+            normalise_tool_name(tool) in _OWN_TOOLS
+        ):
+            return Classification(ToolClass.LEDGER, (), (f"`{raw}` is an infomark ledger tool",))
+    spec = lookup_tool(raw)
+    by_name = _from_spec(raw, spec, tool_input) if spec is not None else None
+    by_annotation = _from_annotations(raw, mcp_annotations) if mcp_annotations else None
+    if by_name is not None and by_annotation is not None:
+        if by_annotation.tool_class.severity > by_name.tool_class.severity:
+            return by_annotation
+        return by_name
     if by_name is not None:
         return by_name
+    if by_annotation is not None:
+        return by_annotation
     if mcp_annotations:
-        return _from_annotations(raw, mcp_annotations)
-    return Classification(
-        ToolClass.UNKNOWN,
-        (),
-        (f"tool `{raw}` has no default class; map it under [tools] in the infomark config",),
-    )
+        return Classification(
+            ToolClass.MODIFY,
+            (),
+            (f"`{raw}` is annotated neither read-only nor destructive: treated as modify",),
+        )
+    return Classification(ToolClass.UNKNOWN, (), (unknown_tool_reason(raw),))
 
 
 def _override(raw: str, key: str, overrides: Mapping[str, str]) -> Classification | None:
@@ -146,92 +137,70 @@ def _override(raw: str, key: str, overrides: Mapping[str, str]) -> Classificatio
     return None
 
 
-def _classify_by_name(
-    raw: str, key: str, tool_input: Mapping[str, object] | None
-) -> Classification | None:
-    if key in SHELL_TOOLS:
-        command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
-        if (
-            isinstance(command, list | tuple)
-            and command
-            and all(isinstance(a, str) for a in command)
-        ):
-            import shlex
-
-            command = shlex.join(command)  # argv form (Codex-style): classify the same line
-        if not isinstance(command, str):
-            return Classification(
-                ToolClass.MODIFY,
-                (),
-                (
-                    f"shell tool `{raw}` was called without a `command` to classify; "
-                    "treated as modify (fail-closed)",
-                ),
-            )
-        from infomark.gates.shell import classify_shell  # lazy: parser only for shell tools
-
-        return classify_shell(command)
-    if key.startswith("infomark"):
-        return Classification(ToolClass.LEDGER, (), (f"`{raw}` is an infomark ledger tool",))
-    if key.startswith("strreplace"):
+def _from_spec(raw: str, spec: ToolSpec, tool_input: Mapping[str, object] | None) -> Classification:
+    cls = spec.tool_class
+    if spec.shell:
+        return _shell(raw, tool_input)
+    if spec.editor:
         command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
         if command == "view":
             return Classification(ToolClass.READ, (), (f"`{raw}` with command `view` reads",))
         return Classification(ToolClass.MODIFY, (), (f"`{raw}` edits files",))
-    cls = _BY_NAME.get(key)
-    if cls is None:
-        return None
-    if key in ("task", "agent"):
-        return Classification(cls, ("subagent",), (f"`{raw}` starts a sub-agent",))
     if cls is ToolClass.DESTRUCTIVE:
-        return Classification(cls, ("file",), (f"`{raw}` deletes files (file)",))
+        family = spec.family or "file"
+        return Classification(cls, (family,), (f"`{raw}` deletes ({family})",))
+    if cls is ToolClass.DELEGATION:
+        return Classification(
+            cls, (), (f"`{raw}` delegates to a sub-agent or a model call (delegation)",)
+        )
     return Classification(cls, (), (f"`{raw}` is a {cls.value} tool",))
 
 
-def _classify_mcp(
-    raw: str,
-    tool_input: Mapping[str, object] | None,
-    annotations: Mapping[str, object] | None,
-) -> Classification:
-    server, _, tool = raw[5:].partition("__")
-    if normalise_tool_name(server) == "infomark" or normalise_tool_name(tool).startswith(
-        "infomark"
-    ):
-        return Classification(ToolClass.LEDGER, (), (f"`{raw}` is an infomark ledger tool",))
-    if annotations:
-        return _from_annotations(raw, annotations)
-    key = normalise_tool_name(tool)
-    if key:
-        by_name = _classify_by_name(tool, key, tool_input)
-        if by_name is not None:
-            return by_name
-    return Classification(
-        ToolClass.UNKNOWN,
-        (),
-        (
-            f"MCP tool `{raw}` has no annotations and `{tool}` is not a known tool name; "
-            "map it under [tools] in the infomark config",
-        ),
-    )
+def _shell(raw: str, tool_input: Mapping[str, object] | None) -> Classification:
+    command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+    if isinstance(command, list | tuple) and command and all(isinstance(a, str) for a in command):
+        import shlex
+
+        command = shlex.join(command)  # argv form (Codex-style): classify the same line
+    if not isinstance(command, str):
+        return Classification(
+            ToolClass.MODIFY,
+            (),
+            (
+                f"shell tool `{raw}` was called without a `command` to classify; "
+                "treated as modify (fail-closed)",
+            ),
+        )
+    from infomark.gates.shell import classify_shell  # lazy: parser only for shell tools
+
+    return classify_shell(command)
 
 
-def _hint(annotations: Mapping[str, object], camel: str, snake: str) -> bool:
+def _hint(annotations: Mapping[str, object], camel: str, snake: str) -> bool | None:
+    """True / False when the hint is given as such, None when absent or unreadable."""
     for k in (camel, snake):
         v = annotations.get(k)
         if v is True or (isinstance(v, str) and v.strip().lower() == "true"):
             return True
-    return False
+        if v is False or (isinstance(v, str) and v.strip().lower() == "false"):
+            return False
+    return None
 
 
-def _from_annotations(raw: str, annotations: Mapping[str, object]) -> Classification:
-    if _hint(annotations, "readOnlyHint", "read_only_hint"):
-        return Classification(ToolClass.READ, (), (f"`{raw}` is annotated readOnlyHint",))
-    if _hint(annotations, "destructiveHint", "destructive_hint"):
+def _from_annotations(raw: str, annotations: Mapping[str, object]) -> Classification | None:
+    """The class the MCP hints state, or None when they state nothing."""
+    read_only = _hint(annotations, "readOnlyHint", "read_only_hint")
+    destructive = _hint(annotations, "destructiveHint", "destructive_hint")
+    if destructive is True:
         return Classification(
             ToolClass.DESTRUCTIVE, ("mcp",), (f"`{raw}` is annotated destructiveHint (mcp)",)
         )
-    return Classification(
-        ToolClass.MODIFY,
-        (),
-        (f"`{raw}` is annotated neither read-only nor destructive: treated as modify",),
-    )
+    if read_only is True:
+        return Classification(ToolClass.READ, (), (f"`{raw}` is annotated readOnlyHint",))
+    if read_only is False or destructive is False:
+        return Classification(
+            ToolClass.MODIFY,
+            (),
+            (f"`{raw}` is annotated neither read-only nor destructive: treated as modify",),
+        )
+    return None

@@ -32,6 +32,9 @@ class Config:
     tools: Mapping[str, str] = field(default_factory=dict)
     evidence_classes: Mapping[str, str] = field(default_factory=dict)
     allow_destructive: tuple[str, ...] = ()
+    scratch: bool = True  # [scratch] enabled
+    scratch_in_project: bool = True  # [scratch] in_project
+    scratch_protected: tuple[str, ...] = ()  # [scratch] protected
     finish_refusal_cap: int = 3
     require_evidence_for_completion: bool = True
     approval_phrase: str = "approve"
@@ -50,6 +53,9 @@ class Config:
             tools=dict(d.get("tools", {})),
             evidence_classes=dict(d.get("evidence_classes", {})),
             allow_destructive=tuple(d.get("allow_destructive", ())),
+            scratch=bool(dict(d.get("scratch") or {}).get("enabled", True)),
+            scratch_in_project=bool(dict(d.get("scratch") or {}).get("in_project", True)),
+            scratch_protected=tuple(dict(d.get("scratch") or {}).get("protected", ())),
             finish_refusal_cap=int(d.get("finish_refusal_cap", 3)),
             require_evidence_for_completion=bool(d.get("require_evidence_for_completion", True)),
             approval_phrase=str(d.get("approval_phrase", "approve")),

@@ -8,10 +8,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from infomark.kernel.errors import ConfigError
 
-__all__ = ["ConfigModel", "validate_config"]
+__all__ = ["ConfigModel", "EvidenceClassName", "ToolClassName", "validate_config"]
 
 ToolClassName = Literal[
-    "read", "search", "web", "execute", "modify", "destructive", "ledger", "unknown"
+    "read",
+    "search",
+    "web",
+    "execute",
+    "delegation",
+    "modify",
+    "destructive",
+    "ledger",
+    "unknown",
 ]
 EvidenceClassName = Literal["execution", "observation", "web", "ineligible"]
 Family = Literal["file", "git", "db", "mcp"]
@@ -38,6 +46,14 @@ class TriggerModel(_Strict):
     requires_read: list[str] = Field(default_factory=list)
 
 
+class ScratchModel(_Strict):
+    """``[scratch]``: writes to the agent's own new files and the temp dir (docs/gates.md)."""
+
+    enabled: bool = True
+    in_project: bool = True  # new untracked files under the root count (else only the temp dir)
+    protected: list[str] = Field(default_factory=list)  # extra patterns that are never scratch
+
+
 class ConfigModel(_Strict):
     profile: Literal["ledger", "strict", "observe"] = "ledger"
     require_declared_oracle: bool = True
@@ -45,6 +61,7 @@ class ConfigModel(_Strict):
     tools: dict[str, ToolClassName] = Field(default_factory=dict)
     evidence_classes: dict[str, EvidenceClassName] = Field(default_factory=dict)
     allow_destructive: list[Family] = Field(default_factory=list)
+    scratch: ScratchModel = Field(default_factory=ScratchModel)
     finish_refusal_cap: int = Field(default=3, ge=1, le=20)
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)

@@ -22,6 +22,7 @@ class RejectReason(enum.StrEnum):
     ORACLE_MISMATCH = "oracle_mismatch"
     EVIDENCE_PREDATES_CLAIM = "evidence_predates_claim"
     CONTENT_MISMATCH = "content_mismatch"
+    DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
 
     @property
     def hint(self) -> str:
@@ -60,5 +61,9 @@ _HINTS: dict[RejectReason, str] = {
     ),
     RejectReason.CONTENT_MISMATCH: (
         "the artifact changed since the hash you gave; re-run the check on the current file"
+    ),
+    RejectReason.DELEGATED_EVIDENCE: (
+        "a sub-agent's or model call's answer is hearsay: it may back a divergence_event, "
+        "never a stamp; run the check yourself and stamp that run"
     ),
 }

@@ -448,6 +448,16 @@ def build_audit(
         for row in ledger.journal.events(ledger.session, types=("bypass", "stamp_rejected")):
             item = {"seq": row.seq, **row.payload}
             (bypasses if row.type == "bypass" else rejections).append(item)
+    # gate coverage (issue 12): scratch writes and changes made by running code
+    scratch: list[dict[str, Any]] = []
+    unannounced: list[dict[str, Any]] = []
+    for row in ledger.journal.events(
+        ledger.session, types=("files_written", "unannounced_mutation")
+    ):
+        if row.type == "unannounced_mutation":
+            unannounced.append({"seq": row.seq, **row.payload})
+        elif row.payload.get("scratch"):
+            scratch.append({"seq": row.seq, **row.payload})
     premises = []
     for pid in state.premises:
         c = state.claims.get(pid)
@@ -467,4 +477,5 @@ def build_audit(
         rejections=rejections,
         gate=state.gate,
         key_id=ledger.key.key_id,
+        extra={"scratch": scratch, "unannounced_mutations": unannounced},
     )

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infomark.kernel.tools import EvidenceClass
+from infomark.kernel.tools import EvidenceClass, lookup_tool, normalise_tool_name, split_mcp_name
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest, normalize_command
 from infomark.ledger.keys import Key
@@ -41,79 +41,24 @@ class Outcome(enum.StrEnum):
     OBSERVED = "OBSERVED"  # no exit status: a read, a search
 
 
-_EXECUTION = frozenset(
-    [
-        "bash",
-        "shell",
-        "sh",
-        "zsh",
-        "run",
-        "exec",
-        "execute",
-        "cmd",
-        "terminal",
-        "powershell",
-        "pwsh",
-        "test",
-        "tests",
-        "runtests",
-        "runtest",
-        "pytest",
-        "command",
-        "runcommand",
-        "shellcommand",
-        "job",
-    ]
-)
-_OBSERVATION = frozenset(
-    [
-        "read",
-        "view",
-        "cat",
-        "grep",
-        "glob",
-        "list",
-        "ls",
-        "search",
-        "codesearch",
-        "codegraph",
-        "notebookread",
-        "readfile",
-        "find",
-        "ripgrep",
-        "rg",
-        "tree",
-        "head",
-        "tail",
-        "stat",
-        "diff",
-        "screenshot",
-    ]
-)
-_WEB = frozenset(
-    ["webfetch", "websearch", "fetch", "browse", "browser", "http", "curl", "wget", "web"]
-)
-
-
-def _norm(name: str) -> str:
-    base = name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
-    return "".join(ch for ch in base.lower() if ch.isalnum())
+def _key(name: str) -> str:
+    mcp = split_mcp_name(name)
+    return normalise_tool_name(mcp[1] if mcp is not None else name)
 
 
 def evidence_class_for(tool: str, overrides: Mapping[str, str] | None = None) -> EvidenceClass:
-    """Evidence class by tool name, case- and punctuation-insensitive; config wins."""
-    key = _norm(tool)
+    """Evidence class by tool name, from the kernel's one tool table; config wins.
+
+    Names are compared normalised (an MCP name by its ``<tool>`` part); a name the table does
+    not know is ``ineligible``.
+    """
+    key = _key(tool)
     if overrides:
         for name, cls in overrides.items():
-            if _norm(name) == key:
+            if _key(name) == key:
                 return EvidenceClass(cls)
-    if key in _EXECUTION:
-        return EvidenceClass.EXECUTION
-    if key in _OBSERVATION:
-        return EvidenceClass.OBSERVATION
-    if key in _WEB:
-        return EvidenceClass.WEB
-    return EvidenceClass.INELIGIBLE
+    spec = lookup_tool(tool)
+    return spec.evidence_class if spec is not None else EvidenceClass.INELIGIBLE
 
 
 def outcome_for(outcome: ToolOutcome) -> Outcome:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.canonical import normalize_command, sha256_hex
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
@@ -255,6 +256,12 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
     if ev is None:
         assert why is not None
         return reject(why, f"{block.evidence_ref}: {why.hint}")
+    if ev.tool_class == ToolClass.DELEGATION:
+        return reject(
+            RejectReason.DELEGATED_EVIDENCE,
+            f"{block.evidence_ref} is the result of {ev.tool} (delegation); "
+            f"{RejectReason.DELEGATED_EVIDENCE.hint}",
+        )
     oracle = block.kind == "oracle_stamp"
     allowed = (
         (EvidenceClass.EXECUTION,)

@@ -91,6 +91,12 @@ class SessionState:
     ingested: list[str] = field(default_factory=list)  # digests of recent ingested texts
     metrics: dict[str, int] = field(default_factory=dict)
     policy: dict[str, Any] = field(default_factory=dict)  # owned by gates/policies
+    # the agent's own files (gates/scratch): created this session / written or edited this session
+    scratch_paths: list[str] = field(default_factory=list)
+    written_paths: list[str] = field(default_factory=list)
+    # files an execute-class call changed unannounced while premises were ungrounded
+    violation_files: list[str] = field(default_factory=list)
+    violation_seq: int = 0
     # A fork (docs/fork.md): rows 2..shift_until are copies whose logical seq is row - 1.
     shift_until: int = 0
     v: int = STATE_VERSION
@@ -368,3 +374,40 @@ def policy_patch(old: Any, new: Any, path: list[str] | None = None) -> list[list
             if kept <= len(new) and old[drop:] == new[:kept] and len(new) - kept < len(new):
                 return [["a", path, drop, new[kept:]]]
     return [["s", path, new]]
+
+
+_PATHS_CAP = 2000
+
+
+def _add_paths(into: list[str], paths: object) -> None:
+    if not isinstance(paths, list):
+        return
+    for p in paths:
+        if isinstance(p, str) and p not in into:
+            into.append(p)
+    if len(into) > _PATHS_CAP:
+        del into[: len(into) - _PATHS_CAP]
+
+
+@_reducer("files_written")
+def _written(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    _add_paths(state.scratch_paths, p.get("created"))
+    _add_paths(state.written_paths, p.get("paths"))
+
+
+@_reducer("unannounced_mutation")
+def _unannounced(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.last_modify_seq = seq  # counts as the last mutation: stamps go stale, finish re-checks
+    state.metrics["unannounced_mutations"] = state.metrics.get("unannounced_mutations", 0) + 1
+    if p.get("violation"):
+        _add_paths(state.violation_files, p.get("files"))
+        state.violation_seq = seq
+
+
+@_reducer("violation_cleared")
+def _cleared(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    files = p.get("files")
+    if isinstance(files, list):
+        state.violation_files = [f for f in state.violation_files if f not in files]
+    else:
+        state.violation_files = []

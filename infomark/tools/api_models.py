@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from infomark.gates.config_model import ToolClassName
 from infomark.ledger.calls import ToolCall
 
 __all__ = [
@@ -64,11 +65,6 @@ class IngestRequest(_Request):
     source: str = "assistant"
     cursor: tuple[str, int] | None = None
     dedupe: bool = False
-
-
-ToolClassName = Literal[
-    "read", "search", "web", "execute", "modify", "destructive", "ledger", "unknown"
-]
 
 
 class AuthorizeRequest(_Request):

@@ -6,10 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import EDIT, ledger_text, read, run, stamp
+from helpers import EDIT, grounded, ledger_text, read, run, stamp
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
+from infomark.kernel.decisions import LEDGER_EXAMPLE
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 ORACLE = "pytest -q tests/test_a.py"
@@ -21,10 +22,21 @@ def _grounded(gk: Gatekeeper) -> None:
     gk.ingest(stamp("C1", ev.ref))
 
 
-def test_no_ledger_allows_mutation_with_a_nudge(gk: Gatekeeper) -> None:
+def test_no_ledger_denies_mutation_and_teaches_the_block(gk: Gatekeeper) -> None:
+    # issue 12 §2 (was: allowed with a nudge): the reason carries a ledger to copy
     d = gk.authorize(EDIT)
-    assert d.allowed and d.code == "no_ledger_nudge"
-    assert "claim_ledger" in d.reason
+    assert d.decision.value == "deny" and d.code == "no_ledger"
+    assert LEDGER_EXAMPLE in d.reason and "protocol" in d.reason
+    assert "open_questions" not in d.reason
+    report = gk.ingest(LEDGER_EXAMPLE)
+    assert report.diagnostics == [] or all(x.severity != "error" for x in report.diagnostics)
+    assert gk.ledger().premises == ("C1",)
+
+
+def test_an_empty_premises_list_is_no_ledger(gk: Gatekeeper) -> None:
+    gk.ingest(ledger_text(("C1", "Guess", None), premises=()))
+    d = gk.authorize(EDIT)
+    assert d.code == "no_ledger" and "premises_for_plan" in d.reason
 
 
 def test_ungrounded_premise_denies_edit_and_names_it(gk: Gatekeeper) -> None:
@@ -34,7 +46,8 @@ def test_ungrounded_premise_denies_edit_and_names_it(gk: Gatekeeper) -> None:
     d = gk.authorize(EDIT)
     assert d.decision.value == "deny" and d.code == "ungrounded_premises"
     assert d.ungrounded == (("C1", "Hypothetical"), ("C2", "Hypothetical"), ("C3", "missing"))
-    assert f"run `{ORACLE}`" in d.reason and "open_questions" in d.reason
+    assert f"run `{ORACLE}`" in d.reason
+    assert "open_questions" not in d.reason  # never suggested: parking premises is no ground
 
 
 def test_oracle_stamp_grounds_the_premise_and_unblocks_edit(gk: Gatekeeper) -> None:
@@ -53,11 +66,13 @@ def test_reads_and_runs_are_never_blocked_by_grounding(gk: Gatekeeper) -> None:
         assert gk.authorize(call).allowed
 
 
-def test_moving_the_premise_to_open_questions_unblocks(gk: Gatekeeper) -> None:
+def test_moving_every_premise_to_open_questions_does_not_unblock(gk: Gatekeeper) -> None:
+    # issue 12 §2 (was: it unblocked)
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     assert not gk.authorize(EDIT).allowed
     gk.ingest(ledger_text(("C1", "Guess", None), open_questions=("C1",), premises=()))
-    assert gk.authorize(EDIT).allowed
+    d = gk.authorize(EDIT)
+    assert d.decision.value == "deny" and d.code == "no_ledger"
 
 
 @pytest.mark.parametrize("value", ["1"])
@@ -93,6 +108,7 @@ def test_every_decision_is_journaled(gk: Gatekeeper) -> None:
 
 def test_destructive_is_held_unless_its_family_is_allowed(gk: Gatekeeper) -> None:
     call = ToolCall("delete", {"path": "build"})
+    grounded(gk)
     d = gk.authorize(call)
     assert d.decision.value == "ask" and d.code == "destructive"
     gk.config = replace(gk.config, allow_destructive=("file",))
@@ -150,7 +166,7 @@ def test_tool_decorator_with_declared_class(gk: Gatekeeper) -> None:
 
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     assert save_note(text="x").is_error
-    gk.ingest(ledger_text(("C1", "Guess", None), premises=()))
+    grounded(gk)
     assert "saved x" in str(save_note(text="x").output)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from infomark.gates.classify import (
     classify_tool,
     normalise_tool_name,
 )
+from infomark.gates.config_model import ToolClassName
 
 
 @pytest.mark.parametrize(
@@ -45,10 +47,11 @@ from infomark.gates.classify import (
         ("rename", ToolClass.MODIFY),
         ("TodoWrite", ToolClass.LEDGER),
         ("ExitPlanMode", ToolClass.LEDGER),
-        ("infomark_ledger", ToolClass.LEDGER),
-        ("infomark_stamp", ToolClass.LEDGER),
-        ("infomark-divergence", ToolClass.LEDGER),
-        ("InfomarkStatus", ToolClass.LEDGER),
+        # issue 12 §1: a name merely starting with infomark is not trusted (was: ledger)
+        ("infomark_ledger", ToolClass.UNKNOWN),
+        ("infomark_stamp", ToolClass.UNKNOWN),
+        ("InfomarkStatus", ToolClass.UNKNOWN),
+        ("Task", ToolClass.DELEGATION),
         ("frobnicate", ToolClass.UNKNOWN),
         ("", ToolClass.UNKNOWN),
     ],
@@ -65,11 +68,12 @@ def test_delete_tools_are_destructive_file(name: str) -> None:
     assert result == Classification(ToolClass.DESTRUCTIVE, ("file",), result.reasons)
 
 
-@pytest.mark.parametrize("name", ["Task", "agent", "AGENT"])
-def test_subagents_execute_with_family(name: str) -> None:
+@pytest.mark.parametrize("name", ["Task", "agent", "AGENT", "new_task"])
+def test_subagents_are_delegation(name: str) -> None:
+    # issue 12 §1 (was: execute with family subagent)
     result = classify_tool(name, {"prompt": "look around"})
-    assert result.tool_class is ToolClass.EXECUTE
-    assert result.families == ("subagent",)
+    assert result.tool_class is ToolClass.DELEGATION
+    assert not result.tool_class.mutates
 
 
 @pytest.mark.parametrize(
@@ -138,7 +142,7 @@ def test_argv_form_commands_are_classified_as_their_shell_line(
     [
         ({"readOnlyHint": True}, ToolClass.READ, ()),
         ({"read_only_hint": True}, ToolClass.READ, ()),
-        ({"readOnlyHint": True, "destructiveHint": True}, ToolClass.READ, ()),
+        ({"readOnlyHint": True, "destructiveHint": True}, ToolClass.DESTRUCTIVE, ("mcp",)),
         ({"destructiveHint": True}, ToolClass.DESTRUCTIVE, ("mcp",)),
         ({"destructive_hint": "true"}, ToolClass.DESTRUCTIVE, ("mcp",)),
         ({"readOnlyHint": False, "destructiveHint": False}, ToolClass.MODIFY, ()),
@@ -149,7 +153,7 @@ def test_argv_form_commands_are_classified_as_their_shell_line(
 def test_mcp_annotations_decide(
     annotations: dict[str, object], expected: ToolClass, families: tuple[str, ...]
 ) -> None:
-    result = classify_tool("mcp__github__create_issue", {}, mcp_annotations=annotations)
+    result = classify_tool("mcp__github__frobnicate", {}, mcp_annotations=annotations)
     assert result.tool_class is expected
     assert result.families == families
 
@@ -168,10 +172,12 @@ def test_mcp_annotations_beat_a_known_tool_part() -> None:
         ("mcp__files__delete", {"path": "a"}, ToolClass.DESTRUCTIVE),
         ("mcp__shell__bash", {"command": "rm -rf build"}, ToolClass.DESTRUCTIVE),
         ("mcp__shell__bash", {}, ToolClass.MODIFY),
-        ("mcp__github__create_pull_request", {}, ToolClass.UNKNOWN),
+        ("mcp__github__create_pull_request", {}, ToolClass.MODIFY),
+        ("mcp__github__frobnicate", {}, ToolClass.UNKNOWN),
         ("mcp__weird", {}, ToolClass.UNKNOWN),
-        ("mcp__infomark__stamp", {}, ToolClass.LEDGER),
-        ("mcp__tools__infomark_status", {}, ToolClass.LEDGER),
+        ("mcp__infomark__infomark_stamp", {}, ToolClass.LEDGER),
+        ("mcp__infomark__stamp", {}, ToolClass.UNKNOWN),  # not one of infomark's tools
+        ("mcp__tools__infomark_status", {}, ToolClass.UNKNOWN),  # not infomark's server
     ],
 )
 def test_mcp_without_annotations_uses_the_tool_part(
@@ -185,7 +191,7 @@ def test_empty_annotations_count_as_absent() -> None:
 
 
 def test_annotations_classify_an_unknown_plain_name() -> None:
-    result = classify_tool("create_issue", {}, mcp_annotations={"readOnlyHint": True})
+    result = classify_tool("frobnicate_issue", {}, mcp_annotations={"readOnlyHint": True})
     assert result.tool_class is ToolClass.READ
     known = classify_tool("Write", {}, mcp_annotations={"readOnlyHint": True})
     assert known.tool_class is ToolClass.MODIFY
@@ -241,11 +247,13 @@ def test_tool_class_values_match_the_config_vocabulary() -> None:
         "search",
         "web",
         "execute",
+        "delegation",
         "modify",
         "destructive",
         "ledger",
         "unknown",
     ]
+    assert list(get_args(ToolClassName)) == [c.value for c in ToolClass]
 
 
 NAMES = st.one_of(

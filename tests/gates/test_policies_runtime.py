@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ledger_text
+from helpers import grounded, ledger_text
 from policies_plugin import CiteSources
 from policies_support import Session
 
@@ -178,6 +178,7 @@ def test_run_phase_for_a_custom_runtime(gk: Gatekeeper) -> None:
 
 def test_after_decision_ignores_allowed_calls(gk: Gatekeeper) -> None:
     s = Session(gk)
+    grounded(gk)
     s.prompt("go")
     before = len(s.events())
     decision, text = s.authorize(ToolCall("Edit", {"file_path": "a.py"}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ledger_text
+from helpers import grounded, ledger_text
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
@@ -51,6 +51,7 @@ def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
     ],
 )
 def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall) -> None:
+    grounded(gk)  # without premises the edit is denied before it could be held
     d = gk.authorize(call)
     assert d.decision.value == "ask" and d.code == "protected_config"
 

@@ -110,11 +110,11 @@ CLI_SAMPLE = [
     Tamper("events", "payload", 9, 9),
     Tamper("events", "delete", 15, 15),
     Tamper("events", "swap_next", 4, 4),
-    Tamper("events", "append_forged", 36, 37),
-    Tamper("heads", "mac", 36, None),
+    Tamper("events", "append_forged", 37, 38),
+    Tamper("heads", "mac", 37, None),
     Tamper("evidence", "record", 12, 12),
     Tamper("blobs", "edit", 21, 21),
-    Tamper("blobs", "delete", 25, 25),
+    Tamper("blobs", "delete", 26, 26),
 ]
 
 
@@ -122,7 +122,8 @@ CLI_SAMPLE = [
 def test_cli_audit_verify_names_the_first_bad_event(
     pristine: Pristine, tmp_path: Path, t: Tamper
 ) -> None:
-    assert pristine.events == 36 and 12 in pristine.evidence, "the sample assumes this layout"
+    # 37 since issue 12: the grounded Edit journals its files_written (seq 25)
+    assert pristine.events == 37 and 12 in pristine.evidence, "the sample assumes this layout"
     code, problems, err = audit_cli(apply_tamper(pristine, t, tmp_path))
     assert code == 1, err
     outcome = judge(t, problems)

@@ -27,6 +27,9 @@ def test_sigkill_during_a_tool_call_then_resume(
         return reply("The long command was interrupted; I will not rely on it. Stopping here.")
 
     # `sleep` stands for any long tool call; the marker file shows it never runs twice
+    # issue 12: no mutation without a ledger; this test is about resuming, so the project
+    # declares its shell tool as execute
+    (project / "infomark.toml").write_text('[tools]\nbash = "execute"\n', encoding="utf-8")
     server.add("r", reply("", call("bash", command="echo started >> runs.txt; sleep 20")))
     base = ("--home", str(home), "--root", str(project), "--quiet")
     proc = subprocess.Popen(

@@ -168,7 +168,7 @@ def test_events_come_back_in_order(client: Client) -> None:
 
 
 def test_follow_yields_new_events_until_the_caller_stops(client: Client, service: Service) -> None:
-    client.authorize(EDIT)
+    client.authorize(ToolCall("Read", {"file_path": "a.py"}))
     stream = client.events(follow=True)
     assert next(stream).seq == 1
     with Client(service.url, token=service.token, session=client.session) as writer:

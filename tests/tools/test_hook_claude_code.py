@@ -205,3 +205,18 @@ def test_explicit_root_wins_over_payload_cwd(cc: Session, tmp_path: Path) -> Non
     )
     assert (cc.project / ".infomark" / "ledger.db").exists()
     assert not (other / ".infomark").exists()
+
+
+def test_non_finite_numbers_in_a_tool_input_are_recorded_as_strings(
+    tmp_path: Path,
+) -> None:
+    """json.loads accepts Infinity/NaN; evidence is strict JSON (found by the hook fuzz test)."""
+    from infomark.tools.hooks.claude_code import handle
+
+    payload = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"x": float("inf")},
+    }
+    answer = handle(payload, home=tmp_path / ".infomark", root=tmp_path)
+    assert answer.exit_code == 0 and "internal error" not in answer.stderr, answer.stderr

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from helpers import grounded
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -95,6 +96,12 @@ def _run(params: StdioServerParameters, errlog: Path, scenario: Scenario, **call
                 await scenario(session)
 
     anyio.run(go)
+
+
+def _ground(project: Path, home: Path) -> None:
+    """A session whose premise is grounded: mutations may run (issue 12: none without)."""
+    with Gatekeeper.open(home, SESSION, root=project) as gk:
+        grounded(gk)
 
 
 def _texts(result: types.CallToolResult) -> list[str]:
@@ -253,6 +260,7 @@ def test_a_destructive_tool_is_held_for_approval(
         assert "approval" in _texts(held)[0]
         assert not any(TAG.match(t) for t in _texts(held))  # nothing ran, nothing recorded
 
+    _ground(project, home)
     _run(_proxy_params(project, home, notes), tmp_path / "err", scenario)
     assert (notes / "status.txt").exists()
 
@@ -268,6 +276,7 @@ def test_the_journal_holds_the_decisions_and_the_evidence(
         refs.append(_tag(await s.call_tool("write_note", {"name": "a.txt", "text": "a"}))["ref"])
         await s.call_tool("wipe", {})
 
+    _ground(project, home)
     _run(_proxy_params(project, home, notes), tmp_path / "err", scenario)
 
     with Gatekeeper.open(home, SESSION, root=project) as gk:
@@ -283,7 +292,7 @@ def test_the_journal_holds_the_decisions_and_the_evidence(
             ("wipe", "ask", "destructive"),
         ]
         recorded = [e.payload["ref"] for e in events if e.type == "evidence_recorded"]
-        assert recorded == refs
+        assert recorded[1:] == refs  # [0]: the run that grounded the premise
         ev = gk.evidence(refs[1])
         assert ev is not None
         assert ev.record["input"] == {"name": "a.txt", "text": "a"}
@@ -310,6 +319,7 @@ def test_a_downstream_tool_that_raises_is_recorded_as_error_and_serving_goes_on(
         assert not after.is_error
         assert _texts(after)[0] == "ready"
 
+    _ground(project, home)
     _run(_proxy_params(project, home, notes), tmp_path / "err", scenario)
 
     with Gatekeeper.open(home, SESSION, root=project) as gk:

@@ -311,7 +311,7 @@ def test_classify_journals_nothing(http: httpx.Client) -> None:
 # -- events ------------------------------------------------------------------------------------
 def test_events_stream_json_lines(http: httpx.Client) -> None:
     sid = _sid()
-    for tool in ("Read", "Grep", "Edit"):
+    for tool in ("Read", "Grep", "Glob"):
         assert http.post(f"/v1/sessions/{sid}/authorize", json={"tool": tool}).status_code == 200
     r = http.get(f"/v1/sessions/{sid}/events")
     assert r.headers["content-type"].startswith("application/x-ndjson")

@@ -10,6 +10,7 @@ prompt). The hook never crashes: an internal error allows and journals it in the
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.tools import ToolClass, lookup_tool
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
@@ -29,7 +31,6 @@ __all__ = ["HookAnswer", "handle", "tool_call_from"]
 
 _MAX_CONTEXT = 9_500  # Claude Code caps hook strings at 10,000 characters
 _EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
-_SHELLS = ("bash", "shell", "powershell")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +56,20 @@ def tool_call_from(payload: dict[str, Any]) -> ToolCall:
     use_id = payload.get("tool_use_id")
     return ToolCall(
         tool=str(payload.get("tool_name") or "unknown"),
-        input=tool_input if isinstance(tool_input, dict) else {},
+        input=_finite(tool_input) if isinstance(tool_input, dict) else {},
         tool_call_id=use_id if isinstance(use_id, str) else None,
     )
+
+
+def _finite(value: Any) -> Any:
+    """``Infinity`` / ``NaN`` (which json.loads accepts) as strings: evidence is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
@@ -67,7 +79,8 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
     response = payload.get("tool_response")
     duration = payload.get("duration_ms")
     duration_ms = float(duration) if isinstance(duration, int | float) else None
-    is_shell = tool in _SHELLS
+    spec = lookup_tool(tool)
+    is_shell = spec is not None and spec.shell
     if failed:
         error = str(payload.get("error") or "tool failed")
         m = _EXIT_CODE.match(error)
@@ -178,7 +191,7 @@ def _config_broken(
     if event == "PreToolUse":
         call = tool_call_from(payload)
         tool_class, _, _ = gk.classify(call)
-        if tool_class in ("modify", "destructive", "unknown"):
+        if ToolClass(tool_class).mutates:
             reason = (
                 f"infomark's configuration is invalid, so mutating tools are denied until it is "
                 f"fixed (ask the user to fix it):\n{exc}"

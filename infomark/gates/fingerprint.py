@@ -1,0 +1,371 @@
+"""Which tracked files did a tool call change? A fingerprint of the working tree by ctime.
+
+No static classifier knows what ``python fix.py`` does, so every execute-class call is
+watched: :func:`mark` runs before it (it writes a marker file, whose inode change time is the
+kernel's clock at that moment), :func:`changes_since` after it (every tracked file whose
+inode change time is not older than the marker changed during the call; a tracked file that
+is gone, under a directory changed during the call, was deleted by it). The kernel sets the
+change time on every write, rename, truncate, chmod and link, and a process cannot set it
+back (``touch -d`` sets the modification time, and changes the change time to now), so the
+check cannot be fooled by timestamps the agent chooses.
+
+"Tracked" is what git's index lists when the root is inside a git repository (the index is
+parsed here, and its path list cached by the index's own stat data); otherwise a bounded walk
+of the root (:data:`WALK_LIMIT` entries, skipping VCS, virtualenv and cache directories). A
+walk that hits the bound reports itself incomplete, and the gate treats the tree as
+unwatchable. Standard library only (hot path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import marshal
+import os
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "WALK_LIMIT",
+    "TreeChange",
+    "changes_since",
+    "clear_mark",
+    "find_git_dir",
+    "mark",
+    "marker_seq",
+    "marker_time",
+    "still_modified",
+    "tracked_paths",
+]
+
+WALK_LIMIT = 20_000
+_SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+    }
+)
+_ENTRY = struct.Struct(">10I20sH")  # ctime, mtime, dev, ino, mode, uid, gid, size, sha1, flags
+
+
+@dataclass(frozen=True, slots=True)
+class TreeChange:
+    """What changed under the root since a marker (paths relative to the root, POSIX)."""
+
+    modified: tuple[str, ...]
+    deleted: tuple[str, ...]
+    complete: bool  # False: the walk hit its bound, or the tree could not be read
+    method: str  # "git-index" | "walk"
+    elapsed_ms: float
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.modified, *self.deleted}))
+
+
+def find_git_dir(root: Path) -> tuple[Path, Path] | None:
+    """``(work tree top, git dir)`` for the repository ``root`` is in, or None."""
+    here = root.resolve()
+    for top in (here, *here.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            return top, dot
+        if dot.is_file():
+            try:
+                text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if text.startswith("gitdir:"):
+                gd = Path(text[7:].strip())
+                return top, gd if gd.is_absolute() else (top / gd).resolve()
+            return None
+    return None
+
+
+def _parse_index(data: bytes) -> list[str]:
+    """The paths of a git index (versions 2, 3 and 4). ValueError when it is not one."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        raise ValueError("not a git index")
+    version, count = struct.unpack_from(">II", data, 4)
+    if version not in (2, 3, 4):
+        raise ValueError(f"git index version {version} is not supported")
+    off = 12
+    out: list[str] = []
+    prev = b""
+    find = data.index
+    for _ in range(count):
+        flags = _ENTRY.unpack_from(data, off)[-1]
+        start = off + 62
+        if version >= 3 and flags & 0x4000:
+            start += 2
+        if version == 4:
+            strip, n = 0, start
+            byte = data[n]
+            n += 1
+            strip = byte & 0x7F
+            while byte & 0x80:  # git's offset varint
+                byte = data[n]
+                n += 1
+                strip = ((strip + 1) << 7) | (byte & 0x7F)
+            end = find(b"\0", n)
+            path = prev[: len(prev) - strip] + data[n:end]
+            prev = path
+            off = end + 1
+        else:
+            end = find(b"\0", start)
+            path = data[start:end]
+            off = off + ((end - off + 8) // 8) * 8
+        out.append(path.decode("utf-8", "surrogateescape"))
+    return out
+
+
+def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list[str]] | None:
+    """``(work tree top, paths the git index lists)``, or None outside a git repository.
+
+    The list is cached in ``cache_dir`` keyed by the index file's stat data, so a session
+    pays for parsing the index once per change of it. An index this parser cannot read is
+    listed by ``git ls-files -z`` instead.
+    """
+    found = find_git_dir(root)
+    if found is None:
+        return None
+    top, git_dir = found
+    index = git_dir / "index"
+    try:
+        st = index.stat()
+    except OSError:
+        return top, []  # a fresh repository: nothing tracked yet
+    ident = f"{index}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    cache = None
+    if cache_dir is not None:
+        cache = cache_dir / ("index-" + hashlib.sha256(str(index).encode()).hexdigest()[:16])
+        try:
+            cached = marshal.loads(cache.read_bytes())  # noqa: S302 - our 0600 cache; data only
+            if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
+                return top, cached[1]
+        except (OSError, ValueError, EOFError, TypeError, IndexError):
+            pass
+    try:
+        paths = _parse_index(index.read_bytes())
+    except (OSError, ValueError, IndexError, struct.error):
+        paths = _ls_files(top)
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            tmp = cache.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(marshal.dumps((ident, paths)))
+            os.replace(tmp, cache)
+    return top, paths
+
+
+def _ls_files(top: Path) -> list[str]:
+    import subprocess  # lazy: only an index this parser cannot read needs git itself
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(top), "ls-files", "-z"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _marker(watch_dir: Path, key: str) -> Path:
+    return watch_dir / (hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:24] + ".mark")
+
+
+def mark(watch_dir: Path, key: str, *, seq: int) -> bool:
+    """Write the marker for one call (``key``): its change time is "before the call"."""
+    path = _marker(watch_dir, key)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"seq": seq, "at": time.time()}))
+    except OSError:
+        return False
+    return True
+
+
+def clear_mark(watch_dir: Path, key: str) -> None:
+    with contextlib.suppress(OSError):
+        _marker(watch_dir, key).unlink()
+
+
+def marker_seq(watch_dir: Path, key: str) -> int | None:
+    """The journal seq recorded with the marker, or None when there is no marker."""
+    try:
+        data = json.loads(_marker(watch_dir, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    seq = data.get("seq") if isinstance(data, dict) else None
+    return seq if isinstance(seq, int) else 0
+
+
+def marker_time(watch_dir: Path, key: str) -> int | None:
+    """The kernel change time of the marker for ``key`` (ns), or None."""
+    try:
+        return _marker(watch_dir, key).stat().st_ctime_ns
+    except OSError:
+        return None
+
+
+def changes_since(
+    watch_dir: Path,
+    key: str,
+    root: Path,
+    *,
+    skip: tuple[Path, ...] = (),
+) -> TreeChange | None:
+    """What changed under ``root`` since :func:`mark` for ``key``; None without a marker.
+
+    Only the call's own window is judged: a change made after the call returned (by a
+    process it left behind) or by someone else between calls is not attributed to a call.
+    """
+    since = marker_time(watch_dir, key)
+    if since is None:
+        return None
+    low = since
+    started = time.perf_counter()
+    listed = tracked_paths(root, watch_dir)
+    if listed is not None:
+        top, paths = listed
+        found, complete = _scan_tracked(top, paths, low), True
+        base = top.resolve()
+        rel_root = root.resolve()
+        if base != rel_root:
+            found = [(_relative([p], base, rel_root)[0], t, d) for p, t, d in found]
+        method = "git-index"
+    else:
+        found, complete = _walk(root.resolve(), low, skip)
+        method = "walk"
+    return TreeChange(
+        modified=tuple(sorted(p for p, _t, d in found if not d)),
+        deleted=tuple(sorted(p for p, _t, d in found if d)),
+        complete=complete,
+        method=method,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _relative(paths: list[str], top: Path, root: Path) -> list[str]:
+    if top == root:
+        return paths
+    out = []
+    for p in paths:
+        try:
+            out.append((top / p).relative_to(root).as_posix())
+        except ValueError:
+            out.append(str(top / p))  # tracked, outside the root: still the project's
+    return out
+
+
+def _scan_tracked(top: Path, paths: list[str], since: int) -> list[tuple[str, int, bool]]:
+    """``(path, change time, deleted)`` of every tracked path changed since ``since``."""
+    lstat = os.lstat
+    base = str(top) + os.sep
+    out: list[tuple[str, int, bool]] = []
+    missing: list[str] = []
+    for p in paths:
+        try:
+            t = lstat(base + p).st_ctime_ns
+        except OSError:
+            missing.append(p)
+            continue
+        if t >= since:
+            out.append((p, t, False))
+    for p in missing:
+        gone = _gone_at(top, p)
+        if gone is not None and gone >= since:
+            out.append((p, gone, True))
+    return out
+
+
+def _gone_at(top: Path, rel: str) -> int | None:
+    """A missing path was removed when its nearest existing parent last changed."""
+    parent = (top / rel).parent
+    while True:
+        try:
+            return os.lstat(parent).st_ctime_ns
+        except OSError:
+            if parent == top or parent == parent.parent:
+                return None
+            parent = parent.parent
+
+
+def _walk(
+    root: Path, since: int, skip: tuple[Path, ...]
+) -> tuple[list[tuple[str, int, bool]], bool]:
+    skipped = {str(s.resolve()) for s in skip}
+    found: list[tuple[str, int, bool]] = []
+    seen = 0
+    stack = [str(root)]
+    prefix = len(str(root)) + 1
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                seen += 1
+                if seen > WALK_LIMIT:
+                    return found, False
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name in _SKIP_DIRS or entry.path in skipped:
+                            continue
+                        t = entry.stat(follow_symlinks=False).st_ctime_ns
+                        if t >= since:  # entries added or removed: name the directory
+                            found.append((entry.path[prefix:] + "/", t, True))
+                        stack.append(entry.path)
+                    else:
+                        t = entry.stat(follow_symlinks=False).st_ctime_ns
+                        if t >= since:
+                            found.append((entry.path[prefix:], t, False))
+                except OSError:
+                    continue
+    return found, True
+
+
+def still_modified(root: Path, files: list[str]) -> list[str] | None:
+    """Of ``files`` (relative to root), those that still differ from git's index.
+
+    None when there is no git repository to compare with (the tree cannot be shown restored).
+    """
+    import subprocess  # lazy: only while a violation stands
+
+    found = find_git_dir(root)
+    if found is None or not files:
+        return None if found is None else []
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-m", "-d", "-z", "--", *files],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    listed = {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    return [f for f in files if f in listed or not (root / f).exists()]

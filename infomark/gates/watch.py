@@ -1,0 +1,311 @@
+"""Coverage around one tool call: scratch, taint, revert, and the fingerprint before/after.
+
+The facade calls :func:`cover` before deciding (what the call's own files make of it),
+:func:`after_decision` once the decision is journaled (records the files an allowed write
+targets; marks the tree before an execute-class call), and :func:`after_record` once the
+result is recorded (compares the tree with the mark; a change is an ``unannounced_mutation``
+event, and a violation while the premises are ungrounded). Gates layer: it reads the ledger
+and emits events, it never decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infomark.gates.authorize import grounding_hint, revert_hint
+from infomark.gates.config import Config
+from infomark.gates.decision import Decision
+from infomark.gates.fingerprint import (
+    WALK_LIMIT,
+    changes_since,
+    clear_mark,
+    mark,
+    marker_seq,
+    still_modified,
+    tracked_paths,
+)
+from infomark.gates.scratch import (
+    is_revert,
+    new_targets,
+    norm_key,
+    runs_in_background,
+    scratch_verdict,
+    tainted_by,
+    target_paths,
+)
+from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
+from infomark.ledger.calls import ToolCall
+from infomark.ledger.engine import Ledger
+from infomark.ledger.home import ensure_private_dir
+from infomark.ledger.state import SessionState
+
+__all__ = ["Cover", "after_decision", "after_record", "cover", "plan_grounded", "refresh"]
+
+_WATCHED = frozenset({ToolClass.EXECUTE, ToolClass.DELEGATION, ToolClass.UNKNOWN})
+
+
+@dataclass(frozen=True, slots=True)
+class Cover:
+    """What the call's own files make of it."""
+
+    classification: Classification  # after taint
+    scratch: str | None = None  # the scratch reason, when the call only touches own files
+    scratch_paths: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()  # path keys an allowed write targets
+    revert: bool = False
+    watched: bool = False  # fingerprint the tree around it
+
+
+def plan_grounded(state: SessionState) -> bool:
+    """A ledger with premises, every one in G: the only state in which mutation is lawful."""
+    return state.has_ledger and bool(state.premises) and state.premises_grounded()
+
+
+def _watch_dir(ledger: Ledger) -> Path:
+    d = ledger.home / "watch"
+    ensure_private_dir(d)
+    return d
+
+
+def _tracked(ledger: Ledger) -> frozenset[str] | None:
+    listed = tracked_paths(ledger.root, _watch_dir(ledger))
+    if listed is None:
+        return None
+    top, paths = listed
+    root = ledger.root.resolve()
+    if top.resolve() == root:
+        return frozenset(paths)
+    out = set()
+    for p in paths:
+        try:
+            out.add((top / p).resolve().relative_to(root).as_posix())
+        except ValueError:
+            continue
+    return frozenset(out)
+
+
+def _command(call: ToolCall) -> str | None:
+    command = call.input.get("command")
+    if isinstance(command, list) and all(isinstance(a, str) for a in command):
+        import shlex
+
+        return shlex.join(command)
+    return command if isinstance(command, str) else None
+
+
+def _watchable(ledger: Ledger) -> bool:
+    if tracked_paths(ledger.root, _watch_dir(ledger)) is not None:
+        return True
+    import os
+
+    seen = 0
+    for _dirpath, dirs, files in os.walk(ledger.root):
+        seen += len(dirs) + len(files)
+        if seen > WALK_LIMIT:
+            return False
+    return True
+
+
+def cover(
+    ledger: Ledger,
+    config: Config,
+    call: ToolCall,
+    c: Classification,
+    *,
+    declared: bool,
+    deciding: bool = True,
+) -> Cover:
+    """Scratch, taint and revert for one call (``deciding=False``: only class and watch)."""
+    state = ledger.state
+    spec = lookup_tool(call.tool)
+    command = _command(call) if spec is not None and spec.shell else None
+    watched = c.tool_class in _WATCHED or (
+        spec is not None and spec.evidence_class is EvidenceClass.EXECUTION
+    )
+    if declared:
+        return Cover(c, watched=watched)
+    revert = deciding and command is not None and bool(state.violation_files)
+    if revert and command is not None and is_revert(command, state.violation_files, ledger.root):
+        return Cover(c, revert=True)
+    if command is not None and c.tool_class is ToolClass.EXECUTE and state.written_paths:
+        own = tainted_by(command, state.written_paths, ledger.root)
+        if own is not None:
+            c = Classification(
+                ToolClass.MODIFY,
+                c.families,
+                (*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
+                c.paths,
+                c.opaque,
+            )
+            if (
+                deciding
+                and config.scratch
+                and not plan_grounded(state)
+                and not runs_in_background(command)
+                and _watchable(ledger)
+            ):
+                return Cover(
+                    c,
+                    scratch=f"scratch run: runs the agent's own {own}; the tree is watched",
+                    watched=True,
+                )
+            return Cover(c, watched=True)
+    if c.tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
+        return Cover(c, watched=watched)
+    paths = target_paths(call.tool, call.input, c)
+    written = tuple(norm_key(p, ledger.root) for p in paths) if paths else ()
+    if not deciding or not config.scratch or plan_grounded(state):
+        return Cover(c, written=written, watched=watched)
+    verdict = scratch_verdict(
+        call.tool,
+        call.input,
+        c,
+        root=ledger.root,
+        home=ledger.home,
+        created_before=state.scratch_paths,
+        tracked=_tracked(ledger),
+        in_project=config.scratch_in_project,
+        protected=config.scratch_protected,
+    )
+    if verdict is None:
+        return Cover(c, written=written, watched=watched)
+    return Cover(
+        c,
+        scratch=verdict.reason,
+        scratch_paths=verdict.paths,
+        written=written,
+        watched=watched,
+    )
+
+
+def _key(ledger: Ledger, call: ToolCall) -> str:
+    from infomark.ledger.canonical import canonical_json
+
+    ident = call.tool_call_id
+    if not ident:
+        try:
+            ident = hashlib.sha256(canonical_json(dict(call.input))).hexdigest()
+        except (TypeError, ValueError):
+            ident = repr(call.input)
+    return f"{ledger.session}\x00{call.tool}\x00{ident}"
+
+
+def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decision) -> None:
+    """Journal the files an allowed write targets; mark the tree before a watched call."""
+    if not decision.allowed:
+        return
+    if cov.written:
+        created = new_targets(cov.written, ledger.root, _tracked(ledger))
+        ledger.emit(
+            "files_written",
+            {
+                "tool": call.tool,
+                "decision_id": decision.decision_id,
+                "paths": list(cov.written),
+                "created": created,
+                "scratch": cov.scratch is not None,
+            },
+        )
+    if cov.watched:
+        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq)
+
+
+def _announced_since(ledger: Ledger, seq: int) -> set[str]:
+    out: set[str] = set()
+    for ev in ledger.journal.events(ledger.session, after=seq):
+        if ev.type == "files_written":
+            paths = ev.payload.get("paths")
+            if isinstance(paths, list):
+                out.update(p for p in paths if isinstance(p, str))
+    return out
+
+
+def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> str:
+    """Compare the tree with the mark; journal a change; return what the model must be told."""
+    if ledger.state.violation_files:
+        with ledger.transaction():
+            _maybe_clear(ledger)
+    if not cov.watched:
+        return ""
+    wd = _watch_dir(ledger)
+    key = _key(ledger, call)
+    since = marker_seq(wd, key)
+    if since is None:
+        return ""
+    change = changes_since(wd, key, ledger.root, skip=(ledger.home,))
+    clear_mark(wd, key)
+    if change is None:
+        return ""
+    announced = _announced_since(ledger, since)
+    home = ledger.home.resolve()
+    files = [f for f in change.files if f not in announced and not _inside(ledger.root / f, home)]
+    if not files and change.complete:
+        return ""
+    state = ledger.state
+    violation = not plan_grounded(state)
+    payload: dict[str, Any] = {
+        "tool": call.tool,
+        "tool_call_id": call.tool_call_id,
+        "files": files,
+        "deleted": [f for f in change.deleted if f in files],
+        "violation": violation,
+        "complete": change.complete,
+        "method": change.method,
+        "elapsed_ms": round(change.elapsed_ms, 2),
+        "stale": list(_stale(state)),
+    }
+    with ledger.transaction():
+        ledger.emit("unannounced_mutation" if files else "fingerprint_incomplete", payload)
+    if not files:
+        return ""
+    if config.profile == "observe":
+        return ""
+    shown = ", ".join(files[:20]) + (" …" if len(files) > 20 else "")
+    if violation:
+        ungrounded = state.ungrounded_premises()
+        why = grounding_hint(ungrounded, state) if ungrounded else "no premises_for_plan"
+        return (
+            f"[infomark] unannounced_mutation: this call changed tracked files: {shown}. "
+            "Your premises are not grounded, so this is a violation: every further mutation "
+            f"is denied until the tree is back or the premises are grounded. To undo it, "
+            f"{revert_hint(files)}; or ground the premises ({why})."
+        )
+    return (
+        f"[infomark] unannounced_mutation: this call changed tracked files: {shown}. It counts "
+        "as the last modification: stamps on older evidence are stale; re-run the oracles."
+    )
+
+
+def _inside(path: Path, base: Path) -> bool:
+    try:
+        path.resolve().relative_to(base)
+    except ValueError:
+        return False
+    return True
+
+
+def _stale(state: SessionState) -> list[str]:
+    return [c.id for c in state.claims.values() if c.stamp is not None and c.grounded]
+
+
+def _maybe_clear(ledger: Ledger) -> None:
+    """Lift a violation once the premises are grounded or the files match git's index."""
+    state = ledger.state
+    if plan_grounded(state):
+        ledger.emit("violation_cleared", {"cause": "grounded", "files": None})
+        return
+    left = still_modified(ledger.root, list(state.violation_files))
+    if left is None:
+        return
+    restored = [f for f in state.violation_files if f not in left]
+    if restored:
+        ledger.emit("violation_cleared", {"cause": "restored", "files": restored})
+
+
+def refresh(ledger: Ledger) -> None:
+    """Before a decision: lift a violation that no longer stands."""
+    if ledger.state.violation_files:
+        _maybe_clear(ledger)

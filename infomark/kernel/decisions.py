@@ -1,0 +1,41 @@
+"""Decision codes: the stable ``code`` of every gate decision (integrations match on these).
+
+Standard library only (hot path). The reason text that comes with a code is written for the
+agent; the code is written for programs.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["LEDGER_EXAMPLE", "DecisionCode"]
+
+
+class DecisionCode(enum.StrEnum):
+    """Why a tool call was allowed, denied or held. Exactly one code per decision."""
+
+    ALLOWED = "allowed"  # the class does not mutate
+    SCRATCH = "scratch"  # writes only the agent's own new files or the temp dir
+    REVERT = "revert"  # restores files an unannounced mutation changed
+    NO_LEDGER = "no_ledger"  # no claim_ledger, or no premises_for_plan
+    UNANNOUNCED_MUTATION = "unannounced_mutation"  # a run changed tracked files while ungrounded
+    UNGROUNDED_PREMISES = "ungrounded_premises"
+    APPROVAL_TURN = "approval_turn"
+    GATE_POSITION = "gate_position"
+    DESTRUCTIVE = "destructive"
+    BYPASS = "bypass"
+    GROUNDED = "grounded"
+    DRYRUN = "dryrun"
+    PROTECTED_HOME = "protected_home"
+    PROTECTED_CLI = "protected_cli"
+    PROTECTED_CONFIG = "protected_config"
+
+
+#: the five-line claim_ledger a denial teaches (parsed by a test, so it stays valid)
+LEDGER_EXAMPLE = (
+    "claim_ledger:\n"
+    "  claims:\n"
+    '    - {id: C1, text: "<what this change rests on>", status: Hypothetical,\n'
+    '       falsifier: "<what would refute it>", oracle: "<the command that decides it>"}\n'
+    "  premises_for_plan: [C1]\n"
+)

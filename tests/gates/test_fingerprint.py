@@ -1,0 +1,131 @@
+"""The working-tree fingerprint: git's index parsed exactly, changes and deletions by ctime."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infomark.gates import fingerprint as fp
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@x.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@x.invalid",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def ls_files(root: Path) -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True)
+    return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+NAMES = st.lists(
+    st.text(alphabet="abcxyz_-.é0", min_size=1, max_size=12).filter(
+        lambda s: s not in (".", "..") and not s.startswith(".git")
+    ),
+    min_size=1,
+    max_size=8,
+    unique=True,
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(names=NAMES, version=st.sampled_from(["2", "3", "4"]), deep=st.booleans())
+def test_the_index_parser_lists_what_git_lists(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str], version: str, deep: bool
+) -> None:
+    root = tmp_path_factory.mktemp("idx")
+    git(root, "init", "-q")
+    for n in names:
+        target = root / ("d1/d2" if deep else "") / n
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(n)
+    git(root, "add", "-A")
+    git(root, "update-index", "--index-version", version)
+    listed = fp.tracked_paths(root, None)
+    assert listed is not None and listed[1] == ls_files(root)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(5):
+        (root / "pkg" / f"m{i}.py").write_text(f"x = {i}\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "i")
+    return root
+
+
+def test_changes_and_deletions_since_the_mark(repo: Path, tmp_path: Path) -> None:
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    assert fp.changes_since(watch, "k", repo) is None  # no mark, no answer
+    assert fp.mark(watch, "k", seq=3) and fp.marker_seq(watch, "k") == 3
+    assert fp.changes_since(watch, "k", repo).files == ()  # type: ignore[union-attr]
+    (repo / "pkg" / "m1.py").write_text("x = 9\n")
+    (repo / "pkg" / "m2.py").unlink()
+    os.utime(repo / "pkg" / "m1.py", (0, 0))  # an old mtime fools nothing: ctime moved
+    (repo / "untracked.py").write_text("new\n")
+    change = fp.changes_since(watch, "k", repo)
+    assert change is not None and change.complete and change.method == "git-index"
+    assert change.modified == ("pkg/m1.py",) and change.deleted == ("pkg/m2.py",)
+    fp.clear_mark(watch, "k")
+    assert fp.changes_since(watch, "k", repo) is None
+
+
+def test_a_file_missing_before_the_mark_is_not_reported(repo: Path, tmp_path: Path) -> None:
+    (repo / "pkg" / "m3.py").unlink()
+    watch = tmp_path / "w"
+    watch.mkdir()
+    fp.mark(watch, "k", seq=0)
+    assert fp.changes_since(watch, "k", repo).files == ()  # type: ignore[union-attr]
+
+
+def test_a_subdirectory_root_reports_paths_relative_to_it(repo: Path, tmp_path: Path) -> None:
+    watch = tmp_path / "w"
+    watch.mkdir()
+    fp.mark(watch, "k", seq=0)
+    (repo / "pkg" / "m0.py").write_text("changed\n")
+    change = fp.changes_since(watch, "k", repo / "pkg")
+    assert change is not None and change.modified == ("m0.py",)
+
+
+def test_without_git_a_bounded_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "plain"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "x.txt").write_text("1")
+    (root / "node_modules").mkdir()
+    watch = tmp_path / "w"
+    watch.mkdir()
+    fp.mark(watch, "k", seq=0)
+    (root / "a" / "x.txt").write_text("2")
+    (root / "node_modules" / "dep.js").write_text("skipped")
+    change = fp.changes_since(watch, "k", root)
+    assert change is not None and change.method == "walk" and change.complete
+    assert "a/x.txt" in change.files and not any("node_modules/" in f for f in change.files)
+    monkeypatch.setattr(fp, "WALK_LIMIT", 1)
+    limited = fp.changes_since(watch, "k", root)
+    assert limited is not None and not limited.complete
+
+
+def test_still_modified_compares_with_the_index(repo: Path) -> None:
+    (repo / "pkg" / "m4.py").write_text("dirty\n")
+    assert fp.still_modified(repo, ["pkg/m4.py", "pkg/m0.py"]) == ["pkg/m4.py"]
+    git(repo, "checkout", "--", "pkg/m4.py")
+    assert fp.still_modified(repo, ["pkg/m4.py"]) == []
+    assert fp.still_modified(repo.parent, ["x"]) is None  # no repository: cannot be shown back
