@@ -20,9 +20,12 @@ def executor(call: ToolCall) -> ToolOutcome:
     return ToolOutcome(output="x = 1")
 
 
-def ledger(*claims: tuple[str, str, str], premises: tuple[str, ...] = ()) -> str:
+PREMISE = ("P0", "the project builds", "make build")  # every ledger lists it as its premise
+
+
+def ledger(*claims: tuple[str, str, str], premises: tuple[str, ...] = ("P0",)) -> str:
     lines = ["claim_ledger:", "  claims:"]
-    for cid, text, oracle in claims:
+    for cid, text, oracle in (PREMISE, *claims):
         lines += [
             f"    - id: {cid}",
             f'      text: "{text}"',
@@ -53,3 +56,10 @@ def open_gk(home: Path, session: str) -> Gatekeeper:
 
 def prefix_state(gk: Gatekeeper, upto: int) -> dict[str, object]:
     return comparable_state(replay_session(gk.store, gk.session, upto))
+
+
+def ground(gk: Gatekeeper) -> None:
+    """Ground the premise P0 (run its oracle, stamp it) so that edits are allowed."""
+    ref = call(gk, "bash", command=PREMISE[2])
+    assert ref is not None
+    assert gk.ingest(f"oracle_stamp: claim_id=P0 evidence_ref={ref} result=PASS\n").stamps_applied

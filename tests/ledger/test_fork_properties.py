@@ -12,7 +12,15 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.engine import Ledger
 from infomark.ledger.fork import comparable_state
 from tests.helpers import stamp
-from tests.ledger.fork_helpers import FIXER, ORACLE, call, ledger, open_gk, prefix_state
+from tests.ledger.fork_helpers import (
+    FIXER,
+    ORACLE,
+    call,
+    ground,
+    ledger,
+    open_gk,
+    prefix_state,
+)
 
 _SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -42,6 +50,7 @@ def _step(gk: Gatekeeper, op: str, refs: list[str]) -> None:
 def _build(gk: Gatekeeper, ops: list[str]) -> list[str]:
     refs: list[str] = []
     gk.ingest(ledger(("C1", "tests pass", ORACLE), ("C2", "fix applies", FIXER)))
+    ground(gk)
     for op in ops:
         _step(gk, op, refs)
     return refs
