@@ -747,6 +747,22 @@ class Gatekeeper:
 
         return gated_tool(self, name=name, tool_class=tool_class)
 
+    # -- fork and merge (docs/fork.md) --------------------------------------------------------
+    def fork(self, as_session: str, upto: int | None = None) -> Gatekeeper:
+        """Fork this session up to seq ``upto`` (default: the head) into ``as_session``."""
+        from infomark.ledger.fork import fork_session
+
+        check_session_id(as_session)
+        fork_session(self._ledger, self.config.session_prefix + as_session, upto)
+        return Gatekeeper.open(self.home, as_session, root=self._ledger.root, config=self.config)
+
+    def merge_from(self, session: str) -> dict[str, Any]:
+        """Merge what the fork ``session`` settled after its fork point into this session."""
+        from infomark.ledger.fork import merge_session
+
+        check_session_id(session)
+        return merge_session(self._ledger, self.config.session_prefix + session)
+
 
 _CLASS_ALIASES = {"meta": "ledger"}
 

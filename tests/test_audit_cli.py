@@ -315,3 +315,24 @@ def test_an_unusable_home_is_a_clear_error_not_an_internal_one(tmp_path: Path) -
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["error"]["code"] == "os_error"
     assert str(blocker) in proc.stderr
+
+
+def test_hook_help_prints_help_without_reading_stdin() -> None:
+    # stdin stays open and empty: a hook that read it would still be waiting at the timeout
+    proc = subprocess.Popen(
+        [EXE, "hook", "claude-code", "--help"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        code = proc.wait(timeout=30)
+        out = proc.stdout.read() if proc.stdout else ""
+    finally:
+        proc.kill()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+    assert code == 0
+    assert "usage: infomark hook claude-code" in out and "--url SERVICE_URL" in out

@@ -44,6 +44,7 @@ def cli() -> None:
 def _register() -> None:
     from infomark.cli import (
         commands_audit,
+        commands_fork,
         commands_gates,
         commands_ledger,
         commands_run,
@@ -56,6 +57,7 @@ def _register() -> None:
         commands_gates.register(cli)
         commands_tools.register(cli)
         commands_run.register(cli)
+        commands_fork.register(cli)
 
 
 def run(args: list[str]) -> int:

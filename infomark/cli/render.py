@@ -34,6 +34,16 @@ def _rank(status: str) -> str:
     return f"[{_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
+def _cause(step: dict[str, Any]) -> str:
+    """A history step's cause; a merged one names where its grade came from (docs/fork.md)."""
+    cause = escape(str(step["cause"]))
+    if step.get("from_session"):
+        cause += f" from {escape(str(step['from_session']))}"
+        if step.get("evidence_session"):
+            cause += f" seq {step.get('from_seq')}, evidence of {escape(step['evidence_session'])}"
+    return cause
+
+
 def print_audit(data: dict[str, Any]) -> None:
     for f in data.get("unverified_finishes", []):  # first: what was never verified
         console.print(
@@ -66,7 +76,7 @@ def print_audit(data: dict[str, Any]) -> None:
             stamp += " (undeclared_oracle)"
         if c.get("stale"):
             stamp += " (stale)"
-        hist = " → ".join(f"{h['status']}({h['cause']})" for h in c["history"][-4:])
+        hist = " → ".join(f"{h['status']}({_cause(h)})" for h in c["history"][-4:])
         ran = c.get("ran")
         oracle = escape(c.get("oracle") or "-") + (f" / ran `{escape(ran)}`" if ran else "")
         table.add_row(

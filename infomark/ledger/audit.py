@@ -17,6 +17,7 @@ from typing import Any
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.journal import _ENCODE, GENESIS, event_hash, loads_object
+from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
@@ -150,6 +151,9 @@ def _verify(
         ):
             parsed = loads_object(payload)
             problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
+        if type_ == "merged_from":
+            parsed = parsed if parsed is not None else loads_object(payload)
+            problems.extend(_check_merged(ledger, sess, seq, parsed))
         if replay is not None:
             replay.apply(seq, type_, parsed if parsed is not None else loads_object(payload))
         prev = h
@@ -312,9 +316,35 @@ def _check_evidence(
                 blobs_ok.pop(next(iter(blobs_ok)))
             blobs_ok[digest] = None
     if type_ == "evidence_recorded" and not matched and not any(r[0] == event_ref for r in here):
+        if _inherited(ledger, sess, payload):
+            return out  # a fork's copy of its origin's evidence: the origin's own row holds it
         elsewhere = ledger.journal.evidence_row(event_ref) if isinstance(event_ref, str) else None
         where = "is missing" if elsewhere is None else "was moved"
         out.append(Problem(sess, seq, "evidence", f"the evidence index row of {event_ref} {where}"))
+    return out
+
+
+def _inherited(ledger: Ledger, sess: str, event: dict[str, Any]) -> bool:
+    record = event.get("record")
+    if not isinstance(record, dict) or record.get("session") == sess:
+        return False
+    ref = event.get("ref")
+    return isinstance(ref, str) and ledger.verify_ref_in(ref, sess)[0] is not None
+
+
+def _check_merged(ledger: Ledger, sess: str, seq: int, payload: dict[str, Any]) -> list[Problem]:
+    """Every stamp a ``merged_from`` brought in must still verify against its fork's chain."""
+    out: list[Problem] = []
+    fork = str(payload.get("session", ""))
+    for claim in payload.get("claims", []):
+        stamp = claim.get("stamp") if isinstance(claim, dict) else None
+        if not isinstance(stamp, dict):
+            continue
+        ref = str(stamp.get("evidence_ref", ""))
+        ev = ledger.verify_ref_in(ref, fork)[0]
+        if ev is None or not issued_in(ledger.journal, ev.session, ev.seq, ref):
+            msg = f"merged evidence {ref} (from {fork}) does not verify against {fork}'s chain"
+            out.append(Problem(sess, seq, "evidence", msg))
     return out
 
 

@@ -5,11 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 __all__ = ["BlobStore"]
 
 _CHUNK = 1 << 20  # characters per encoded chunk of a large text output
+
+
+def _encoded(text: str) -> Iterator[bytes]:
+    """``text`` as UTF-8 (lone surrogates passed through), one chunk at a time."""
+    for i in range(0, len(text), _CHUNK):
+        yield text[i : i + _CHUNK].encode("utf-8", "surrogatepass")
 
 
 class BlobStore:
@@ -29,31 +36,8 @@ class BlobStore:
         stored with the right size is not written again.
         """
         hexd = hashlib.sha256(data).hexdigest()
-        folder = self.root / hexd[:2]
-        path = folder / hexd[2:]
-        try:
-            if path.stat().st_size == len(data):
-                return "sha256:" + hexd
-        except FileNotFoundError:
-            pass
-        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(tmp, flags, 0o600)
-        except FileNotFoundError:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, flags, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
+        if not self._stored(hexd, len(data)):
+            self._write(hexd, (data,))
         return "sha256:" + hexd
 
     def put_text(self, text: str) -> tuple[str, int]:
@@ -67,24 +51,33 @@ class BlobStore:
             return self.put(data), len(data)
         h = hashlib.sha256()
         size = 0
-        for i in range(0, len(text), _CHUNK):
-            part = text[i : i + _CHUNK].encode("utf-8", "surrogatepass")
+        for part in _encoded(text):
             h.update(part)
             size += len(part)
         hexd = h.hexdigest()
-        folder = self.root / hexd[:2]
-        path = folder / hexd[2:]
+        if not self._stored(hexd, size):
+            self._write(hexd, _encoded(text))
+        return "sha256:" + hexd, size
+
+    def _stored(self, hexd: str, size: int) -> bool:
         try:
-            if path.stat().st_size == size:
-                return "sha256:" + hexd, size
+            return (self.root / hexd[:2] / hexd[2:]).stat().st_size == size
         except FileNotFoundError:
-            pass
-        folder.mkdir(parents=True, exist_ok=True)
+            return False
+
+    def _write(self, hexd: str, chunks: Iterable[bytes]) -> None:
+        """Write ``chunks`` to a private temp file, fsync it, then rename it into place."""
+        folder = self.root / hexd[:2]
         tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
-            for i in range(0, len(text), _CHUNK):
-                view = memoryview(text[i : i + _CHUNK].encode("utf-8", "surrogatepass"))
+            fd = os.open(tmp, flags, 0o600)
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o600)
+        try:
+            for chunk in chunks:
+                view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view) :]
             os.fsync(fd)
@@ -93,8 +86,7 @@ class BlobStore:
             tmp.unlink(missing_ok=True)
             raise
         os.close(fd)
-        os.replace(tmp, path)
-        return "sha256:" + hexd, size
+        os.replace(tmp, folder / hexd[2:])
 
     def get(self, digest: str) -> bytes | None:
         try:

@@ -32,6 +32,7 @@ from infomark.ledger.evidence import (
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.journal import EventRow, Journal
 from infomark.ledger.keys import Key, load_key
+from infomark.ledger.lineage import inherits
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import (
     LedgerRules,
@@ -289,6 +290,10 @@ class Ledger:
 
     def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]:
         """Look a ref up and check it was issued, untampered, to this session."""
+        return self.verify_ref_in(ref, self.session)
+
+    def verify_ref_in(self, ref: str, owner: str) -> tuple[Evidence | None, RejectReason | None]:
+        """Was ``ref`` issued, untampered, to ``owner`` or to its fork ancestry (docs/fork.md)?"""
         if not isinstance(ref, str) or not REF_PATTERN.fullmatch(ref):
             return None, RejectReason.UNKNOWN_EVIDENCE
         row = self.journal.evidence_row(ref)
@@ -305,8 +310,8 @@ class Ledger:
             and record.get("seq") == seq
         ):
             return None, RejectReason.TAMPERED_EVIDENCE
-        if session != self.session:
-            return None, RejectReason.FOREIGN_EVIDENCE
+        if session != owner and not inherits(self.journal, owner, session, seq, ref):
+            return None, RejectReason.FOREIGN_EVIDENCE  # not from this fork's ancestry either
         return Evidence.from_record(ref, record), None
 
     def output_of(self, ev: Evidence) -> bytes | None:

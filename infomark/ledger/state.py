@@ -116,6 +116,8 @@ class SessionState:
     # files an execute-class call changed unannounced while premises were ungrounded
     violation_files: list[str] = field(default_factory=list)
     violation_seq: int = 0
+    # A fork (docs/fork.md): rows 2..shift_until are copies whose logical seq is row - 1.
+    shift_until: int = 0
     v: int = STATE_VERSION
 
     # -- views -------------------------------------------------------------------
@@ -178,10 +180,14 @@ def _reducer(*types: str) -> Callable[[Reducer], Reducer]:
 
 
 def apply(state: SessionState, seq: int, type_: str, payload: Mapping[str, Any]) -> None:
-    """Apply one event. Unknown types only advance ``seq`` (forward compatible)."""
+    """Apply one event. Unknown types only advance ``seq`` (forward compatible).
+
+    ``seq`` is the journal row; in a fork the copied prefix (rows ``2..shift_until``) is
+    reduced at its logical seq ``row - 1``, the seq it had in the origin (docs/fork.md).
+    """
     fn = _REDUCERS.get(type_)
     if fn is not None:
-        fn(state, seq, payload)
+        fn(state, seq - 1 if 1 < seq <= state.shift_until else seq, payload)
     state.seq = seq
 
 
@@ -419,6 +425,27 @@ def _finish(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         state.finish_refusals = 0
     else:
         state.finish_refusals += 1
+
+
+@_reducer("forked_from")
+def _forked(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    if seq == 1:  # only a session's first event makes it a fork
+        state.shift_until = int(p["shift_until"])
+
+
+@_reducer("merged_from")
+def _merged(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    for c in p["claims"]:
+        c = dict(c)
+        stamp = c.pop("stamp", None)
+        old = state.claims.get(c["id"])
+        claim = ClaimState(**c, stamp=StampState(**stamp) if stamp else None)
+        claim.history = list(old.history) if old else []
+        _hist(claim, seq, "merged", **dict(p["provenance"].get(claim.id, {})))
+        state.claims[claim.id] = claim
+    if p.get("approval"):
+        state.approved_seq = seq
+        state.approval_turn = state.turn
 
 
 @_reducer("policy_updated")

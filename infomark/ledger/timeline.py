@@ -267,6 +267,26 @@ class _Reader:
         )
         self.add("stamp", row, f"{cid} → {p.get('status')} ({p.get('kind')} {ref})")
 
+    def on_forked_from(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.add("fork", row, f"forked from {p.get('session')} at seq {p.get('seq')}")
+
+    def on_merged_from(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        """Each merged claim's step names where its grade came from (docs/fork.md)."""
+        provenance = p.get("provenance") or {}
+        for c in p.get("claims") or []:
+            cid = str(c.get("id"))
+            prov = provenance.get(cid) or {}
+            origin = f"merged from {prov.get('from_session')}"
+            if prov.get("evidence_session"):
+                origin += f" seq {prov.get('from_seq')}, evidence of {prov['evidence_session']}"
+            elif prov.get("conflict"):
+                origin += f": changed {prov['conflict']}, both stamps dropped"
+            elif prov.get("revoked"):
+                origin += ": revoked there"
+            ref = prov.get("evidence_ref")
+            self.step(cid, ClaimStep(row.seq, str(c.get("status")), origin, ref))
+        self.add("merge", row, f"merged {p.get('session')} up to seq {p.get('upto')}")
+
     def on_stamp_rejected(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.story.rejected += 1
         self.add("rejected", row, f"stamp of {p.get('claim_id')} rejected: {p.get('reason')}")

@@ -139,3 +139,21 @@ def test_file_tools_do_not_reach_the_key(
         runner.close()
     key = (home / "key").read_bytes().decode("ascii", "replace").strip()
     assert key and key not in result.final_text
+
+
+def test_the_runner_shell_never_sees_infomark_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infomark.ledger.calls import ToolCall
+    from infomark.tools.runner.tools import file_tools
+
+    monkeypatch.setenv("INFOMARK_KEY", "ab" * 32)
+    monkeypatch.setenv("MODEL_KEY", "sk-secret")
+    tools = file_tools(
+        tmp_path, home=tmp_path / ".infomark", bash_timeout=10, output_cap=10_000,
+        hide_env=("MODEL_KEY",),
+    )  # fmt: skip
+    out = tools["bash"].run(ToolCall("bash", {"command": "env"}))
+    text = str(out.output)
+    assert "PATH=" in text  # the shell really ran and printed its environment
+    assert "INFOMARK_KEY" not in text and "ab" * 32 not in text and "sk-secret" not in text

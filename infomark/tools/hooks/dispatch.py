@@ -59,9 +59,24 @@ class _Watchdog:
         os._exit(answer.exit_code)
 
 
+_HELP = f"""{_USAGE}
+
+Claude Code's command hook: reads one hook payload (JSON) on stdin and answers on stdout
+as Claude Code expects (PreToolUse allow/deny/ask, PostToolUse evidence tags, Stop
+refusals, SessionStart/UserPromptSubmit context). Installed by `infomark install
+claude-code`; it never waits longer than {DEADLINE_S:g} s and fails closed in the
+enforcing profiles when it cannot decide.
+
+Options:
+  --home DIR         ledger home (default: $INFOMARK_HOME or <root>/.infomark)
+  --root DIR         project root (default: the payload's cwd)
+  --url SERVICE_URL  forward to a running `infomark serve`; judge locally if it is down
+  -h, --help         show this message and exit (stdin is not read)"""
+
+
 def run_hook(args: list[str]) -> int:
-    if args[:1] in (["-h"], ["--help"]):
-        print(_USAGE)
+    if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
+        print(_HELP)
         return 0
     if not args or args[0] not in ("claude-code", "claude"):
         print(_USAGE, file=sys.stderr)

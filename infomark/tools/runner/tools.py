@@ -24,7 +24,7 @@ from typing import Any
 
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.tools.builtin import make_builtins
+from infomark.tools.builtin import agent_env, make_builtins
 
 __all__ = ["DELEGATION_CLASS", "RunnerTool", "file_tools", "schema_of"]
 
@@ -92,7 +92,8 @@ def file_tools(
 ) -> dict[str, RunnerTool]:
     """read, write, edit, bash, grep and glob over the project ``root``.
 
-    ``hide_env`` names environment variables the shell must not see (the model's API key).
+    ``hide_env`` names environment variables the shell must not see (the model's API key);
+    like every process infomark starts for the agent, it never sees an ``INFOMARK_*`` one.
     """
     base = make_builtins(root, timeout=bash_timeout)
     skip = (home.resolve(),)
@@ -107,7 +108,7 @@ def file_tools(
         command = call.command
         if command is None:
             return ToolOutcome(error="bash needs input.command (a string)", is_error=True)
-        env = {k: v for k, v in os.environ.items() if k not in hide_env}
+        env = {k: v for k, v in agent_env().items() if k not in hide_env}
         started = time.perf_counter()
         try:
             proc = subprocess.run(
