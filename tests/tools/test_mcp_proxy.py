@@ -288,6 +288,7 @@ def test_the_journal_holds_the_decisions_and_the_evidence(
             if e.type == "decision"
         ]
         assert decisions == [
+            ("bash", "allow", "execute"),  # the run that grounded the premise (_ground)
             ("read_note", "allow", "read"),
             ("write_note", "allow", "modify"),
             ("wipe", "ask", "destructive"),
