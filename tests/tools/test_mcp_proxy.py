@@ -14,7 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 from helpers import grounded
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -393,6 +393,8 @@ _TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
 
 
 @given(text=_TEXT, falsifier=_TEXT, oracle=_TEXT)
+@example(text="t", falsifier="0", oracle="\xa0")  # str.strip() blank, not a shell blank
+@example(text="t", falsifier="0", oracle="a\n  b")  # two commands stay two
 def test_structured_claims_survive_rendering_exactly(
     gk: Gatekeeper, text: str, falsifier: str, oracle: str
 ) -> None:
@@ -415,8 +417,9 @@ def test_structured_claims_survive_rendering_exactly(
     assert claim is not None
     assert claim["text"] == text.strip()  # the ledger strips claim text
     assert claim["falsifier"] == falsifier
-    # oracles are normalised as the shell reads them (a newline stays a command separator)
-    assert claim["oracle"] == (shell_text(oracle) or None)
+    # oracles are normalised as the shell reads them (a newline stays a command separator);
+    # one that is only (Unicode) whitespace is no oracle at all
+    assert claim["oracle"] == (shell_text(oracle) if oracle.strip() else None)
     assert [c["id"] for c in view.claims] == ["C1", "C2"]
     assert view.premises == ("C2",)
     assert view.open_questions == ("C1",)
