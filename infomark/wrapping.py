@@ -29,7 +29,14 @@ class GatedSession(Protocol):
     def authorize(self, call: ToolCall, *, tool_class: str | None = None) -> Decision: ...
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence: ...
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
@@ -55,9 +62,14 @@ def tagged(outcome: ToolOutcome, evidence: Evidence, extra: str = "") -> ToolOut
 
 
 def _after(
-    gk: GatedSession, call: ToolCall, outcome: ToolOutcome, tool_class: str | None
+    gk: GatedSession,
+    call: ToolCall,
+    outcome: ToolOutcome,
+    tool_class: str | None,
+    decision: Decision,
 ) -> ToolOutcome:
-    evidence = gk.record(call, outcome, tool_class=tool_class)
+    # Paired with its authorization: only a call infomark allowed becomes evidence.
+    evidence = gk.record(call, outcome, tool_class=tool_class, call_id=decision.call_id or None)
     return tagged(outcome, evidence, gk.after_tool_text(call, outcome, evidence))
 
 
@@ -88,7 +100,7 @@ def wrap_executor(
                 outcome = await async_exec(call)
             except Exception as exc:  # a tool error is evidence (ERROR), not a crash
                 outcome = _failed(exc, started)
-            return _after(gk, call, outcome, tool_class)
+            return _after(gk, call, outcome, tool_class, decision)
 
         return gated_async
 
@@ -104,7 +116,7 @@ def wrap_executor(
             outcome = sync_exec(call)
         except Exception as exc:  # a tool error is evidence (ERROR), not a crash
             outcome = _failed(exc, started)
-        return _after(gk, call, outcome, tool_class)
+        return _after(gk, call, outcome, tool_class, decision)
 
     return gated
 
