@@ -326,14 +326,20 @@ class Gatekeeper:
     def record(
         self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
     ) -> Evidence:
-        """Record a tool result as signed evidence; returns it with its ref and tag."""
+        """Record a tool result as signed evidence; returns it with its ref and tag.
+
+        A declared ``tool_class`` decides the evidence class too (``execute`` → execution,
+        ``read``/``search`` → observation, ``web`` → web, others → ineligible); the
+        configuration's ``[evidence_classes]`` entry for the tool's name still wins.
+        """
         c = self._classification(call, tool_class)
+        declared = c.tool_class if tool_class is not None else None
         cov = watch.cover(
             self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
         )
         cls_ = cov.classification.tool_class.value
         with self._ledger.transaction():
-            evidence = self._ledger.record(call, outcome, tool_class=cls_)
+            evidence = self._ledger.record(call, outcome, tool_class=cls_, declared=declared)
             self._track()
             text = self.policy.after_tool(self._ledger, call, outcome, evidence)
         notice = watch.after_record(self._ledger, self.config, call, cov)
@@ -488,13 +494,21 @@ class Gatekeeper:
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
-        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
+        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async).
+
+        The gated executor returns a :class:`~infomark.wrapping.GatedResult` (decision,
+        evidence, text for the model); a denial or a hold does not run the executor.
+        """
         from infomark.wrapping import wrap_executor
 
         return wrap_executor(self, executor)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
-        """Decorate a plain function as a gated tool with a declared class."""
+        """Decorate a plain function as a gated tool with a declared class.
+
+        The function reports its outcome by returning a ``ToolOutcome`` (or a
+        ``CompletedProcess``) or by raising; the declared class decides the evidence class.
+        """
         from infomark.wrapping import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)

@@ -18,6 +18,7 @@ from typing import Any
 
 from infomark.kernel.errors import StoreError
 from infomark.kernel.reasons import RejectReason
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json
@@ -168,8 +169,13 @@ class Ledger:
         outcome: ToolOutcome,
         *,
         tool_class: str | None = None,
+        declared: ToolClass | None = None,
     ) -> Evidence:
-        """Record a tool result as signed evidence and return it (with its ref and tag)."""
+        """Record a tool result as signed evidence and return it (with its ref and tag).
+
+        ``declared``: the class the integration declared for this tool; it decides the
+        evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
+        """
         data = outcome.output
         # Hashed once (a large text chunk by chunk, never copied whole); the blob is durable
         # (fsync'd) before the event that points to it commits.
@@ -177,8 +183,8 @@ class Ledger:
             output_digest, output_size = self.blobs.put(data), len(data)
         else:
             output_digest, output_size = self.blobs.put_text(data)
-        eclass = evidence_class_for(call.tool, self.evidence_overrides)
-        if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
+        eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
+        if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
         with self.transaction():
             seq = self.journal.last_seq(self.session) + 1
