@@ -493,15 +493,18 @@ class Gatekeeper:
         return replace(result, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
 
     # -- wrapping executors -----------------------------------------------------------------
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(
+        self, executor: Callable[..., Any], *, tool_class: str | None = None
+    ) -> Callable[..., Any]:
         """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async).
 
         The gated executor returns a :class:`~infomark.wrapping.GatedResult` (decision,
-        evidence, text for the model); a denial or a hold does not run the executor.
+        evidence, text for the model); a denial or a hold does not run the executor. A
+        declared ``tool_class`` decides the gate's class and the evidence class of its calls.
         """
         from infomark.wrapping import wrap_executor
 
-        return wrap_executor(self, executor)
+        return wrap_executor(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain function as a gated tool with a declared class.

@@ -169,9 +169,11 @@ class Client(ClientBase):
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
 
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(
+        self, executor: Callable[..., Any], *, tool_class: str | None = None
+    ) -> Callable[..., Any]:
         """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async), as the facade does."""
-        return wrap_executor(self, executor)
+        return wrap_executor(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain function as a gated tool, as ``Gatekeeper.tool`` does."""
@@ -264,7 +266,10 @@ class AsyncClient(ClientBase):
             raise self._unavailable(exc) from exc
 
     def wrap(
-        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]]
+        self,
+        executor: Callable[[ToolCall], Awaitable[ToolOutcome]],
+        *,
+        tool_class: str | None = None,
     ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
         """Gate an async ``(ToolCall) -> ToolOutcome`` executor: authorize, run, record, tag.
 
@@ -272,7 +277,7 @@ class AsyncClient(ClientBase):
         """
         if not inspect.iscoroutinefunction(executor):
             raise TypeError("AsyncClient.wrap needs an async executor; use Client.wrap for sync")
-        return self._gated(executor, None)
+        return self._gated(executor, tool_class)
 
     def tool(
         self, name: str | None = None, *, tool_class: str | None = None
