@@ -14,6 +14,7 @@ this class lacks, or when their signatures drift apart.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import time
@@ -65,8 +66,13 @@ class AsyncGatekeeper:
         self._worker = worker or _worker()
 
     async def _run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        # The caller's context goes along (an OpenTelemetry span, a contextvar), as in the
+        # synchronous facade, which runs in its caller's context.
+        ctx = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._worker, functools.partial(ctx.run, fn, *args, **kwargs)
+        )
 
     # -- opening and plumbing ---------------------------------------------------------------
     @classmethod

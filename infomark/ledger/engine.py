@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,9 @@ class Ledger:
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
         self._emitted: list[EventRow] = []
+        #: Called with the events of each committed transaction (after the commit, in order;
+        #: an exception in a listener is logged, never raised: the command has committed).
+        self.listeners: list[Callable[[list[EventRow]], None]] = []
         self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
 
@@ -127,6 +130,7 @@ class Ledger:
         if self._in_tx:
             yield self
             return
+        committed = False
         try:
             with self.journal.write():
                 self._in_tx = True
@@ -138,6 +142,7 @@ class Ledger:
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
                     self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
                     self._snap_seq = self._state.seq
+            committed = True
         except BaseException:
             # The journal rolled back: rebuild the projection from what is committed.
             self._in_tx = False
@@ -145,6 +150,19 @@ class Ledger:
             raise
         finally:
             self._in_tx = False
+        if committed and self.listeners and self._emitted:
+            self._notify(list(self._emitted))
+
+    def _notify(self, rows: list[EventRow]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(rows)
+            except Exception:  # telemetry never fails a committed command
+                import logging  # lazily: the hook's start-up never pays for it
+
+                logging.getLogger("infomark.ledger").exception(
+                    "an event listener failed (the events are committed)"
+                )
 
     def emit(self, type_: str, payload: Mapping[str, Any], payload_json: str | None = None) -> int:
         """Append an event and apply it; only inside :meth:`transaction`.
