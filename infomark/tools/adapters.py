@@ -86,6 +86,13 @@ class Turn:
     finish: FinishDecision | None = None
     ingested: IngestReport | None = None
     problems: tuple[str, ...] = ()  # calls that never reached the gate (unknown tool, bad JSON)
+    echoed: int = 0  # how many of ``messages`` are the response itself
+
+    @property
+    def answers(self) -> list[Message]:
+        """The messages after the echoed response: the tool results or the refusal (what to
+        send with the Responses API's ``previous_response_id``)."""
+        return self.messages[self.echoed :]
 
     @property
     def done(self) -> bool:
@@ -237,7 +244,7 @@ class _Adapter:
             messages.append(
                 self._user_message(f"[infomark finish refused: {fin.code}] {fin.reason}", "")
             )
-        return Turn(messages, finish=fin, ingested=report)
+        return Turn(messages, finish=fin, ingested=report, echoed=len(parsed.echo))
 
     def _ran(
         self,
@@ -248,7 +255,13 @@ class _Adapter:
         report: Any,
     ) -> Turn:
         messages = [*parsed.echo, *self._results(answers)]
-        return Turn(messages, tuple(results), ingested=report, problems=tuple(problems))
+        return Turn(
+            messages,
+            tuple(results),
+            ingested=report,
+            problems=tuple(problems),
+            echoed=len(parsed.echo),
+        )
 
     # -- what a shape says -----------------------------------------------------------------
     def parse(self, response: Any) -> _Parsed:  # pragma: no cover - every shape overrides it

@@ -14,7 +14,8 @@ under ``infomark.``. Our spans do not claim ``gen_ai.operation.name = execute_to
 describe a gate's decision and a record of a run, not the run (the host's span is the run).
 
 Tool inputs, outputs and commands are not exported (they may hold secrets), only their
-classes, outcomes, refs and codes.
+classes, outcomes, refs and codes; a decision's or a finish's reason text is (cut to 1,000
+characters), and it can quote a claim's oracle command.
 """
 
 from __future__ import annotations

@@ -227,6 +227,7 @@ def test_the_responses_echo_keeps_reasoning_items(gk: Gatekeeper) -> None:
         "function_call",
         "function_call_output",
     ]
+    assert [m.get("type") for m in turn.answers] == ["function_call_output"]
 
 
 def test_anthropic_results_are_one_user_message(gk: Gatekeeper) -> None:
