@@ -58,9 +58,17 @@ class ConfigError(UserError):
 
 
 class BlockSyntaxError(UserError):
-    """A ledger block could not be parsed."""
+    """A ledger block could not be parsed (``ParsedMessage.raise_for_errors``).
+
+    ``line``/``column`` locate the first error; ``diagnostics`` holds every error
+    diagnostic of the message (the parser's ``Diagnostic`` models).
+    """
 
     code = "ledger_parse_error"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        super().__init__(message, line=line, column=column)
+        self.diagnostics: list[object] = []
 
 
 class KeyFileError(InfomarkError):
