@@ -13,6 +13,8 @@ InfomarkError                      base; every error has a stable ``code``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "BlockSyntaxError",
     "ConfigError",
@@ -68,7 +70,7 @@ class BlockSyntaxError(UserError):
 
     def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
         super().__init__(message, line=line, column=column)
-        self.diagnostics: list[object] = []
+        self.diagnostics: Sequence[object] = ()
 
 
 class KeyFileError(InfomarkError):

@@ -44,7 +44,9 @@ def test_clean_text_returns_the_message_itself() -> None:
     assert parsed.blocks
 
 
-KEYWORDS = st.sampled_from(["claim_ledger:\n", "oracle_stamp:", "gate: ", "  claims:\n", "- {", '"', "\n"])
+KEYWORDS = st.sampled_from(
+    ["claim_ledger:\n", "oracle_stamp:", "gate: ", "  claims:\n", "- {", '"', "\n"]
+)
 
 
 @settings(max_examples=200, deadline=None)
