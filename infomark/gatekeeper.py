@@ -370,9 +370,13 @@ class Gatekeeper:
 
         ``call_id`` (default ``call.tool_call_id``) names the pending call from
         :meth:`authorize`; an unpaired or repeated record is journaled and raises
-        :class:`~infomark.kernel.errors.RecordRefused`.
+        :class:`~infomark.kernel.errors.RecordRefused`. A declared ``tool_class`` decides the
+        evidence class too (``execute`` → execution, ``read``/``search`` → observation,
+        ``web`` → web, others → ineligible); the configuration's ``[evidence_classes]`` entry
+        for the tool's name still wins.
         """
         c = self._classification(call, tool_class)
+        declared = c.tool_class if tool_class is not None else None
         cov = watch.cover(
             self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
         )
@@ -386,6 +390,7 @@ class Gatekeeper:
                     call,
                     outcome,
                     tool_class=cls_,
+                    declared=declared,
                     call_id=cid,
                     cwd=cwd,
                     background_id=background_id,
@@ -735,14 +740,25 @@ class Gatekeeper:
         )
 
     # -- wrapping executors -----------------------------------------------------------------
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
-        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
+    def wrap(
+        self, executor: Callable[..., Any], *, tool_class: str | None = None
+    ) -> Callable[..., Any]:
+        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async).
+
+        The gated executor returns a :class:`~infomark.wrapping.GatedResult` (decision,
+        evidence, text for the model); a denial or a hold does not run the executor. A
+        declared ``tool_class`` decides the gate's class and the evidence class of its calls.
+        """
         from infomark.wrapping import wrap_executor
 
-        return wrap_executor(self, executor)
+        return wrap_executor(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
-        """Decorate a plain function as a gated tool with a declared class."""
+        """Decorate a plain function as a gated tool with a declared class.
+
+        The function reports its outcome by returning a ``ToolOutcome`` (or a
+        ``CompletedProcess``) or by raising; the declared class decides the evidence class.
+        """
         from infomark.wrapping import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)

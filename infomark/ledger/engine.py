@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
@@ -86,6 +87,9 @@ class Ledger:
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
         self._emitted: list[EventRow] = []
+        #: Called with the events of each committed transaction (after the commit, in order;
+        #: an exception in a listener is logged, never raised: the command has committed).
+        self.listeners: list[Callable[[list[EventRow]], None]] = []
         self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
 
@@ -135,6 +139,7 @@ class Ledger:
         if self._in_tx:
             yield self
             return
+        committed = False
         try:
             with self.journal.write():
                 self._in_tx = True
@@ -146,6 +151,7 @@ class Ledger:
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
                     self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
                     self._snap_seq = self._state.seq
+            committed = True
         except BaseException:
             # The journal rolled back: rebuild the projection from what is committed.
             self._in_tx = False
@@ -153,6 +159,19 @@ class Ledger:
             raise
         finally:
             self._in_tx = False
+        if committed and self.listeners and self._emitted:
+            self._notify(list(self._emitted))
+
+    def _notify(self, rows: list[EventRow]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(rows)
+            except Exception:  # telemetry never fails a committed command
+                import logging  # lazily: the hook's start-up never pays for it
+
+                logging.getLogger("infomark.ledger").exception(
+                    "an event listener failed (the events are committed)"
+                )
 
     def emit(self, type_: str, payload: Mapping[str, Any], payload_json: str | None = None) -> int:
         """Append an event and apply it; only inside :meth:`transaction`.
@@ -177,6 +196,7 @@ class Ledger:
         outcome: ToolOutcome,
         *,
         tool_class: str | None = None,
+        declared: ToolClass | None = None,
         call_id: str | None = None,
         cwd: str | None = None,
         background_id: str | None = None,
@@ -186,6 +206,8 @@ class Ledger:
         ``call_id`` (default: ``call.tool_call_id``) must name a pending call that was
         authorized with the same tool and input, and only once: anything else is journaled
         as ``record_refused`` and raises :class:`RecordRefused`; it never yields evidence.
+        ``declared``: the class the integration declared for this tool; it decides the
+        evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
         """
         cid = call_id or call.tool_call_id
         data = outcome.output
@@ -195,8 +217,8 @@ class Ledger:
             output_digest, output_size = self.blobs.put(data), len(data)
         else:
             output_digest, output_size = self.blobs.put_text(data)
-        eclass = evidence_class_for(call.tool, self.evidence_overrides)
-        if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
+        eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
+        if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
         background = call.input.get("run_in_background") is True
         if background:

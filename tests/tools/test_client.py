@@ -362,11 +362,11 @@ def test_async_client_has_the_same_methods(service: Service) -> None:
             assert "[infomark evidence_ref=" in str(passed.output) and ran == ["Bash"]
 
             @c.tool(tool_class="execute")
-            def check() -> str:
-                return "1 passed"
+            def check() -> ToolOutcome:
+                return ToolOutcome("1 passed", exit_code=0)
 
             out = await check()
-            assert "outcome=PASS" in str(out.output)
+            assert out.passed and out.ref and "outcome=PASS" in out.text
             await c.close()
 
     asyncio.run(scenario())
