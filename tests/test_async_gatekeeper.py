@@ -154,7 +154,9 @@ def test_journaling_runs_off_the_event_loop_thread(home: Path, project: Path) ->
         agk.store.emit = spy  # type: ignore[method-assign]
         await agk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
         await agk.authorize(EDIT)
-        await agk.record(ToolCall("bash", {"command": "true"}), ToolOutcome("", exit_code=0))
+        run = ToolCall("bash", {"command": "true"}, tool_call_id="t1")
+        await agk.authorize(run)
+        await agk.record(run, ToolOutcome("", exit_code=0))
         await agk.can_finish("Done.")
         await agk.close()
         return threading.get_ident()
@@ -169,7 +171,8 @@ def test_concurrent_records_commit_in_the_order_they_were_awaited(
 ) -> None:
     async def scenario() -> tuple[list[int], list[int]]:
         async with await AsyncGatekeeper.open(home, "order", root=project) as agk:
-            calls = [ToolCall("bash", {"command": f"echo {i}"}) for i in range(40)]
+            calls = [ToolCall("bash", {"command": f"echo {i}"}, f"c{i}") for i in range(40)]
+            await asyncio.gather(*(agk.authorize(c) for c in calls))
             evs = await asyncio.gather(
                 *(agk.record(c, ToolOutcome(str(i), exit_code=0)) for i, c in enumerate(calls))
             )
