@@ -295,6 +295,8 @@ def test_the_async_session_drives_the_same_loop(home: Path, project: Path) -> No
             first = await agent.ahandle(anthropic(LEDGER, ("tu_1", "edit", EDIT_ARGS)))
             with pytest.raises(TypeError, match="ahandle"):
                 agent.handle(anthropic("Done."))
+            with pytest.raises(TypeError, match="auser"):
+                agent.user("again")
             done = await agent.ahandle(anthropic("Nothing to report."))
             return first, done
 
