@@ -189,15 +189,35 @@ class AsyncGatekeeper:
         return await self._run(self._gk.authorize, call, bypass=bypass, tool_class=tool_class)
 
     async def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence:
-        return await self._run(self._gk.record, call, outcome, tool_class=tool_class)
+        """Record the result of an authorized call (see :meth:`Gatekeeper.record`)."""
+        return await self._run(
+            self._gk.record,
+            call,
+            outcome,
+            tool_class=tool_class,
+            call_id=call_id,
+            cwd=cwd,
+            background_id=background_id,
+        )
 
     async def can_finish(self, final_text: str = "") -> FinishDecision:
         return await self._run(self._gk.can_finish, final_text)
 
     async def approve(self, *, by: str = "operator", note: str = "") -> None:
         await self._run(self._gk.approve, by=by, note=note)
+
+    async def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
+        """The user accepts a changed grading file (an operator act, see the sync facade)."""
+        await self._run(self._gk.approve_grading, path, by=by, note=note)
 
     async def new_turn(self, prompt: str | None = None) -> str:
         return await self._run(self._gk.new_turn, prompt)
@@ -305,7 +325,10 @@ class AsyncGatekeeper:
                 msg = f"{type(exc).__name__}: {exc}"
                 elapsed = (time.perf_counter() - started) * 1000
                 outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            evidence = await self.record(call, outcome, tool_class=tool_class)
+            # Paired with its authorization: only a call infomark allowed becomes evidence.
+            evidence = await self.record(
+                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
+            )
             return result_of(
                 decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
             )

@@ -41,7 +41,14 @@ class GatedSession(Protocol):
     def authorize(self, call: ToolCall, *, tool_class: str | None = None) -> Decision: ...
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence: ...
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
@@ -195,7 +202,8 @@ def _after(
     tool_class: str | None,
     decision: Decision,
 ) -> GatedResult:
-    evidence = gk.record(call, outcome, tool_class=tool_class)
+    # Paired with its authorization: only a call infomark allowed becomes evidence.
+    evidence = gk.record(call, outcome, tool_class=tool_class, call_id=decision.call_id or None)
     return result_of(decision, outcome, evidence, gk.after_tool_text(call, outcome, evidence))
 
 

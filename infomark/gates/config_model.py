@@ -46,6 +46,11 @@ class TriggerModel(_Strict):
     requires_read: list[str] = Field(default_factory=list)
 
 
+class OraclesModel(_Strict):
+    allow: list[str] = Field(default_factory=list)
+    require: list[str] = Field(default_factory=list)
+
+
 class ScratchModel(_Strict):
     """``[scratch]``: writes to the agent's own new files and the temp dir (docs/gates.md)."""
 
@@ -61,13 +66,16 @@ class ConfigModel(_Strict):
     tools: dict[str, ToolClassName] = Field(default_factory=dict)
     evidence_classes: dict[str, EvidenceClassName] = Field(default_factory=dict)
     allow_destructive: list[Family] = Field(default_factory=list)
+    finish_refusal_cap: int = Field(default=3, ge=0, le=20)
     scratch: ScratchModel = Field(default_factory=ScratchModel)
-    finish_refusal_cap: int = Field(default=3, ge=1, le=20)
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
     unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
+    oracles: OraclesModel = Field(default_factory=OraclesModel)
+    grading_policy: Literal["hold", "refuse", "allow"] = "hold"
+    grading_files: list[str] = Field(default_factory=list)
     # Adaptive policy layer (packs, working memory, triggers).
     adaptive_packs: list[str] | None = None
     pack_overrides: dict[str, PackOverride] = Field(default_factory=dict)

@@ -3,6 +3,7 @@
 InfomarkError                      base; every error has a stable ``code``
  ├── UserError                     API misuse or bad input (CLI exit 2)
  │    ├── ConfigError              infomark.toml / [tool.infomark] is invalid
+ │    ├── RecordRefused            a record names no pending authorized call (journaled)
  │    └── BlockSyntaxError         a ledger block could not be parsed (has line/column)
  ├── KeyFileError                  the key file is missing, malformed or too permissive
  ├── StoreError                    the journal could not be read or written
@@ -19,6 +20,7 @@ __all__ = [
     "GraphError",
     "InfomarkError",
     "KeyFileError",
+    "RecordRefused",
     "StoreBusyError",
     "StoreError",
     "UserError",
@@ -55,6 +57,20 @@ class ConfigError(UserError):
     """The configuration file is invalid."""
 
     code = "config_error"
+
+
+class RecordRefused(UserError):
+    """A tool result was offered as evidence without a matching authorized call.
+
+    ``code`` is the reason (``unpaired_record`` or ``repeated_record``); the refusal is
+    journaled before this is raised, and no evidence exists for it.
+    """
+
+    code = "unpaired_record"
+
+    def __init__(self, message: str, *, code: str = "unpaired_record") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class BlockSyntaxError(UserError):

@@ -323,7 +323,9 @@ class AsyncClient(ClientBase):
                 msg = f"{type(exc).__name__}: {exc}"
                 elapsed = (time.perf_counter() - started) * 1000
                 outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            evidence = await self.record(call, outcome, tool_class=tool_class)
+            evidence = await self.record(
+                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
+            )
             return result_of(
                 decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
             )
