@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
+from infomark.gates.shell.walks import note_git
 from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
 
 __all__ = ["_h_git"]
@@ -76,6 +77,7 @@ def _h_git(name: str, args: list[Arg], env: Env, hops: int = 0) -> None:
         return
     for key in aliases:
         env.modify(f"sets `alias.{key}`, which can run arbitrary commands (opaque)")
+    note_git(sub, rest, env)
     handler = _GIT_HANDLERS.get(sub)
     if sub in _GIT_DRY_RUNS and _GIT_DRY_RUNS[sub] & set(_static(rest)):
         env.execute(f"shows what git {sub} would do (dry run)")
