@@ -3,6 +3,12 @@
 A denial or a hold comes back as a :class:`ToolOutcome` carrying the reason as
 an error result; it never raises, so the agent reads it and corrects course.
 
+The environment: a user's executor runs in the caller's process, so infomark cannot scrub
+what it hands to the programs it starts. An executor that takes an ``env`` keyword is given
+:func:`infomark.kernel.environ.agent_env` (the process environment without any ``INFOMARK_*``
+variable) on every call; any other executor should pass ``env=agent_env()`` to the
+subprocesses it starts itself (``make_builtins`` does).
+
 Part of the facade layer: it drives a gatekeeper through the small :class:`GatedSession`
 protocol (``Gatekeeper`` satisfies it), touches nothing outside, and imports nothing above
 the gates. ``infomark.tools.executor`` re-exports it for the integrations.
@@ -17,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from infomark.gates.decision import Decision
+from infomark.kernel.environ import agent_env
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence
 
@@ -74,7 +81,29 @@ def wrap_executor(
     *,
     tool_class: str | None = None,
 ) -> Callable[[ToolCall], Any]:
-    """Return a gated executor of the same kind (sync or async) as ``executor``."""
+    """Return a gated executor of the same kind (sync or async) as ``executor``.
+
+    An executor with an ``env`` keyword parameter is called as ``executor(call, env=…)``
+    with :func:`~infomark.kernel.environ.agent_env`.
+    """
+    if _takes_env(executor):
+        plain = executor
+
+        if inspect.iscoroutinefunction(plain):
+
+            @functools.wraps(plain)
+            async def with_env_async(call: ToolCall) -> ToolOutcome:
+                out: ToolOutcome = await plain(call, env=agent_env())  # type: ignore[call-arg]
+                return out
+
+            return wrap_executor(gk, with_env_async, tool_class=tool_class)
+
+        @functools.wraps(plain)
+        def with_env(call: ToolCall) -> ToolOutcome:
+            out: ToolOutcome = plain(call, env=agent_env())  # type: ignore[call-arg,assignment]
+            return out
+
+        return wrap_executor(gk, with_env, tool_class=tool_class)
     if inspect.iscoroutinefunction(executor):
         async_exec: AsyncExecutor = executor
 
@@ -107,6 +136,19 @@ def wrap_executor(
         return _after(gk, call, outcome, tool_class)
 
     return gated
+
+
+def _takes_env(executor: Callable[..., Any]) -> bool:
+    """Does ``executor`` declare an ``env`` parameter (not through ``functools.wraps``)?"""
+    try:
+        params = inspect.signature(executor, follow_wrapped=False).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get("env")
+    return param is not None and param.kind in (
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    )
 
 
 def gated_tool(
