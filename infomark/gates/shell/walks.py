@@ -246,14 +246,15 @@ def _w_rsync(name: str, args: list[Arg], env: Env) -> None:
         # an anchored pattern (`/x`) is relative to the transfer root: the source itself only
         # when it ends in `/` (or is `.`)
         contents = src.value is not None and (src.value.endswith("/") or src.value in (".", "./"))
-        anchored = [p for p in excludes if p.startswith("/")] if contents else []
+        anchored = [p.strip("/") for p in excludes if p.startswith("/")] if contents else []
+        anchored = [p for p in anchored if p and not (_MAGIC & set(p))]
         _record(
             env,
             walk_roots([src], env, default=False),
             "copies",
             follow=follow,
             exclude=_component_globs(p for p in excludes if not p.startswith("/")),
-            exclude_paths=_literal_paths(anchored),
+            exclude_paths=tuple(anchored),
         )
 
 
@@ -353,7 +354,9 @@ def _w_tar(name: str, args: list[Arg], env: Env) -> None:
     for base, arg in operands:
         if arg.value is not None and not base and arg.value.startswith("-"):
             continue
-        roots = [os.path.join(base, r) for r in walk_roots([arg], env, default=False)]
+        if base and arg.value is not None:
+            arg = Arg(os.path.join(base, arg.value), arg.approx)
+        roots = walk_roots([arg], env, default=False)
         _record(
             env,
             roots,
