@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from infomark.gates.reach import reaches
-from infomark.kernel.tools import Classification, normalise_tool_name
+from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
 __all__ = [
     "config_sources",
@@ -262,7 +262,7 @@ def protected(
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
-    for walk in classification.walks:
+    for walk in (*classification.walks, *_search_walks(tool, tool_input, shell, base)):
         why = reaches(walk, home_r)
         if why is not None:
             return ("deny", "protected_home", f"{why} ({home_r}): {_WALK_HINT}")
@@ -304,6 +304,20 @@ def protected(
         if any(_within(path, where) for where in install):
             return _ask("protected_install", f"{path} is part of infomark's own installation")
     return None
+
+
+def _search_walks(
+    tool: str, tool_input: Mapping[str, object], shell: bool, base: Path
+) -> tuple[Walk, ...]:
+    """Claude Code's (and OpenCode's) Grep tool runs ripgrep over ``path`` (default: the cwd):
+    a walk that honours ripgrep's ignore files, which every home carries."""
+    if shell or normalise_tool_name(tool) != "grep":
+        return ()
+    path = tool_input.get("path")
+    root = resolve_path(path, base) if isinstance(path, str) and path else str(base)
+    return (
+        Walk(root=root, command=tool, what="searches", honours_ignore=(".ignore", ".rgignore")),
+    )
 
 
 def _host_files(extra: Iterable[str], base: Path, root: Path) -> list[str]:

@@ -44,10 +44,10 @@ def _home_files(home: str) -> list[str] | None:
     return out
 
 
-def _self_ignored(home: str) -> bool:
-    """The home's own ``.gitignore`` ignores everything in it (``*``, no ``!`` re-include)."""
+def _self_ignored(home: str, name: str) -> bool:
+    """The home's own ignore file ``name`` ignores everything in it (``*``, no ``!``)."""
     try:
-        with open(os.path.join(home, ".gitignore"), encoding="utf-8") as fh:
+        with open(os.path.join(home, name), encoding="utf-8") as fh:
             lines = [ln.strip() for ln in fh.read(65_536).splitlines()]
     except (OSError, UnicodeDecodeError):
         return False
@@ -66,7 +66,7 @@ def _skipped(walk: Walk, root: str, home: str) -> bool:
         spelled = _spelled(walk.prefix, "/".join(parts[:k]))
         if any(fnmatchcase(spelled, g) for g in walk.exclude_paths):
             return True
-    if walk.honours_ignore and _self_ignored(home):
+    if any(_self_ignored(home, name) for name in walk.honours_ignore):
         return True
     if walk.only or walk.exclude_files:
         files = _home_files(home)

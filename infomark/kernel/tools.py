@@ -98,8 +98,9 @@ class Walk:
     system (:mod:`infomark.gates.protect`), from what the command line says it skips:
 
     - ``skip_hidden``: entries whose name starts with ``.`` are not entered (ripgrep, ag);
-    - ``honours_ignore``: a directory whose own ``.gitignore`` ignores everything is skipped
-      (``git add`` without ``-f``; ``git stash -u``);
+    - ``honours_ignore``: the ignore files the command reads (``.gitignore`` for ``git add``
+      without ``-f``; ``.ignore``/``.rgignore`` for ripgrep): a directory whose own ignore file
+      ignores everything in it is skipped;
     - ``exclude``: globs matched against each entry's name (``--exclude-dir=.infomark``);
     - ``exclude_paths``: globs matched against a directory's path below ``root`` as the
       command spells it (``prefix`` + ``/`` + the relative path): the directory is skipped
@@ -115,7 +116,7 @@ class Walk:
     what: str = "reads"
     follow: bool = False
     skip_hidden: bool = False
-    honours_ignore: bool = False
+    honours_ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     exclude_paths: tuple[str, ...] = ()
     exclude_files: tuple[str, ...] = ()

@@ -80,5 +80,5 @@ def test_reading_the_transcript_and_writing_elsewhere_are_not_denied(cc: HookSes
 def test_the_transcript_of_the_payload_is_the_one_protected(cc: HookSession) -> None:
     other = cc.transcript.with_name("other-session.jsonl")
     other.touch()
-    decision, reason = _decision(cc.pre("Write", {"file_path": str(other), "content": "x"}))
+    _, reason = _decision(cc.pre("Write", {"file_path": str(other), "content": "x"}))
     assert "transcript" not in reason

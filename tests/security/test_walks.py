@@ -189,6 +189,8 @@ def test_following_walks_check_the_tree_for_links_into_the_home(project: Project
         "rg -u key",
         "rg --hidden -g '!.infomark' key",
         "rg --hidden --glob=!.infomark/** key",
+        "rg --hidden key",  # the home's .ignore still keeps ripgrep out
+        "rg -. key",
         "ag key",
         "python3 -m http.server -d src",
     ],
@@ -201,9 +203,8 @@ def test_walks_that_skip_the_home(project: Project, command: str) -> None:
     "command",
     [
         "rg -uu key",
-        "rg --hidden key",
-        "rg -. key",
         "rg --no-ignore --hidden key",
+        "rg --no-ignore-dot -. key",
         "ag --hidden key",
         "ag -u key",
         "ack key",
@@ -226,6 +227,28 @@ def test_walks_that_reach_the_home_or_cannot_be_decided(project: Project, comman
     assert project.verdict(command) in PROTECTED, command
 
 
+def test_ripgrep_and_the_grep_tool_rely_on_the_homes_ignore_file(project: Project) -> None:
+    assert (project.home / ".ignore").read_text().splitlines()[-1] == "*"
+    grep_tool = ToolCall("Grep", {"pattern": "key"}, cwd=str(project.root))
+    assert project.gk.authorize(grep_tool).code not in PROTECTED
+    assert project.verdict("rg --hidden key") not in PROTECTED
+    (project.home / ".ignore").write_text("# nothing ignored\n")
+    assert project.gk.authorize(grep_tool).code == "protected_home"
+    assert project.verdict("rg --hidden key") == "protected_home"
+    assert project.verdict("rg key") not in PROTECTED  # still hidden
+    inside = ToolCall("Grep", {"pattern": "k", "path": str(project.home)}, cwd=str(project.root))
+    assert project.gk.authorize(inside).code == "protected_home"
+
+
+def test_every_home_ignores_itself_for_git_and_ripgrep(tmp_path: Path) -> None:
+    old = tmp_path / "old-home"
+    old.mkdir()
+    (old / ".gitignore").write_text("*\n")  # a home from before: no .ignore yet
+    Gatekeeper.open(old, "walks", root=tmp_path).close()
+    assert (old / ".ignore").read_text().splitlines()[-1] == "*"
+    assert (old / ".ignore").stat().st_mode & 0o077 == 0
+
+
 def test_a_home_outside_the_walk_is_not_reached(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()
@@ -239,11 +262,12 @@ def test_a_home_that_is_not_hidden_is_reached_by_ripgrep_and_globstar(tmp_path: 
     root = tmp_path / "proj"
     root.mkdir()
     with Gatekeeper.open(root / "ledger", "walks", root=root) as gk:
-        for command in ("rg key", "cat **/*", "grep -r key ."):
+        for command in ("rg -u key", "cat **/*", "grep -r key ."):
             code = gk.authorize(ToolCall("Bash", {"command": command}, cwd=str(root))).code
             assert code in PROTECTED, command
-        ok = gk.authorize(ToolCall("Bash", {"command": "grep -r --exclude-dir=ledger k ."}))
-        assert ok.code not in PROTECTED
+        for command in ("grep -r --exclude-dir=ledger k .", "rg key"):  # rg: the .ignore
+            ok = gk.authorize(ToolCall("Bash", {"command": command}, cwd=str(root)))
+            assert ok.code not in PROTECTED, command
 
 
 # -- the soundness property: what the gate lets through never reaches the home ---------------

@@ -23,7 +23,14 @@ from infomark.gates.shell.core import Env, short, ws
 from infomark.gates.shell.words import Arg, _command_name, _names, _scan
 from infomark.kernel.tools import Walk
 
-__all__ = ["WALKERS", "note_python_walks", "walk_roots"]
+__all__ = [
+    "RG_IGNORE",
+    "WALKERS",
+    "note_git",
+    "note_python_module",
+    "note_python_walks",
+    "walk_roots",
+]
 
 _MAGIC = frozenset("*?[")
 _NAMES_ONLY = ws("ls stat basename dirname echo printf true false du realpath readlink test [")
@@ -160,12 +167,14 @@ def _w_rg(name: str, args: list[Arg], env: Env) -> None:
     files = pos if patterns_given else pos[1:]
     globs = [v.value for o, v in opts if o in ("-g", "--glob", "--iglob") and v and v.value]
     negated = [g[1:] for g in globs if g.startswith("!")]
+    no_ignore = unrestricted >= 1 or bool(names & {"--no-ignore", "--no-ignore-dot"})
     _record(
         env,
         walk_roots(files, env),
         "reads",
         follow=bool(names & {"-L", "--follow"}),
         skip_hidden=not hidden,
+        honours_ignore=() if no_ignore else RG_IGNORE,
         exclude=_component_globs(negated),
         exclude_paths=_literal_paths(negated),
     )
@@ -646,6 +655,10 @@ def _git_top(env: Env) -> list[str]:
     return list(dict.fromkeys(tops))
 
 
+_GIT_IGNORE = (".gitignore",)
+RG_IGNORE = (".ignore", ".rgignore")
+
+
 def note_git(sub: str, args: list[Arg], env: Env) -> None:
     """git subcommands that walk the working tree, ignored files included when forced."""
     opts, pos = _scan(args, "m" if sub in ("stash",) else "", ws("--pathspec-from-file"))
@@ -660,7 +673,7 @@ def note_git(sub: str, args: list[Arg], env: Env) -> None:
             return
         roots = walk_roots(pathspecs, env) if pathspecs else _git_top(env)
         force = bool(names & {"-f", "--force"})
-        _record(env, roots, "stages", honours_ignore=not force)
+        _record(env, roots, "stages", honours_ignore=() if force else _GIT_IGNORE)
     elif sub == "stash":
         action = pathspecs[0].value if pathspecs else "push"
         if action not in ("push", "save") and pathspecs:
@@ -668,7 +681,7 @@ def note_git(sub: str, args: list[Arg], env: Env) -> None:
         if names & {"-a", "--all"}:
             _record(env, _git_top(env), "stashes and removes")
         elif names & {"-u", "--include-untracked"}:
-            _record(env, _git_top(env), "stashes and removes", honours_ignore=True)
+            _record(env, _git_top(env), "stashes and removes", honours_ignore=_GIT_IGNORE)
     elif sub == "clean":
         if names & {"-n", "--dry-run"}:
             return
@@ -676,21 +689,21 @@ def note_git(sub: str, args: list[Arg], env: Env) -> None:
         if names & {"-x", "-X"}:
             _record(env, roots, "deletes")
         else:
-            _record(env, roots, "deletes", honours_ignore=True)
+            _record(env, roots, "deletes", honours_ignore=_GIT_IGNORE)
     elif sub == "grep":
         if "--no-index" in names:
             _record(
                 env,
                 walk_roots(pos[1:], env),
                 "reads",
-                honours_ignore="--exclude-standard" in names,
+                honours_ignore=_GIT_IGNORE if "--exclude-standard" in names else (),
             )
         elif "--untracked" in names:
             _record(
                 env,
                 walk_roots(pos[1:], env),
                 "reads",
-                honours_ignore="--no-exclude-standard" not in names,
+                honours_ignore=() if "--no-exclude-standard" in names else _GIT_IGNORE,
             )
 
 
