@@ -142,23 +142,6 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
     pays for parsing the index once per change of it. An index this parser cannot read is
     listed by ``git ls-files -z`` instead.
     """
-    listed = _listing(root, cache_dir)
-    return None if listed is None else (listed[0], listed[1])
-
-
-Groups = list[tuple[str, list[str]]]
-
-
-def _group(paths: list[str]) -> Groups:
-    """The paths by directory (``("pkg/sub", ["a.py", …])``), for scans relative to a dir fd."""
-    by_dir: dict[str, list[str]] = {}
-    for p in paths:
-        d, _, name = p.rpartition("/")
-        by_dir.setdefault(d, []).append(name)
-    return list(by_dir.items())
-
-
-def _listing(root: Path, cache_dir: Path | None) -> tuple[Path, list[str], Groups] | None:
     found = find_git_dir(root)
     if found is None:
         return None
@@ -167,36 +150,29 @@ def _listing(root: Path, cache_dir: Path | None) -> tuple[Path, list[str], Group
     try:
         st = index.stat()
     except OSError:
-        return top, [], []  # a fresh repository: nothing tracked yet
+        return top, []  # a fresh repository: nothing tracked yet
     ident = f"{index}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
     cache = None
     if cache_dir is not None:
         cache = cache_dir / ("index-" + hashlib.sha256(str(index).encode()).hexdigest()[:16])
         try:
             cached = marshal.loads(cache.read_bytes())  # noqa: S302 - our 0600 cache; data only
-            if (
-                isinstance(cached, tuple)
-                and len(cached) == 3
-                and cached[0] == ident
-                and isinstance(cached[1], list)
-                and isinstance(cached[2], list)
-            ):
-                return top, cached[1], cached[2]
+            if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
+                return top, cached[1]
         except (OSError, ValueError, EOFError, TypeError, IndexError):
             pass
     try:
         paths = _parse_index(index.read_bytes())
     except (OSError, ValueError, IndexError, struct.error):
         paths = _ls_files(top)
-    groups = _group(paths)
     if cache is not None:
         with contextlib.suppress(OSError):
             tmp = cache.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(marshal.dumps((ident, paths, groups)))
+                fh.write(marshal.dumps((ident, paths)))
             os.replace(tmp, cache)
-    return top, paths, groups
+    return top, paths
 
 
 def _ls_files(top: Path) -> list[str]:
@@ -271,10 +247,10 @@ def changes_since(
         return None
     low = since
     started = time.perf_counter()
-    listed = _listing(root, watch_dir)
+    listed = tracked_paths(root, watch_dir)
     if listed is not None:
-        top, paths, groups = listed
-        found, complete = _scan_tracked(top, paths, low, groups), True
+        top, paths = listed
+        found, complete = _scan_tracked(top, paths, low), True
         base = top.resolve()
         rel_root = root.resolve()
         if base != rel_root:
@@ -304,51 +280,20 @@ def _relative(paths: list[str], top: Path, root: Path) -> list[str]:
     return out
 
 
-_DIR_FD = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
-
-
-def _scan_tracked(
-    top: Path, paths: list[str], since: int, groups: Groups | None = None
-) -> list[tuple[str, int, bool]]:
-    """``(path, change time, deleted)`` of every tracked path changed since ``since``.
-
-    One ``lstat`` per tracked file, made relative to an open descriptor of its directory
-    where the platform allows (the kernel then resolves one name, not the whole path, and no
-    full path string is built): the cost is the syscalls, not Python.
-    """
+def _scan_tracked(top: Path, paths: list[str], since: int) -> list[tuple[str, int, bool]]:
+    """``(path, change time, deleted)`` of every tracked path changed since ``since``."""
     lstat = os.lstat
     base = str(top) + os.sep
     out: list[tuple[str, int, bool]] = []
     missing: list[str] = []
-    if _DIR_FD and groups is not None:
-        flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
-        for d, names in groups:
-            prefix = d + "/" if d else ""
-            try:
-                fd = os.open(base + d if d else str(top), flags)
-            except OSError:
-                missing.extend(prefix + n for n in names)
-                continue
-            try:
-                for n in names:
-                    try:
-                        t = lstat(n, dir_fd=fd).st_ctime_ns
-                    except OSError:
-                        missing.append(prefix + n)
-                        continue
-                    if t >= since:
-                        out.append((prefix + n, t, False))
-            finally:
-                os.close(fd)
-    else:
-        for p in paths:
-            try:
-                t = lstat(base + p).st_ctime_ns
-            except OSError:
-                missing.append(p)
-                continue
-            if t >= since:
-                out.append((p, t, False))
+    for p in paths:
+        try:
+            t = lstat(base + p).st_ctime_ns
+        except OSError:
+            missing.append(p)
+            continue
+        if t >= since:
+            out.append((p, t, False))
     for p in missing:
         gone = _gone_at(top, p)
         if gone is not None and gone >= since:

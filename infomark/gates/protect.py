@@ -208,7 +208,8 @@ def _from_root(
     again = classify_shell(command, cwd=str(root))
     families = c.families + tuple(f for f in again.families if f not in c.families)
     paths = c.paths + tuple(p for p in again.paths if p not in c.paths)
-    return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque)
+    walks = c.walks + tuple(w for w in again.walks if w not in c.walks)
+    return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque, walks=walks)
 
 
 def _shell_tools() -> frozenset[str]:
