@@ -143,7 +143,7 @@ _EDITS = st.lists(
 
 @settings(max_examples=20, deadline=None)
 @given(edits=_EDITS)
-def test_every_kind_of_write_is_found_by_both_scans(
+def test_every_kind_of_write_is_found(
     tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[int, str]]
 ) -> None:
     """In-place writes keep the inode and the directory's times; only the file's own change

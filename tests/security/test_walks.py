@@ -220,6 +220,8 @@ def test_walks_that_skip_the_home(project: Project, command: str) -> None:
         "find . | cpio -o > ../out.cpio",
         "tar czf ../out.tgz -T -",
         'grep -r key "$DIR"',
+        "find . -mindepth 1 ! -name .infomark -prune -o -exec grep -r k {} +",
+        "find . \\( -name .infomark -prune \\) -o -type f -exec cat {} +",
         "cp -r $(pwd) ../out",
     ],
 )

@@ -545,6 +545,8 @@ def _find_prunes(expr: list[str | None]) -> tuple[tuple[str, ...], tuple[str, ..
         test, pattern, prune, alt = expr[k], expr[k + 1], expr[k + 2], expr[k + 3]
         if prune != "-prune" or alt not in ("-o", "-or") or pattern is None:
             continue
+        if k > 0 and expr[k - 1] in ("!", "-not"):
+            continue  # `! -name X -prune` prunes everything but X
         if test == "-name":
             names.append(pattern)
         elif test in ("-path", "-wholename"):
