@@ -8,16 +8,21 @@ every profile, never bypassable:
 * a call whose classification has the family ``infomark`` (the agent running infomark
   itself) is denied;
 * any path that *resolves* (symlinks, ``..``, ``/proc/*/cwd``, ``~``, case) into the ledger
-  home is denied, read or write;
+  home is denied, read or write; so is a recursive walk (``grep -r``, ``tar c``, ``cp -r``,
+  ``chmod -R`` …, :class:`~infomark.kernel.tools.Walk`) whose root holds the home unless it
+  provably skips it, or that follows a symlink into it (:mod:`infomark.gates.reach`);
+* a change of the host's transcript (``extra``: Claude Code's ``transcript_path``, which
+  witnesses the journal), or of a directory holding it but not the project, is denied;
 * a change to a protected file is held for the user (``ask``): every config source infomark
   reads (``infomark.toml``, ``infomark.yaml``/``.yml``, ``$INFOMARK_CONFIG``, the
   ``[tool.infomark]`` section of ``pyproject.toml``), the Claude Code settings files that
   carry the hooks, and infomark's own installation (its package and entry script);
 * a shell command whose paths could not be resolved statically (``opaque``) is denied.
 
-Shell paths come from the classifier (``Classification.paths``/``.opaque``: globs,
-quotes, escapes, ``cd`` chains and substitutions it can evaluate, resolved against the
-file system); file tools name theirs in the input. This is a speed bump, not a sandbox:
+Shell paths come from the classifier (``Classification.paths``/``.opaque``/``.walks``:
+globs, quotes, escapes, ``cd`` chains and substitutions it can evaluate, resolved against the
+file system from the session's cwd when the host gives it); file tools name theirs in the
+input. This is a speed bump, not a sandbox:
 docs/security.md lists what a same-user process can still do.
 """
 
@@ -234,7 +239,7 @@ def protected(
 ) -> Verdict | None:
     """``(verdict, code, reason)`` when the call touches infomark's own state, else None.
 
-    ``extra``: more files whose changes are held (e.g. the host's transcript). ``cwd``: the
+    ``extra``: files the agent may not change (the host's transcript). ``cwd``: the
     host's session cwd, which ``classification`` was made with (shell paths are then taken
     as they are, and relative file paths resolve from it); without it, shell commands are
     also resolved from ``root`` and relative file paths resolve from ``root``.
