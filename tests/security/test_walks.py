@@ -9,8 +9,10 @@ denied, and one that provably skips the home (``--exclude-dir=.infomark``, a ``-
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from infomark.kernel.environ import agent_env
 from infomark.ledger.calls import ToolCall
 
 MARKER = "FENCE-SECRET-7f3a"
+EXAMPLES = int(os.environ.get("FENCE_EXAMPLES", "30"))
 PROTECTED = {"protected_home", "protected_opaque"}
 
 
@@ -275,19 +278,34 @@ def test_a_home_that_is_not_hidden_is_reached_by_ripgrep_and_globstar(tmp_path: 
 # -- the soundness property: what the gate lets through never reaches the home ---------------
 
 _PIECES = st.sampled_from(
-    [".infomark", ".info*", "*", ".*", "info*", "*mark", ".infomar?", "[.]infomark", "x", "src"]
+    [
+        ".infomark",
+        ".info*",
+        "*",
+        ".*",
+        "info*",
+        "*mark",
+        ".infomar?",
+        "[.]infomark",
+        "x",
+        "src",
+        ".infomark/",
+        "./.infomark",
+        "*/.infomark",
+    ]
 )
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(pattern=_PIECES, flag=st.sampled_from(["--exclude-dir", "--include", "--exclude"]))
 def test_a_grep_the_gate_allows_never_prints_the_home(
     tmp_path: Path, pattern: str, flag: str
 ) -> None:
-    where = tmp_path / f"p{abs(hash((pattern, flag)))}"
-    where.mkdir()
+    where = Path(tempfile.mkdtemp(dir=tmp_path))
     project = Project(where)
     command = f"grep -r {flag}='{pattern}' {MARKER} ."
     code = project.verdict(command)
@@ -304,3 +322,45 @@ def test_protected_reads_the_walks_of_a_classification(tmp_path: Path) -> None:
     verdict = protected("Bash", {"command": "grep -r key ."}, c, home=home, root=tmp_path)
     assert verdict is not None and verdict[1] == "protected_home"
     assert "--exclude-dir=.infomark" in verdict[2]
+
+
+_EXCLUDES = st.lists(
+    st.sampled_from(
+        [".infomark", ".info*", "*mark", "/.infomark", "./.infomark", ".infomark/",
+         "key", "*.txt", "src", "proj/.infomark", ".infomark/*", "[.]infomark"]
+    ),
+    max_size=3,
+)  # fmt: skip
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    tool=st.sampled_from(["tar", "rsync", "zip"]),
+    excludes=_EXCLUDES,
+    source=st.sampled_from([".", "./", "../proj", "../proj/"]),
+)
+def test_an_archive_or_copy_the_gate_allows_never_holds_the_home(
+    tmp_path: Path, tool: str, excludes: list[str], source: str
+) -> None:
+    """Soundness, against the real tools: whatever exclusions are given, a tar, rsync or zip
+    the gate lets through carries nothing of the home."""
+    where = Path(tempfile.mkdtemp(dir=tmp_path))
+    project = Project(where)
+    if tool == "tar":
+        flags = " ".join(f"--exclude='{e}'" for e in excludes)
+        command = f"tar cf ../out.tar {flags} {source}"
+    elif tool == "rsync":
+        flags = " ".join(f"--exclude='{e}'" for e in excludes)
+        command = f"rsync -a {flags} {source} ../out"
+    else:
+        flags = ("-x " + " ".join(f"'{e}'" for e in excludes)) if excludes else ""
+        command = f"zip -0 -qr ../out.zip {source} {flags}"
+    code = project.verdict(command)
+    if code not in PROTECTED:
+        assert not project.run(command), command
+    project.gk.close()
+    shutil.rmtree(where, ignore_errors=True)

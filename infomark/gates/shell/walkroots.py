@@ -68,28 +68,44 @@ def record(env: Env, roots: Iterable[str], what: str, **kw: object) -> None:
             env.state.walks.append(walk)
 
 
-def component_globs(patterns: Iterable[str]) -> tuple[str, ...]:
-    """Patterns that name an entry anywhere below the root (``.infomark``, ``.info*``)."""
+def component_globs(
+    patterns: Iterable[str], *, dir_slash: bool = False, gitglob: bool = False
+) -> tuple[str, ...]:
+    """Patterns that name an entry anywhere below the root (``.infomark``, ``.info*``).
+
+    Only what the tool is known to match earns credit: a trailing ``/`` only where it means
+    "a directory" (``dir_slash``: rsync, gitignore-style globs), ``**/x`` and ``x/**`` only
+    for gitignore-style globs (``gitglob``: ripgrep). GNU tar, for one, matches nothing with
+    ``--exclude=.infomark/`` (found by the property in tests/security/test_walks.py).
+    """
     out = []
     for p in patterns:
-        p = p.rstrip("/")
-        if p.endswith("/**"):
-            p = p[:-3]
-        if p.startswith("**/"):
-            p = p[3:]
+        if dir_slash and p.endswith("/") and not p.endswith("//"):
+            p = p[:-1]
+        if gitglob:
+            if p.endswith("/**"):
+                p = p[:-3]
+            if p.startswith("**/"):
+                p = p[3:]
         if p and "/" not in p:
             out.append(p)
     return tuple(out)
 
 
-def literal_paths(patterns: Iterable[str]) -> tuple[str, ...]:
-    """Patterns that name one path relative to the root, without wildcards (``./.infomark``)."""
+def literal_paths(patterns: Iterable[str], *, lenient: bool = False) -> tuple[str, ...]:
+    """Patterns that name one path relative to the root, without wildcards (``x/.infomark``).
+
+    ``lenient`` (gitignore-style globs): a leading ``./`` or ``/`` and a trailing ``/`` are
+    dropped; otherwise such a pattern earns no credit (tar matches it literally)."""
     out = []
     for p in patterns:
-        p = p.rstrip("/")
-        while p.startswith("./"):
-            p = p[2:]
-        p = p.lstrip("/")
+        if lenient:
+            p = p.rstrip("/")
+            while p.startswith("./"):
+                p = p[2:]
+            p = p.lstrip("/")
+        elif p.startswith(("./", "/")) or p.endswith("/"):
+            continue
         if p and "/" in p and not (MAGIC & set(p)):
             out.append(p)
     return tuple(out)

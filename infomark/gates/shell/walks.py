@@ -120,8 +120,8 @@ def _w_rg(name: str, args: list[Arg], env: Env) -> None:
         follow=bool(names & {"-L", "--follow"}),
         skip_hidden=not hidden,
         honours_ignore=() if no_ignore else RG_IGNORE,
-        exclude=component_globs(negated),
-        exclude_paths=literal_paths(negated),
+        exclude=component_globs(negated, dir_slash=True, gitglob=True),
+        exclude_paths=literal_paths(negated, lenient=True),
     )
 
 

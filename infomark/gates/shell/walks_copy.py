@@ -78,7 +78,7 @@ def w_rsync(name: str, args: list[Arg], env: Env) -> None:
             walk_roots([src], env, default=False),
             "copies",
             follow=follow,
-            exclude=component_globs(p for p in excludes if not p.startswith("/")),
+            exclude=component_globs((p for p in excludes if not p.startswith("/")), dir_slash=True),
             exclude_paths=tuple(anchored),
         )
 
