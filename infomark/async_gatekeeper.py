@@ -126,6 +126,15 @@ class AsyncGatekeeper:
         self._gk.unattended = value
 
     @property
+    def host_files(self) -> tuple[str, ...]:
+        """Files the host keeps that the agent may not change (see :class:`Gatekeeper`)."""
+        return self._gk.host_files
+
+    @host_files.setter
+    def host_files(self, value: tuple[str, ...]) -> None:
+        self._gk.host_files = value
+
+    @property
     def policy(self) -> PolicyRuntime:
         return self._gk.policy
 

@@ -159,6 +159,8 @@ def _call_body(
         body["tool_call_id"] = call.tool_call_id
     if call.annotations is not None:
         body["annotations"] = dict(call.annotations)
+    if call.cwd is not None:
+        body["cwd"] = call.cwd
     if tool_class is not None:
         body["tool_class"] = tool_class
     return body
