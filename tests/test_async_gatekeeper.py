@@ -30,8 +30,8 @@ SYNC_HERE = {
 }
 #: Sync properties that do I/O, so the async facade has a coroutine method instead.
 PROPERTY_BECOMES_COROUTINE = {"state": "refreshes the projection from the journal"}
-#: Members the async facade adds (not on the sync one).
-ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended"}
+#: Members the async facade adds as properties (instance attributes on the sync one).
+ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended", "host_files"}
 
 
 def _public(cls: type) -> set[str]:
