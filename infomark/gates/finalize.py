@@ -7,18 +7,19 @@ import re
 from infomark.gates.authorize import grounding_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
+from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import SessionState
 
 __all__ = ["claims_completion", "decide_finish", "fresh_exact_claims"]
 
 # Completion language on word boundaries. Alternation only: linear time.
-_COMPLETION = re.compile(
+_COMPLETION = lazy_compile(
     r"\b(?:done|fixed|resolved|complete[ds]?|finished|implemented|works now|"
     r"all (?:the )?tests (?:now )?pass(?:es|ed|ing)?|tests (?:now )?pass(?:es|ed|ing)?|"
     r"ready (?:to|for) (?:merge|review)|successfully)\b",
     re.IGNORECASE,
 )
-_NEGATED = re.compile(
+_NEGATED = lazy_compile(
     r"\b(?:not|n't|never|no longer|isn't|aren't|yet to be)\s+(?:\w+\s+)?$", re.IGNORECASE
 )
 

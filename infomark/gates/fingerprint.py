@@ -25,8 +25,9 @@ import marshal
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "WALK_LIMIT",

@@ -24,13 +24,12 @@ docs/security.md lists what a same-user process can still do.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, normalise_tool_name
 
 __all__ = ["config_sources", "installation_paths", "protected", "resolve_path"]
@@ -50,7 +49,7 @@ _PATH_KEYS = (
 )
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
-_PROC = re.compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
+_PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -90,6 +89,8 @@ def config_sources(root: Path) -> list[str]:
 
 def installation_paths() -> list[str]:
     """infomark's own code: the package directory and the entry scripts that run it."""
+    import shutil  # not at import time: it loads bz2, lzma and zlib (hook start-up)
+
     out = [str(_PACKAGE)]
     for candidate in (shutil.which("infomark"), str(Path(sys.executable).with_name("infomark"))):
         if candidate and os.path.exists(candidate):

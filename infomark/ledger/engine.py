@@ -14,7 +14,6 @@ import hmac
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from infomark.kernel.errors import StoreError
 from infomark.kernel.reasons import RejectReason
@@ -42,6 +41,10 @@ from infomark.ledger.semantics import (
     check_artifacts,
 )
 from infomark.ledger.state import SessionState, apply, state_from_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Ledger"]
 

@@ -26,11 +26,14 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from infomark.kernel.errors import UserError
+from infomark.kernel.records import dataclass
 from infomark.ledger.journal import Journal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_MESSAGE_CHARS",

@@ -33,9 +33,9 @@ more than the length of one line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.locate_keys import (
     BLOCK_KEYWORDS,
     KeyAt,

@@ -20,12 +20,12 @@ import json
 import math
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
 from infomark.kernel.errors import ConfigError, StoreBusyError
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
 from infomark.tools.hooks.answer import HookAnswer, block, context, deny, verdict
@@ -39,14 +39,17 @@ from infomark.tools.hooks.failsafe import (
     unreadable_answer,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
 LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
-_EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
+_EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 
 
 def tool_call_from(payload: dict[str, Any]) -> ToolCall:
