@@ -6,7 +6,8 @@ and ~0.5 ms per class (one ``exec`` per generated method, and a second class for
 ``slots``). :func:`dataclass` here builds the same classes from the same declarations
 (fields, defaults, ``field(default_factory=…)``, ``frozen``, ``slots``, ``eq``, hashing,
 ``__post_init__``, ``__match_args__``) with generic methods; only ``__init__`` is
-compiled, and only when the class is first instantiated.
+compiled, and only once a class has made 64 instances (a generic one fills the fields
+until then: most classes of a hook process never get there).
 
 The classes stay dataclasses for everyone else: ``__dataclass_fields__`` is built on
 first access (so ``dataclasses.replace``, ``fields``, ``asdict`` and
@@ -153,7 +154,7 @@ else:
         source = f"def __init__({params}):\n" + ("\n".join(body) or "    pass") + "\n"
         return source, env
 
-    _COMPILE_AFTER = 8  # instances made by the generic __init__ before one is compiled
+    _COMPILE_AFTER = 64  # instances made by the generic __init__ before one is compiled
 
     def _make_init(holder, fields_, frozen, post_init):
         by_name = {f.name: f for f in fields_ if f.init}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
+from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.blobs import BlobStore

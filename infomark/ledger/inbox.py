@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable
 
 from infomark.kernel.errors import UserError
@@ -113,7 +111,7 @@ class Lease:
 
     def holder_dead(self) -> bool:
         """Whether the holder is a process of this host that no longer exists."""
-        if self.host != socket.gethostname() or self.pid <= 0:
+        if self.host != _hostname() or self.pid <= 0:
             return False
         try:
             os.kill(self.pid, 0)
@@ -142,9 +140,14 @@ class Delivery:
     holder: str
 
 
+def _hostname() -> str:
+    """``socket.gethostname()`` without importing socket (hook start-up): the same uname field."""
+    return os.uname().nodename
+
+
 def new_holder(kind: str = "runner") -> str:
     """A holder id unique to this process and call: ``kind:host:pid:random``."""
-    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{kind}:{_hostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def _lease(row: tuple[Any, ...] | None) -> Lease | None:
@@ -243,7 +246,7 @@ class Inbox:
         heartbeat alone.
         """
         now = self.clock()
-        host = socket.gethostname()
+        host = _hostname()
         pid = os.getpid() if pid is None else pid
         with self.journal.write() as db:
             old = self.lease(session, db)

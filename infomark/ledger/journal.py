@@ -24,9 +24,9 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
+from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import StoreBusyError, StoreError
 from infomark.kernel.records import dataclass
 from infomark.ledger import manifest

@@ -15,7 +15,6 @@ closed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -23,6 +22,7 @@ import re
 from pathlib import Path
 
 from infomark.gates.config import Config
+from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import replace
@@ -342,5 +342,5 @@ def handle(
         return answer
     finally:
         if gk is not None and gk is not gatekeeper:
-            with contextlib.suppress(Exception):  # a broken store must not undo the answer
+            with suppress(Exception):  # a broken store must not undo the answer
                 gk.close()
