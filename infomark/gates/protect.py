@@ -87,12 +87,19 @@ def config_sources(root: Path) -> list[str]:
     return [resolve_path(str(p), root) for p in names]
 
 
+def _which(name: str) -> str | None:
+    """``shutil.which(name)`` on POSIX, without shutil (it loads bz2 and lzma: start-up)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def installation_paths() -> list[str]:
     """infomark's own code: the package directory and the entry scripts that run it."""
-    import shutil  # not at import time: it loads bz2, lzma and zlib (hook start-up)
-
     out = [str(_PACKAGE)]
-    for candidate in (shutil.which("infomark"), str(Path(sys.executable).with_name("infomark"))):
+    for candidate in (_which("infomark"), str(Path(sys.executable).with_name("infomark"))):
         if candidate and os.path.exists(candidate):
             out.append(os.path.realpath(candidate))
     return out

@@ -203,9 +203,11 @@ class Scratch:
 
 
 def _temp_roots() -> tuple[str, ...]:
-    import tempfile  # lazy: only a write-class call while ungrounded needs it
-
-    roots = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - checked, not used
+    # tempfile.gettempdir()'s candidates ($TMPDIR, $TEMP, $TMP) without importing tempfile
+    # (it loads shutil, random, bz2 and lzma: hook start-up); an unwritable one is harmless
+    env = [os.environ.get(v, "") for v in ("TMPDIR", "TEMP", "TMP")]
+    roots = {"/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - checked, not used
+    roots.update(d for d in env if d and os.path.isdir(d))
     return tuple(sorted({os.path.realpath(r) for r in roots}))
 
 

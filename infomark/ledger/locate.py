@@ -33,7 +33,6 @@ more than the length of one line.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.locate_keys import (
@@ -45,6 +44,10 @@ from infomark.ledger.locate_keys import (
     may_contain_blocks,
 )
 from infomark.ledger.locate_suspects import Suspect, Suspects
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "BLOCK_KEYWORDS",

@@ -18,7 +18,6 @@ Where each method belongs (the Gatekeeper calls them):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -424,6 +423,8 @@ class PolicyRuntime:
             if not blob:
                 work.custom.pop(name, None)
             elif len(repr(blob)) <= _CUSTOM_STATE_MAX:
+                import copy  # rare (custom policy state): not at hook start-up
+
                 work.custom[name] = copy.deepcopy(blob)
             else:
                 work.board.notes.append(f"{name}: state over {_CUSTOM_STATE_MAX} chars dropped")
