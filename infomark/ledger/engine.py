@@ -255,7 +255,12 @@ class Ledger:
         report = IngestReport()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         parsed = None
-        if may_contain_blocks(text):
+        # Parsed before the write lock is taken (other processes wait on that lock), and
+        # not at all when the text is already known to be a duplicate; the check under
+        # the lock decides, and parses there only in the rare case the two disagree.
+        seen = dedupe and digest in self._state.ingested
+        blocks = may_contain_blocks(text)
+        if blocks and not seen:
             from infomark.ledger.parser import parse_message
 
             parsed = parse_message(text)
@@ -265,6 +270,10 @@ class Ledger:
                 if cursor is not None:
                     self._cursor(cursor)
                 return report
+            if blocks and parsed is None:
+                from infomark.ledger.parser import parse_message
+
+                parsed = parse_message(text)
             if parsed is not None:
                 for d in parsed.diagnostics:
                     report.diagnostics.append(d.model_dump())
