@@ -11,7 +11,13 @@ from infomark.ledger.journal import _ENCODE, event_body, event_hash
 TEXT = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
     ['"', "\\", "\n", "\x00", "\x7f", "é", "\u2028", "😀", '{"a":"b\\"c"}']
 )
-ANY = TEXT | st.integers() | st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.booleans()
+ANY = (
+    TEXT
+    | st.integers()
+    | st.none()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.booleans()
+)
 
 
 @given(s=TEXT, seq=st.integers(), t=TEXT, p=TEXT, ts=TEXT, kid=TEXT)
