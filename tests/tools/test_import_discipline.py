@@ -6,8 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from conftest import Service
 
 HEAVY = (
     "lark",
@@ -35,10 +39,11 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 """
 
 
-def _run(project: Path, payload: dict[str, object]) -> dict[str, object]:
+def _run(project: Path, payload: dict[str, object], *args: str) -> dict[str, object]:
     payload = {"session_id": "imp", "cwd": str(project), "transcript_path": "", **payload}
+    script = _SCRIPT.replace('["hook", "claude-code"]', repr(["hook", "claude-code", *args]))
     proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(payload)],
+        [sys.executable, "-c", script, json.dumps(payload)],
         capture_output=True,
         text=True,
         cwd=project,
@@ -123,6 +128,7 @@ PRETOOL_MODULES = {
     "infomark.tools.hooks.failsafe",
     "infomark.tools.hooks.inbox",
     "infomark.tools.hooks.transcript",
+    "infomark.tools.hooks.where",
 }
 
 
@@ -211,3 +217,19 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
         },
     )
     assert "lark" in _heavy(result["modules"])  # needed, so loaded: the lazy path works
+
+
+def test_the_forwarding_hook_loads_neither_urllib_nor_the_local_hook(service: Service) -> None:
+    payload = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": "a"},
+    }
+    result = _run(service.project, payload, "--url", service.url, "--home", str(service.home))
+    modules = result["modules"]
+    assert result["code"] == 0 and result["out"] == ""  # the service allowed it
+    assert isinstance(modules, list)
+    assert "urllib.request" not in modules  # urllib.parse comes with pathlib
+    assert not [m for m in modules if m.split(".")[0] in ("http", "email", "ssl")]
+    assert "infomark.tools.hooks.claude_code" not in modules  # only on the local fallback
+    assert "infomark.gatekeeper" not in modules

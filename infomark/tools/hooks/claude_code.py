@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from infomark.tools.hooks.failsafe import (
     unattended_host,
     unreadable_answer,
 )
+from infomark.tools.hooks.where import hook_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -231,17 +231,7 @@ def _profile(root: Path, home: Path) -> str:
         return "ledger"
 
 
-def _where(payload: object, home: Path | None, root: Path | None) -> tuple[Path, Path]:
-    if root is None:
-        project_dir = os.environ.get("CLAUDE_PROJECT_DIR")
-        cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        if project_dir:
-            root = Path(project_dir)
-        elif isinstance(cwd, str) and cwd and "\x00" not in cwd:
-            root = Path(cwd)
-        else:
-            root = Path.cwd()
-    return home or Path(os.environ.get("INFOMARK_HOME") or root / ".infomark"), root
+_where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
 
 
 def _malformed(payload: dict[str, Any]) -> str | None:
