@@ -92,6 +92,8 @@ PRETOOL_MODULES = {
     "infomark.gates.config",
     "infomark.gates.decision",
     "infomark.gates.fingerprint",
+    "infomark.gates.grading",
+    "infomark.gates.oracles",
     "infomark.gates.protect",
     "infomark.gates.scratch",
     "infomark.gates.watch",
