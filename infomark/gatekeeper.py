@@ -19,7 +19,7 @@ from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.oracles import OracleJudge, ran_nothing
-from infomark.gates.protect import protected
+from infomark.gates.protect import protected, session_cwd
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
 from infomark.kernel.records import dataclass, replace
@@ -105,6 +105,9 @@ class Gatekeeper:
         self._tool_text: dict[str, str] = {}
         # Why nobody can answer an "ask" in this run (None: someone can); see authorize().
         self.unattended: str | None = None
+        # Files the host keeps that witness the journal (Claude Code's transcript): the
+        # agent's tools may not change them; set by the integration, like `unattended`.
+        self.host_files: tuple[str, ...] = ()
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -263,6 +266,7 @@ class Gatekeeper:
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
+            cwd=session_cwd(call.cwd),
         )
         if tool_class is not None:
             # A declared class replaces the class, never the families or paths the call names.
@@ -302,7 +306,15 @@ class Gatekeeper:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
         self._check_grading(seed=True)
-        guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
+        guard = protected(
+            call.tool,
+            call.input,
+            c,
+            home=self.home,
+            root=self._ledger.root,
+            extra=self.host_files,
+            cwd=call.cwd,
+        )
         with self._ledger.transaction():
             watch.refresh(self._ledger)
             decision = authorize_call(

@@ -34,7 +34,7 @@ from infomark.gates.scratch import (
     tainted_by,
     target_paths,
 )
-from infomark.kernel.records import dataclass
+from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.engine import Ledger
@@ -136,12 +136,10 @@ def cover(
     if command is not None and c.tool_class is ToolClass.EXECUTE and state.written_paths:
         own = tainted_by(command, state.written_paths, ledger.root)
         if own is not None:
-            c = Classification(
-                ToolClass.MODIFY,
-                c.families,
-                (*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
-                c.paths,
-                c.opaque,
+            c = replace(
+                c,
+                tool_class=ToolClass.MODIFY,
+                reasons=(*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
             )
             if (
                 deciding
