@@ -11,9 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from infomark.gates import watch
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
@@ -24,6 +22,7 @@ from infomark.gates.oracles import OracleJudge, ran_nothing
 from infomark.gates.protect import protected, session_cwd
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
+from infomark.kernel.records import dataclass, replace
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -35,7 +34,10 @@ from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
 

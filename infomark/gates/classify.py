@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from infomark.kernel.tools import (
     INFOMARK_SERVER,
     INFOMARK_TOOL_NAMES,
-    TOOL_TABLE,
+    SHELL_TOOL_NAMES,
     Classification,
     ToolClass,
     ToolSpec,
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: normalised names whose ``command`` input is a shell command line (from the kernel table)
-SHELL_TOOLS: frozenset[str] = frozenset(k for k, spec in TOOL_TABLE.items() if spec.shell)
+SHELL_TOOLS: frozenset[str] = SHELL_TOOL_NAMES
 
 _OVERRIDE_ALIASES: dict[str, ToolClass] = {"meta": ToolClass.LEDGER}
 _OWN_TOOLS = frozenset(normalise_tool_name(n) for n in INFOMARK_TOOL_NAMES)

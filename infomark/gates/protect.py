@@ -29,14 +29,13 @@ docs/security.md lists what a same-user process can still do.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from infomark.gates.reach import reaches
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
 __all__ = [
@@ -62,7 +61,7 @@ _PATH_KEYS = (
 )
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
-_PROC = re.compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
+_PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _WALK_HINT = (
     "the gatekeeper's key and journal are off-limits to the agent. Name the directories to "
@@ -106,10 +105,19 @@ def config_sources(root: Path) -> list[str]:
     return [resolve_path(str(p), root) for p in names]
 
 
+def _which(name: str) -> str | None:
+    """``shutil.which(name)`` on POSIX, without shutil (it loads bz2 and lzma: start-up)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def installation_paths() -> list[str]:
     """infomark's own code: the package directory and the entry scripts that run it."""
     out = [str(_PACKAGE)]
-    for candidate in (shutil.which("infomark"), str(Path(sys.executable).with_name("infomark"))):
+    for candidate in (_which("infomark"), str(Path(sys.executable).with_name("infomark"))):
         if candidate and os.path.exists(candidate):
             out.append(os.path.realpath(candidate))
     return out

@@ -10,10 +10,13 @@ Upper layers keep their own state under ``policy`` through the generic
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.records import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = [
     "ClaimState",
@@ -166,7 +169,7 @@ def state_from_dict(data: Mapping[str, Any]) -> SessionState:
 
 # -- reducer -----------------------------------------------------------------------
 
-Reducer = Callable[[SessionState, int, Mapping[str, Any]], None]
+Reducer: TypeAlias = "Callable[[SessionState, int, Mapping[str, Any]], None]"
 _REDUCERS: dict[str, Reducer] = {}
 
 
