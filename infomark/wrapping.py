@@ -41,8 +41,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def denied_outcome(decision: Decision) -> ToolOutcome:
+    """The result the model sees for a denied or held call: the reason, then any
+    instruction pack the denial fired (policies' ``after_decision``)."""
     verb = "denied" if decision.decision.value == "deny" else "held for approval"
     text = f"[infomark {verb}: {decision.code}] {decision.reason}"
+    if decision.instructions:
+        text += "\n" + decision.instructions
     return ToolOutcome(output=text, error=text, is_error=True)
 
 
