@@ -60,7 +60,7 @@ class Activity:
     sessions: list[Any] = field(default_factory=list)  # SessionStory, newest first
     errors: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)  # (seq, type, text)
     refs: dict[str, list[str]] = field(default_factory=dict)  # evidence refs, in order
-    packs: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # (seq, pack name)
+    packs: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # fired by denials
     readable: bool = True
     why: str = ""
 
@@ -117,8 +117,8 @@ def home_findings(home: Path, root: Path) -> list[Finding]:
             )
         )
     if not loose:
-        present = [n for n in _SECRETS if (home / n).is_file()]
-        out.append(Finding("home", "secret_mode", "ok", f"0600: {', '.join(present) or 'none'}"))
+        secrets = [n for n in _SECRETS if (home / n).is_file()]
+        out.append(Finding("home", "secret_mode", "ok", f"mode 0600: {', '.join(secrets)}"))
     out.extend(_key_file(home))
     if not (home / ".gitignore").is_file():
         out.append(
@@ -287,6 +287,17 @@ def config_findings(root: Path) -> list[Finding]:
     return out
 
 
+def _fired_by_denial(p: dict[str, Any]) -> bool:
+    """A pack a denial fired: it is delivered with the denial (a finish refusal's packs
+    stay in its ``policy`` by design, so they are not expected in the transcript)."""
+    evidence = p.get("evidence")
+    return (
+        isinstance(p.get("name"), str)
+        and isinstance(evidence, dict)
+        and ("decision_id" in evidence)
+    )
+
+
 def journal_activity(home: Path) -> Activity:
     """Every session's story, hook errors, evidence refs and packs; never written to."""
     from infomark.kernel.errors import InfomarkError
@@ -314,8 +325,8 @@ def journal_activity(home: Path) -> Activity:
                     act.errors.setdefault(name, []).append((row.seq, row.type, text))
                 elif row.type == "evidence_recorded" and isinstance(p.get("ref"), str):
                     act.refs.setdefault(name, []).append(p["ref"])
-                elif row.type == "instruction_pack_added" and isinstance(p.get("name"), str):
-                    act.packs.setdefault(name, []).append((row.seq, p["name"]))
+                elif row.type == "instruction_pack_added" and _fired_by_denial(p):
+                    act.packs.setdefault(name, []).append((row.seq, str(p["name"])))
     finally:
         journal.close()
     act.sessions.sort(key=lambda s: (s.last_activity, s.session), reverse=True)

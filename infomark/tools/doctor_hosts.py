@@ -309,7 +309,7 @@ def _ran(activity: Activity, installed_at: float, home: Path, root: Path) -> lis
                 "ran",
                 "warning",
                 f"installed, but no Claude Code session in the journal of {home} yet",
-                f"start (or restart) Claude Code in {root}: it reads its hooks when it starts",
+                "start (or restart) Claude Code in the project: it reads its hooks when it starts",
             )
         ]
     last = sessions[0]
@@ -446,7 +446,7 @@ def delivery_findings(session: str, activity: Activity, user_home: Path) -> list
                 _CC,
                 "pack_delivered",
                 "problem",
-                f"instruction pack {name} (seq {seq}) was added but never reached the model",
+                f"instruction pack {name} (seq {seq}), fired by a denial, never reached the model",
                 "upgrade infomark (its hook delivers packs with the answer they belong to)",
             )
         )
