@@ -150,8 +150,13 @@ def state(out: Path | None) -> None:
     default=Path("."),
     help="Project directory (its .claude/, .mcp.json and configuration).",
 )
+@click.option(
+    "--url",
+    default=None,
+    help="Also check the `infomark serve` at URL (e.g. http://127.0.0.1:8765).",
+)
 @common
-def doctor(root: Path) -> None:
+def doctor(root: Path, url: str | None) -> None:
     """Check every installed integration: mounted, run, delivered, private. Exit 1 on a problem.
 
     Reads only: nothing is created or changed.
@@ -159,7 +164,7 @@ def doctor(root: Path) -> None:
     from infomark.tools.doctor_hosts import diagnose
 
     home = opts()["home"]
-    findings = diagnose(Path(home), root)
+    findings = diagnose(Path(home), root, url=url)
     problems = sum(f.status == "problem" for f in findings)
     warnings = sum(f.status == "warning" for f in findings)
     if opts()["json"]:

@@ -35,6 +35,7 @@ __all__ = [
     "diagnose",
     "find_transcript",
     "mcp_findings",
+    "service_findings",
     "service_up",
     "transcript_text",
 ]
@@ -613,14 +614,47 @@ def _proxy_findings(
     return out
 
 
+def service_findings(url: str, home: Path) -> list[Finding]:
+    """A running ``infomark serve`` at ``url``: it answers, and it takes this home's token."""
+    from infomark.kernel.errors import UserError
+    from infomark.tools.install import check_service
+
+    if not service_up(url):
+        return [
+            Finding(
+                "service",
+                "service_up",
+                "problem",
+                f"nothing answers GET {url.rstrip('/')}/v1/health",
+                f"start it: `infomark serve --home {shlex.quote(str(home))}`",
+            )
+        ]
+    try:
+        check_service(url, home)
+    except UserError as exc:
+        return [
+            Finding(
+                "service",
+                "service_token",
+                "problem",
+                str(exc).replace("; nothing was changed", "").replace(" Nothing was changed", ""),
+                f"serve this home (`infomark serve --home {shlex.quote(str(home))}`), or pass "
+                "the --home it serves",
+            )
+        ]
+    return [Finding("service", "service_up", "ok", f"{url} answers and accepts the home's token")]
+
+
 def diagnose(
     home: Path,
     root: Path,
     *,
     user_home: Path | None = None,
     env: dict[str, str] | None = None,
+    url: str | None = None,
 ) -> list[Finding]:
-    """Every finding for this home and project, home first, then each host."""
+    """Every finding for this home and project, home first, then each host (and the
+    service at ``url``, when given)."""
     user_home = user_home if user_home is not None else Path.home()
     out = home_findings(home, root)
     out += environment_findings(env)
@@ -628,4 +662,6 @@ def diagnose(
     activity = journal_activity(home)
     out += claude_code_findings(home, root, user_home, activity)
     out += mcp_findings(home, root, user_home, activity)
+    if url:
+        out += service_findings(url, home)
     return out
