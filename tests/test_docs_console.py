@@ -2,7 +2,8 @@
 
 How a block is run (unless the line before its fence is ``<!-- no-test -->``):
 
-* in a fresh sandbox directory with its own ``$HOME`` and ``$TMPDIR``, the virtual
+* in a fresh sandbox directory with its own ``$HOME`` and ``$TMPDIR``, stdin a terminal
+  (a pty, as when typed), the virtual
   environment's ``bin`` first on ``PATH``, by one ``bash`` process (so ``cd`` carries on);
 * each ``$ `` line is one command; the lines after it, up to the next ``$ ``, are what it
   prints (stdout and stderr, as a terminal shows them);
@@ -126,16 +127,22 @@ class Shell:
     def run(self, command: str) -> tuple[str, int]:
         where = self.sandbox / ".doc-cwd"
         script = f"{{ {command}\n}} 2>&1\nrc=$?\npwd > {where}\nexit $rc\n"
-        proc = subprocess.run(
-            ["bash", "-c", script],
-            cwd=self.cwd,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        operator, terminal = os.openpty()  # typed at a terminal (`approve` needs one)
+        try:
+            proc = subprocess.run(
+                ["bash", "-c", script],
+                cwd=self.cwd,
+                env=self.env,
+                stdin=terminal,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        finally:
+            os.close(operator)
+            os.close(terminal)
         self.cwd = Path(where.read_text().strip())
         return proc.stdout, proc.returncode
 

@@ -37,6 +37,7 @@ class HeldCall:
     code: str
     reason: str
     status: str  # pending, approved (not yet used), used
+    grading: str = ""  # a held change of a grading file (approved with --grading instead)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +80,7 @@ def held_calls(ledger: Ledger) -> list[HeldCall]:
                 code=str(p.get("code", "")),
                 reason=str(p.get("reason", "")),
                 status=status,
+                grading=str(p.get("grading") or ""),
             )
         )
     out.sort(key=lambda h: h.seq, reverse=True)
@@ -98,6 +100,11 @@ def approve_held(ledger: Ledger, decision_id: str, *, by: str, note: str = "") -
             raise UserError(
                 f"no held call {decision_id!r} in session {ledger.session}{hint}; "
                 "`infomark held` lists them"
+            )
+        if call.grading:
+            raise UserError(
+                f"the held call {decision_id} changes the grading file {call.grading}; approve "
+                f"that with `infomark approve --grading {call.grading}`"
             )
         if call.status != "pending":
             raise UserError(

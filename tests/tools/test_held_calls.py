@@ -10,6 +10,7 @@ no approval event is written.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,15 +38,23 @@ SESSION = "ops"
 RM = ToolCall("Bash", {"command": "rm -rf build"})
 
 
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [EXE, *args, "--home", str(home), "--session", SESSION],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=home.parent,
-    )
+def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The operator at a terminal: stdin is a pty (``approve`` refuses without one)."""
+    operator, terminal = os.openpty()
+    try:
+        return subprocess.run(
+            [EXE, *args, "--home", str(home), "--session", SESSION],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=home.parent,
+            env={**os.environ, **env},
+        )
+    finally:
+        os.close(operator)
+        os.close(terminal)
 
 
 def approvals(home: Path, project: Path) -> list[dict[str, Any]]:
@@ -99,6 +108,23 @@ def test_an_approval_cannot_be_given_twice_or_for_an_unknown_call(
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
     assert json.loads(unknown.stdout)["error"]["code"] == "user_error"
     assert len(approvals(home, project)) == 1
+
+
+def test_approve_call_is_refused_without_a_terminal_or_inside_claude_code(
+    home: Path, project: Path, held: str
+) -> None:
+    no_tty = subprocess.run(
+        [EXE, "approve", "--call", held, "--home", str(home), "--session", SESSION],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert no_tty.returncode == 2 and "operator act" in no_tty.stderr
+    in_agent = cli(home, "approve", "--call", held, CLAUDECODE="1")
+    assert in_agent.returncode == 2 and "operator act" in in_agent.stderr
+    assert approvals(home, project) == []
 
 
 def test_a_denied_call_is_not_approvable(home: Path, project: Path) -> None:
