@@ -15,7 +15,8 @@ How a block is run (unless the line before its fence is ``<!-- no-test -->``):
   the project it keeps (the prose says so);
 * when a block shows any output, every command's output must match after normalisation
   (evidence refs are mapped to the real ones, so a ref printed by one command can be used by
-  the next; timestamps, key ids and temp paths are masked); a block that shows only commands
+  the next; timestamps, key ids, temp paths and the interpreter's path are masked, and a table
+  is compared cell by cell, whatever width it was drawn at); a block that shows only commands
   is run, and must not fail with an internal error (exit 70), a traceback or exit ≥ 126.
 """
 
@@ -36,11 +37,12 @@ SETUP_DEMO = "<!-- setup: demo -->"
 #: a block is executed when each of its commands starts with one of these (``make bench`` and
 #: the like are not run here; a long-running server is marked no-test and run by its own tests)
 RUNNABLE = frozenset({"infomark", "cd", "echo", "cat", "printf", "chmod"})
-_REF = re.compile(r"ev_[0-9a-f]{24}|dec_[0-9a-f]{16}")  # mapped to the real ones
+_REF = re.compile(r"ev_[0-9a-f]{24}|dec_[0-9a-f]{16}|call_[0-9a-f]{16}")  # mapped to the real ones
 _MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?"), "<ts>"),
     (re.compile(r"key id [0-9a-f]{16}"), "key id <id>"),
     (re.compile(r"/\S*/infomark-demo-[A-Za-z0-9_]+"), "<demo>"),
+    (re.compile(r"[\w./-]*bin/python[0-9.]*"), "<python>"),
 ]
 
 
@@ -92,10 +94,33 @@ def examples() -> list[Example]:
 EXAMPLES = examples()
 
 
+_BORDER = re.compile(r"^[\s┏┓┗┛┣┫┳┻╋━┡┩╇└┘┴─┌┐┬├┤┼]+$")
+_CELL = re.compile(r"[│┃]")
+
+
 def _normalise(text: str) -> str:
+    """Masks applied; a table compared by its cells, not by how the terminal width padded and
+    folded them (a folded row's continuation lines join their row)."""
     for pattern, repl in _MASKS:
         text = pattern.sub(repl, text)
-    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+    out: list[str] = []
+    row: list[str] | None = None
+    for line in text.splitlines():
+        if _BORDER.match(line) and line.strip():
+            row = None
+            continue
+        if line.lstrip().startswith(("│", "┃")):
+            cells = [c.strip() for c in _CELL.split(line.strip())[1:-1]]
+            if row is not None and cells and not cells[0]:
+                row[:] = [f"{a} {b}".strip() for a, b in zip(row, cells, strict=False)]
+                out[-1] = " | ".join(row)
+            else:
+                row = cells
+                out.append(" | ".join(row))
+            continue
+        row = None
+        out.append(line.rstrip())
+    return "\n".join(out).strip("\n")
 
 
 def _with_refs(expected: str, actual: str, refs: dict[str, str]) -> str:
