@@ -117,6 +117,7 @@ class FinishRequest(_Request):
 class ApproveRequest(_Request):
     by: str = "operator"
     note: str = ""
+    operator_token: str | None = None  # the operator's, never the service token
 
 
 class TurnRequest(_Request):

@@ -366,9 +366,15 @@ class Requests:
         """May the agent stop now?"""
         return self._call("finish", _finish, {"text": final_text})
 
-    def approve(self, *, by: str = "operator", note: str = "") -> Call[None]:
-        """Record the G4 approval."""
-        return self._call("approve", lambda d: None, {"by": by, "note": note})
+    def approve(
+        self, *, by: str = "operator", note: str = "", operator_token: str | None = None
+    ) -> Call[None]:
+        """Record the G4 approval: an operator act, so the service needs the operator's token
+        (``serve --operator-token-file``), never the agent-readable service token."""
+        body: dict[str, Any] = {"by": by, "note": note}
+        if operator_token is not None:
+            body["operator_token"] = operator_token
+        return self._call("approve", lambda d: None, body)
 
     def new_turn(self, prompt: str | None = None) -> Call[str]:
         """Start a user turn; returns context text for the next model call."""
