@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -345,24 +346,22 @@ def test_reach_check_fails_when_self_protection_would_let_a_read_through(
     assert found.status == "problem" and "cat .infomark/key" in found.message
 
 
-def test_the_service_is_checked_with_the_homes_token(tmp_path: Path) -> None:
-    from conftest import start_service, stop_service
-
+def test_the_service_is_checked_with_the_homes_token(
+    tmp_path: Path, spawn: Callable[..., Any]
+) -> None:
+    svc = spawn()
     (tmp_path / "mine").mkdir()
-    svc = start_service(tmp_path / "svc")
-    try:
-        p = Project(tmp_path / "mine")
-        code, report = p.doctor()  # no home here: a problem, but not the service's
-        assert code == 1
-        assert by_check(report, "service_up") == []
-        proc = p.run("doctor", "--json", "--home", str(svc.home), "--url", svc.url)
-        served = json.loads(proc.stdout)
-        assert [f["status"] for f in by_check(served, "service_up")] == ["ok"]
-        assert p.run("init").returncode == 0  # another home: its token is not the service's
-        proc = p.run("doctor", "--json", "--url", svc.url)
-        assert proc.returncode == 1
-        assert "service_token" in problems(json.loads(proc.stdout))
-    finally:
-        stop_service(svc)
+    p = Project(tmp_path / "mine")
+    code, report = p.doctor()  # no home here: a problem, but not the service's
+    assert code == 1
+    assert by_check(report, "service_up") == []
+    proc = p.run("doctor", "--json", "--home", str(svc.home), "--url", svc.url)
+    served = json.loads(proc.stdout)
+    assert [f["status"] for f in by_check(served, "service_up")] == ["ok"]
+    assert p.run("init").returncode == 0  # another home: its token is not the service's
+    proc = p.run("doctor", "--json", "--url", svc.url)
+    assert proc.returncode == 1
+    assert "service_token" in problems(json.loads(proc.stdout))
+    svc.stop()
     proc = p.run("doctor", "--json", "--home", str(svc.home), "--url", svc.url)
     assert proc.returncode == 1 and "service_up" in problems(json.loads(proc.stdout))
