@@ -10,6 +10,7 @@ tools. Hot path (hook start-up): standard library only. Shell commands are hande
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from infomark.kernel.tools import (
     INFOMARK_SERVER,
@@ -104,7 +105,14 @@ def _classify(
     by_annotation = _from_annotations(raw, mcp_annotations) if mcp_annotations else None
     if by_name is not None and by_annotation is not None:
         if by_annotation.tool_class.severity > by_name.tool_class.severity:
-            return by_annotation
+            # the stricter class wins, but what the call names (families such as
+            # `infomark`, paths, opacity) still counts for self-protection
+            return replace(
+                by_annotation,
+                families=tuple(dict.fromkeys(by_annotation.families + by_name.families)),
+                paths=tuple(dict.fromkeys(by_annotation.paths + by_name.paths)),
+                opaque=by_annotation.opaque or by_name.opaque,
+            )
         return by_name
     if by_name is not None:
         return by_name

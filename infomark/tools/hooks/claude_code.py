@@ -211,7 +211,10 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
-        return verdict(decision.decision.value, decision.reason)
+        reason = decision.reason
+        if decision.instructions:  # the pack this denial fired reaches the model with it
+            reason += "\n\n" + decision.instructions
+        return verdict(decision.decision.value, reason)
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 
