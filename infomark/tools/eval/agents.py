@@ -235,7 +235,7 @@ class ScriptedAgent:
             "      status: Hypothetical\n"
             '      falsifier: "the test exits non-zero"\n'
             f"      oracle: {_yaml_str(oracle)}\n"
-            "  premises_for_plan: [C1]\n  open_questions: [C2]\n"
+            "  premises_for_plan: [C1]\n  open_questions: [C2]\n  done_when: [C2]\n"
         )
 
     def _finish(self, text: str) -> Generator[dict[str, Any], Feedback, str | None]:

@@ -120,6 +120,7 @@ class RunObserver:
         self._premises: list[str] = []
         self._stamped: set[str] = set()
         self._refs: set[str] = set()
+        self._declared = False
         self._step = 0
 
     # -- the harness's own reading of the agent's grounding ----------------------------------
@@ -130,8 +131,9 @@ class RunObserver:
         if "claim_ledger:" in text:
             m = _PREMISES.search(text)
             self._premises = [p.strip() for p in m.group(1).split(",") if p.strip()] if m else []
-            self._stamped = set()
-            self._refs = set()  # evidence must come after the declaration
+            if not self._declared:
+                self._declared = True
+                self._refs = set()  # evidence must come after the first declaration
         for cid, ref in _STAMP.findall(text):
             if ref in self._refs:
                 self._stamped.add(cid)
