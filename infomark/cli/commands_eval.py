@@ -147,6 +147,13 @@ def _rates(values: tuple[str, ...]) -> Any:
 @click.option(
     "--seed", default=0, show_default=True, type=int, help="Seed of agents and bootstrap."
 )
+@click.option(
+    "--jobs",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Runs at a time (each has its own tree, home and session).",
+)
 @click.option("--task", "only", multiple=True, help="Run only these tasks (repeatable).")
 @click.option(
     "--rate", "rates", multiple=True, help="Scripted failure rate, MODE=RATE (repeatable)."
@@ -179,6 +186,7 @@ def eval_cmd(
     api_key_env: str | None,
     repeat: int,
     seed: int,
+    jobs: int,
     only: tuple[str, ...],
     rates: tuple[str, ...],
     resamples: int,
@@ -213,6 +221,7 @@ def eval_cmd(
         rates=_rates(rates),
         model_name=model_name,
         api_key=key,
+        jobs=jobs,
         progress=None
         if quiet
         else (

@@ -35,8 +35,22 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("eval")
     page = base / "eval.html"
     proc = cli(
-        "eval", str(SUITE), "--policy", "observe", "--policy", "default", "--policy", "noise",
-        "--seed", "0", "--json", "--html", str(page), "--home", str(base / "home"), cwd=base,
+        "eval",
+        str(SUITE),
+        "--policy",
+        "observe",
+        "--policy",
+        "default",
+        "--policy",
+        "noise",
+        "--seed",
+        "0",
+        "--json",
+        "--html",
+        str(page),
+        "--home",
+        str(base / "home"),
+        cwd=base,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"report": json.loads(proc.stdout), "page": page, "base": base, "home": base / "home"}
@@ -79,19 +93,48 @@ def test_decisions_are_journaled_and_activation_needs_an_operator(run: dict[str,
     base, home = run["base"], run["home"]
     promos = {p["b"]: p for p in run["report"]["promotions"]}
     target = base / "project" / "infomark.toml"
-    refused = cli("activate", promos["noise"]["id"], "--by", "alice", "--to", str(target),
-                  "--home", str(home), cwd=base)
+    refused = cli(
+        "activate",
+        promos["noise"]["id"],
+        "--by",
+        "alice",
+        "--to",
+        str(target),
+        "--home",
+        str(home),
+        cwd=base,
+    )
     assert refused.returncode == 2 and "refused promoting 'noise'" in refused.stderr
-    no_by = cli("activate", promos["default"]["id"], "--to", str(target), "--home", str(home),
-                cwd=base)
+    no_by = cli(
+        "activate", promos["default"]["id"], "--to", str(target), "--home", str(home), cwd=base
+    )
     assert no_by.returncode == 2 and "--by" in no_by.stderr and not target.exists()
-    ok = cli("activate", promos["default"]["id"], "--by", "alice", "--to", str(target),
-             "--home", str(home), "--json", cwd=base)
+    ok = cli(
+        "activate",
+        promos["default"]["id"],
+        "--by",
+        "alice",
+        "--to",
+        str(target),
+        "--home",
+        str(home),
+        "--json",
+        cwd=base,
+    )
     assert ok.returncode == 0, ok.stderr
     text = target.read_text()
     assert "[eval]" not in text and "infomark's defaults" in text
-    again = cli("activate", promos["default"]["id"], "--by", "bob", "--to", str(target),
-                "--home", str(home), cwd=base)
+    again = cli(
+        "activate",
+        promos["default"]["id"],
+        "--by",
+        "bob",
+        "--to",
+        str(target),
+        "--home",
+        str(home),
+        cwd=base,
+    )
     assert again.returncode == 2 and "--replace" in again.stderr
     events = cli("events", "--session", "eval-promotions", "--home", str(home), cwd=base)
     assert events.returncode == 0, events.stderr
@@ -99,7 +142,9 @@ def test_decisions_are_journaled_and_activation_needs_an_operator(run: dict[str,
     types = [e["type"] for e in rows]
     assert types.count("promotion_decided") == 2 and types.count("policy_activated") == 1
     act = next(e for e in rows if e["type"] == "policy_activated")
-    assert act["payload"]["by"] == "alice" and act["payload"]["decision_id"] == promos["default"]["id"]
+    assert (
+        act["payload"]["by"] == "alice" and act["payload"]["decision_id"] == promos["default"]["id"]
+    )
     audit = cli("audit", "--session", "eval-promotions", "--verify", "--home", str(home), cwd=base)
     assert audit.returncode == 0, audit.stdout + audit.stderr
 
@@ -115,11 +160,20 @@ def _chromium() -> str:
 
 
 def _browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}"]
-    return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+    ]
+    return subprocess.run(
+        [_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_the_report_page_renders_in_a_real_browser(run: dict[str, Any]) -> None:
@@ -136,18 +190,31 @@ def test_the_report_page_renders_in_a_real_browser(run: dict[str, Any]) -> None:
     timelines = re.findall(r'<table id="timeline-([a-z0-9-]+)"', html)
     assert len(timelines) >= 12 and html.count('class="ev ') > 20
     shot = run["base"] / "eval.png"
-    done = _browser(f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri(),
-                    profile=run["base"] / "p2")
+    done = _browser(
+        f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri(), profile=run["base"] / "p2"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
 def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
-    proc = cli("eval", str(tmp_path / "nope"), "--policy", "observe", "--policy", "default",
-               cwd=tmp_path)
-    assert proc.returncode == 2 and "not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli(
+        "eval", str(tmp_path / "nope"), "--policy", "observe", "--policy", "default", cwd=tmp_path
+    )
+    assert (
+        proc.returncode == 2 and "not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    )
     one = cli("eval", str(SUITE), "--policy", "default", cwd=tmp_path)
     assert one.returncode == 2 and "two policies" in one.stderr
-    rate = cli("eval", str(SUITE), "--policy", "observe", "--policy", "default", "--rate",
-               "loops=7", cwd=tmp_path)
+    rate = cli(
+        "eval",
+        str(SUITE),
+        "--policy",
+        "observe",
+        "--policy",
+        "default",
+        "--rate",
+        "loops=7",
+        cwd=tmp_path,
+    )
     assert rate.returncode == 2 and "between 0 and 1" in rate.stderr

@@ -132,7 +132,10 @@ def test_an_agent_cannot_plant_its_own_grader(tmp_path: Path) -> None:
 
 def test_the_result_round_trips_through_json(tmp_path: Path) -> None:
     res = run_eval(
-        load_suite(SUITE, only=("sh-words",)), [OBSERVE, DEFAULT], rates=only(None), workdir=tmp_path
+        load_suite(SUITE, only=("sh-words",)),
+        [OBSERVE, DEFAULT],
+        rates=only(None),
+        workdir=tmp_path,
     )
     again = EvalResult.from_dict(json.loads(json.dumps(res.to_dict())))
     assert again.to_dict() == res.to_dict()

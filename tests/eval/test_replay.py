@@ -27,8 +27,9 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=cwd)
+    return subprocess.run(
+        [EXE, *args], capture_output=True, text=True, timeout=300, check=False, cwd=cwd
+    )
 
 
 def test_the_scenarios_pass_and_cover_every_reason_code(tmp_path: Path) -> None:
@@ -41,11 +42,23 @@ def test_the_scenarios_pass_and_cover_every_reason_code(tmp_path: Path) -> None:
     assert tree.tag == "testsuites" and tree.get("failures") == "0"
     assert int(tree.get("tests") or 0) >= 35
     expected = {r for s in load_sources([SCENARIOS]) for st in s.steps for r in st.rejected or ()}
-    assert expected == {r.value for r in RejectReason}, sorted({r.value for r in RejectReason} - expected)
+    assert expected == {r.value for r in RejectReason}, sorted(
+        {r.value for r in RejectReason} - expected
+    )
     codes = {st.code for s in load_sources([SCENARIOS]) for st in s.steps if st.code}
-    assert {"no_ledger", "scratch", "ungrounded_premises", "grounded", "destructive", "dryrun",
-            "protected_home", "protected_cli", "protected_config", "stale_evidence",
-            "completion_without_evidence"} <= codes
+    assert {
+        "no_ledger",
+        "scratch",
+        "ungrounded_premises",
+        "grounded",
+        "destructive",
+        "dryrun",
+        "protected_home",
+        "protected_cli",
+        "protected_config",
+        "stale_evidence",
+        "completion_without_evidence",
+    } <= codes
 
 
 def test_a_changed_rule_is_reported_with_where_it_was_recorded(tmp_path: Path) -> None:
@@ -55,8 +68,10 @@ def test_a_changed_rule_is_reported_with_where_it_was_recorded(tmp_path: Path) -
     junit = tmp_path / "r.xml"
     proc = cli("replay", str(tmp_path / "g.scenario.toml"), "--junit", str(junit), cwd=tmp_path)
     assert proc.returncode == 1
-    assert re.search(r"step 1 call edit calc\.py: recorded deny \(grounded\), today deny \(no_ledger\)",
-                     proc.stdout)
+    assert re.search(
+        r"step 1 call edit calc\.py: recorded deny \(grounded\), today deny \(no_ledger\)",
+        proc.stdout,
+    )
     fails = ET.parse(junit).getroot().findall(".//failure")
     assert len(fails) == 1 and "g.scenario.toml: step 1" in (fails[0].text or "")
 
@@ -64,10 +79,19 @@ def test_a_changed_rule_is_reported_with_where_it_was_recorded(tmp_path: Path) -
 def test_a_jsonl_of_tool_calls_is_replayed(tmp_path: Path) -> None:
     lines = [
         {"prompt": "fix add"},
-        {"tool": "Edit", "input": {"file_path": "calc.py", "old_string": "-", "new_string": "+"},
-         "output": "ok", "decision": "allow"},
-        {"tool": "Bash", "input": {"command": "ls"}, "output": "calc.py", "exit_code": 0,
-         "decision": "allow"},
+        {
+            "tool": "Edit",
+            "input": {"file_path": "calc.py", "old_string": "-", "new_string": "+"},
+            "output": "ok",
+            "decision": "allow",
+        },
+        {
+            "tool": "Bash",
+            "input": {"command": "ls"},
+            "output": "calc.py",
+            "exit_code": 0,
+            "decision": "allow",
+        },
         {"finish": "Done, fixed.", "expect": "allow"},
     ]
     src = tmp_path / "calls.jsonl"
@@ -84,23 +108,62 @@ def test_a_jsonl_of_tool_calls_is_replayed(tmp_path: Path) -> None:
 def test_a_claude_code_transcript_is_replayed(tmp_path: Path) -> None:
     rows = [
         {"type": "user", "message": {"role": "user", "content": "fix the bug in app.py"}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "I'll run the tests."},
-            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest -q"}},
-        ]}},
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": "1 failed"},
-        ]}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t2", "name": "Bash",
-             "input": {"command": "sed -i s/-/+/ app.py"}},
-        ]}},
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t2", "content": ""},
-        ]}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "Fixed."},
-        ]}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "I'll run the tests."},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Bash",
+                        "input": {"command": "pytest -q"},
+                    },
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "1 failed"},
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "Bash",
+                        "input": {"command": "sed -i s/-/+/ app.py"},
+                    },
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t2", "content": ""},
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Fixed."},
+                ],
+            },
+        },
     ]
     src = tmp_path / "session.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -116,8 +179,8 @@ def test_a_claude_code_transcript_is_replayed(tmp_path: Path) -> None:
 
 
 def test_a_runner_journal_is_replayed_with_no_difference(tmp_path: Path) -> None:
-    from infomark.tools.runner.demo import fix_script, prepare_project
     from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
+    from infomark.tools.runner.demo import fix_script, prepare_project
     from infomark.tools.runner.loop import Runner
     from infomark.tools.runner.scripted import ScriptedModelServer
 

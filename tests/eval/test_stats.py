@@ -9,10 +9,19 @@ from infomark.tools.eval.observer import RunRecord
 from infomark.tools.eval.stats import bootstrap, compare, promote
 
 
-def rec(task: str, policy: str, *, solved: bool, false_done: int = 0, turns: int = 5,
-        short: bool = False, repeat: int = 0) -> RunRecord:
-    return RunRecord(task, policy, repeat, 0, short, solved=solved,
-                     false_done_accepted=false_done, turns=turns)
+def rec(
+    task: str,
+    policy: str,
+    *,
+    solved: bool,
+    false_done: int = 0,
+    turns: int = 5,
+    short: bool = False,
+    repeat: int = 0,
+) -> RunRecord:
+    return RunRecord(
+        task, policy, repeat, 0, short, solved=solved, false_done_accepted=false_done, turns=turns
+    )
 
 
 def runs(n: int, better: int, *, short_turns_b: int = 5) -> list[RunRecord]:
@@ -23,8 +32,10 @@ def runs(n: int, better: int, *, short_turns_b: int = 5) -> list[RunRecord]:
         if i < better:
             out += [rec(t, "A", solved=False, false_done=1), rec(t, "B", solved=True)]
         else:
-            out += [rec(t, "A", solved=True, short=True), rec(t, "B", solved=True, short=True,
-                                                            turns=short_turns_b)]
+            out += [
+                rec(t, "A", solved=True, short=True),
+                rec(t, "B", solved=True, short=True, turns=short_turns_b),
+            ]
     return out
 
 

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ def run_eval(
     api_key: str | None = None,
     workdir: Path | None = None,
     progress: Callable[[RunRecord], None] | None = None,
+    jobs: int = 1,
 ) -> EvalResult:
     """Run every task under every policy ``repeat`` times; the records, in run order."""
     if len(policies) < 2:
@@ -141,6 +143,8 @@ def run_eval(
         raise UserError(f"--policy names must differ: {', '.join(names)}")
     if repeat < 1:
         raise UserError("--repeat must be 1 or more")
+    if jobs < 1:
+        raise UserError("--jobs must be 1 or more")
     rates = rates or FailureRates()
     if agent != "scripted" and not agent.startswith("openai:"):
         raise UserError(f"--agent {agent!r}: use scripted or openai:URL")
@@ -168,31 +172,31 @@ def run_eval(
 
     base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="infomark-eval-"))
     server = ScriptedModelServer(default=dispatch).start()
+    plan: list[tuple[Task, int, Policy]] = []
+    for task in suite.tasks:
+        missing = task.missing()
+        if missing:
+            result.skipped[task.name] = "needs " + ", ".join(missing)
+            continue
+        for r in range(repeat):
+            plan += [(task, r, p) for p in policies]  # interleaved: A B A B, same seed per pair
+
+    def one(item: tuple[Task, int, Policy]) -> RunRecord:
+        task, r, policy = item
+        return _run_one(
+            task, policy, r, seed, rates, forward, server, observers, lock, base, max_steps
+        )
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="eval") if jobs > 1 else None
     try:
-        for task in suite.tasks:
-            missing = task.missing()
-            if missing:
-                result.skipped[task.name] = "needs " + ", ".join(missing)
-                continue
-            for r in range(repeat):
-                for policy in policies:  # interleaved: A B A B, same seed for the pair
-                    rec = _run_one(
-                        task,
-                        policy,
-                        r,
-                        seed,
-                        rates,
-                        forward,
-                        server,
-                        observers,
-                        lock,
-                        base,
-                        max_steps,
-                    )
-                    result.runs.append(rec)
-                    if progress is not None:
-                        progress(rec)
+        # runs are independent (own tree, home, session); results keep the plan's order
+        for rec in pool.map(one, plan) if pool is not None else map(one, plan):
+            result.runs.append(rec)
+            if progress is not None:
+                progress(rec)
     finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
         server.stop()
         if forward is not None:
             forward.close()
