@@ -213,7 +213,8 @@ def test_the_report_page_renders_in_a_real_browser(run: dict[str, Any]) -> None:
     outcomes = re.search(r'<table id="outcomes">(.*?)</table>', html, re.S)
     assert outcomes and outcomes.group(1).count('class="ci"') >= 6  # bars with intervals
     promo = re.search(r'<ul id="promotion">(.*?)</ul>', html, re.S)
-    assert promo and 'class="promote"' in promo.group(1) and 'class="refuse"' in promo.group(1)
+    assert promo and promo.group(1).count("<li>") == 2 and 'class="refuse"' in promo.group(1)
+    assert ('class="promote"' in promo.group(1)) == GRADING
     timelines = re.findall(r'<table id="timeline-([a-z0-9-]+)"', html)
     assert len(timelines) >= 12 and html.count('class="ev ') > 20
     shot = run["base"] / "eval.png"

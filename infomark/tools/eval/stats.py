@@ -10,14 +10,15 @@ The promotion gate (seed 003): promote B over A only when
 * the lower bound of the 95 % interval of the improvement in the per-task score is above 0,
   where a run scores ``solved − false_done_accepted`` (1 solved; 0 unsolved and honest about
   it; −1 ended on a "done" the hidden check refutes), averaged over repeats;
-* short tasks are not slower beyond the tolerance: on the short tasks' runs solved under both
-  policies, B's turns divided by A's turns (ratio of sums) is at most ``1 + tolerance``.
+* short tasks are not slower beyond the tolerance: over the short tasks' runs solved under both
+  policies, the median of B's turns divided by A's turns is at most ``1 + tolerance``.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -172,17 +173,18 @@ def _cut(rows: Rows, field: Callable[[RunRecord], float], seed: int) -> Interval
 
 
 def _slowdown(rows: Rows, short: Sequence[bool]) -> tuple[float | None, int]:
-    """Turns of B over turns of A on short tasks' runs solved under both (paired by repeat)."""
-    ta = tb = pairs = 0
+    """The median over short tasks' runs solved under both (paired by repeat) of B's turns
+    divided by A's turns, and the number of such pairs."""
+    ratios: list[float] = []
     for (ra, rb), is_short in zip(rows, short, strict=True):
         if not is_short:
             continue
-        for x, y in zip(
-            sorted(ra, key=lambda r: r.repeat), sorted(rb, key=lambda r: r.repeat), strict=False
-        ):
-            if x.solved and y.solved:
-                ta, tb, pairs = ta + x.turns, tb + y.turns, pairs + 1
-    return (tb / ta if ta else None), pairs
+        by_a = {r.repeat: r for r in ra}
+        for y in rb:
+            x = by_a.get(y.repeat)
+            if x is not None and x.solved and y.solved and x.turns:
+                ratios.append(y.turns / x.turns)
+    return (statistics.median(ratios) if ratios else None), len(ratios)
 
 
 def compare(runs: Sequence[RunRecord], a: str, b: str, *, seed: int) -> dict[str, Any]:
@@ -268,7 +270,7 @@ def promote(
         reasons.append(f"the 95% interval's lower bound of the score improvement is {low}, not > 0")
     if slow is not None and slow > 1 + tolerance:
         reasons.append(
-            f"short tasks take {slow:.2f}x the turns (solved under both), beyond the "
+            f"short tasks take {slow:.2f}x the turns (median, solved under both), beyond the "
             f"tolerance of {1 + tolerance:.2f}x"
         )
     numbers = {
