@@ -28,7 +28,7 @@ __all__ = ["ReplayResult", "Step", "StepResult", "replay_steps"]
 
 _PLACEHOLDER = re.compile(r"\{ref(?::(\d+))?\}")
 _OLD_REF = re.compile(r"ev_[0-9a-f]{24}")
-KINDS = ("prompt", "text", "call", "finish", "approve", "tamper_evidence")
+KINDS = ("prompt", "text", "call", "finish", "approve", "tamper_evidence", "change")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,11 @@ class Step:
     code: str | None = None
     rejected: tuple[str, ...] | None = None
     target: int | None = None  # tamper_evidence: the step whose evidence to corrupt
+    authorize: bool = True  # False: record without authorizing (an unpaired record)
+    record_twice: bool = False  # record the same call a second time
+    cwd: str | None = None  # the directory the call ran in, as the host reported it
+    background_id: str | None = None  # the call started a background run with this id
+    path: str = ""  # change: the file to write (outside any call)
 
 
 @dataclass(slots=True)
@@ -212,6 +217,14 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
         _tamper(home, ref)
         res.got = "tampered"
         return res
+    if step.kind == "change":  # the tree changes outside any recorded call
+        target = (Path(gk.store.root) / step.path).resolve()
+        if not target.is_relative_to(Path(gk.store.root).resolve()):
+            raise UserError(f"{step.where}: change: {step.path!r} is outside the project")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(step.text)
+        res.got = "changed"
+        return res
     if step.kind == "text":
         report = gk.ingest(refs.rewrite(step.text, step.where))
         got = tuple(sorted(r["reason"] for r in report.stamps_rejected))
@@ -239,6 +252,17 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
     }
     call = ToolCall(step.tool, inp, tool_call_id=f"replay_{i}")
     owner: Gatekeeper = gk_for(step.session) if step.session else gk
+    outcome = ToolOutcome(
+        output=step.output or "", exit_code=step.exit_code, is_error=step.is_error
+    )
+    if not step.authorize:
+        res.got = _record(owner, call, outcome, step, refs, i)
+        if step.rejected is not None:
+            res.expected = (
+                "rejected: " + ", ".join(sorted(step.rejected)) if step.rejected else "recorded"
+            )
+            res.ok = res.got == res.expected
+        return res
     decision = owner.authorize(call)
     res.got = decision.decision.value
     res.code = decision.code
@@ -246,11 +270,27 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
     if step.expect is not None:
         res.ok = res.got == step.expect and (step.code is None or step.code == decision.code)
     if decision.allowed and step.output is not None:
-        ev = owner.record(
-            call,
-            ToolOutcome(output=step.output, exit_code=step.exit_code, is_error=step.is_error),
-        )
-        refs.add(i, ev.ref, step.recorded_ref)
+        rec = _record(owner, call, outcome, step, refs, i)
+        if step.record_twice:
+            rec = _record(owner, call, outcome, step, refs, i)
+        if step.rejected is not None:
+            want = "rejected: " + ", ".join(sorted(step.rejected)) if step.rejected else "recorded"
+            res.expected, res.got = want, rec
+            res.ok = rec == want and (step.expect is None or decision.decision.value == step.expect)
     elif decision.allowed:
         res.detail = (res.detail + "; no result recorded: nothing to replay").strip("; ")
     return res
+
+
+def _record(
+    gk: Gatekeeper, call: ToolCall, outcome: ToolOutcome, step: Step, refs: _Refs, i: int
+) -> str:
+    """Record a result; "recorded", or the refusal's reason code."""
+    from infomark.kernel.errors import RecordRefused
+
+    try:
+        ev = gk.record(call, outcome, cwd=step.cwd, background_id=step.background_id)
+    except RecordRefused as exc:
+        return f"rejected: {getattr(exc, 'code', 'unpaired_record')}"
+    refs.add(i, ev.ref, step.recorded_ref)
+    return "recorded"

@@ -47,6 +47,11 @@ _STEP_KEYS = {
     "code",
     "rejected",
     "ref",
+    "authorize",
+    "record_twice",
+    "cwd",
+    "background_id",
+    "change",
 }
 _VERDICTS = {"allow", "deny", "ask", "refuse"}
 
@@ -70,12 +75,14 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
     if unknown:
         raise UserError(f"{where}: unknown step key(s) {', '.join(unknown)}")
     kinds = [
-        k for k in ("prompt", "text", "tool", "finish", "approve", "tamper_evidence") if k in d
+        k
+        for k in ("prompt", "text", "tool", "finish", "approve", "tamper_evidence", "change")
+        if k in d
     ]
     if len(kinds) != 1:
         raise UserError(
             f"{where}: a step has exactly one of prompt, text, tool, finish, approve, "
-            f"tamper_evidence (found {', '.join(kinds) or 'none'})"
+            f"tamper_evidence, change (found {', '.join(kinds) or 'none'})"
         )
     expect = d.get("expect", d.get("decision"))
     if expect is not None and expect not in _VERDICTS:
@@ -108,9 +115,23 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
             session=d.get("session"),
             expect=expect,
             code=d.get("code"),
+            rejected=tuple(rejected) if rejected is not None else None,
+            authorize=bool(d.get("authorize", True)),
+            record_twice=bool(d.get("record_twice", False)),
+            cwd=d.get("cwd"),
+            background_id=d.get("background_id"),
         )
     if kind == "approve":
         return Step("approve", where)
+    if kind == "change":
+        ch = d["change"]
+        if not (
+            isinstance(ch, Mapping)
+            and isinstance(ch.get("path"), str)
+            and isinstance(ch.get("text"), str)
+        ):
+            raise UserError(f'{where}: change is a table {{path = "…", text = "…"}}')
+        return Step("change", where, path=ch["path"], text=ch["text"])
     if kind == "tamper_evidence":
         n = d["tamper_evidence"]
         if not isinstance(n, int):
