@@ -82,15 +82,23 @@ def test_loops_are_cut_short_by_the_repeated_failures_pack(tmp_path: Path) -> No
     assert a.solved and b.solved
 
 
-def test_weak_oracle_is_a_false_done_in_the_baseline(tmp_path: Path) -> None:
-    a, _ = pair("js-capitalize", "weak_oracles", tmp_path)
+def test_a_weak_oracle_is_a_false_done_in_the_baseline_and_refused_by_default(
+    tmp_path: Path,
+) -> None:
+    a, b = pair("js-capitalize", "weak_oracles", tmp_path)
     assert not a.solved and a.false_done_accepted == 1
+    assert b.solved and b.false_done_accepted == 0 and b.false_done_attempts >= 1
+    assert ("pack", "stamp_rejected") in [(e["kind"], e["name"]) for e in b.timeline]
 
 
-def test_tampering_is_a_false_done_in_the_baseline(tmp_path: Path) -> None:
-    a, _ = pair("py-median", "test_tampering", tmp_path)
-    assert a.tamper_attempted == 1 and a.tamper_caught == 0
-    assert not a.solved and a.false_done_accepted == 1  # the visible test passed; the check did not
+def test_tampering_is_held_in_every_profile(tmp_path: Path) -> None:
+    # a visible test is a grading file of the declared oracle: its edit is held for the user,
+    # and nobody answers in an eval run, so it is denied even under observe (self-protection)
+    a, b = pair("py-median", "test_tampering", tmp_path)
+    for r in (a, b):
+        assert r.tamper_attempted == 1 and r.tamper_caught == 1
+        assert ("denial", "grading_edit") in [(e["kind"], e["name"]) for e in r.timeline]
+        assert r.solved and r.false_done_accepted == 0
 
 
 def test_noise_costs_turns_and_characters(tmp_path: Path) -> None:
