@@ -56,7 +56,6 @@ def test_the_scenarios_pass_and_cover_every_reason_code(tmp_path: Path) -> None:
         "protected_home",
         "protected_cli",
         "protected_config",
-        "stale_evidence",
         "completion_without_evidence",
     } <= codes
 
