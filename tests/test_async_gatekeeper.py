@@ -154,9 +154,9 @@ def test_journaling_runs_off_the_event_loop_thread(home: Path, project: Path) ->
         agk.store.emit = spy  # type: ignore[method-assign]
         await agk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
         await agk.authorize(EDIT)
-        run = ToolCall("bash", {"command": "true"}, tool_call_id="t1")
-        await agk.authorize(run)
-        await agk.record(run, ToolOutcome("", exit_code=0))
+        run_true = ToolCall("bash", {"command": "true"})
+        allowed = await agk.authorize(run_true)
+        await agk.record(run_true, ToolOutcome("", exit_code=0), call_id=allowed.call_id)
         await agk.can_finish("Done.")
         await agk.close()
         return threading.get_ident()
@@ -171,10 +171,13 @@ def test_concurrent_records_commit_in_the_order_they_were_awaited(
 ) -> None:
     async def scenario() -> tuple[list[int], list[int]]:
         async with await AsyncGatekeeper.open(home, "order", root=project) as agk:
-            calls = [ToolCall("bash", {"command": f"echo {i}"}, f"c{i}") for i in range(40)]
-            await asyncio.gather(*(agk.authorize(c) for c in calls))
+            calls = [ToolCall("bash", {"command": f"echo {i}"}) for i in range(40)]
+            ids = [(await agk.authorize(c)).call_id for c in calls]
             evs = await asyncio.gather(
-                *(agk.record(c, ToolOutcome(str(i), exit_code=0)) for i, c in enumerate(calls))
+                *(
+                    agk.record(c, ToolOutcome(str(i), exit_code=0), call_id=ids[i])
+                    for i, c in enumerate(calls)
+                )
             )
             seqs = [e.seq for e in evs]
             journal = [e.seq async for e in agk.events() if e.type == "evidence_recorded"]

@@ -14,6 +14,8 @@ InfomarkError                      base; every error has a stable ``code``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "BlockSyntaxError",
     "ConfigError",
@@ -74,9 +76,17 @@ class RecordRefused(UserError):
 
 
 class BlockSyntaxError(UserError):
-    """A ledger block could not be parsed."""
+    """A ledger block could not be parsed (``ParsedMessage.raise_for_errors``).
+
+    ``line``/``column`` locate the first error; ``diagnostics`` holds every error
+    diagnostic of the message (the parser's ``Diagnostic`` models).
+    """
 
     code = "ledger_parse_error"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        super().__init__(message, line=line, column=column)
+        self.diagnostics: Sequence[object] = ()
 
 
 class KeyFileError(InfomarkError):

@@ -44,7 +44,7 @@ def test_decisions_evidence_and_finish_become_spans_with_the_host_call_id(
     edit = ToolCall(EDIT.tool, EDIT.input, tool_call_id="toolu_01A")
     decision = gk.authorize(edit)
     run = ToolCall("Bash", {"command": f"echo {SECRET}"}, tool_call_id="toolu_02B")
-    gk.authorize(run)
+    assert gk.authorize(run).allowed  # only an authorized call's result becomes evidence
     ev = gk.record(run, ToolOutcome(f"{SECRET}\n", exit_code=0, duration_ms=12.5))
     fin = gk.can_finish("Done.")
     spans = _by_name(exporter.get_finished_spans())
