@@ -169,7 +169,12 @@ def test_no_mutation_through_ungrounded_premises(
                                 -1:
                             ]
                             targets = written[0]["paths"] if written else []
-                            assert not decision.reason.startswith("scratch run"), decision
+                            if decision.reason.startswith("scratch run"):
+                                # Running the agent's own new script is scratch work (issue 12's
+                                # reproduction script); the fingerprint watches what it changes.
+                                own = decision.reason.split("own ", 1)[1].split(";", 1)[0]
+                                assert own not in before_session, decision
+                                targets = []
                             for t in targets:
                                 assert t not in before_session, (t, decision)
                                 assert not t.startswith((".git", ".infomark")), decision
