@@ -399,6 +399,15 @@ class Requests:
         """Every claim's rank and why; ``verify`` checks the hash chain and MACs."""
         return self._call("audit", _audit, verify=int(verify))
 
+    def fork(self, as_session: str, upto: int | None = None) -> Call[dict[str, Any]]:
+        """Fork this session up to seq ``upto`` (default: the head) into ``as_session``."""
+        body: dict[str, Any] = {"as_session": check_session_id(as_session), "upto": upto}
+        return self._call("fork", dict, body)
+
+    def merge_from(self, session: str) -> Call[dict[str, Any]]:
+        """Merge what the fork ``session`` settled after its fork point into this session."""
+        return self._call("merge", dict, {"from_session": check_session_id(session)})
+
     def events(self, *, after: int = 0, follow: bool = False) -> Call[RemoteEvent | None]:
         """Journal events after ``after`` (JSON lines; each line decodes to one event)."""
         return self._call("events", _line_event, after=after, follow=int(follow))

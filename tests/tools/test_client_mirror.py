@@ -35,8 +35,6 @@ LOCAL_ONLY = {
     "store": "the in-process ledger engine (journal, key, projection)",
     "state": "the in-process projection; state_document is its remote view",
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
-    "fork": "returns an in-process Gatekeeper; `infomark fork` is its remote-less form",
-    "merge_from": "an operator action on a whole home; `infomark merge` runs it",
 }
 
 #: Facade members the client implements itself (no request): attributes and plumbing.
