@@ -32,11 +32,13 @@ from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
+from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import SessionState
 
 if TYPE_CHECKING:
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
+    from infomark.ledger.source_stamp import Refetch
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
 
@@ -102,6 +104,9 @@ class Gatekeeper:
         self._tool_text: dict[str, str] = {}
         # Why nobody can answer an "ask" in this run (None: someone can); see authorize().
         self.unattended: str | None = None
+        # How the host re-runs a web fetch (tool, input) -> output, when it can: before a
+        # mutation, the pages its premises rest on are re-fetched and compared (docs/blocks.md).
+        self.refetch: Refetch | None = None
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -143,6 +148,9 @@ class Gatekeeper:
             rules=LedgerRules(
                 require_declared_oracle=cfg.require_declared_oracle,
                 reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
+                source_rules=SourceRules.from_config(
+                    cfg.sources_primary, defaults=cfg.sources_defaults
+                ),
             ),
             root=root_p,
             evidence_overrides=cfg.evidence_classes,
@@ -274,6 +282,7 @@ class Gatekeeper:
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
+        changed = self._recheck_sources() if c.tool_class.mutates else []
         guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
             watch.refresh(self._ledger)
@@ -290,6 +299,17 @@ class Gatekeeper:
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
+            if changed and not decision.allowed:
+                pages = "; ".join(
+                    f"{c['claim_id']} rests on {c['evidence_ref']}, whose page "
+                    + ("could not be fetched again" if c["digest"] is None else "changed since")
+                    for c in changed
+                )
+                decision = replace(
+                    decision,
+                    reason=f"{decision.reason} (stale web source: {pages}; fetch "
+                    "the page again and re-stamp it)",
+                )
             if self.config.unattended and unattended is None:
                 unattended = "unattended = true in the config"
             if unattended and decision.decision is Verdict.ASK:
@@ -322,6 +342,25 @@ class Gatekeeper:
             if extra:  # kept apart: the deny reason already says how to ground the premises
                 decision = replace(decision, instructions=extra)
         return decision
+
+    def _recheck_sources(self) -> list[dict[str, Any]]:
+        """Re-fetch the pages grounded premises rest on; revoke those that changed."""
+        if self.refetch is None:
+            return []
+        from infomark.ledger.source_stamp import recheck_sources, web_premises
+
+        self._ledger.refresh()
+        todo = web_premises(self._ledger)
+        if not todo:
+            return []
+        fetched: dict[str, str | bytes | None] = {}
+        for _, ev in todo:  # outside the write lock: this is network I/O
+            try:
+                fetched[ev.ref] = self.refetch(ev.tool, dict(ev.record.get("input") or {}))
+            except Exception:  # a fetch that fails cannot confirm the page: it counts as changed
+                fetched[ev.ref] = None
+        with self._ledger.transaction():
+            return recheck_sources(self._ledger, fetched)
 
     def record(
         self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None

@@ -42,6 +42,8 @@ class Config:
     unattended: bool = False  # nobody answers an "ask": it becomes a deny
     loop_budget: Mapping[str, int] = field(default_factory=dict)
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
+    sources_primary: tuple[str, ...] = ()  # [sources] primary: hosts (or host/path) added
+    sources_defaults: bool = True  # [sources] defaults: keep the built-in primary hosts
     source: str | None = None
 
     @classmethod
@@ -64,6 +66,8 @@ class Config:
             unattended=bool(d.get("unattended", False)),
             loop_budget=dict(d.get("loop_budget", {})),
             policies=dict(d.get("policies", {})),
+            sources_primary=tuple(dict(d.get("sources") or {}).get("primary") or ()),
+            sources_defaults=bool(dict(d.get("sources") or {}).get("defaults", True)),
             source=source,
         )
 

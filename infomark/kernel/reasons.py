@@ -23,6 +23,11 @@ class RejectReason(enum.StrEnum):
     EVIDENCE_PREDATES_CLAIM = "evidence_predates_claim"
     CONTENT_MISMATCH = "content_mismatch"
     DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
+    # web sources (source_stamp, docs/blocks.md#source_stamp)
+    NOT_WEB_EVIDENCE = "not_web_evidence"  # a source_stamp on evidence that fetched no page
+    SEARCH_SNIPPET = "search_snippet"  # a search result page: snippets ground nothing
+    WEB_EVIDENCE = "web_evidence"  # an oracle/inference stamp on a page (or a local copy)
+    RANK_ABOVE_SOURCE = "rank_above_source"  # the claim already ranks above what a page gives
 
     @property
     def hint(self) -> str:
@@ -31,6 +36,10 @@ class RejectReason(enum.StrEnum):
 
 
 _HINTS: dict[RejectReason, str] = {
+    RejectReason.NOT_WEB_EVIDENCE: "stamp the evidence of the fetch itself (WebFetch, fetch, curl)",
+    RejectReason.SEARCH_SNIPPET: "a search result grounds nothing; fetch the page, stamp that",
+    RejectReason.WEB_EVIDENCE: "a page backs a claim only through source_stamp",
+    RejectReason.RANK_ABOVE_SOURCE: "a page never lowers a claim another stamp ranks higher",
     RejectReason.MISSING_EVIDENCE: (
         "give evidence_ref=ev_… copied from an [infomark evidence_ref=…] tag; "
         "a bare `oracle_stamp: C1 PASS` is self-certification"

@@ -19,6 +19,7 @@ from infomark.kernel.tools import ToolClass
 from infomark.ledger.canonical import normalize_command, sha256_hex
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
+from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import ClaimState, SessionState
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
 class LedgerRules:
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
+    source_rules: SourceRules | None = None  # [sources]: None is the defaults
 
 
 class LedgerContext(Protocol):
