@@ -119,11 +119,13 @@ def test_a_fetch_dressed_up_as_an_oracle_run_is_web_evidence(tmp_path: Path) -> 
     # a loopback URL is the project's own server, not the web: an oracle may use it
     local = "curl -sf http://127.0.0.1:8000/health"
     gk.ingest(
-        "claim_ledger:\n  claims:\n    - id: C2\n      text: the server is up\n      status: Guess\n"
-        f'      falsifier: "curl fails"\n      oracle: "{local}"\n  premises_for_plan: []\n'
+        "claim_ledger:\n  claims:\n    - id: C2\n      text: the server is up\n"
+        '      status: Guess\n      falsifier: "curl fails"\n'
+        f'      oracle: "{local}"\n  premises_for_plan: []\n'
     )
     up = call(gk, "Bash", {"command": local}, "ok", exit_code=0)
-    assert gk.ingest(f"oracle_stamp: claim_id=C2 evidence_ref={up.ref} result=PASS\n").stamps_applied
+    passed = gk.ingest(f"oracle_stamp: claim_id=C2 evidence_ref={up.ref} result=PASS\n")
+    assert passed.stamps_applied
 
 
 def test_a_fetch_of_another_session_cannot_be_stamped(tmp_path: Path) -> None:
@@ -138,7 +140,7 @@ def test_a_fetch_of_another_session_cannot_be_stamped(tmp_path: Path) -> None:
 class _Page(http.server.BaseHTTPRequestHandler):
     body = PAGE.encode()
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("content-length", str(len(self.body)))
         self.end_headers()
@@ -165,7 +167,7 @@ def site() -> Iterator[str]:
 def _refetch_from(site: str) -> object:
     def refetch(tool: str, inp: dict[str, object]) -> bytes:
         path = urlsplit(str(inp["url"])).path  # the docs URL, served by the local site
-        with urlopen(site + path, timeout=10) as response:  # noqa: S310 - 127.0.0.1 only
+        with urlopen(site + path, timeout=10) as response:
             return bytes(response.read())
 
     return refetch
@@ -178,7 +180,7 @@ def _grounded_on_page(tmp: Path, site: str) -> Gatekeeper:
     (tmp / "a.py").write_text("x = 1\n")
     gk = Gatekeeper.open(tmp / ".infomark", "page", root=tmp)
     gk.ingest(ledger(("C1", "os.chdir exists"), premises=("C1",)))
-    with urlopen(site + urlsplit(DOCS).path, timeout=10) as r:  # noqa: S310
+    with urlopen(site + urlsplit(DOCS).path, timeout=10) as r:
         body = r.read()
     assert gk.ingest(source_stamp("C1", fetch(gk, DOCS, body).ref)).stamps_applied
     gk.refetch = _refetch_from(site)  # type: ignore[assignment]
@@ -251,9 +253,7 @@ def urls(draw: st.DrawFn) -> tuple[str, bool]:
     query = draw(st.sampled_from(("", "", "?q=1", "?next=https://evil.com/x")))
     trick = draw(st.sampled_from(("", "", "\\@evil.com")))
     url = f"{scheme}://{userinfo}{host}{trick}{path}{query}"
-    primary = (
-        scheme == "https" and not userinfo and host in _PRIMARY_HOSTS and "next=" not in query
-    )
+    primary = scheme == "https" and not userinfo and host in _PRIMARY_HOSTS and "next=" not in query
     return url, primary and not trick
 
 
