@@ -478,14 +478,40 @@ class Gatekeeper:
         context_window: int | None = None,
         compacted: bool = False,
     ) -> str:
-        """Usage and compaction as the host reports them; returns packs that fired."""
+        """Usage and compaction as the host reports them; returns packs that fired.
+
+        A compaction also carries the ledger over (:mod:`infomark.ledger.carry`): a claim
+        whose evidence is stale, gone or altered drops to Unknown with the reason, and
+        ``compaction_carried`` journals what is carried; :meth:`compaction_context` is the
+        text to re-inject.
+        """
         with self._ledger.transaction():
+            if compacted:
+                from infomark.ledger.carry import carry_over
+
+                carry_over(self._ledger)
             return self.policy.host_report(
                 self._ledger,
                 tokens_used=tokens_used,
                 context_window=context_window,
                 compacted=compacted,
             )
+
+    def compaction_context(self) -> str:
+        """What to re-inject after the host compacted its context: every claim id with its
+        rank and the evidence ref it rests on, the premises, and the live evidence refs,
+        verbatim ("" before any ledger or evidence)."""
+        from infomark.ledger.carry import carry_block, carry_over_view
+
+        state = self._ledger.refresh()
+        return carry_block(state, carry_over_view(self._ledger), self._describe)
+
+    def _describe(self, ref: str) -> str:
+        ev = self._ledger.evidence(ref)
+        if ev is None:
+            return ""
+        what = ev.command if len(ev.command) <= 60 else ev.command[:59] + "…"
+        return f"{ev.tool} `{what}` {ev.outcome.value} (seq {ev.seq})"
 
     def context_view(self, budget: int = 1200) -> str:
         """What goes into the next model call: active packs, working memory, ledger summary."""

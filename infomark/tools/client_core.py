@@ -383,6 +383,10 @@ class Requests:
         """What goes into the next model call: active packs, working memory, ledger summary."""
         return self._call("context", lambda d: str(d["context"]), budget=budget)
 
+    def compaction_context(self) -> Call[str]:
+        """After a compaction: claim ids, ranks and live evidence refs, verbatim."""
+        return self._call("compaction_context", lambda d: str(d["context"]))
+
     def state_document(self) -> Call[dict[str, Any]]:
         """The session's state: ledger, gate, metrics, policy state."""
         return self._call("state", dict)

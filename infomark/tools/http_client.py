@@ -3,9 +3,9 @@
 ``Client(base_url, token=None, session="default", home=None)`` has the facade's
 methods, method for method (``ingest``, ``classify``, ``authorize``, ``record``,
 ``evidence``, ``after_tool_text``, ``can_finish``, ``approve``, ``new_turn``,
-``on_prompt``, ``move``, ``host_report``, ``context_view``, ``state_document``,
-``ledger``, ``gate``, ``audit``, ``events``, ``fork``, ``merge_from``, ``wrap``,
-``tool``, ``close``) and returns the same types (:class:`Decision`,
+``on_prompt``, ``move``, ``host_report``, ``context_view``, ``compaction_context``,
+``state_document``, ``ledger``, ``gate``, ``audit``, ``events``, ``fork``, ``merge_from``,
+``wrap``, ``tool``, ``close``) and returns the same types (:class:`Decision`,
 :class:`FinishDecision`, :class:`IngestReport`, :class:`Evidence`, :class:`LedgerView`,
 :class:`GateView`, :class:`AuditReport`; ``fork`` returns a client of the fork), so a
 remote ledger is used exactly like a local one. :class:`AsyncClient` is the same with
@@ -147,6 +147,7 @@ class Client(ClientBase):
     move = _sync(Requests.move)
     host_report = _sync(Requests.host_report)
     context_view = _sync(Requests.context_view)
+    compaction_context = _sync(Requests.compaction_context)
     state_document = _sync(Requests.state_document)
     ledger = _sync(Requests.ledger)
     gate = _sync(Requests.gate)
@@ -247,6 +248,7 @@ class AsyncClient(ClientBase):
     move = _async(Requests.move)
     host_report = _async(Requests.host_report)
     context_view = _async(Requests.context_view)
+    compaction_context = _async(Requests.compaction_context)
     state_document = _async(Requests.state_document)
     ledger = _async(Requests.ledger)
     gate = _async(Requests.gate)

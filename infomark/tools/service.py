@@ -316,6 +316,11 @@ class _Service:
         text = await self.pool.run(s, lambda gk: gk.context_view(budget))
         return checked(ContextOut, {"context": text})
 
+    async def compaction_context(self, request: Request) -> Response:
+        s = path_session(request)
+        text = await self.pool.run(s, lambda gk: gk.compaction_context())
+        return checked(ContextOut, {"context": text})
+
     async def state(self, request: Request) -> Response:
         s = path_session(request)
         return checked(StateOut, await self.pool.run(s, lambda gk: gk.state_document()))

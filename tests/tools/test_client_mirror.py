@@ -22,6 +22,7 @@ from infomark.tools.routes import OPERATIONS, operation
 #: Every public member of the facade, as of this test (a new one must be sorted out below).
 FACADE = {
     "after_tool_text", "approve", "audit", "authorize", "can_finish", "classify", "close",
+    "compaction_context",
     "context_view", "events", "evidence", "fork", "gate", "home", "host_report", "ingest",
     "ledger", "merge_from", "move", "new_turn", "on_prompt", "open", "policy", "record",
     "session", "state", "state_document", "store", "store_cursor", "tool", "use_policies", "wrap",

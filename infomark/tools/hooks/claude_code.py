@@ -162,13 +162,35 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
+_PENDING = "compaction_pending"  # cursor: 1 while a compaction was reported, not re-injected
+
+
+def _compaction(gk: Gatekeeper, event: str) -> None:
+    """Report one compaction once, whichever of its hook events arrive (docs/integrations.md).
+
+    PreCompact always reports (the ledger is carried over before the host summarises);
+    PostCompact and SessionStart(compact) report only when no earlier event of the same
+    compaction did; SessionStart(compact) closes it (and re-injects, in the caller).
+    """
+    pending = gk.state.cursors.get(_PENDING, 0) == 1
+    if event == "PreCompact" or not pending:
+        gk.host_report(compacted=True)
+    gk.store_cursor(_PENDING, 0 if event == "SessionStart" else 1)
+
+
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    if event in ("PreCompact", "PostCompact"):
+        _compaction(gk, event)
+        return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects
     if event == "SessionStart":
         from infomark.kernel.protocol import render_protocol
 
-        if payload.get("source") == "compact":
-            gk.host_report(compacted=True)
         text = render_protocol()
+        if payload.get("source") == "compact":
+            _compaction(gk, event)
+            carried = gk.compaction_context()  # ids, ranks and live refs, verbatim
+            if carried:
+                text += "\n\n" + carried
         summary = _summary(gk)
         if summary:
             view = gk.context_view()
