@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infomark.gatekeeper import Gatekeeper
-from infomark.ledger.carry import claim_tag, evidence_tag, summary_tag
+from infomark.ledger.carry import evidence_tag, summary_tag
 from tests.ledger.web_helpers import call, ledger
 
 ORACLE = "pytest -q"
