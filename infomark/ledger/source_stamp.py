@@ -9,9 +9,10 @@ most Inferred, secondary → at most Hypothetical, a search result → nothing. 
 never lowers a claim another stamp ranks higher.
 
 :func:`guard_web` keeps web pages out of the other stamps: an ``oracle_stamp`` or
-``inference_stamp`` on a page fetch (``curl https://…`` is a run, but of a web page), or
-on a ``Read`` of a local copy a fetch of this session wrote, is rejected as
-``web_evidence``.
+``inference_stamp`` on a page fetched by a shell command (``curl https://…`` is a run, but
+of a web page), or on a ``Read`` of a local copy a fetch of this session wrote, is rejected
+as ``web_evidence`` (a web-class tool's result, such as ``WebFetch``, is
+``ineligible_evidence`` for them, as before).
 
 :func:`recheck_sources` re-fetches the pages the premises rest on (when the host can) and
 revokes the stamp of a claim whose page changed (``divergence``, cause ``source_changed``).
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.blobs import BlobStore
-from infomark.ledger.evidence import Evidence, Outcome
+from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.journal import Journal
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
@@ -155,6 +156,8 @@ def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bo
     if ev is None:
         return False  # apply_stamp names why
     hint = RejectReason.WEB_EVIDENCE.hint
+    if ev.evidence_class is EvidenceClass.WEB:
+        return False  # web-class tools: apply_stamp rejects them as ineligible_evidence
     if web_source(ev.record) is not None:
         _reject(
             ctx,

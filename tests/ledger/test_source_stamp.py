@@ -93,11 +93,11 @@ def test_a_failed_fetch_grounds_nothing(gk: Gatekeeper) -> None:
     assert [r["reason"] for r in report.stamps_rejected] == ["failed_evidence"]
 
 
-def test_oracle_and_inference_stamps_on_a_page_are_web_evidence(gk: Gatekeeper) -> None:
+def test_oracle_and_inference_stamps_on_a_page_are_ineligible(gk: Gatekeeper) -> None:
     ev = fetch(gk, DOCS)
     for kind in ("oracle_stamp", "inference_stamp"):
         report = gk.ingest(f"{kind}: claim_id=C1 evidence_ref={ev.ref} result=PASS\n")
-        assert [r["reason"] for r in report.stamps_rejected] == ["web_evidence"], kind
+        assert [r["reason"] for r in report.stamps_rejected] == ["ineligible_evidence"], kind
     assert _rank(gk) == "Guess"
 
 
