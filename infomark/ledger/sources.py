@@ -14,7 +14,8 @@ percent-escapes or non-ASCII in the host, an IP address, plain ``http``, another
 query, a redirect the tool reported to another host) is never ``primary``; each such reason
 is a stable code in :data:`DEMOTIONS`. Matching is by whole DNS labels (``docs.python.org``
 matches itself and ``*.docs.python.org``, never ``docs.python.org.evil.com``), and a rule
-with a path (``github.com/org/repo``) matches that path prefix by whole segments.
+with a path (``github.com/org/repo``) matches that host exactly and that path prefix by
+whole segments.
 
 Standard library only (the hook's hot path may judge a stamp).
 """
@@ -124,10 +125,12 @@ class SourceRules:
     def matches(self, host: str, path: str) -> bool:
         for rule in self.primary:
             r_host, _, r_path = rule.partition("/")
-            if host != r_host and not host.endswith("." + r_host):
+            if not r_path:  # a host rule: the host and its subdomains
+                if host == r_host or host.endswith("." + r_host):
+                    return True
                 continue
-            if not r_path:
-                return True
+            if host != r_host:  # a path rule: that host only
+                continue
             want = [s for s in r_path.split("/") if s]
             have = [s for s in path.lower().split("/") if s]
             if have[: len(want)] == want:
