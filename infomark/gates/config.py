@@ -44,6 +44,10 @@ class Config:
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
     sources_primary: tuple[str, ...] = ()  # [sources] primary: hosts (or host/path) added
     sources_defaults: bool = True  # [sources] defaults: keep the built-in primary hosts
+    oracle_allow: tuple[str, ...] = ()  # [oracles] allow: only these may ground claims
+    oracle_require: tuple[str, ...] = ()  # [oracles] require: a finish needs a fresh PASS
+    grading_policy: str = "hold"  # a file-tool edit of a grading file: hold | refuse | allow
+    grading_files: tuple[str, ...] = ()  # test-file globs (empty: the defaults)
     source: str | None = None
 
     @classmethod
@@ -68,6 +72,10 @@ class Config:
             policies=dict(d.get("policies", {})),
             sources_primary=tuple(dict(d.get("sources") or {}).get("primary") or ()),
             sources_defaults=bool(dict(d.get("sources") or {}).get("defaults", True)),
+            oracle_allow=tuple(dict(d.get("oracles") or {}).get("allow") or ()),
+            oracle_require=tuple(dict(d.get("oracles") or {}).get("require") or ()),
+            grading_policy=str(d.get("grading_policy", "hold")),
+            grading_files=tuple(d.get("grading_files") or ()),
             source=source,
         )
 

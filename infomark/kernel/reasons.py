@@ -22,12 +22,16 @@ class RejectReason(enum.StrEnum):
     ORACLE_MISMATCH = "oracle_mismatch"
     EVIDENCE_PREDATES_CLAIM = "evidence_predates_claim"
     CONTENT_MISMATCH = "content_mismatch"
+    WEAK_ORACLE = "weak_oracle"  # the oracle cannot fail, masks failure or selects nothing
+    ORACLE_NOT_ALLOWED = "oracle_not_allowed"  # the operator's [oracles] allow list excludes it
+    SELF_GRADED = "self_graded"  # a grading file changed since the claim was declared
+    UNPAIRED_RECORD = "unpaired_record"  # a record named no pending authorized call
+    REPEATED_RECORD = "repeated_record"  # a second record for an already recorded call
+    EXPECTATION_MISMATCH = "expectation_mismatch"  # EXPECTED_FAIL on a claim that expects a pass
+    EVIDENCE_NOT_NAMED = "evidence_not_named"  # inference evidence the claim does not name
+    BACKGROUND_RUN = "background_run"  # a background run has no outcome yet
+    WRONG_DIRECTORY = "wrong_directory"  # the run happened in another working directory
     DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
-    # web sources (source_stamp, docs/blocks.md#source_stamp)
-    NOT_WEB_EVIDENCE = "not_web_evidence"  # a source_stamp on evidence that fetched no page
-    SEARCH_SNIPPET = "search_snippet"  # a search result page: snippets ground nothing
-    WEB_EVIDENCE = "web_evidence"  # an oracle/inference stamp on a page (or a local copy)
-    RANK_ABOVE_SOURCE = "rank_above_source"  # the claim already ranks above what a page gives
 
     @property
     def hint(self) -> str:
@@ -36,43 +40,38 @@ class RejectReason(enum.StrEnum):
 
 
 _HINTS: dict[RejectReason, str] = {
-    RejectReason.NOT_WEB_EVIDENCE: "stamp the evidence of the fetch itself (WebFetch, fetch, curl)",
-    RejectReason.SEARCH_SNIPPET: "a search result grounds nothing; fetch the page, stamp that",
-    RejectReason.WEB_EVIDENCE: "a page backs a claim only through source_stamp",
-    RejectReason.RANK_ABOVE_SOURCE: "a page never lowers a claim another stamp ranks higher",
     RejectReason.MISSING_EVIDENCE: (
-        "give evidence_ref=ev_… copied from an [infomark evidence_ref=…] tag; "
-        "a bare `oracle_stamp: C1 PASS` is self-certification"
+        "copy evidence_ref=ev_… from a result's tag; a bare `oracle_stamp: C1 PASS` "
+        "is self-certification"
     ),
-    RejectReason.UNKNOWN_EVIDENCE: (
-        "that evidence_ref was never issued; copy it exactly from a tool result tag"
-    ),
+    RejectReason.UNKNOWN_EVIDENCE: "never issued; copy it exactly from a tool result tag",
     RejectReason.TAMPERED_EVIDENCE: "the stored evidence no longer verifies; run the check again",
-    RejectReason.FOREIGN_EVIDENCE: (
-        "that evidence belongs to another session; run the check in this session"
-    ),
+    RejectReason.FOREIGN_EVIDENCE: "issued to another session; run the check in this session",
     RejectReason.INELIGIBLE_EVIDENCE: (
-        "oracle_stamp needs execution evidence (a command run); inference_stamp needs "
-        "observation or execution evidence; web results back neither"
+        "oracle_stamp needs a command run, inference_stamp a run or a read, source_stamp a "
+        "page fetch; a page backs no other stamp"
     ),
     RejectReason.FAILED_EVIDENCE: (
-        "the evidence outcome contradicts the stamped result; fix the code and re-run, "
-        "or stamp the result the evidence shows"
+        "the outcome contradicts the result: fix and re-run, or stamp what the evidence shows"
     ),
-    RejectReason.UNKNOWN_CLAIM: "declare the claim in a claim_ledger block before stamping it",
+    RejectReason.UNKNOWN_CLAIM: "declare the claim in a claim_ledger before stamping it",
     RejectReason.MISSING_FALSIFIER: "give the claim a falsifier: what observation would refute it",
-    RejectReason.MISSING_ORACLE: (
-        "declare `oracle:` on the claim (the exact command that decides it), then run it"
+    RejectReason.MISSING_ORACLE: "declare `oracle:` (the command that decides it), then run it",
+    RejectReason.ORACLE_MISMATCH: "run exactly the declared oracle, then stamp that run",
+    RejectReason.EVIDENCE_PREDATES_CLAIM: "the run predates the claim's oracle; run it again now",
+    RejectReason.CONTENT_MISMATCH: "the artifact changed since that hash; re-run the check on it",
+    RejectReason.WEAK_ORACLE: (
+        "use an oracle that can fail: no `|| true`, `exit 0`, empty selection or infomark call"
     ),
-    RejectReason.ORACLE_MISMATCH: "run exactly the declared oracle command, then stamp that run",
-    RejectReason.EVIDENCE_PREDATES_CLAIM: (
-        "the run happened before the claim declared its oracle; run the oracle again now"
-    ),
-    RejectReason.CONTENT_MISMATCH: (
-        "the artifact changed since the hash you gave; re-run the check on the current file"
-    ),
+    RejectReason.ORACLE_NOT_ALLOWED: "declare one of the oracles the operator allows",
+    RejectReason.SELF_GRADED: "a test file changed since the claim; restore it or ask the user",
+    RejectReason.UNPAIRED_RECORD: "only results of calls infomark authorized become evidence",
+    RejectReason.REPEATED_RECORD: "a call is recorded exactly once",
+    RejectReason.EXPECTATION_MISMATCH: "result=EXPECTED_FAIL needs `expect: FAIL` on the claim",
+    RejectReason.EVIDENCE_NOT_NAMED: "use a run of the claim's oracle or a Read of its `observe:`",
+    RejectReason.BACKGROUND_RUN: "a background run has no outcome; run it in the foreground",
+    RejectReason.WRONG_DIRECTORY: "run the oracle from the project root",
     RejectReason.DELEGATED_EVIDENCE: (
-        "a sub-agent's or model call's answer is hearsay: it may back a divergence_event, "
-        "never a stamp; run the check yourself and stamp that run"
+        "a sub-agent's answer may back a divergence_event, never a stamp; run the check yourself"
     ),
 }

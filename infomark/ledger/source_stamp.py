@@ -5,14 +5,14 @@ authority=primary|secondary``. The evidence must be web evidence infomark record
 ``WebFetch``, an MCP ``fetch``, a shell ``curl``/``wget`` of a URL); infomark decides the
 authority from its domain rules (:mod:`infomark.ledger.sources`), an agent's claimed class
 above that is demoted with the reason codes, and the class caps the rank: primary → at
-most Inferred, secondary → at most Hypothetical, a search result → nothing. A source stamp
-never lowers a claim another stamp ranks higher.
+most Inferred, secondary → at most Hypothetical, a search result → nothing (rejected as
+``ineligible_evidence``, like any evidence that fetched no page). A source stamp never
+lowers a claim another stamp ranks higher: it then changes nothing, with a warning.
 
 :func:`guard_web` keeps web pages out of the other stamps: an ``oracle_stamp`` or
 ``inference_stamp`` on a page fetched by a shell command (``curl https://…`` is a run, but
 of a web page), or on a ``Read`` of a local copy a fetch of this session wrote, is rejected
-as ``web_evidence`` (a web-class tool's result, such as ``WebFetch``, is
-``ineligible_evidence`` for them, as before).
+as ``ineligible_evidence``, like a web tool's result (``WebFetch``).
 
 :func:`recheck_sources` re-fetches the pages the premises rest on (when the host can) and
 revokes the stamp of a claim whose page changed (``divergence``, cause ``source_changed``).
@@ -155,7 +155,7 @@ def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bo
     ev, _ = ctx.verify_ref(block.evidence_ref)
     if ev is None:
         return False  # apply_stamp names why
-    hint = RejectReason.WEB_EVIDENCE.hint
+    hint = "a fetched page backs a claim only through source_stamp"
     if ev.evidence_class is EvidenceClass.WEB:
         return False  # web-class tools: apply_stamp rejects them as ineligible_evidence
     if web_source(ev.record) is not None:
@@ -163,7 +163,7 @@ def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bo
             ctx,
             report,
             block,
-            RejectReason.WEB_EVIDENCE,
+            RejectReason.INELIGIBLE_EVIDENCE,
             f"{ev.ref} fetched a web page (`{ev.command[:80]}`); {hint}",
         )
         return True
@@ -173,7 +173,7 @@ def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bo
             ctx,
             report,
             block,
-            RejectReason.WEB_EVIDENCE,
+            RejectReason.INELIGIBLE_EVIDENCE,
             f"{ev.ref} reads {copy[0]}, a local copy of a page fetched in {copy[1]}; {hint}",
         )
         return True
@@ -222,14 +222,15 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
             else ""
         )
         return reject(
-            RejectReason.NOT_WEB_EVIDENCE,
+            RejectReason.INELIGIBLE_EVIDENCE,
             f"{ev.ref} is {ev.evidence_class.value} evidence from {ev.tool}, not a page infomark "
-            f"saw fetched{where}; {RejectReason.NOT_WEB_EVIDENCE.hint}",
+            f"saw fetched{where}; a source_stamp binds a page fetch (WebFetch, fetch, curl URL)",
         )
     if source.search:
         return reject(
-            RejectReason.SEARCH_SNIPPET,
-            f"{ev.ref} is a search result ({ev.tool}); {RejectReason.SEARCH_SNIPPET.hint}",
+            RejectReason.INELIGIBLE_EVIDENCE,
+            f"{ev.ref} is a search result ({ev.tool}): snippets ground nothing; fetch the page "
+            "and stamp that fetch",
         )
     if ev.outcome not in (Outcome.OBSERVED, Outcome.PASS):
         return reject(
@@ -245,13 +246,18 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
     ceiling = CEILINGS[authority]
     assert ceiling is not None  # search pages were rejected above
     current = claim.mark if claim.stamp is not None else InfoMark.UNKNOWN
-    if claim.stamp is not None and current > ceiling:
-        return reject(
-            RejectReason.RANK_ABOVE_SOURCE,
-            f"claim {claim.id} is already {current.label} ({claim.stamp.kind} "
-            f"{claim.stamp.evidence_ref}); a {authority} page gives at most {ceiling.label}; "
-            f"{RejectReason.RANK_ABOVE_SOURCE.hint}",
+    if claim.stamp is not None and current > ceiling:  # a page never lowers a claim
+        report.diagnostics.append(
+            {
+                "line": block.span.line,
+                "column": block.span.column,
+                "message": f"source_stamp for {claim.id} changes nothing: it is already "
+                f"{current.label} ({claim.stamp.kind} {claim.stamp.evidence_ref}) and a "
+                f"{authority} page gives at most {ceiling.label}",
+                "severity": "warning",
+            }
         )
+        return None
     detail = {
         **source.to_dict(),
         "authority": authority,

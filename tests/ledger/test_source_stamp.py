@@ -77,14 +77,16 @@ def test_without_authority_infomark_decides(gk: Gatekeeper) -> None:
 
 def test_a_search_result_grounds_nothing(gk: Gatekeeper) -> None:
     report = gk.ingest(source_stamp("C1", search(gk).ref))
-    assert [r["reason"] for r in report.stamps_rejected] == ["search_snippet"]
+    assert [r["reason"] for r in report.stamps_rejected] == ["ineligible_evidence"]
+    assert "snippets ground nothing" in report.stamps_rejected[0]["message"]
     assert _rank(gk) == "Guess"
 
 
-def test_a_source_stamp_on_a_read_is_not_web_evidence(gk: Gatekeeper) -> None:
+def test_a_source_stamp_on_a_read_is_ineligible(gk: Gatekeeper) -> None:
     ev = call(gk, "Read", {"file_path": "notes.md"}, PAGE)
     report = gk.ingest(source_stamp("C1", ev.ref))
-    assert [r["reason"] for r in report.stamps_rejected] == ["not_web_evidence"]
+    assert [r["reason"] for r in report.stamps_rejected] == ["ineligible_evidence"]
+    assert "not a page infomark saw fetched" in report.stamps_rejected[0]["message"]
 
 
 def test_a_failed_fetch_grounds_nothing(gk: Gatekeeper) -> None:
@@ -104,7 +106,8 @@ def test_oracle_and_inference_stamps_on_a_page_are_ineligible(gk: Gatekeeper) ->
 def test_a_source_never_lowers_a_claim(gk: Gatekeeper) -> None:
     assert gk.ingest(source_stamp("C1", fetch(gk, DOCS).ref)).stamps_applied
     report = gk.ingest(source_stamp("C1", fetch(gk, BLOG).ref, "secondary"))
-    assert [r["reason"] for r in report.stamps_rejected] == ["rank_above_source"]
+    assert report.stamps_applied == [] and report.stamps_rejected == []
+    assert any("changes nothing" in d["message"] for d in report.diagnostics)
     assert _rank(gk) == "Inferred"
     # a secondary page first, then a primary one: the claim rises
     assert gk.ingest(source_stamp("C2", fetch(gk, BLOG).ref)).stamps_applied

@@ -31,9 +31,16 @@ DOCS = "https://docs.python.org/3/library/os.html"
 OBSERVE = Config(profile="observe")  # every call runs (and is journaled): only stamps matter
 
 
-def _open(tmp: Path, session: str = "web", config: Config | None = None) -> Gatekeeper:
+def _open(
+    tmp: Path, session: str = "web", config: Config | None = None, observe: str | None = None
+) -> Gatekeeper:
     gk = Gatekeeper.open(tmp / ".infomark", session, root=tmp, config=config)
-    gk.ingest(ledger(("C1", "os.chdir changes the working directory")))
+    text = ledger(("C1", "os.chdir changes the working directory"))
+    if observe:  # the claim names the file it rests on: a Read of it could infer it
+        text = text.replace(
+            "  premises_for_plan:", f"      observe: {observe}\n  premises_for_plan:"
+        )
+    assert gk.ingest(text).ledger_updated
     return gk
 
 
@@ -82,29 +89,38 @@ def test_a_redirect_off_a_primary_domain_is_secondary(tmp_path: Path) -> None:
 
 
 def test_a_read_of_a_local_copy_of_a_page_grounds_nothing(tmp_path: Path) -> None:
-    gk = _open(tmp_path, config=OBSERVE)
+    gk = _open(tmp_path, config=OBSERVE, observe="page.html")  # observes the copy itself
     got = call(gk, "Bash", {"command": f"curl -sSL -o page.html {DOCS}"}, "", exit_code=0)
     copy = call(gk, "Read", {"file_path": str(tmp_path / "page.html")}, PAGE)
     inferred = gk.ingest(f"inference_stamp: claim_id=C1 evidence_ref={copy.ref}\n")
-    assert [r["reason"] for r in inferred.stamps_rejected] == ["web_evidence"]
-    assert got.ref in inferred.stamps_rejected[0]["message"]
+    assert [r["reason"] for r in inferred.stamps_rejected] == ["ineligible_evidence"]
+    assert "a local copy of a page fetched in " + got.ref in inferred.stamps_rejected[0]["message"]
     sourced = gk.ingest(source_stamp("C1", copy.ref))
-    assert [r["reason"] for r in sourced.stamps_rejected] == ["not_web_evidence"]
+    assert [r["reason"] for r in sourced.stamps_rejected] == ["ineligible_evidence"]
     assert f"stamp {got.ref}" in sourced.stamps_rejected[0]["message"]
     # the fetch itself is web evidence: a source_stamp on it is graded like any page
     assert gk.ingest(source_stamp("C1", got.ref)).stamps_applied[0]["status"] == "Inferred"
     assert gk.ledger().status("C1") == "Inferred"
 
 
+def test_a_read_of_the_observed_file_that_no_fetch_wrote_infers(tmp_path: Path) -> None:
+    """The control: the same Read, of a file no fetch wrote, is a valid inference."""
+    gk = _open(tmp_path, config=OBSERVE, observe="page.html")
+    call(gk, "Bash", {"command": f"curl -sSL -o other.html {DOCS}"}, "", exit_code=0)
+    copy = call(gk, "Read", {"file_path": str(tmp_path / "page.html")}, PAGE)
+    assert gk.ingest(f"inference_stamp: claim_id=C1 evidence_ref={copy.ref}\n").stamps_applied
+
+
 def test_wget_default_names_and_relative_paths_are_copies_too(tmp_path: Path) -> None:
-    gk = _open(tmp_path, config=OBSERVE)
+    gk = _open(tmp_path, config=OBSERVE, observe="post.html")
     call(gk, "Bash", {"command": "cd . && wget https://blog.example.com/post.html"}, "", 0)
     copy = call(gk, "Read", {"file_path": "post.html"}, PAGE)
     report = gk.ingest(f"inference_stamp: claim_id=C1 evidence_ref={copy.ref}\n")
-    assert [r["reason"] for r in report.stamps_rejected] == ["web_evidence"]
+    assert [r["reason"] for r in report.stamps_rejected] == ["ineligible_evidence"]
+    assert "a local copy of a page" in report.stamps_rejected[0]["message"]
 
 
-def test_a_fetch_dressed_up_as_an_oracle_run_is_web_evidence(tmp_path: Path) -> None:
+def test_a_fetch_dressed_up_as_an_oracle_run_grounds_nothing(tmp_path: Path) -> None:
     gk = _open(tmp_path, config=OBSERVE)
     curl = f"curl -s {DOCS} | grep -q chdir"
     gk.ingest(
@@ -114,7 +130,8 @@ def test_a_fetch_dressed_up_as_an_oracle_run_is_web_evidence(tmp_path: Path) -> 
     run = call(gk, "Bash", {"command": curl}, "", exit_code=0)
     for kind in ("oracle_stamp", "inference_stamp"):
         report = gk.ingest(f"{kind}: claim_id=C1 evidence_ref={run.ref} result=PASS\n")
-        assert [r["reason"] for r in report.stamps_rejected] == ["web_evidence"], kind
+        assert [r["reason"] for r in report.stamps_rejected] == ["ineligible_evidence"], kind
+        assert "fetched a web page" in report.stamps_rejected[0]["message"]
     assert gk.ledger().status("C1") == "Guess"
     # a loopback URL is the project's own server, not the web: an oracle may use it
     local = "curl -sf http://127.0.0.1:8000/health"

@@ -24,6 +24,7 @@ TWO = (
     '      status: Hypothetical\n      falsifier: "pytest passes on the unmodified parser"\n'
     f'      oracle: "{ORACLE}"\n    - id: C2\n      text: "p.py defines parse"\n'
     '      status: Hypothetical\n      falsifier: "p.py has no def parse"\n'
+    "      observe: p.py\n"
     "  premises_for_plan: [C1]\n"
 )
 
