@@ -149,13 +149,28 @@ def test_a_claim_whose_blob_is_gone_drops_to_unknown(cc: Session) -> None:
         assert gk.state.policy["metrics"]["compactions"] == 1
 
 
-def test_post_compact_and_session_start_count_one_compaction(cc: Session) -> None:
+@pytest.mark.parametrize(
+    "events",
+    [
+        ("PreCompact", "SessionStart", "PostCompact"),  # Claude Code 2.1.328, as observed
+        ("PreCompact", "SessionStart"),
+        ("SessionStart", "PostCompact"),
+        ("SessionStart",),
+        ("PostCompact",),
+    ],
+)
+def test_each_compaction_is_counted_once(cc: Session, events: tuple[str, ...]) -> None:
     _grounded_session(cc)
-    for _ in range(2):  # two compactions, each seen by PostCompact and SessionStart
-        assert cc.hook("PostCompact", trigger="auto")[1] is None
-        cc.hook("SessionStart", source="compact")
+    for _ in range(2):  # two compactions, each seen by the host's events in order
+        for event in events:
+            if event == "SessionStart":
+                cc.hook("SessionStart", source="compact")
+            else:
+                assert cc.hook(event, trigger="auto")[1] is None
     with _gk(cc) as gk:
         assert gk.state.policy["metrics"]["compactions"] == 2
+        carried = [e for e in gk.events() if e.type == "compaction_carried"]
+        assert len(carried) == 2
 
 
 def test_a_startup_session_start_carries_nothing(cc: Session) -> None:

@@ -180,20 +180,24 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
-_PENDING = "compaction_pending"  # cursor: 1 while a compaction was reported, not re-injected
+_PENDING = "compaction_pending"  # cursor: 0 idle, 1 reported (PreCompact), 2 re-injected
 
 
 def _compaction(gk: Gatekeeper, event: str) -> None:
     """Report one compaction once, whichever of its hook events arrive (docs/integrations.md).
 
-    PreCompact always reports (the ledger is carried over before the host summarises);
-    PostCompact and SessionStart(compact) report only when no earlier event of the same
-    compaction did; SessionStart(compact) closes it (and re-injects, in the caller).
+    Claude Code 2.1 sends PreCompact, then SessionStart(compact), then PostCompact. PreCompact
+    always reports (the ledger is carried over before the host summarises); SessionStart
+    (compact) reports unless PreCompact just did (an older host sends only SessionStart);
+    PostCompact reports only when neither did, and closes the compaction.
     """
-    pending = gk.state.cursors.get(_PENDING, 0) == 1
-    if event == "PreCompact" or not pending:
+    state = gk.state.cursors.get(_PENDING, 0)
+    report = {"PreCompact": True, "SessionStart": state != 1, "PostCompact": state == 0}
+    if report[event]:
         gk.host_report(compacted=True)
-    gk.store_cursor(_PENDING, 0 if event == "SessionStart" else 1)
+    after = {"PreCompact": 1, "SessionStart": 2, "PostCompact": 0}[event]
+    if after != state or event == "PreCompact":
+        gk.store_cursor(_PENDING, after)
 
 
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
