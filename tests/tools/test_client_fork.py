@@ -29,7 +29,17 @@ def _sid(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
+_ids = iter(range(1, 1 << 30))
+
+
+def _paired(call: ToolCall) -> ToolCall:
+    """The call with a fresh tool_call_id: each record pairs with its own authorization."""
+    return ToolCall(call.tool, dict(call.input), tool_call_id=f"toolu_{next(_ids)}")
+
+
 def _stamp(client: Client, cid: str, call: ToolCall, outcome: ToolOutcome) -> bool:
+    call = _paired(call)
+    assert client.authorize(call).allowed
     ev = client.record(call, outcome)
     result = "PASS" if outcome.exit_code == 0 else "FAIL"
     report = client.ingest(f"oracle_stamp: claim_id={cid} evidence_ref={ev.ref} result={result}")
@@ -148,11 +158,15 @@ def test_async_client_forks_and_merges(service: Service) -> None:
     async def go() -> None:
         async with AsyncClient(service.url, token=service.token, session=_sid("as")) as origin:
             await origin.ingest(LEDGER)
-            ev = await origin.record(BUILD, OK)
+            build = _paired(BUILD)
+            assert (await origin.authorize(build)).allowed
+            ev = await origin.record(build, OK)
             await origin.ingest(f"oracle_stamp: claim_id=P0 evidence_ref={ev.ref} result=PASS")
             fork = await origin.fork(_sid("af"))
             assert isinstance(fork, AsyncClient)
-            ran = await fork.record(PYTEST, OK)
+            run = _paired(PYTEST)
+            assert (await fork.authorize(run)).allowed
+            ran = await fork.record(run, OK)
             await fork.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ran.ref} result=PASS")
             merged = await origin.merge_from(fork.session)
             assert merged["merged"] and merged["claims"] == ["C1"]
