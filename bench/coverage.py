@@ -13,15 +13,16 @@
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.core import row
+from bench._timing import Paired, paired
+from bench.core import row, timed_row
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates import fingerprint
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -53,31 +54,57 @@ def make_repo(root: Path, files: int = 10_000) -> Path:
     return root
 
 
-def measure_fingerprint(root: Path, rounds: int = 15) -> tuple[float, float]:
-    """Median seconds of (mark + changes_since) and of ``git status``, interleaved."""
+def _cpu(fn: Callable[[], object]) -> float:
+    """CPU seconds (user + system) of one call, its child processes included."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    fn()
+    after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return sum(
+        (b.ru_utime - a.ru_utime) + (b.ru_stime - a.ru_stime)
+        for a, b in zip(before, after, strict=True)
+    )
+
+
+def measure_fingerprint(root: Path, pairs: int = 15) -> tuple[Paired, Paired]:
+    """(wall, CPU) of mark + changes_since against ``git status -uno``, interleaved B A B A."""
     watch = Path(tempfile.mkdtemp(prefix="infomark-watch-"))
     fingerprint.tracked_paths(root, watch)  # the session's first call parses and caches
-    ours: list[float] = []
-    base: list[float] = []
-    for i in range(rounds):
-        t0 = time.perf_counter()
-        fingerprint.mark(watch, "bench", seq=i)
+    seq = [0]
+
+    def ours() -> None:
+        seq[0] += 1
+        fingerprint.mark(watch, "bench", seq=seq[0])
         change = fingerprint.changes_since(watch, "bench", root)
-        ours.append(time.perf_counter() - t0)
         assert change is not None and change.complete
-        t0 = time.perf_counter()
+
+    def git() -> None:
         subprocess.run(
             ["git", "status", "--porcelain", "-z", "-uno"], cwd=root, capture_output=True
         )
-        base.append(time.perf_counter() - t0)
-    return statistics.median(ours), statistics.median(base)
+
+    return paired(ours, git, pairs=pairs), paired(ours, git, pairs=pairs, measure=_cpu)
 
 
 def bench_fingerprint() -> None:
     with tempfile.TemporaryDirectory(prefix="infomark-fp-") as tmp:
         root = make_repo(Path(tmp) / "repo")
-        ours, base = measure_fingerprint(root)
-        row("fingerprint, 10k tracked files (mark+compare)", ours, base, "git status -uno")
+        wall, cpu = measure_fingerprint(root)
+        timed_row(
+            "fingerprint, 10k tracked files (mark+compare), wall",
+            wall.ours,
+            wall.base,
+            wall.ratio,
+            "git status -uno",
+        )
+        timed_row(
+            "fingerprint, 10k tracked files (mark+compare), CPU",
+            cpu.ours,
+            cpu.base,
+            cpu.ratio,
+            "git status -uno (user+sys, child)",
+        )
 
 
 @dataclass(frozen=True, slots=True)

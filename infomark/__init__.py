@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "PolicyRuntime": "infomark.gates.policies.runtime",
     "render_protocol": "infomark.kernel.protocol",
     "make_builtins": "infomark.tools.builtin",
+    "agent_env": "infomark.kernel.environ",
     "Client": "infomark.tools.http_client",
     "AsyncClient": "infomark.tools.http_client",
     "ServiceError": "infomark.tools.http_client",
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from infomark.gates.config import Config
     from infomark.gates.decision import Decision, FinishDecision, Verdict
     from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.kernel.environ import agent_env
     from infomark.kernel.errors import (
         BlockSyntaxError,
         ConfigError,

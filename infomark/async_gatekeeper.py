@@ -136,6 +136,15 @@ class AsyncGatekeeper:
         self._gk.refetch = value
 
     @property
+    def host_files(self) -> tuple[str, ...]:
+        """Files the host keeps that the agent may not change (see :class:`Gatekeeper`)."""
+        return self._gk.host_files
+
+    @host_files.setter
+    def host_files(self, value: tuple[str, ...]) -> None:
+        self._gk.host_files = value
+
+    @property
     def policy(self) -> PolicyRuntime:
         return self._gk.policy
 
@@ -208,6 +217,7 @@ class AsyncGatekeeper:
         cwd: str | None = None,
         background_id: str | None = None,
     ) -> Evidence:
+        """Record the result of an authorized call (see :meth:`Gatekeeper.record`)."""
         return await self._run(
             self._gk.record,
             call,
@@ -225,6 +235,7 @@ class AsyncGatekeeper:
         await self._run(self._gk.approve, by=by, note=note)
 
     async def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
+        """The user accepts a changed grading file (an operator act, see the sync facade)."""
         await self._run(self._gk.approve_grading, path, by=by, note=note)
 
     async def new_turn(self, prompt: str | None = None) -> str:

@@ -21,7 +21,7 @@ from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.oracles import OracleJudge, ran_nothing
-from infomark.gates.protect import protected
+from infomark.gates.protect import protected, session_cwd
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
 from infomark.kernel.session_id import check_session_id
@@ -108,6 +108,9 @@ class Gatekeeper:
         # How the host re-runs a web fetch (tool, input) -> output, when it can: before a
         # mutation, the pages its premises rest on are re-fetched and compared (docs/blocks.md).
         self.refetch: Refetch | None = None
+        # Files the host keeps that witness the journal (Claude Code's transcript): the
+        # agent's tools may not change them; set by the integration, like `unattended`.
+        self.host_files: tuple[str, ...] = ()
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -269,6 +272,7 @@ class Gatekeeper:
             call.input,
             overrides=self.config.tools or None,
             mcp_annotations=call.annotations,
+            cwd=session_cwd(call.cwd),
         )
         if tool_class is not None:
             # A declared class replaces the class, never the families or paths the call names.
@@ -309,7 +313,15 @@ class Gatekeeper:
         self._ledger.check_artifacts()
         changed = self._recheck_sources() if c.tool_class.mutates else []
         self._check_grading(seed=True)
-        guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
+        guard = protected(
+            call.tool,
+            call.input,
+            c,
+            home=self.home,
+            root=self._ledger.root,
+            extra=self.host_files,
+            cwd=call.cwd,
+        )
         with self._ledger.transaction():
             watch.refresh(self._ledger)
             decision = authorize_call(

@@ -5,6 +5,12 @@ its reason code), the evidence the run became (its ref, outcome and what it may 
 text for the model. A denial or a hold never raises and never runs the executor; the agent
 reads the reason and corrects course.
 
+The environment: a user's executor runs in the caller's process, so infomark cannot scrub
+what it hands to the programs it starts. An executor that takes an ``env`` keyword is given
+:func:`infomark.kernel.environ.agent_env` (the process environment without any ``INFOMARK_*``
+variable) on every call; any other executor should pass ``env=agent_env()`` to the
+subprocesses it starts itself (``make_builtins`` does).
+
 Part of the facade layer: it drives a gatekeeper through the small :class:`GatedSession`
 protocol (``Gatekeeper`` satisfies it), touches nothing outside, and imports nothing above
 the gates. ``infomark.tools.executor`` re-exports it for the integrations.
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, overload
 
 from infomark.gates.decision import Decision, Verdict
+from infomark.kernel.environ import agent_env
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence, Outcome
 
@@ -235,8 +242,26 @@ def wrap_executor(
     """Return a gated executor of the same kind (sync or async) as ``executor``.
 
     It returns a :class:`GatedResult`; ``tool_class`` is the declared class of every call
-    (it decides both the gate's class and the evidence class, see :func:`gated_tool`).
+    (it decides both the gate's class and the evidence class, see :func:`gated_tool`). An
+    executor with an ``env`` keyword parameter is called as ``executor(call, env=…)`` with
+    :func:`~infomark.kernel.environ.agent_env`.
     """
+    if _takes_env(executor):
+        plain: Callable[..., Any] = executor
+
+        if inspect.iscoroutinefunction(plain):
+
+            @functools.wraps(plain)
+            async def with_env_async(call: ToolCall) -> Any:
+                return await plain(call, env=agent_env())
+
+            return wrap_executor(gk, with_env_async, tool_class=tool_class)
+
+        @functools.wraps(plain)
+        def with_env(call: ToolCall) -> Any:
+            return plain(call, env=agent_env())
+
+        return wrap_executor(gk, with_env, tool_class=tool_class)
     if inspect.iscoroutinefunction(executor):
         async_exec: AsyncExecutor = executor
 
@@ -269,6 +294,19 @@ def wrap_executor(
         return _after(gk, call, outcome, tool_class, decision)
 
     return gated
+
+
+def _takes_env(executor: Callable[..., Any]) -> bool:
+    """Does ``executor`` declare an ``env`` parameter (not through ``functools.wraps``)?"""
+    try:
+        params = inspect.signature(executor, follow_wrapped=False).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get("env")
+    return param is not None and param.kind in (
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    )
 
 
 def outcome_of(value: object, started: float | None = None) -> ToolOutcome:

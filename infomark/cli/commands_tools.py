@@ -89,12 +89,19 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
 @click.option(
     "--port", default=8765, show_default=True, type=int, help="Port to bind (0: any free port)."
 )
+@click.option(
+    "--operator-token-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="A 0600 file outside the home whose token POST .../approve needs (none: refused).",
+)
 @common
-def serve(host: str, port: int) -> None:
+def serve(host: str, port: int, operator_token_file: Path | None) -> None:
     """Run the HTTP service (bearer token from <home>/token)."""
     from infomark.tools.serve import serve as run_serve
 
-    run_serve(opts()["home"], host=host, port=port)
+    run_serve(opts()["home"], host=host, port=port, operator_token_file=operator_token_file)
 
 
 @click.command()

@@ -54,8 +54,11 @@ def classify_tool(
     *,
     overrides: Mapping[str, str] | None = None,
     mcp_annotations: Mapping[str, object] | None = None,
+    cwd: str | None = None,
 ) -> Classification:
     """Classify one tool call. Never raises.
+
+    ``cwd``: the directory a shell command starts in (default: this process's cwd).
 
     Order: a config override for the (normalised) tool name wins over everything. An MCP
     name ``mcp__infomark__<tool>`` naming one of infomark's own tools is ``ledger`` (no other
@@ -65,7 +68,7 @@ def classify_tool(
     and the stricter wins; neither → ``unknown``.
     """
     try:
-        return _classify(name, tool_input, overrides, mcp_annotations)
+        return _classify(name, tool_input, overrides, mcp_annotations, cwd)
     except Exception as exc:  # defensive: a classifier bug must not open the gate
         return Classification(
             ToolClass.MODIFY,
@@ -79,6 +82,7 @@ def _classify(
     tool_input: Mapping[str, object] | None,
     overrides: Mapping[str, str] | None,
     mcp_annotations: Mapping[str, object] | None,
+    cwd: str | None = None,
 ) -> Classification:
     if not isinstance(mcp_annotations, Mapping):
         mcp_annotations = None
@@ -96,7 +100,7 @@ def _classify(
         ):
             return Classification(ToolClass.LEDGER, (), (f"`{raw}` is an infomark ledger tool",))
     spec = lookup_tool(raw)
-    by_name = _from_spec(raw, spec, tool_input) if spec is not None else None
+    by_name = _from_spec(raw, spec, tool_input, cwd) if spec is not None else None
     by_annotation = _from_annotations(raw, mcp_annotations) if mcp_annotations else None
     if by_name is not None and by_annotation is not None:
         if by_annotation.tool_class.severity > by_name.tool_class.severity:
@@ -137,10 +141,12 @@ def _override(raw: str, key: str, overrides: Mapping[str, str]) -> Classificatio
     return None
 
 
-def _from_spec(raw: str, spec: ToolSpec, tool_input: Mapping[str, object] | None) -> Classification:
+def _from_spec(
+    raw: str, spec: ToolSpec, tool_input: Mapping[str, object] | None, cwd: str | None = None
+) -> Classification:
     cls = spec.tool_class
     if spec.shell:
-        return _shell(raw, tool_input)
+        return _shell(raw, tool_input, cwd)
     if spec.editor:
         command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
         if command == "view":
@@ -156,7 +162,9 @@ def _from_spec(raw: str, spec: ToolSpec, tool_input: Mapping[str, object] | None
     return Classification(cls, (), (f"`{raw}` is a {cls.value} tool",))
 
 
-def _shell(raw: str, tool_input: Mapping[str, object] | None) -> Classification:
+def _shell(
+    raw: str, tool_input: Mapping[str, object] | None, cwd: str | None = None
+) -> Classification:
     command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
     if isinstance(command, list | tuple) and command and all(isinstance(a, str) for a in command):
         import shlex
@@ -173,7 +181,7 @@ def _shell(raw: str, tool_input: Mapping[str, object] | None) -> Classification:
         )
     from infomark.gates.shell import classify_shell  # lazy: parser only for shell tools
 
-    return classify_shell(command)
+    return classify_shell(command, cwd=cwd)
 
 
 def _hint(annotations: Mapping[str, object], camel: str, snake: str) -> bool | None:

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from infomark.kernel.environ import agent_env
+
 __all__ = [
     "WALK_LIMIT",
     "TreeChange",
@@ -180,6 +182,7 @@ def _ls_files(top: Path) -> list[str]:
         out = subprocess.run(
             ["git", "-C", str(top), "ls-files", "-z"],
             capture_output=True,
+            env=agent_env(),
             timeout=10,
             check=False,
         ).stdout
@@ -360,6 +363,7 @@ def still_modified(root: Path, files: list[str]) -> list[str] | None:
         proc = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-m", "-d", "-z", "--", *files],
             capture_output=True,
+            env=agent_env(),
             timeout=10,
             check=False,
         )

@@ -8,16 +8,21 @@ every profile, never bypassable:
 * a call whose classification has the family ``infomark`` (the agent running infomark
   itself) is denied;
 * any path that *resolves* (symlinks, ``..``, ``/proc/*/cwd``, ``~``, case) into the ledger
-  home is denied, read or write;
+  home is denied, read or write; so is a recursive walk (``grep -r``, ``tar c``, ``cp -r``,
+  ``chmod -R`` …, :class:`~infomark.kernel.tools.Walk`) whose root holds the home unless it
+  provably skips it, or that follows a symlink into it (:mod:`infomark.gates.reach`);
+* a change of the host's transcript (``extra``: Claude Code's ``transcript_path``, which
+  witnesses the journal), or of a directory holding it but not the project, is denied;
 * a change to a protected file is held for the user (``ask``): every config source infomark
   reads (``infomark.toml``, ``infomark.yaml``/``.yml``, ``$INFOMARK_CONFIG``, the
   ``[tool.infomark]`` section of ``pyproject.toml``), the Claude Code settings files that
   carry the hooks, and infomark's own installation (its package and entry script);
 * a shell command whose paths could not be resolved statically (``opaque``) is denied.
 
-Shell paths come from the classifier (``Classification.paths``/``.opaque``: globs,
-quotes, escapes, ``cd`` chains and substitutions it can evaluate, resolved against the
-file system); file tools name theirs in the input. This is a speed bump, not a sandbox:
+Shell paths come from the classifier (``Classification.paths``/``.opaque``/``.walks``:
+globs, quotes, escapes, ``cd`` chains and substitutions it can evaluate, resolved against the
+file system from the session's cwd when the host gives it); file tools name theirs in the
+input. This is a speed bump, not a sandbox:
 docs/security.md lists what a same-user process can still do.
 """
 
@@ -31,9 +36,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from infomark.kernel.tools import Classification, normalise_tool_name
+from infomark.gates.reach import reaches
+from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
-__all__ = ["config_sources", "installation_paths", "protected", "resolve_path"]
+__all__ = [
+    "config_sources",
+    "installation_paths",
+    "protected",
+    "resolve_path",
+    "session_cwd",
+]
 
 Verdict = tuple[str, str, str]
 _PATH_KEYS = (
@@ -52,6 +64,12 @@ _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
 _PROC = re.compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 _PACKAGE = Path(__file__).resolve().parents[1]
+_WALK_HINT = (
+    "the gatekeeper's key and journal are off-limits to the agent. Name the directories to "
+    "read (`grep -r key src tests`), or exclude the home: `grep -r --exclude-dir=.infomark`, "
+    "`rg` without --hidden/-uu, `rsync`/`tar --exclude=.infomark`, `zip -r … -x '.infomark/*'`, "
+    "`find . -path ./.infomark -prune -o …`"
+)
 
 
 def _key(path: str) -> str:
@@ -167,13 +185,25 @@ def _pyproject_changed(tool: str, tool_input: Mapping[str, object], path: str) -
     return _section(before) != _section(after)
 
 
+def session_cwd(cwd: object) -> str | None:
+    """The host's session cwd when it is usable (an absolute path without NUL), else None."""
+    if isinstance(cwd, str) and cwd and "\x00" not in cwd and os.path.isabs(cwd):
+        return os.path.normpath(cwd)
+    return None
+
+
 def _from_root(
     tool: str, tool_input: Mapping[str, object], c: Classification, root: Path
 ) -> Classification:
-    """The shell classifier resolves paths against this process's cwd; the agent's shell
-    starts in the project. When the two differ (the HTTP service, the Python API), the
-    command is resolved again from the project root."""
+    """Without the host's cwd, the shell classifier resolved paths against this process's
+    cwd; the agent's shell may start in the project instead. When the two differ (the HTTP
+    service, the Python API), the command is resolved again from the project root and both
+    readings count."""
     command = tool_input.get("command")
+    if isinstance(command, list | tuple) and all(isinstance(a, str) for a in command):
+        import shlex
+
+        command = shlex.join(command)
     if not isinstance(command, str) or normalise_tool_name(tool) not in _shell_tools():
         return c
     if os.path.realpath(os.getcwd()) == resolve_path(str(root), root):
@@ -183,7 +213,8 @@ def _from_root(
     again = classify_shell(command, cwd=str(root))
     families = c.families + tuple(f for f in again.families if f not in c.families)
     paths = c.paths + tuple(p for p in again.paths if p not in c.paths)
-    return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque)
+    walks = c.walks + tuple(w for w in again.walks if w not in c.walks)
+    return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque, walks=walks)
 
 
 def _shell_tools() -> frozenset[str]:
@@ -204,10 +235,14 @@ def protected(
     home: Path,
     root: Path,
     extra: Iterable[str] = (),
+    cwd: str | None = None,
 ) -> Verdict | None:
     """``(verdict, code, reason)`` when the call touches infomark's own state, else None.
 
-    ``extra``: more files whose changes are held (e.g. the host's transcript).
+    ``extra``: files the agent may not change (the host's transcript). ``cwd``: the
+    host's session cwd, which ``classification`` was made with (shell paths are then taken
+    as they are, and relative file paths resolve from it); without it, shell commands are
+    also resolved from ``root`` and relative file paths resolve from ``root``.
     """
     if "infomark" in classification.families:
         return (
@@ -218,9 +253,12 @@ def protected(
         )
     home_r = resolve_path(str(home), root)
     shell = isinstance(tool_input.get("command"), str | list)
-    classification = _from_root(tool, tool_input, classification, root)
-    paths = [resolve_path(p, root) for p in _file_paths(tool_input)]
-    paths += [resolve_path(p, root) for p in classification.paths]
+    cwd = session_cwd(cwd)
+    base = Path(cwd) if cwd is not None else root
+    if cwd is None:
+        classification = _from_root(tool, tool_input, classification, root)
+    paths = [resolve_path(p, base) for p in _file_paths(tool_input)]
+    paths += [resolve_path(p, base) for p in classification.paths]
     opaque = classification.opaque  # set by the shell classifier only
     for path in paths:
         if _within(path, home_r):
@@ -230,19 +268,32 @@ def protected(
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
+    for walk in (*classification.walks, *_search_walks(tool, tool_input, shell, base)):
+        why = reaches(walk, home_r)
+        if why is not None:
+            return ("deny", "protected_home", f"{why} ({home_r}): {_WALK_HINT}")
     if opaque:
         return (
             "deny",
             "protected_opaque",
-            "infomark cannot tell statically which files this command names (a variable or a "
-            "command substitution), so it cannot rule out its own home or config; spell the "
-            "paths out literally",
+            "infomark cannot tell statically which files this command names (a variable, a "
+            "command substitution, changed glob options, or a path computed at run time), so "
+            "it cannot rule out its own home or config; spell the paths out literally",
         )
     if not classification.tool_class.mutates:
         return None
+    witness = _host_files(extra, base, root)
+    for path in paths:
+        hit = next((w for w in witness if _within(w, path) and _may_hold(path, w, root)), None)
+        if hit is not None:
+            return (
+                "deny",
+                "protected_transcript",
+                f"{path} is (or holds) the host's transcript {hit}, which witnesses the "
+                "journal: the agent's tools may not change, move or delete it",
+            )
     configs = {_key(p) for p in config_sources(root)}
     install = installation_paths()
-    held = {_key(resolve_path(p, root)) for p in extra}
     for path in paths:
         k = _key(path)
         if k in configs:
@@ -256,8 +307,36 @@ def protected(
             )
         if _settings(path):
             return _ask("protected_config", f"{path} holds the Claude Code hook settings")
-        if any(_within(path, base) for base in install):
+        if any(_within(path, where) for where in install):
             return _ask("protected_install", f"{path} is part of infomark's own installation")
-        if k in held:
-            return _ask("protected_transcript", f"{path} is the host's transcript")
     return None
+
+
+def _search_walks(
+    tool: str, tool_input: Mapping[str, object], shell: bool, base: Path
+) -> tuple[Walk, ...]:
+    """Claude Code's (and OpenCode's) Grep tool runs ripgrep over ``path`` (default: the cwd):
+    a walk that honours ripgrep's ignore files, which every home carries."""
+    if shell or normalise_tool_name(tool) != "grep":
+        return ()
+    path = tool_input.get("path")
+    root = resolve_path(path, base) if isinstance(path, str) and path else str(base)
+    return (
+        Walk(root=root, command=tool, what="searches", honours_ignore=(".ignore", ".rgignore")),
+    )
+
+
+def _host_files(extra: Iterable[str], base: Path, root: Path) -> list[str]:
+    out = []
+    for p in extra:
+        if isinstance(p, str) and p and "\x00" not in p:
+            out.append(resolve_path(p, base))
+    return out
+
+
+def _may_hold(path: str, witness: str, root: Path) -> bool:
+    """``path`` is the witness file, or a directory above it that is not also above the
+    project (``rm -rf ~/.claude/projects/p`` is caught; ``cd ~`` in a command is not)."""
+    if _key(path) == _key(witness):
+        return True
+    return not _within(resolve_path(str(root), root), path)

@@ -11,7 +11,7 @@ and emits events, it never decides.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,12 +133,10 @@ def cover(
     if command is not None and c.tool_class is ToolClass.EXECUTE and state.written_paths:
         own = tainted_by(command, state.written_paths, ledger.root)
         if own is not None:
-            c = Classification(
-                ToolClass.MODIFY,
-                c.families,
-                (*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
-                c.paths,
-                c.opaque,
+            c = replace(
+                c,
+                tool_class=ToolClass.MODIFY,
+                reasons=(*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
             )
             if (
                 deciding

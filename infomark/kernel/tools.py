@@ -26,6 +26,7 @@ __all__ = [
     "EvidenceClass",
     "ToolClass",
     "ToolSpec",
+    "Walk",
     "lookup_tool",
     "normalise_tool_name",
     "split_mcp_name",
@@ -89,13 +90,49 @@ class EvidenceClass(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Walk:
+    """A command that reads, copies, changes or deletes everything under ``root``.
+
+    ``grep -r key .``, ``cp -r . /tmp/x``, ``tar czf x.tgz .``, ``chmod -R …``. Whether the
+    walk reaches a protected directory under ``root`` is decided later, against the real file
+    system (:mod:`infomark.gates.protect`), from what the command line says it skips:
+
+    - ``skip_hidden``: entries whose name starts with ``.`` are not entered (ripgrep, ag);
+    - ``honours_ignore``: the ignore files the command reads (``.gitignore`` for ``git add``
+      without ``-f``; ``.ignore``/``.rgignore`` for ripgrep): a directory whose own ignore file
+      ignores everything in it is skipped;
+    - ``exclude``: globs matched against each entry's name (``--exclude-dir=.infomark``);
+    - ``exclude_paths``: globs matched against a directory's path below ``root`` as the
+      command spells it (``prefix`` + ``/`` + the relative path): the directory is skipped
+      (``find . -path ./.infomark -prune -o …``, ``rsync --exclude=/.infomark``);
+    - ``exclude_files``: globs every file's path (spelled the same way) must match for the
+      file to be skipped (``zip -r x.zip . -x '.infomark/*'``);
+    - ``only``: only files whose name matches one of these are read (``--include='*.py'``);
+    - ``follow``: symlinks met under ``root`` are followed (``grep -R``, ``zip -r``).
+    """
+
+    root: str
+    command: str
+    what: str = "reads"
+    follow: bool = False
+    skip_hidden: bool = False
+    honours_ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    exclude_paths: tuple[str, ...] = ()
+    exclude_files: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+    prefix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Classification:
     """The class of one tool call, the destructive families it touches, and why.
 
     ``paths`` are the filesystem paths the call names, as far as they could be resolved
     statically (globs, quotes, escapes, ``cd`` chains); ``opaque`` is True when some word
     that may name a path could not be resolved (a variable, a substitution), so a check of
-    protected paths must fail closed.
+    protected paths must fail closed. ``walks`` are the recursive operations it runs
+    (:class:`Walk`).
     """
 
     tool_class: ToolClass
@@ -103,6 +140,7 @@ class Classification:
     reasons: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     opaque: bool = False
+    walks: tuple[Walk, ...] = ()
 
 
 _DROP = str.maketrans("", "", "_-. ")

@@ -14,12 +14,15 @@ class ToolCall:
     """A tool call as the agent asked for it.
 
     ``annotations`` carries MCP tool annotations (``readOnlyHint`` …) when the host has them.
+    ``cwd`` is the directory the agent's tool runs in (the host's session cwd), when the host
+    says: shell paths and relative file paths are resolved from it. Not part of the evidence.
     """
 
     tool: str
     input: Mapping[str, Any] = field(default_factory=dict)
     tool_call_id: str | None = None
     annotations: Mapping[str, Any] | None = None
+    cwd: str | None = None
 
     @property
     def command(self) -> str | None:

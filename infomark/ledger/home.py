@@ -1,8 +1,9 @@
 """The ledger home: where it is, and the one code path that creates it.
 
 Every entry point (``infomark init``, the hook, ``serve``, the MCP proxy, the Python API)
-creates a home through :func:`ensure_private_dir`: the folder 0700 and a ``.gitignore``
-that ignores everything, so ``git add -A`` never commits the key. Secret files inside are
+creates a home through :func:`ensure_private_dir`: the folder 0700, and a ``.gitignore`` and
+an ``.ignore`` that ignore everything, so ``git add -A`` never commits the key and ripgrep
+(Claude Code's Grep) never searches it. Secret files inside are
 written 0600 by :func:`infomark.ledger.keys.write_private`. Standard library only.
 """
 
@@ -23,19 +24,22 @@ def default_home() -> Path:
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create a ledger home 0700 with its ``.gitignore``; tighten nothing that exists.
+    """Create a ledger home 0700 with its ``.gitignore`` and ``.ignore``; tighten nothing that
+    exists.
 
     An existing directory is left as it is (``infomark init`` tightens it), but a missing
-    ``.gitignore`` is always written, so a home made by an older version is covered too.
+    ignore file is always written, so a home made by an older version is covered too.
     """
     if not path.exists():
         path.mkdir(parents=True, mode=0o700, exist_ok=True)
         os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
-    gitignore = path / ".gitignore"
-    if not gitignore.exists():
+    for name in (".gitignore", ".ignore"):
+        ignore = path / name
+        if ignore.exists():
+            continue
         try:
-            fd = os.open(gitignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            return
+            continue
         with os.fdopen(fd, "w") as f:
             f.write(GITIGNORE)

@@ -79,6 +79,12 @@ class AuthorizeRequest(_Request):
     tool_call_id: str | None = None
     annotations: dict[str, Any] | None = None
     tool_class: ToolClassName | None = None
+    cwd: str | None = Field(
+        default=None,
+        description="the directory the agent's tool runs in (absolute); shell paths and "
+        "relative file paths are resolved from it (default: the project root and the "
+        "service's own directory, both)",
+    )
 
     def call(self) -> ToolCall:
         return ToolCall(
@@ -86,6 +92,7 @@ class AuthorizeRequest(_Request):
             input=self.input,
             tool_call_id=self.tool_call_id,
             annotations=self.annotations,
+            cwd=self.cwd,
         )
 
 
@@ -121,6 +128,7 @@ class FinishRequest(_Request):
 class ApproveRequest(_Request):
     by: str = "operator"
     note: str = ""
+    operator_token: str | None = None  # the operator's, never the service token
 
 
 class TurnRequest(_Request):

@@ -8,13 +8,13 @@ on files under a root directory. Each takes a :class:`ToolCall` and returns a
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
+from infomark.kernel.environ import agent_env
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 __all__ = ["agent_env", "make_builtins"]
@@ -27,13 +27,6 @@ def _resolve(root: Path, path: object) -> Path:
         raise ValueError("file_path must be a non-empty string")
     p = Path(path)
     return p if p.is_absolute() else root / p
-
-
-def agent_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a process run for the agent: no ``INFOMARK_*`` variable (the key,
-    the token, the home, the bypass switch) ever reaches it."""
-    source = os.environ if environ is None else environ
-    return {k: v for k, v in source.items() if not k.upper().startswith("INFOMARK_")}
 
 
 def make_builtins(

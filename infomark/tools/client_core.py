@@ -159,6 +159,8 @@ def _call_body(
         body["tool_call_id"] = call.tool_call_id
     if call.annotations is not None:
         body["annotations"] = dict(call.annotations)
+    if call.cwd is not None:
+        body["cwd"] = call.cwd
     if tool_class is not None:
         body["tool_class"] = tool_class
     return body
@@ -366,9 +368,15 @@ class Requests:
         """May the agent stop now?"""
         return self._call("finish", _finish, {"text": final_text})
 
-    def approve(self, *, by: str = "operator", note: str = "") -> Call[None]:
-        """Record the G4 approval."""
-        return self._call("approve", lambda d: None, {"by": by, "note": note})
+    def approve(
+        self, *, by: str = "operator", note: str = "", operator_token: str | None = None
+    ) -> Call[None]:
+        """Record the G4 approval: an operator act, so the service needs the operator's token
+        (``serve --operator-token-file``), never the agent-readable service token."""
+        body: dict[str, Any] = {"by": by, "note": note}
+        if operator_token is not None:
+            body["operator_token"] = operator_token
+        return self._call("approve", lambda d: None, body)
 
     def new_turn(self, prompt: str | None = None) -> Call[str]:
         """Start a user turn; returns context text for the next model call."""

@@ -140,6 +140,7 @@ def serve(
     log_level: str = "info",
     max_body_bytes: int = MAX_BODY_BYTES,
     max_open_sessions: int = 128,
+    operator_token_file: Path | str | None = None,
 ) -> None:
     """Serve the ledger home ``home`` on ``host:port`` until SIGINT/SIGTERM.
 
@@ -168,6 +169,7 @@ def serve(
         profile=profile,
         max_body_bytes=max_body_bytes,
         max_open_sessions=max_open_sessions,
+        operator_token_file=operator_token_file,
     )
     sock = _bind(host, port)
     bound = int(sock.getsockname()[1])
@@ -207,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-access-log", action="store_true")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
     parser.add_argument("--max-open-sessions", type=int, default=128)
+    parser.add_argument("--operator-token-file", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         serve(
@@ -219,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             access_log=not args.no_access_log,
             max_body_bytes=args.max_body_bytes,
             max_open_sessions=args.max_open_sessions,
+            operator_token_file=args.operator_token_file,
         )
     except InfomarkError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -79,6 +79,7 @@ from infomark.tools.api_models import (
 from infomark.tools.hooks.claude_code import handle as handle_hook
 from infomark.tools.openapi import main as _openapi_main
 from infomark.tools.openapi import openapi_document, openapi_json
+from infomark.tools.operator_token import check_operator, load_operator_token
 from infomark.tools.protocol import SessionLike
 from infomark.tools.routes import API_PREFIX, API_VERSION, OPERATIONS, SESSION_PATTERN, Operation
 from infomark.tools.service_io import (
@@ -170,9 +171,16 @@ class _Service:
     """One method per route of :data:`OPERATIONS` (the router calls them by name)."""
 
     def __init__(
-        self, pool: SessionPool, *, max_body_bytes: int, poll_seconds: float, stopping: Any
+        self,
+        pool: SessionPool,
+        *,
+        max_body_bytes: int,
+        poll_seconds: float,
+        stopping: Any,
+        operator_token: str | None = None,
     ) -> None:
         self.pool = pool
+        self.operator_token = operator_token
         self.limit = max_body_bytes
         self.poll = poll_seconds
         self.stopping: threading.Event = stopping
@@ -265,6 +273,7 @@ class _Service:
     async def approve(self, request: Request) -> Response:
         s = path_session(request)
         body = await read_model(request, ApproveRequest, self.limit)
+        check_operator(body.operator_token, self.operator_token)
         await self.pool.run(s, lambda gk: gk.approve(by=body.by, note=body.note))
         return json_response({"ok": True})
 
@@ -490,6 +499,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     poll_seconds: float = 0.25,
     max_open_sessions: int = 128,
+    operator_token_file: Path | str | None = None,
 ) -> Starlette:
     """The ASGI app of the service over the ledger home ``home``.
 
@@ -498,12 +508,17 @@ def create_app(
     bearer token is ``ensure_token(home)``, created on first use (0600). At most
     ``max_open_sessions`` sessions stay open (least recently used closed first).
     ``app.state.stopping`` (a ``threading.Event``) ends following event streams:
-    the server sets it when it starts shutting down.
+    the server sets it when it starts shutting down. ``operator_token_file`` holds the
+    token ``POST …/approve`` needs (:mod:`infomark.tools.operator_token`); without it the
+    route refuses every approval.
     """
     home_p = Path(home)
     root_p = Path(root) if root is not None else Path.cwd()
     ensure_private_dir(home_p)
     token = ensure_token(home_p)
+    operator = None
+    if operator_token_file is not None:  # read once; a bad file fails at startup
+        operator = load_operator_token(operator_token_file, home_p)
     config = load_config(root_p, home_p)  # a broken config fails at startup, not per request
 
     def opener(session: str, at: Path, cfg: Config) -> SessionLike:
@@ -512,7 +527,11 @@ def create_app(
     pool = SessionPool(home_p, root_p, config, opener, max_open_sessions)
     stopping = threading.Event()
     service = _Service(
-        pool, max_body_bytes=max_body_bytes, poll_seconds=poll_seconds, stopping=stopping
+        pool,
+        max_body_bytes=max_body_bytes,
+        poll_seconds=poll_seconds,
+        stopping=stopping,
+        operator_token=operator,
     )
     routes = [
         Route(API_PREFIX + op.path, guarded(getattr(service, op.name)), methods=[op.method])

@@ -212,6 +212,8 @@ def execute() -> str:
         f"isort --check-only {f}", "make -n", "npm run lint", "python -m pip check",
         "python setup.py --version", "python manage.py test", "./manage.py showmigrations",
         "git fetch --dry-run", "docker ps", "cargo build", "go build ./...", "make",
+        # staging writes the index only, never the working tree (issue 12)
+        f"git add {f}", "git add -A", f"git restore --staged {f}",
     ]  # fmt: skip
     return pick(forms)
 
@@ -228,8 +230,8 @@ def modify() -> str:
         f"tee reproduce.py <<'EOF'\nimport {pkg}\nEOF", f"cp {f} {f}.orig", f"mv {f}.orig {f}",
         "mkdir -p tests/regression", "touch tests/regression/__init__.py", "rm reproduce.py",
         f"pip install {pkg}", "pip install -e .", f"pip install '{pkg}>=1.0'", "npm install",
-        f"git add {f}", "git add -A", "git commit -m 'Fix issue'", "git checkout -b fix-branch",
-        "git stash", "git apply fix.patch", "patch -p1 < fix.patch", f"git restore --staged {f}",
+        "git commit -m 'Fix issue'", "git checkout -b fix-branch",
+        "git stash", "git apply fix.patch", "patch -p1 < fix.patch",
         f"python - <<'EOF'\nimport re\np = '{f}'\ns = open(p).read()\nopen(p, 'w').write(s.replace('a', 'b'))\nEOF",
         f"python -c \"open('{f}', 'a').write('\\n')\"",
         "python3 -c \"import pathlib; pathlib.Path('notes.txt').write_text('x')\"",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -129,3 +130,68 @@ def test_still_modified_compares_with_the_index(repo: Path) -> None:
     git(repo, "checkout", "--", "pkg/m4.py")
     assert fp.still_modified(repo, ["pkg/m4.py"]) == []
     assert fp.still_modified(repo.parent, ["x"]) is None  # no repository: cannot be shown back
+
+
+_EDITS = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=30),
+        st.sampled_from(["append", "truncate", "rewrite-in-place", "replace", "delete", "rmdir"]),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(edits=_EDITS)
+def test_every_kind_of_write_is_found(
+    tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[int, str]]
+) -> None:
+    """In-place writes keep the inode and the directory's times; only the file's own change
+    time shows them, so the scan stats every tracked file (a scan of directories only would
+    miss `append`, `truncate` and `rewrite-in-place`). It finds exactly what was changed."""
+    root = tmp_path_factory.mktemp("scan")
+    files = [f"top{i}.txt" for i in range(3)]
+    files += [f"pkg{d}/sub/m{i}.py" for d in range(3) for i in range(3)]
+    files += [f"pkg{d}/m{i}.py" for d in range(3) for i in range(3)]
+    files += [f"z{i}/only.txt" for i in range(3)]
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("x\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    watch = tmp_path_factory.mktemp("watch")
+    assert fp.mark(watch, "k", seq=1)
+    expect: set[str] = set()
+    for k, how in edits:
+        f = root / files[k % len(files)]
+        if not f.parent.exists():
+            continue
+        rel = f.relative_to(root).as_posix()
+        if how == "rmdir":
+            for p in list(f.parent.iterdir()):
+                if p.is_file():
+                    expect.add(p.relative_to(root).as_posix())
+                    p.unlink()
+            with contextlib.suppress(OSError):
+                f.parent.rmdir()  # gone entirely when it held no subdirectory
+            continue
+        if not f.exists():
+            continue
+        expect.add(rel)
+        if how == "append":
+            with f.open("a") as fh:
+                fh.write("more\n")
+        elif how == "truncate":
+            f.write_text("")
+        elif how == "rewrite-in-place":
+            with f.open("r+") as fh:
+                fh.write("y")
+        elif how == "replace":
+            tmp = f.with_suffix(".new")
+            tmp.write_text("new\n")
+            os.replace(tmp, f)
+        else:
+            f.unlink()
+    change = fp.changes_since(watch, "k", root)
+    assert change is not None and change.complete
+    assert set(change.files) == expect

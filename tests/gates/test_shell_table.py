@@ -171,7 +171,7 @@ TABLE: list[tuple[str, ToolClass, str | None]] = [
     ("find . -name '*.log' -exec gzip {} \\;", M, None),
     ("find . -fprint list.txt", M, None),
     # git writes
-    ("git add -A", M, None),
+    ("git add -A", E, None),
     ("git commit -am 'wip'", M, None),
     ("git apply fix.patch", M, None),
     ("git am 0001.patch", M, None),
@@ -193,7 +193,7 @@ TABLE: list[tuple[str, ToolClass, str | None]] = [
     ("git push origin main", M, None),
     ("git branch -d old", M, None),
     ("git reset HEAD~1", M, None),
-    ("git restore --staged a.py", M, None),
+    ("git restore --staged a.py", E, None),
     ("git -c alias.x='!sh' x", M, None),
     # package installs
     ("pip install requests", M, None),

@@ -9,11 +9,15 @@ file tool) and the gatekeeper finds out by itself.
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from helpers import ledger_text, observed, run, stamp
+from rel_support import EXE  # this venv's CLI, never one found on PATH
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
@@ -118,6 +122,53 @@ def test_the_user_approves_a_changed_grading_file(gk: Gatekeeper, repo: Path) ->
     assert gk.can_finish("").allow
     approved = [e.payload for e in gk.events() if e.type == "grading_approved"]
     assert approved[0]["path"] == "test_add.py" and approved[0]["by"] == "user"
+
+
+def _approve_in_a_terminal(home: Path, path: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``infomark approve --grading PATH`` as a person types it: stdin is a terminal."""
+    base = {k: v for k, v in os.environ.items() if k != "CLAUDECODE" and "INFOMARK" not in k}
+    master, tty = pty.openpty()
+    try:
+        return subprocess.run(
+            [EXE, "approve", "--grading", path, "--home", str(home), "--session", "s1"],
+            stdin=tty,
+            capture_output=True,
+            text=True,
+            cwd=home.parent,
+            env={**base, **env},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(tty)
+        os.close(master)
+
+
+def test_the_operator_approves_a_grading_file_from_a_terminal(
+    gk: Gatekeeper, home: Path, repo: Path
+) -> None:
+    _grounded_then_edited(gk)
+    (repo / "test_add.py").write_text(TEST.replace("(1, 1) == 2", "(2, 2) == 4"))
+    assert not gk.can_finish("").allow
+    inside = _approve_in_a_terminal(home, "test_add.py", CLAUDECODE="1")  # the agent's Bash
+    assert inside.returncode == 2 and "operator act" in inside.stderr, inside.stderr
+    assert "grading_approved" not in [e.type for e in gk.events()]
+    done = _approve_in_a_terminal(home, "test_add.py")
+    assert done.returncode == 0 and "approved test_add.py" in done.stdout, done.stderr
+    gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
+    assert gk.can_finish("").allow
+    approved = [e.payload for e in gk.events() if e.type == "grading_approved"]
+    assert [(a["path"], a["by"]) for a in approved] == [("test_add.py", "operator")]
+
+
+def test_a_held_grading_edit_is_denied_when_nobody_can_answer(home: Path, repo: Path) -> None:
+    cfg = replace(Config(), unattended=True)  # hold is the default grading_policy
+    with Gatekeeper.open(home, "unattended", root=repo, config=cfg) as gk:
+        gk.ingest(LEDGER)
+        gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
+        decision = gk.authorize(EDIT_TEST)
+        assert decision.decision.value == "deny" and decision.code == "grading_edit"
+        assert "unattended" in decision.reason and "test_add.py" in decision.reason
 
 
 EDIT_TEST = ToolCall(

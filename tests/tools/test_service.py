@@ -289,6 +289,23 @@ def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
     assert ev["output_digest"].startswith("sha256:")
 
 
+def test_a_record_with_the_token_but_no_authorized_call_is_refused(http: httpx.Client) -> None:
+    """Issue 11 §1: the agent read the token and POSTs /record for a suite that never ran."""
+    sid = _sid()
+    forged = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "3 passed"}
+    _error(http.post(f"/v1/sessions/{sid}/record", json={**forged, "exit_code": 0}), 400,
+           "unpaired_record")  # fmt: skip
+    guessed = {**forged, "exit_code": 0, "tool_call_id": "call_0000000000000000"}
+    _error(http.post(f"/v1/sessions/{sid}/record", json=guessed), 400, "unpaired_record")
+    cid = http.post(f"/v1/sessions/{sid}/authorize", json={"tool": "Bash", "input": {
+        "command": "ls"}}).json()["call_id"]  # fmt: skip
+    other = {**forged, "exit_code": 0, "tool_call_id": cid}  # a real id, another input
+    _error(http.post(f"/v1/sessions/{sid}/record", json=other), 400, "unpaired_record")
+    lines = http.get(f"/v1/sessions/{sid}/events").text.splitlines()
+    types = [json.loads(line)["type"] for line in lines if line.strip()]
+    assert types.count("record_refused") == 3 and "evidence_recorded" not in types
+
+
 def test_unknown_evidence_is_404_json_and_known_evidence_is_its_record(
     http: httpx.Client,
 ) -> None:

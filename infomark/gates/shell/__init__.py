@@ -25,6 +25,9 @@ The package is split by what each module knows:
 - :mod:`.expand`: static expansion of words into paths (globs, braces, ``cd`` chains);
 - :mod:`.wrappers`, :mod:`.interpreters`, :mod:`.files`, :mod:`.archives`, :mod:`.git`,
   :mod:`.sql`: the handlers; :mod:`.packages`: package managers as one declarative table;
+- :mod:`.walks` (with :mod:`.walks_copy` and :mod:`.walkroots`): recursive operations
+  (``grep -r``, ``tar c``, ``cp -r`` …) recorded as ``Classification.walks``, judged against
+  the ledger home by :mod:`infomark.gates.reach`;
 - :mod:`.table`: command name → handler.
 
 Standard library only at import; tree-sitter is imported on the first parse.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from infomark.gates.shell.globbing import GLOB_BUDGET
-from infomark.kernel.tools import Classification, ToolClass
+from infomark.kernel.tools import Classification, ToolClass, Walk
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -131,6 +131,9 @@ class State:
     aliases: dict[str, str] = field(default_factory=dict)
     hashed: dict[str, str] = field(default_factory=dict)  # `hash -p PATH NAME`
     text: str = ""  # the whole command line, for self-invocation checks
+    walks: list[Walk] = field(default_factory=list)  # recursive reads/copies/changes
+    listings: list[Walk] = field(default_factory=list)  # `find ROOT` name lists (for xargs)
+    glob_changed: bool = False  # `shopt -s dotglob/globstar…` or GLOBIGNORE: globs unknown
 
     def __post_init__(self) -> None:
         if not self.cwds:
@@ -239,7 +242,12 @@ def result(state: State) -> Classification:
     paths = tuple(state.paths)
     if not state.findings:
         return Classification(
-            ToolClass.EXECUTE, tuple(state.marks), ("no command runs",), paths, state.opaque
+            ToolClass.EXECUTE,
+            tuple(state.marks),
+            ("no command runs",),
+            paths,
+            state.opaque,
+            tuple(state.walks),
         )
     top = max(f[0] for f in state.findings)
     reasons: list[str] = []
@@ -263,7 +271,12 @@ def result(state: State) -> Classification:
         if mark not in families:
             families.append(mark)
     return Classification(
-        _CLASS_OF[top], tuple(sorted(families)), tuple(reasons), paths, state.opaque
+        _CLASS_OF[top],
+        tuple(sorted(families)),
+        tuple(reasons),
+        paths,
+        state.opaque,
+        tuple(state.walks),
     )
 
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
+from infomark.gates.shell.walks import note_git
 from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
 
 __all__ = ["_h_git"]
@@ -76,6 +77,7 @@ def _h_git(name: str, args: list[Arg], env: Env, hops: int = 0) -> None:
         return
     for key in aliases:
         env.modify(f"sets `alias.{key}`, which can run arbitrary commands (opaque)")
+    note_git(sub, rest, env)
     handler = _GIT_HANDLERS.get(sub)
     if sub in _GIT_DRY_RUNS and _GIT_DRY_RUNS[sub] & set(_static(rest)):
         env.execute(f"shows what git {sub} would do (dry run)")
@@ -198,7 +200,7 @@ def _git_restore(sub: str, args: list[Arg], env: Env) -> None:
     if not pos and "--pathspec-from-file" not in names:
         env.modify("runs git restore")
     elif staged and not worktree:
-        env.modify("unstages changes (restore --staged)")
+        env.execute("unstages changes (restore --staged: the index only)")
     else:
         env.destroy("discards working-tree changes with git restore", "git")
 
@@ -370,11 +372,19 @@ def _git_archive(sub: str, args: list[Arg], env: Env) -> None:
         env.execute("writes an archive to stdout")
 
 
+def _git_add(sub: str, args: list[Arg], env: Env) -> None:
+    """Staging writes the index, never the working tree: not a mutation of the project. The
+    tree stays watched (an execute-class call), and what it may stage is judged as a walk."""
+    env.execute(f"stages changes (git {sub}: the index only; the working tree is unchanged)")
+
+
 def _git_history_rewrite(sub: str, args: list[Arg], env: Env) -> None:
     env.destroy(f"rewrites history (git {sub})", "git")
 
 
 _GIT_HANDLERS: dict[str, Callable[[str, list[Arg], Env], None]] = {
+    "add": _git_add,
+    "stage": _git_add,
     "reset": _git_reset,
     "push": _git_push,
     "clean": _git_clean,

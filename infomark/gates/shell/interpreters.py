@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.pycode import analyse_python
+from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
 from infomark.gates.shell.wrappers import _code_on_stdin
 
@@ -239,6 +240,7 @@ def _names_infomark(path: str | None) -> bool:
 
 def _python_module(module: str, rest: list[Arg], env: Env) -> None:
     module = module.lower()
+    note_python_module(module, rest, env)
     if module.split(".")[0] == "infomark":
         env.state.mark("infomark")
     if module == "json.tool":
@@ -274,6 +276,14 @@ def _analyse_python(code: str, env: Env, where: str) -> None:
         env.state.mark("infomark")
     for path in verdict.reads:
         env.state.path(path)
+    if verdict.opaque_reads:
+        env.state.opaque = True  # it reads files it names at run time: the home, perhaps
+    note_python_walks(verdict.walks, env, "copies or deletes")
+    for line in verdict.shell:
+        if line is None:
+            env.opaque(f"runs a computed command line from inline Python{where}")
+        else:
+            env.nested(line, "command run by inline Python")
     if verdict.read_only:
         env.execute(f"runs inline Python that only reads{where}")
     else:

@@ -73,6 +73,9 @@ class PyVerdict:
     why: str = ""
     infomark: bool = False
     reads: list[str] = field(default_factory=list)
+    opaque_reads: bool = False  # it opens a path computed at run time
+    walks: list[str | None] = field(default_factory=list)  # trees it copies or deletes
+    shell: list[str | None] = field(default_factory=list)  # command lines it runs
 
 
 def analyse_python(code: str) -> PyVerdict:
@@ -89,7 +92,90 @@ def analyse_python(code: str) -> PyVerdict:
     except RecursionError:
         verdict = PyVerdict(False, "is nested too deeply to analyse")
     verdict.infomark = verdict.infomark or names_infomark
+    _reach(tree, verdict)
     return verdict
+
+
+_OPENERS = ws("open read_text read_bytes")
+_TREE_COPIES = ws("copytree make_archive rmtree copy_tree remove_tree")
+_FILE_COPIES = ws("copy copyfile copy2 copyfileobj move")
+_RUNNERS = ws(
+    "system popen run call check_call check_output Popen getoutput getstatusoutput spawnl "
+    "spawnlp spawnv spawnvp execl execlp execv execvp startfile"
+)
+
+
+def _const(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _path_of(node: ast.expr) -> tuple[bool, str | None]:
+    """``(known, path)`` for ``Path("x")`` / ``"x"``; ``(False, None)`` when computed."""
+    if (v := _const(node)) is not None:
+        return True, v
+    if isinstance(node, ast.Call) and node.args:
+        fn = node.func
+        name = (
+            fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        )
+        if name in ("Path", "PurePath", "PosixPath") and len(node.args) == 1:
+            return _path_of(node.args[0])
+    return False, None
+
+
+def _reach(tree: ast.Module, verdict: PyVerdict) -> None:
+    """What the code reads, copies, deletes and runs, whatever the read-only verdict: a
+    computed path it opens makes it opaque; trees it copies are walks; command lines it runs
+    are classified as shell."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        name = (
+            fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        )
+        first = node.args[0] if node.args else None
+        if name in _OPENERS:
+            target = first
+            if (isinstance(fn, ast.Attribute) and name != "open") or (
+                isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Call)
+            ):
+                target = fn.value  # Path("x").read_text(), Path("x").open()
+            known, path = _path_of(target) if target is not None else (False, None)
+            if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and name == "open":
+                known, path = _path_of(first) if first is not None else (False, None)
+            if not known:
+                verdict.opaque_reads = True
+            elif path is not None:
+                verdict.reads.append(path)
+        elif name in _TREE_COPIES:
+            src = first
+            if name == "make_archive":
+                src = next((k.value for k in node.keywords if k.arg == "root_dir"), None)
+                src = src if src is not None else (node.args[2] if len(node.args) > 2 else None)
+                if src is None:
+                    verdict.walks.append(".")
+                    continue
+            verdict.walks.append(_path_of(src)[1] if src is not None else None)
+        elif name in _FILE_COPIES and isinstance(fn, ast.Attribute) and first is not None:
+            known, path = _path_of(first)
+            if not known:
+                verdict.opaque_reads = True
+            elif path is not None:
+                verdict.reads.append(path)
+        elif name in _RUNNERS and isinstance(fn, ast.Attribute | ast.Name) and first is not None:
+            if (code := _const(first)) is not None:
+                verdict.shell.append(code)
+            elif isinstance(first, ast.List | ast.Tuple) and all(
+                _const(e) is not None for e in first.elts
+            ):
+                import shlex
+
+                verdict.shell.append(shlex.join(_const(e) or "" for e in first.elts))
+            else:
+                verdict.shell.append(None)
 
 
 class _Checker:

@@ -61,11 +61,21 @@ def _raw_args(nodes: list[Node], redirects: list[Node], src: bytes) -> list[str]
     return out
 
 
+_GLOB_CHARS = frozenset("*?[")
+_GLOB_SHOPTS = ws("dotglob globstar extglob nocaseglob nullglob failglob globasciiranges")
+
+
 def _note(raw: str, state: State) -> None:
     key = (raw, len(state.cwds))
     if key in state.noted:  # the same word in the same directories: nothing new
         return
     state.noted.add(key)
+    if _GLOB_CHARS & set(raw) and not any(q in raw for q in "'\"\\"):
+        if state.glob_changed:
+            state.opaque = True  # bash's glob options changed on this line: expansion unknown
+            return
+        if "**" in raw:
+            _globstar(raw, state)
     for base in list(state.cwds):
         fields = expand_word(raw, base, budget=state.glob_budget)
         if fields is None:
@@ -89,6 +99,10 @@ def command_paths(
     arguments without the pieces glued to the command word."""
     if word is not None and "/" in word:
         _note(word if _plain(word) else _text(name_node, src), state)
+    if name == "shopt" and arg_nodes:
+        words = _raw_args(arg_nodes, redirects, src)
+        if "-s" in words and _GLOB_SHOPTS & set(words):
+            state.glob_changed = True
     if name in _DATA:
         return
     if not arg_nodes and not redirects:
@@ -99,13 +113,58 @@ def command_paths(
     if name in _CD:
         _cd(args, state)
         return
+    patterns = _PATTERN_OPTIONS.get(name or "", frozenset())
+    skip = 0
     for raw in args:
+        if skip:
+            if skip > 0 or not raw.startswith("-"):
+                skip -= 1 if skip > 0 else 0
+                continue
+            skip = 0
         if raw.startswith("-"):
             key, eq, value = raw.partition("=")
+            if _unquoted(key) in patterns:
+                # a pattern of what to skip or match (`--exclude-dir=.infomark`), not a path
+                skip = 0 if eq else (-1 if name == "zip" else 1)
+                continue
             if not eq or not value or not key[1:].replace("-", "").isalnum():
                 continue
             raw = value
         _note(raw, state)
+
+
+# Options whose values are name patterns, not paths: `grep -r --exclude-dir=.infomark`
+# does not read the home (the walk itself is judged in protect.py). zip's -x/-i take every
+# word up to the next option.
+_PATTERN_OPTIONS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("grep", "egrep", "fgrep", "rgrep"), ws("--exclude-dir --exclude --include")),
+    "rg": ws("-g --glob --iglob"),
+    **dict.fromkeys(("ag", "ack", "ack-grep"), ws("--ignore --ignore-dir")),
+    "diff": ws("-x --exclude"),
+    "rsync": ws("--exclude --include"),
+    **dict.fromkeys(("tar", "gtar", "bsdtar"), ws("--exclude")),
+    "zip": ws("-x -i --exclude --include"),
+    "find": ws("-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname"),
+}
+
+
+def _unquoted(word: str) -> str:
+    return word if _plain(word) else ""
+
+
+def _globstar(raw: str, state: State) -> None:
+    """``**`` recurses under globstar (and always in zsh): a walk from its literal prefix
+    that skips hidden entries, as both shells do by default."""
+    from infomark.kernel.tools import Walk
+
+    parts = raw.split("/")
+    k = next(i for i, p in enumerate(parts) if _GLOB_CHARS & set(p))
+    prefix = "/".join(parts[:k]) or ("/" if raw.startswith("/") else ".")
+    for base in state.cwds:
+        root = os.path.normpath(os.path.join(base, os.path.expanduser(prefix)))
+        walk = Walk(root=root, command=raw, what="expands to", skip_hidden=True)
+        if walk not in state.walks:
+            state.walks.append(walk)
 
 
 def _plain(word: str) -> bool:
@@ -158,6 +217,8 @@ def assignment(node: Node, src: bytes, state: State) -> None:
     value = node.child_by_field_name("value")
     if name is None:
         return
+    if _text(name, src) == "GLOBIGNORE":
+        state.glob_changed = True  # a set GLOBIGNORE turns dotglob on
     if value is None:
         state.variables[_text(name, src)] = ""
         return

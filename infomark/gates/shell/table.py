@@ -19,7 +19,7 @@ from infomark.gates.shell.archives import (
     _h_unzip,
     _h_wget,
 )
-from infomark.gates.shell.core import Handler, ws
+from infomark.gates.shell.core import Env, Handler, ws
 from infomark.gates.shell.files import (
     _MODIFY_VERBS,
     _formatter,
@@ -64,7 +64,8 @@ from infomark.gates.shell.runners import (
     _h_time,
 )
 from infomark.gates.shell.sql import _h_mysql, _h_psql, _h_sqlite
-from infomark.gates.shell.words import _command_name
+from infomark.gates.shell.walks import WALKERS
+from infomark.gates.shell.words import Arg, _command_name
 from infomark.gates.shell.wrappers import (
     _h_alias,
     _h_chroot,
@@ -210,6 +211,24 @@ _HANDLERS: dict[str, Handler] = {
     "sqlite": _h_sqlite,
     "duckdb": _h_sqlite,
 }
+
+
+def _walking(name: str, handler: Handler | None) -> Handler:
+    """The handler, after noting the walk the command makes (:mod:`.walks`)."""
+    walker = WALKERS[name]
+
+    def handle(cmd: str, args: list[Arg], env: Env) -> None:
+        walker(cmd, args, env)
+        if handler is None:
+            env.execute()
+        else:
+            handler(cmd, args, env)
+
+    return handle
+
+
+for _name in WALKERS:
+    _HANDLERS[_name] = _walking(_name, _HANDLERS.get(_name))
 
 _MODULE_HANDLERS: dict[str, Handler] = {
     "pip": _HANDLERS["pip"],

@@ -56,10 +56,12 @@ def tool_call_from(payload: dict[str, Any]) -> ToolCall:
 
     tool_input = payload.get("tool_input")
     use_id = payload.get("tool_use_id")
+    cwd = payload.get("cwd")
     return ToolCall(
         tool=str(payload.get("tool_name") or "unknown"),
         input=_finite(tool_input) if isinstance(tool_input, dict) else {},
         tool_call_id=use_id if isinstance(use_id, str) else None,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
     )
 
 
@@ -227,6 +229,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
     if event == "PreToolUse":
         _ingest_transcript(gk, payload)
         gk.unattended = unattended_host(payload)
+        transcript = payload.get("transcript_path")
+        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues

@@ -173,10 +173,12 @@ def _read_only(payload: dict[str, Any], home: Path, root: Path) -> bool:
         tool_input = payload.get("tool_input")
         if not isinstance(name, str) or not isinstance(tool_input, dict):
             return False
-        c = classify_tool(name, tool_input)
+        cwd = payload.get("cwd")
+        cwd = cwd if isinstance(cwd, str) and cwd else None
+        c = classify_tool(name, tool_input, cwd=cwd)
         if c.tool_class.mutates or c.tool_class.value in ("execute", "unknown"):
             return False
-        return protected(name, tool_input, c, home=home, root=root) is None
+        return protected(name, tool_input, c, home=home, root=root, cwd=cwd) is None
     except Exception:
         return False
 

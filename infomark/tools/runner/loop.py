@@ -341,7 +341,8 @@ class Runner:
             return f"[infomark runner] {raw.name}: arguments are not JSON ({exc}); nothing ran"
         if not isinstance(args, dict):
             return f"[infomark runner] {raw.name}: arguments must be a JSON object; nothing ran"
-        out: GatedResult = gated(ToolCall(raw.name, args, tool_call_id=raw.id))
+        call = ToolCall(raw.name, args, tool_call_id=raw.id, cwd=str(self.root.resolve()))
+        out: GatedResult = gated(call)  # the runner's tools run in its root
         text = out.text
         if out.error and out.error not in text:
             text = f"error: {out.error}{text if text.startswith(chr(10)) else chr(10) + text}"
