@@ -37,6 +37,7 @@ from infomark.wrapping import GatedResult, outcome_of, result_of
 if TYPE_CHECKING:
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
+    from infomark.ledger.source_stamp import Refetch
 
 __all__ = ["AsyncGatekeeper"]
 
@@ -124,6 +125,15 @@ class AsyncGatekeeper:
     @unattended.setter
     def unattended(self, value: str | None) -> None:
         self._gk.unattended = value
+
+    @property
+    def refetch(self) -> Refetch | None:
+        """How the host re-runs a web fetch (see :attr:`Gatekeeper.refetch`)."""
+        return self._gk.refetch
+
+    @refetch.setter
+    def refetch(self, value: Refetch | None) -> None:
+        self._gk.refetch = value
 
     @property
     def host_files(self) -> tuple[str, ...]:
@@ -274,6 +284,9 @@ class AsyncGatekeeper:
 
     async def context_view(self, budget: int = 1200) -> str:
         return await self._run(self._gk.context_view, budget)
+
+    async def compaction_context(self) -> str:
+        return await self._run(self._gk.compaction_context)
 
     async def state_document(self) -> dict[str, Any]:
         return await self._run(self._gk.state_document)

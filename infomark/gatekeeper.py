@@ -34,6 +34,7 @@ from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
+from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import SessionState, held_key
 
 TYPE_CHECKING = False
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
+    from infomark.ledger.source_stamp import Refetch
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
 
@@ -107,6 +109,9 @@ class Gatekeeper:
         self._tool_text: dict[str, str] = {}
         # Why nobody can answer an "ask" in this run (None: someone can); see authorize().
         self.unattended: str | None = None
+        # How the host re-runs a web fetch (tool, input) -> output, when it can: before a
+        # mutation, the pages its premises rest on are re-fetched and compared (docs/blocks.md).
+        self.refetch: Refetch | None = None
         # Files the host keeps that witness the journal (Claude Code's transcript): the
         # agent's tools may not change them; set by the integration, like `unattended`.
         self.host_files: tuple[str, ...] = ()
@@ -151,6 +156,9 @@ class Gatekeeper:
             rules=LedgerRules(
                 require_declared_oracle=cfg.require_declared_oracle,
                 reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
+                source_rules=SourceRules.from_config(
+                    cfg.sources_primary, defaults=cfg.sources_defaults
+                ),
                 judge_oracle=OracleJudge(cfg.oracle_allow, home=home_p),
                 ran_nothing=ran_nothing,
             ),
@@ -307,6 +315,7 @@ class Gatekeeper:
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
+        changed = self._recheck_sources() if c.tool_class.mutates else []
         self._check_grading(seed=True)
         guard = protected(
             call.tool,
@@ -332,6 +341,17 @@ class Gatekeeper:
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
+            if changed and not decision.allowed:
+                pages = "; ".join(
+                    f"{ch['claim_id']} rests on {ch['evidence_ref']}, whose page "
+                    + ("could not be fetched again" if ch["digest"] is None else "changed since")
+                    for ch in changed
+                )
+                decision = replace(
+                    decision,
+                    reason=f"{decision.reason} (stale web source: {pages}; fetch "
+                    "the page again and re-stamp it)",
+                )
             grading = self._grading_target(call, cls_)
             if grading is not None:
                 decision = self._grading_hold(decision, grading)
@@ -389,6 +409,25 @@ class Gatekeeper:
             if extra:  # kept apart: the deny reason already says how to ground the premises
                 decision = replace(decision, instructions=extra)
         return decision
+
+    def _recheck_sources(self) -> list[dict[str, Any]]:
+        """Re-fetch the pages grounded premises rest on; revoke those that changed."""
+        if self.refetch is None:
+            return []
+        from infomark.ledger.source_stamp import recheck_sources, web_premises
+
+        self._ledger.refresh()
+        todo = web_premises(self._ledger)
+        if not todo:
+            return []
+        fetched: dict[str, str | bytes | None] = {}
+        for _, ev in todo:  # outside the write lock: this is network I/O
+            try:
+                fetched[ev.ref] = self.refetch(ev.tool, dict(ev.record.get("input") or {}))
+            except Exception:  # a fetch that fails cannot confirm the page: it counts as changed
+                fetched[ev.ref] = None
+        with self._ledger.transaction():
+            return recheck_sources(self._ledger, fetched)
 
     def record(
         self,
@@ -597,14 +636,40 @@ class Gatekeeper:
         context_window: int | None = None,
         compacted: bool = False,
     ) -> str:
-        """Usage and compaction as the host reports them; returns packs that fired."""
+        """Usage and compaction as the host reports them; returns packs that fired.
+
+        A compaction also carries the ledger over (:mod:`infomark.ledger.carry`): a claim
+        whose evidence is stale, gone or altered drops to Unknown with the reason, and
+        ``compaction_carried`` journals what is carried; :meth:`compaction_context` is the
+        text to re-inject.
+        """
         with self._ledger.transaction():
+            if compacted:
+                from infomark.ledger.carry import carry_over
+
+                carry_over(self._ledger)
             return self.policy.host_report(
                 self._ledger,
                 tokens_used=tokens_used,
                 context_window=context_window,
                 compacted=compacted,
             )
+
+    def compaction_context(self) -> str:
+        """What to re-inject after the host compacted its context: every claim id with its
+        rank and the evidence ref it rests on, the premises, and the live evidence refs,
+        verbatim ("" before any ledger or evidence)."""
+        from infomark.ledger.carry import carry_block, carry_over_view
+
+        state = self._ledger.refresh()
+        return carry_block(state, carry_over_view(self._ledger), self._describe)
+
+    def _describe(self, ref: str) -> str:
+        ev = self._ledger.evidence(ref)
+        if ev is None:
+            return ""
+        what = ev.command if len(ev.command) <= 60 else ev.command[:59] + "…"
+        return f"{ev.tool} `{what}` {ev.outcome.value} (seq {ev.seq})"
 
     def context_view(self, budget: int = 1200) -> str:
         """What goes into the next model call: active packs, working memory, ledger summary."""

@@ -220,6 +220,7 @@ def test_install_claude_code_is_idempotent_and_keeps_other_hooks(tmp_path: Path)
     assert pre[0]["hooks"] == [mine] and len(pre) == 2 and data["x"] == 1
     assert set(data["hooks"]) == {
         "SessionStart",
+        "PreCompact",
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse",

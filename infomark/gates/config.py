@@ -45,6 +45,8 @@ class Config:
     unattended: bool = False  # nobody answers an "ask": it becomes a deny
     loop_budget: Mapping[str, int] = field(default_factory=dict)
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
+    sources_primary: tuple[str, ...] = ()  # [sources] primary: hosts (or host/path) added
+    sources_defaults: bool = True  # [sources] defaults: keep the built-in primary hosts
     oracle_allow: tuple[str, ...] = ()  # [oracles] allow: only these may ground claims
     oracle_require: tuple[str, ...] = ()  # [oracles] require: a finish needs a fresh PASS
     grading_policy: str = "hold"  # a file-tool edit of a grading file: hold | refuse | allow
@@ -71,6 +73,8 @@ class Config:
             unattended=bool(d.get("unattended", False)),
             loop_budget=dict(d.get("loop_budget", {})),
             policies=dict(d.get("policies", {})),
+            sources_primary=tuple(dict(d.get("sources") or {}).get("primary") or ()),
+            sources_defaults=bool(dict(d.get("sources") or {}).get("defaults", True)),
             oracle_allow=tuple(dict(d.get("oracles") or {}).get("allow") or ()),
             oracle_require=tuple(dict(d.get("oracles") or {}).get("require") or ()),
             grading_policy=str(d.get("grading_policy", "hold")),

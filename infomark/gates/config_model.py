@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -67,6 +68,32 @@ class ScratchModel(_Strict):
     protected: list[str] = Field(default_factory=list)  # extra patterns that are never scratch
 
 
+_RULE = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+(/[^\s?#]*)?")
+
+
+class SourcesModel(_Strict):
+    """``[sources]``: which web hosts are primary authorities (docs/blocks.md#source_stamp)."""
+
+    primary: list[str] = Field(default_factory=list)  # "docs.python.org", "github.com/o/r"
+    defaults: bool = True  # keep infomark's built-in primary hosts
+
+    @field_validator("primary")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        out = []
+        for rule in value:
+            norm = rule.strip().lower().rstrip("/")
+            for scheme in ("https://", "http://"):
+                norm = norm.removeprefix(scheme)
+            if not _RULE.fullmatch(norm):
+                raise ValueError(
+                    f"{rule!r} is not a host rule; write a host name such as "
+                    '"docs.python.org", or a host and path prefix such as "github.com/org/repo"'
+                )
+            out.append(norm)
+        return out
+
+
 class ConfigModel(_Strict):
     profile: Literal["ledger", "strict", "observe"] = "ledger"
     require_declared_oracle: bool = True
@@ -81,6 +108,7 @@ class ConfigModel(_Strict):
     session_prefix: str = ""
     unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
+    sources: SourcesModel = Field(default_factory=SourcesModel)
     oracles: OraclesModel = Field(default_factory=OraclesModel)
     grading_policy: Literal["hold", "refuse", "allow"] = "hold"
     grading_files: list[str] = Field(default_factory=list)

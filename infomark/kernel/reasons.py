@@ -41,36 +41,25 @@ class RejectReason(enum.StrEnum):
 
 _HINTS: dict[RejectReason, str] = {
     RejectReason.MISSING_EVIDENCE: (
-        "give evidence_ref=ev_… copied from an [infomark evidence_ref=…] tag; "
-        "a bare `oracle_stamp: C1 PASS` is self-certification"
+        "copy evidence_ref=ev_… from a result's tag; a bare `oracle_stamp: C1 PASS` "
+        "is self-certification"
     ),
-    RejectReason.UNKNOWN_EVIDENCE: (
-        "that evidence_ref was never issued; copy it exactly from a tool result tag"
-    ),
+    RejectReason.UNKNOWN_EVIDENCE: "never issued; copy it exactly from a tool result tag",
     RejectReason.TAMPERED_EVIDENCE: "the stored evidence no longer verifies; run the check again",
-    RejectReason.FOREIGN_EVIDENCE: (
-        "that evidence belongs to another session; run the check in this session"
-    ),
+    RejectReason.FOREIGN_EVIDENCE: "issued to another session; run the check in this session",
     RejectReason.INELIGIBLE_EVIDENCE: (
-        "oracle_stamp needs a command run; inference_stamp a run or a read; web results back "
-        "neither"
+        "oracle_stamp needs a command run, inference_stamp a run or a read, source_stamp a "
+        "page fetch; a page backs no other stamp"
     ),
     RejectReason.FAILED_EVIDENCE: (
-        "the evidence outcome contradicts the stamped result; fix the code and re-run, "
-        "or stamp the result the evidence shows"
+        "the outcome contradicts the result: fix and re-run, or stamp what the evidence shows"
     ),
-    RejectReason.UNKNOWN_CLAIM: "declare the claim in a claim_ledger block before stamping it",
+    RejectReason.UNKNOWN_CLAIM: "declare the claim in a claim_ledger before stamping it",
     RejectReason.MISSING_FALSIFIER: "give the claim a falsifier: what observation would refute it",
-    RejectReason.MISSING_ORACLE: (
-        "declare `oracle:` on the claim (the exact command that decides it), then run it"
-    ),
-    RejectReason.ORACLE_MISMATCH: "run exactly the declared oracle command, then stamp that run",
-    RejectReason.EVIDENCE_PREDATES_CLAIM: (
-        "the run happened before the claim declared its oracle; run the oracle again now"
-    ),
-    RejectReason.CONTENT_MISMATCH: (
-        "the artifact changed since the hash you gave; re-run the check on the current file"
-    ),
+    RejectReason.MISSING_ORACLE: "declare `oracle:` (the command that decides it), then run it",
+    RejectReason.ORACLE_MISMATCH: "run exactly the declared oracle, then stamp that run",
+    RejectReason.EVIDENCE_PREDATES_CLAIM: "the run predates the claim's oracle; run it again now",
+    RejectReason.CONTENT_MISMATCH: "the artifact changed since that hash; re-run the check on it",
     RejectReason.WEAK_ORACLE: (
         "use an oracle that can fail: no `|| true`, `exit 0`, empty selection or infomark call"
     ),

@@ -42,6 +42,7 @@ from infomark.ledger.semantics import (
     check_artifacts,
     shell_text,
 )
+from infomark.ledger.source_stamp import apply_source_stamp, guard_web
 from infomark.ledger.state import SessionState, apply, state_from_dict
 
 TYPE_CHECKING = False
@@ -431,7 +432,10 @@ class Ledger:
             if kind == "claim_ledger":
                 apply_ledger(self, block, report)
             elif kind in ("oracle_stamp", "inference_stamp"):
-                apply_stamp(self, block, report)
+                if not guard_web(self, block, report):  # web pages: source_stamp only
+                    apply_stamp(self, block, report)
+            elif kind == "source_stamp":
+                apply_source_stamp(self, block, report)
             elif kind == "divergence_event":
                 apply_divergence(self, block, report)
             elif kind == "gate":

@@ -28,6 +28,8 @@ __all__ = [
     "EvidenceOut",
     "FinishOut",
     "FinishRequest",
+    "ForkOut",
+    "ForkRequest",
     "GateOut",
     "HealthOut",
     "HookPayload",
@@ -37,6 +39,8 @@ __all__ = [
     "IngestRequest",
     "InstructionsOut",
     "LedgerOut",
+    "MergeOut",
+    "MergeRequest",
     "MoveOut",
     "MoveRequest",
     "OkOut",
@@ -136,6 +140,21 @@ class SendRequest(_Request):
 
     message: str
     sender: str = "operator"
+
+
+class ForkRequest(_Request):
+    """``POST /v1/sessions/{session}/fork``: the new session, and the seq to fork at."""
+
+    as_session: str = Field(min_length=1, max_length=128, description="The new session")
+    upto: int | None = Field(
+        default=None, ge=1, description="Fork up to this seq (default: the head)"
+    )
+
+
+class MergeRequest(_Request):
+    """``POST /v1/sessions/{session}/merge``: merge the fork ``from_session`` into this one."""
+
+    from_session: str = Field(min_length=1, max_length=128, description="The fork to merge")
 
 
 class HostReportRequest(_Request):
@@ -324,6 +343,36 @@ class StateOut(_Response):
 
     session: str
     seq: int
+
+
+class ForkOut(_Response):
+    """The new session and its ``forked_from`` event (docs/fork.md)."""
+
+    session: str
+    forked_from: str
+    seq: int = Field(description="The seq of the origin the fork holds history up to")
+    head_hash: str
+    copied: int = Field(description="Events copied from the origin")
+
+
+class MergeConflict(_Response):
+    claim_id: str
+    changed: str
+    dropped: list[str]
+
+
+class MergeOut(_Response):
+    """What a merge brought (``merged`` false with a ``reason`` when nothing was new)."""
+
+    merged: bool
+    from_: str = Field(alias="from")
+    into: str
+    upto: int
+    claims: list[str]
+    conflicts: list[MergeConflict]
+    seq: int | None = None
+    approval: bool | None = None
+    reason: str | None = None
 
 
 class HealthOut(_Response):

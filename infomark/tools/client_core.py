@@ -405,6 +405,10 @@ class Requests:
         """What goes into the next model call: active packs, working memory, ledger summary."""
         return self._call("context", lambda d: str(d["context"]), budget=budget)
 
+    def compaction_context(self) -> Call[str]:
+        """After a compaction: claim ids, ranks and live evidence refs, verbatim."""
+        return self._call("compaction_context", lambda d: str(d["context"]))
+
     def state_document(self) -> Call[dict[str, Any]]:
         """The session's state: ledger, gate, metrics, policy state."""
         return self._call("state", dict)
@@ -420,6 +424,15 @@ class Requests:
     def audit(self, verify: bool = True) -> Call[AuditReport]:
         """Every claim's rank and why; ``verify`` checks the hash chain and MACs."""
         return self._call("audit", _audit, verify=int(verify))
+
+    def fork(self, as_session: str, upto: int | None = None) -> Call[dict[str, Any]]:
+        """Fork this session up to seq ``upto`` (default: the head) into ``as_session``."""
+        body: dict[str, Any] = {"as_session": check_session_id(as_session), "upto": upto}
+        return self._call("fork", dict, body)
+
+    def merge_from(self, session: str) -> Call[dict[str, Any]]:
+        """Merge what the fork ``session`` settled after its fork point into this session."""
+        return self._call("merge", dict, {"from_session": check_session_id(session)})
 
     def events(self, *, after: int = 0, follow: bool = False) -> Call[RemoteEvent | None]:
         """Journal events after ``after`` (JSON lines; each line decodes to one event)."""

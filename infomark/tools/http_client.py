@@ -3,10 +3,11 @@
 ``Client(base_url, token=None, session="default", home=None)`` has the facade's
 methods, method for method (``ingest``, ``classify``, ``authorize``, ``record``,
 ``evidence``, ``after_tool_text``, ``can_finish``, ``approve``, ``new_turn``,
-``on_prompt``, ``move``, ``host_report``, ``context_view``, ``state_document``,
-``ledger``, ``gate``, ``audit``, ``events``, ``wrap``, ``tool``, ``close``) and returns
-the same types (:class:`Decision`, :class:`FinishDecision`, :class:`IngestReport`,
-:class:`Evidence`, :class:`LedgerView`, :class:`GateView`, :class:`AuditReport`), so a
+``on_prompt``, ``move``, ``host_report``, ``context_view``, ``compaction_context``,
+``state_document``, ``ledger``, ``gate``, ``audit``, ``events``, ``fork``, ``merge_from``,
+``wrap``, ``tool``, ``close``) and returns the same types (:class:`Decision`,
+:class:`FinishDecision`, :class:`IngestReport`, :class:`Evidence`, :class:`LedgerView`,
+:class:`GateView`, :class:`AuditReport`; ``fork`` returns a client of the fork), so a
 remote ledger is used exactly like a local one. :class:`AsyncClient` is the same with
 ``async`` methods. The token comes from the argument, else ``$INFOMARK_TOKEN``, else
 ``<home>/token``. A session id is checked by the rule every entry point shares
@@ -146,10 +147,17 @@ class Client(ClientBase):
     move = _sync(Requests.move)
     host_report = _sync(Requests.host_report)
     context_view = _sync(Requests.context_view)
+    compaction_context = _sync(Requests.compaction_context)
     state_document = _sync(Requests.state_document)
     ledger = _sync(Requests.ledger)
     gate = _sync(Requests.gate)
     audit = _sync(Requests.audit)
+    merge_from = _sync(Requests.merge_from)
+
+    def fork(self, as_session: str, upto: int | None = None) -> Client:
+        """Fork this session into ``as_session``; a client of the fork (same connections)."""
+        self._send(self._req.fork(as_session, upto))
+        return self.with_session(as_session)
 
     def events(self, *, after: int = 0, follow: bool = False) -> Iterator[RemoteEvent]:
         """Journal events after ``after``; with ``follow``, keep waiting for new ones."""
@@ -242,10 +250,17 @@ class AsyncClient(ClientBase):
     move = _async(Requests.move)
     host_report = _async(Requests.host_report)
     context_view = _async(Requests.context_view)
+    compaction_context = _async(Requests.compaction_context)
     state_document = _async(Requests.state_document)
     ledger = _async(Requests.ledger)
     gate = _async(Requests.gate)
     audit = _async(Requests.audit)
+    merge_from = _async(Requests.merge_from)
+
+    async def fork(self, as_session: str, upto: int | None = None) -> AsyncClient:
+        """Fork this session into ``as_session``; a client of the fork (same connections)."""
+        await self._send(self._req.fork(as_session, upto))
+        return self.with_session(as_session)
 
     async def events(self, *, after: int = 0, follow: bool = False) -> AsyncIterator[RemoteEvent]:
         """Journal events after ``after``; with ``follow``, keep waiting for new ones."""

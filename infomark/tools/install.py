@@ -38,6 +38,7 @@ __all__ = [
 BLOCK_ON_FAILURE = frozenset({"PreToolUse", "Stop", "SubagentStop"})
 HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
     ("SessionStart", None, 30),
+    ("PreCompact", None, 30),
     ("UserPromptSubmit", None, 30),
     ("PreToolUse", "*", 30),
     ("PostToolUse", "*", 30),

@@ -55,11 +55,15 @@ from infomark.tools.api_models import (
     EvidenceOut,
     FinishOut,
     FinishRequest,
+    ForkOut,
+    ForkRequest,
     GateOut,
     HostReportRequest,
     IngestOut,
     IngestRequest,
     InstructionsOut,
+    MergeOut,
+    MergeRequest,
     MoveOut,
     MoveRequest,
     RecordOut,
@@ -327,6 +331,11 @@ class _Service:
         text = await self.pool.run(s, lambda gk: gk.context_view(budget))
         return checked(ContextOut, {"context": text})
 
+    async def compaction_context(self, request: Request) -> Response:
+        s = path_session(request)
+        text = await self.pool.run(s, lambda gk: gk.compaction_context())
+        return checked(ContextOut, {"context": text})
+
     async def state(self, request: Request) -> Response:
         s = path_session(request)
         return checked(StateOut, await self.pool.run(s, lambda gk: gk.state_document()))
@@ -360,6 +369,34 @@ class _Service:
                 batch = await self.pool.run(s, partial(_event_batch, after=last))
 
         return NdjsonStream(lines())
+
+    async def fork(self, request: Request) -> Response:
+        s = path_session(request)
+        body = await read_model(request, ForkRequest, self.limit)
+
+        def go(gk: SessionLike) -> dict[str, Any]:
+            child = gk.fork(body.as_session, upto=body.upto)
+            try:
+                rows = [(r.type, r.payload) for r in child.events()]
+            finally:
+                child.close()  # the pool opens the fork on its first request
+            first = rows[0][1]
+            return {
+                "session": body.as_session,
+                "forked_from": s,
+                "seq": first["seq"],
+                "head_hash": first["head_hash"],
+                "copied": len(rows) - 1,
+            }
+
+        return checked(ForkOut, await self.pool.run(s, go))
+
+    async def merge(self, request: Request) -> Response:
+        s = path_session(request)
+        body = await read_model(request, MergeRequest, self.limit)
+        result = await self.pool.run(s, lambda gk: gk.merge_from(body.from_session))
+        result = {**result, "from": body.from_session, "into": s}  # without the prefix
+        return checked(MergeOut, result)
 
     async def claude_code_hook(self, request: Request) -> Response:
         """Answer like the command hook, with the payload project's configuration and the

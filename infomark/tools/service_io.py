@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from infomark.kernel.errors import InfomarkError, StoreBusyError, UserError
+from infomark.kernel.errors import InfomarkError, StoreBusyError, UserError, VerificationError
 from infomark.kernel.session_id import InvalidSessionError, check_session_id
 from infomark.ledger.evidence import Evidence
 
@@ -90,6 +90,8 @@ def _infomark_error(exc: InfomarkError) -> ApiError:
         return ApiError(400, exc.code, str(exc))
     if isinstance(exc, StoreBusyError):
         return ApiError(503, exc.code, str(exc))
+    if isinstance(exc, VerificationError):  # e.g. a merge of a fork that does not verify
+        return ApiError(409, exc.code, str(exc))
     return ApiError(500, exc.code, str(exc))
 
 

@@ -277,10 +277,15 @@ def test_context_view_sections_are_tagged_and_within_budget(gk: Gatekeeper) -> N
     lines = view.splitlines()
     assert lines[0].startswith("[infomark:pack repeated_failures] Stop guessing")
     assert lines[1] == "[infomark:memory]"
-    assert "goal: Fix the off-by-one in pager.py" in lines
-    assert f"next: read the failure of `{ORACLE}` ({FAIL_LINE}) before retrying; " in view
+    seq = gk.state.seq
+    tag = f"[Inferred summary of seq 1–{seq}]"  # every memory line: its rank and source
+    assert f"{tag} goal: Fix the off-by-one in pager.py" in lines
+    assert f"{tag} next: read the failure of `{ORACLE}` ({FAIL_LINE}) before retrying; " in view
+    assert all(line.startswith((tag, "evidence: [Exact ev_")) for line in lines[2:-1]), lines
+    declared = gk.state.claims["C1"].declared_seq
     assert lines[-1] == (
-        "[infomark:ledger] gate G3; G: (none); ungrounded premises: C1 (Hypothetical)"
+        f"[infomark:ledger] [Inferred summary of seq {gk.state.ledger_seq}–{seq}] gate G3; "
+        f"G: (none); ungrounded premises: C1 [Hypothetical as declared, seq {declared}]"
     )
     assert len(view) <= 1200
     for budget in (80, 200, 300, 500, 800):
@@ -291,4 +296,6 @@ def test_context_view_sections_are_tagged_and_within_budget(gk: Gatekeeper) -> N
 
 def test_context_view_of_a_fresh_session(gk: Gatekeeper) -> None:
     s = Session(gk)
-    assert s.view() == "[infomark:ledger] gate G0; no claim_ledger yet"
+    assert s.view() == (
+        "[infomark:ledger] [Inferred summary of no events yet] gate G0; no claim_ledger yet"
+    )

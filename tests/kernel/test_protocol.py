@@ -142,7 +142,8 @@ def test_evidence_tag_and_stamp_formats() -> None:
     "rule",
     [
         "Only the runtime raises a claim into G",
-        "Web evidence backs neither stamp",
+        "Web evidence backs no other stamp",
+        "primary (vendor docs, spec) → at most Inferred",
         "demoted to\nHypothetical",
         "artifact=PATH",
         "Only G7 mutates, and only with premises_for_plan ⊆ G",

@@ -192,7 +192,7 @@ _JSON = st.recursive(
 )  # fmt: skip
 _EVENTS = st.sampled_from(
     ["PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionStart",
-     "UserPromptSubmit", "Notification", "", "PreToolUse\x00"]
+     "UserPromptSubmit", "PreCompact", "PostCompact", "Notification", "", "PreToolUse\x00"]
 )  # fmt: skip
 _FIELDS = st.fixed_dictionaries(
     {"hook_event_name": _EVENTS},

@@ -288,9 +288,11 @@ class PolicyRuntime:
 
     def context_view(self, ledger: Ledger, budget: int = 1200) -> str:
         """What goes into the next model call: packs, working memory, a ledger summary."""
-        from infomark.gates.policies.view import context_view
+        from infomark.gates.policies.view import context_view, view_refs
+        from infomark.ledger.carry import handle_ranks
 
-        return context_view(ledger.state, budget=budget)
+        handles = handle_ranks(ledger, view_refs(ledger.state), deep=False)
+        return context_view(ledger.state, budget=budget, handles=handles)
 
     def state_document(self, ledger: Ledger) -> dict[str, Any]:
         """The runtime's state as one JSON document (seed 000's ``state.json``)."""

@@ -3,7 +3,10 @@
 :func:`context_view` is what goes into the next model call: the active packs,
 the working memory and a short ledger summary, each tagged
 (``[infomark:pack NAME]``, ``[infomark:memory]``, ``[infomark:ledger]``) and
-together within a character budget. :func:`state_document` is the whole runtime
+together within a character budget. Every memory line and the ledger line carry their
+rank and source (:mod:`infomark.ledger.carry`): ``[Inferred summary of seq A–B]`` for what
+the runtime derived, ``[Exact ev_…]`` for an evidence handle, and each claim its own rank
+and the ref it rests on. :func:`state_document` is the whole runtime
 state as one JSON document (seed 000's ``state.json``). Neither emits anything.
 """
 
@@ -15,6 +18,7 @@ from infomark.gates.policies.memory import MEMORY_FIELDS
 from infomark.gates.policies.metrics import new_metrics, new_working_set
 from infomark.gates.policies.packs import render_pack
 from infomark.gates.policies.triggers import trigger_metrics
+from infomark.ledger.carry import claim_tag, evidence_tag, summary_tag
 from infomark.ledger.state import SessionState
 
 TYPE_CHECKING = False
@@ -23,7 +27,13 @@ if TYPE_CHECKING:
 
     from infomark.gates.policies.settings import PolicySettings
 
-__all__ = ["STATE_DOCUMENT_VERSION", "active_packs", "context_view", "state_document"]
+__all__ = [
+    "STATE_DOCUMENT_VERSION",
+    "active_packs",
+    "context_view",
+    "state_document",
+    "view_refs",
+]
 
 STATE_DOCUMENT_VERSION = 1
 
@@ -40,17 +50,29 @@ def active_packs(state: SessionState) -> list[dict[str, Any]]:
     return sorted(packs, key=lambda p: (-int(p["severity"]), -int(p["order"])))
 
 
-def _ledger_line(state: SessionState) -> str:
-    parts = [f"[infomark:ledger] gate {state.gate}"]
+Handles = Mapping[str, tuple[str, str]]
+
+
+def _claims_tagged(state: SessionState, ids: Sequence[str], handles: Handles) -> str:
+    out = []
+    for cid in ids:
+        claim = state.claims.get(cid)
+        out.append(f"{cid} [missing]" if claim is None else f"{cid} {claim_tag(claim, handles)}")
+    return ", ".join(out)
+
+
+def _ledger_line(state: SessionState, handles: Handles | None = None) -> str:
+    h = handles or {}
+    parts = [f"[infomark:ledger] {summary_tag(state.ledger_seq or 1, state.seq)} gate {state.gate}"]
     if not state.has_ledger:
         parts.append("no claim_ledger yet")
         return "; ".join(parts)
     grounded = [c.id for c in state.claims.values() if c.grounded]
-    parts.append("G: " + (", ".join(grounded) if grounded else "(none)"))
+    parts.append("G: " + (_claims_tagged(state, grounded, h) if grounded else "(none)"))
     ungrounded = state.ungrounded_premises()
     if ungrounded:
         parts.append(
-            "ungrounded premises: " + ", ".join(f"{cid} ({status})" for cid, status in ungrounded)
+            "ungrounded premises: " + _claims_tagged(state, [cid for cid, _ in ungrounded], h)
         )
     stale = state.stale_claims()
     if stale:
@@ -61,45 +83,57 @@ def _ledger_line(state: SessionState) -> str:
         if not c.grounded and c.oracle and c.id not in state.premises
     ]
     if pending:
-        parts.append("pending verification: " + ", ".join(pending))
+        parts.append("pending verification: " + _claims_tagged(state, pending, h))
     return "; ".join(parts)
 
 
-def _memory_lines(memory: Mapping[str, Any]) -> list[str]:
-    """Memory fields as short lines, most useful first."""
+def _evidence_item(e: Mapping[str, Any], handles: Handles) -> str:
+    rank, why = handles.get(str(e["ref"]), ("Exact", ""))
+    return f"{evidence_tag(str(e['ref']), rank, why)} {e['tool']} {e['outcome']}"
+
+
+def _memory_lines(
+    memory: Mapping[str, Any], seq: int = 0, handles: Handles | None = None
+) -> list[str]:
+    """Memory fields as short lines, most useful first, each tagged with rank and source."""
+    tag = summary_tag(1, seq) + " "
     lines: list[str] = []
     if memory.get("goal"):
-        lines.append(f"goal: {memory['goal']}")
+        lines.append(f"{tag}goal: {memory['goal']}")
     if memory.get("active_subgoal"):
-        lines.append(f"subgoal: {memory['active_subgoal']}")
+        lines.append(f"{tag}subgoal: {memory['active_subgoal']}")
     if memory.get("next_best_actions"):
-        lines.append("next: " + "; ".join(memory["next_best_actions"]))
+        lines.append(f"{tag}next: " + "; ".join(memory["next_best_actions"]))
     if memory.get("pending_verification"):
         lines.append(
-            "pending: "
+            f"{tag}pending: "
             + "; ".join(
                 f"{p['id']} ({p['status']}, {p['why']})" for p in memory["pending_verification"]
             )
         )
     if memory.get("recent_failures"):
         lines.append(
-            "failures: "
+            f"{tag}failures: "
             + "; ".join(
                 f"`{f['command']}`: {f['first_line']}" for f in memory["recent_failures"][-3:]
             )
         )
     if memory.get("open_questions"):
-        lines.append("open questions: " + "; ".join(memory["open_questions"]))
+        lines.append(f"{tag}open questions: " + "; ".join(memory["open_questions"]))
     if memory.get("evidence"):
         lines.append(
             "evidence: "
-            + ", ".join(f"{e['ref']} ({e['tool']} {e['outcome']})" for e in memory["evidence"][-4:])
+            + ", ".join(_evidence_item(e, handles or {}) for e in memory["evidence"][-4:])
         )
     return lines
 
 
-def context_view(state: SessionState, budget: int = 1200) -> str:
-    """Packs, working memory and ledger summary within ``budget`` characters (packs first)."""
+def context_view(state: SessionState, budget: int = 1200, handles: Handles | None = None) -> str:
+    """Packs, working memory and ledger summary within ``budget`` characters (packs first).
+
+    ``handles`` (ref → (rank, why)) says which evidence refs are live handles; a ref it does
+    not list is shown as ``Exact`` (the caller checks the refs it shows).
+    """
     room = budget
     packs: list[str] = []
     for p in active_packs(state):
@@ -108,10 +142,10 @@ def context_view(state: SessionState, budget: int = 1200) -> str:
             break
         packs.append(line)
         room -= len(line) + 1
-    ledger = _clip(_ledger_line(state), room - 1)
+    ledger = _clip(_ledger_line(state, handles), room - 1)
     room -= len(ledger) + 1 if ledger else 0
     memory: list[str] = []
-    lines = _memory_lines(state.policy.get("memory") or {})
+    lines = _memory_lines(state.policy.get("memory") or {}, state.seq, handles)
     if lines and room > len("[infomark:memory]") + 20:
         memory.append("[infomark:memory]")
         room -= len(memory[0]) + 1
@@ -122,6 +156,14 @@ def context_view(state: SessionState, budget: int = 1200) -> str:
             memory.append(clipped)
             room -= len(clipped) + 1
     return "\n".join(packs + (memory if len(memory) > 1 else []) + ([ledger] if ledger else []))
+
+
+def view_refs(state: SessionState) -> list[str]:
+    """The evidence refs a context view shows (stamps and recent evidence), to rank them."""
+    memory = state.policy.get("memory") or {}
+    recent = [str(e["ref"]) for e in (memory.get("evidence") or [])[-4:]]
+    stamped = [c.stamp.evidence_ref for c in state.claims.values() if c.stamp is not None]
+    return list(dict.fromkeys([*stamped, *recent]))
 
 
 def _claims(state: SessionState) -> list[dict[str, Any]]:

@@ -185,13 +185,39 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
+_PENDING = "compaction_pending"  # cursor: 0 idle, 1 reported (PreCompact), 2 re-injected
+
+
+def _compaction(gk: Gatekeeper, event: str) -> None:
+    """Report one compaction once, whichever of its hook events arrive (docs/integrations.md).
+
+    Claude Code 2.1 sends PreCompact, then SessionStart(compact), then PostCompact. PreCompact
+    always reports (the ledger is carried over before the host summarises); SessionStart
+    (compact) reports unless PreCompact just did (an older host sends only SessionStart);
+    PostCompact reports only when neither did, and closes the compaction.
+    """
+    state = gk.state.cursors.get(_PENDING, 0)
+    report = {"PreCompact": True, "SessionStart": state != 1, "PostCompact": state == 0}
+    if report[event]:
+        gk.host_report(compacted=True)
+    after = {"PreCompact": 1, "SessionStart": 2, "PostCompact": 0}[event]
+    if after != state or event == "PreCompact":
+        gk.store_cursor(_PENDING, after)
+
+
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    if event in ("PreCompact", "PostCompact"):
+        _compaction(gk, event)
+        return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects
     if event == "SessionStart":
         from infomark.kernel.protocol import render_protocol
 
-        if payload.get("source") == "compact":
-            gk.host_report(compacted=True)
         text = render_protocol()
+        if payload.get("source") == "compact":
+            _compaction(gk, event)
+            carried = gk.compaction_context()  # ids, ranks and live refs, verbatim
+            if carried:
+                text += "\n\n" + carried
         summary = _summary(gk)
         if summary:
             view = gk.context_view()

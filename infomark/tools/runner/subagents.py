@@ -8,6 +8,13 @@ once with the reason (the lease says ``finished``), never reported as delivered.
 
 The child's final answer reaches the parent as the output of ``wait``: delegation-class
 evidence (ineligible by tool name), which may back a divergence_event but never a stamp.
+
+``spawn_agent(…, fork=true)`` starts the child on a *fork* of the parent's session
+(docs/fork.md): it begins with the parent's claims, stamps and evidence, and what it settles
+(stamps bound to evidence the runtime issued to it) is merged back into the parent when the
+parent collects it with ``wait``, under the merge's rules (a revoked stamp wins, a changed
+statement drops both stamps, the fork's chain is verified first). The merge runs on the
+parent's own thread, never on the child's.
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ class Child:
     thread: threading.Thread
     result: RunResult | None = None
     error: str | None = None
+    fork: str | None = None  # the raw session to merge back from (spawned with fork=true)
+    merged: str | None = None  # what the merge reported, once it ran
 
     @property
     def done(self) -> bool:
@@ -91,8 +100,13 @@ class Supervisor:
                 "Start a sub-agent on a task in its own session and ledger; it runs while you "
                 "continue. name: a short id; agent: an entry of the agent file's [agents] "
                 "table (default: your own definition). Steer it with send, collect its result "
-                "with wait(agents=[name]); its result can falsify a claim, never stamp one.",
-                schema_of({"name": _S, "task": _S, "agent": _S}, ("name", "task")),
+                "with wait(agents=[name]); its result can falsify a claim, never stamp one. "
+                "fork=true: it works on a copy of your session (your claims and evidence) and "
+                "what it proves with its own evidence is merged back into yours at wait.",
+                schema_of(
+                    {"name": _S, "task": _S, "agent": _S, "fork": {"type": "boolean"}},
+                    ("name", "task"),
+                ),
                 self._spawn,
                 DELEGATION_CLASS,
             ),
@@ -110,10 +124,13 @@ class Supervisor:
     # -- spawn ----------------------------------------------------------------------------
     def _spawn(self, call: ToolCall) -> ToolOutcome:
         name, task, agent = (call.input.get(k) for k in ("name", "task", "agent"))
+        fork = call.input.get("fork", False)
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             return _error("spawn_agent: name must be 1-40 letters, digits, - or _")
         if not isinstance(task, str) or not task.strip():
             return _error("spawn_agent: task must be a non-empty string")
+        if not isinstance(fork, bool):
+            return _error("spawn_agent: fork must be true or false")
         parent = self.runner
         if agent is not None:
             if not isinstance(agent, str) or agent not in parent.spec.agents:
@@ -132,19 +149,23 @@ class Supervisor:
                 return _error(f"spawn_agent: a sub-agent named {name!r} already exists")
             child_session = f"{parent.raw_session}.{name}"
             try:
+                if fork:  # the child's session begins as a copy of ours (docs/fork.md)
+                    parent.gk.fork(child_session).close()
                 child = self.make_child(spec, child_session)
                 child.open_inbox()  # live before spawn_agent returns: sends cannot miss it
             except InfomarkError as exc:
                 return _error(f"spawn_agent: cannot start {name!r}: {exc}")
             thread = threading.Thread(target=self._run_child, args=(name, task), daemon=True)
-            self.children[name] = Child(name, child, thread)
+            self.children[name] = Child(name, child, thread, fork=child_session if fork else None)
         parent.emit(
-            "agent_spawned", {"name": name, "session": child.session, "agent": agent or "self"}
+            "agent_spawned",
+            {"name": name, "session": child.session, "agent": agent or "self", "fork": fork},
         )
         thread.start()
+        on = " on a fork of your session" if fork else ""
         return ToolOutcome(
             output=(
-                f"spawned {name} (session {child.session}); it is running. "
+                f"spawned {name} (session {child.session}){on}; it is running. "
                 f"send(agent={name!r}, message=…) steers it; wait(agents=[{name!r}]) returns "
                 "its result."
             )
@@ -201,7 +222,34 @@ class Supervisor:
             elif c.result is not None:
                 verdict = "finished" if c.result.reason == "finished" else c.result.reason
                 out.append(f"{n} {verdict} (session {c.runner.session}):\n{c.result.final_text}")
+            if c.done and c.fork is not None:
+                out.append(self._merge(c))
         return out
+
+    def _merge(self, child: Child) -> str:
+        """Merge a forked child's settlements into the parent (once; later waits repeat it)."""
+        if child.merged is None:
+            assert child.fork is not None
+            try:
+                got = self.runner.gk.merge_from(child.fork)
+            except InfomarkError as exc:  # a fork that does not verify merges nothing
+                child.merged = f"{child.name}: merge refused: {exc}"
+            else:
+                if not got["merged"]:
+                    child.merged = f"{child.name}: nothing merged ({got['reason']})"
+                else:
+                    ledger = self.runner.gk.ledger()
+                    claims = (
+                        ", ".join(f"{cid} ({ledger.status(cid)})" for cid in got["claims"])
+                        or "no claims"
+                    )
+                    child.merged = f"{child.name}: merged into your session: {claims}"
+                    for c in got["conflicts"]:
+                        child.merged += (
+                            f"; conflict on {c['claim_id']} (changed {c['changed']}): "
+                            "both stamps dropped"
+                        )
+        return child.merged
 
     def stop_all(self) -> None:
         """The parent ends: wait briefly for running children (they finish on their own)."""
