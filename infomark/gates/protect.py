@@ -31,9 +31,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from infomark.gates.decision import Decision
+from infomark.gates.decision import Verdict as DecisionVerdict
 from infomark.kernel.tools import Classification, normalise_tool_name
 
-__all__ = ["config_sources", "installation_paths", "protected", "resolve_path"]
+__all__ = ["config_sources", "guard_decision", "installation_paths", "protected", "resolve_path"]
 
 Verdict = tuple[str, str, str]
 _PATH_KEYS = (
@@ -261,3 +263,21 @@ def protected(
         if k in held:
             return _ask("protected_transcript", f"{path} is the host's transcript")
     return None
+
+
+def guard_decision(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
+    """Apply a :func:`protected` finding to a decision.
+
+    Self-protection overrides an allow (and an ask, when it denies); it is never
+    bypassable and holds in every profile, observe included.
+    """
+    if decision.decision is DecisionVerdict.DENY and verdict == "ask":
+        return decision
+    return replace(
+        decision,
+        decision=DecisionVerdict(verdict),
+        code=code,
+        reason=reason,
+        bypass=False,
+        dryrun=False,
+    )
