@@ -38,8 +38,8 @@ _EXPORTS: dict[str, str] = {
     "Gatekeeper": "infomark.gatekeeper",
     "AsyncGatekeeper": "infomark.async_gatekeeper",
     "GatedResult": "infomark.wrapping",
-    "LedgerView": "infomark.gatekeeper",
-    "GateView": "infomark.gatekeeper",
+    "LedgerView": "infomark.gates.views",
+    "GateView": "infomark.gates.views",
     "Decision": "infomark.gates.decision",
     "FinishDecision": "infomark.gates.decision",
     "Verdict": "infomark.gates.decision",
@@ -61,11 +61,12 @@ __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
     from infomark.async_gatekeeper import AsyncGatekeeper
-    from infomark.gatekeeper import Gatekeeper, GateView, LedgerView
+    from infomark.gatekeeper import Gatekeeper
     from infomark.gates.classify import Classification, ToolClass, classify_tool
     from infomark.gates.config import Config
     from infomark.gates.decision import Decision, FinishDecision, Verdict
     from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.gates.views import GateView, LedgerView
     from infomark.kernel.environ import agent_env
     from infomark.kernel.errors import (
         BlockSyntaxError,

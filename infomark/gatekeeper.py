@@ -13,17 +13,16 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from infomark.gates import watch
+from infomark.gates import grading_flow, watch
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.oracles import OracleJudge, ran_nothing
-from infomark.gates.protect import protected, session_cwd
+from infomark.gates.protect import guard_decision, protected, session_cwd
 from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import RecordRefused, UserError
-from infomark.kernel.graph import TERMINALS
-from infomark.kernel.records import dataclass, replace
+from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -42,61 +41,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.gates.views import GateView, LedgerView
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerView:
-    """A read-only view of the session's ledger."""
-
-    session: str
-    claims: tuple[dict[str, Any], ...]
-    premises: tuple[str, ...]
-    open_questions: tuple[str, ...]
-    ungrounded: tuple[tuple[str, str], ...]
-    grounded: bool
-    gate: str
-    has_ledger: bool
-
-    def claim(self, claim_id: str) -> dict[str, Any] | None:
-        return next((c for c in self.claims if c["id"] == claim_id), None)
-
-    def status(self, claim_id: str) -> str | None:
-        c = self.claim(claim_id)
-        return None if c is None else str(c["status"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "claims": list(self.claims),
-            "premises": list(self.premises),
-            "open_questions": list(self.open_questions),
-            "ungrounded": [{"id": i, "status": s} for i, s in self.ungrounded],
-            "grounded": self.grounded,
-            "gate": self.gate,
-            "has_ledger": self.has_ledger,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class GateView:
-    position: str
-    allowed_moves: tuple[str, ...]
-    loop_budget: int
-    budget_used: int
-    profile: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "allowed_moves": list(self.allowed_moves),
-            "loop_budget": self.loop_budget,
-            "budget_used": self.budget_used,
-            "profile": self.profile,
-        }
 
 
 class Gatekeeper:
@@ -195,50 +144,9 @@ class Gatekeeper:
         self.close()
 
     def _track(self, *, finished: bool = False) -> None:
-        """Ledger/observe profiles: move the position to what runtime evidence implies."""
-        if self.config.profile == "strict":
-            return
-        from infomark.gates.machine import derived_position
+        from infomark.gates import moves
 
-        state = self._ledger.state
-        target = derived_position(state, finished=finished)
-        if target != state.gate:
-            self._ledger.emit(
-                "gate_moved",
-                {"from": state.gate, "to": target, "kind": "auto", "by": "runtime", "guard": ""},
-            )
-
-    def _apply_gate_moves(self, report: IngestReport) -> None:
-        from infomark.gates.machine import plan_move
-
-        moves = report.gate_moves
-        report.gate_moves = []
-        for move in moves:
-            state = self._ledger.state
-            if move.get("question") is not None:  # a question for the user: lawful anywhere
-                self._ledger.emit(
-                    "gate_moved",
-                    {
-                        "from": state.gate,
-                        "to": "WAITING_APPROVAL",
-                        "kind": "question",
-                        "by": "agent",
-                        "guard": "needs_approval",
-                        "question": str(move["question"])[:2000],
-                    },
-                )
-                report.gate_moves.append(
-                    {"from": state.gate, "to": "WAITING_APPROVAL", "ok": True, "reason": "question"}
-                )
-                continue
-            result = plan_move(state, str(move["gate"]), self.config)
-            payload = result.payload("agent")
-            if move.get("reason"):
-                payload["declared_reason"] = str(move["reason"])[:2000]
-            self._ledger.emit("gate_moved" if result.ok else "gate_refused", payload)
-            report.gate_moves.append(
-                {"from": result.src, "to": result.dst, "ok": result.ok, "reason": result.reason}
-            )
+        moves.track(self._ledger, self.config, finished=finished)
 
     # -- the API -------------------------------------------------------------------------
     def ingest(
@@ -253,9 +161,11 @@ class Gatekeeper:
         with self._ledger.transaction():
             report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe)
             if report.ledger_updated:
-                self._grading_surface()
+                grading_flow.declare(self._ledger, self.config)
             if report.gate_moves:
-                self._apply_gate_moves(report)
+                from infomark.gates import moves
+
+                moves.apply_gate_moves(self._ledger, self.config, report)
             if not report.skipped:
                 self._track()
                 if report.changed:
@@ -316,7 +226,7 @@ class Gatekeeper:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
         changed = self._recheck_sources() if c.tool_class.mutates else []
-        self._check_grading(seed=True)
+        grading_flow.check(self._ledger, self.config, seed=True)
         guard = protected(
             call.tool,
             call.input,
@@ -340,7 +250,7 @@ class Gatekeeper:
                 revert=cov.revert,
             )
             if guard is not None:
-                decision = _guarded(decision, *guard)
+                decision = guard_decision(decision, *guard)
             if changed and not decision.allowed:
                 pages = "; ".join(
                     f"{ch['claim_id']} rests on {ch['evidence_ref']}, whose page "
@@ -352,9 +262,9 @@ class Gatekeeper:
                     reason=f"{decision.reason} (stale web source: {pages}; fetch "
                     "the page again and re-stamp it)",
                 )
-            grading = self._grading_target(call, cls_)
+            grading = grading_flow.edit_target(self._ledger, call, cls_)
             if grading is not None:
-                decision = self._grading_hold(decision, grading)
+                decision = grading_flow.hold_edit(decision, grading, self.config.grading_policy)
             input_digest = _input_digest(call)
             approval_of = ""
             if decision.decision is Verdict.ASK and grading is None:  # grading: --grading
@@ -475,10 +385,12 @@ class Gatekeeper:
         with self._ledger.transaction():
             if pending is not None and pending.get("grading"):
                 # The user let a held edit of a grading file run: the new content is approved.
-                self._approve_grading(str(pending["grading"]), by="ask_prompt", note="")
+                grading_flow.approve_file(
+                    self._ledger, str(pending["grading"]), by="ask_prompt", note=""
+                )
             self._track()
             text = self.policy.after_tool(self._ledger, call, outcome, evidence)
-        self._check_grading()
+        grading_flow.check(self._ledger, self.config)
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)
         if text:
@@ -487,15 +399,16 @@ class Gatekeeper:
 
     def can_finish(self, final_text: str = "") -> FinishDecision:
         """May the agent stop now? Refusals are capped so an agent is never trapped."""
+        from infomark.gates import moves
         from infomark.gates.finalize import decide_finish
 
         if final_text:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
-        self._check_grading()
+        grading_flow.check(self._ledger, self.config)
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
-            result = self._before_finalize(final_text, result)
+            result = self.policy.finalize(self._ledger, final_text, result)
             self._ledger.emit("finish_decision", result.to_dict())
             if result.cap_reached:
                 self._ledger.emit("finish_cap_reached", {"cap": self.config.finish_refusal_cap})
@@ -507,7 +420,7 @@ class Gatekeeper:
                 state = self._ledger.state
                 self._ledger.emit(
                     "finished_blocked",
-                    {"gate": state.gate, "reason": _blocked_reason(self._ledger)},
+                    {"gate": state.gate, "reason": moves.blocked_reason(self._ledger)},
                 )
             elif result.allow:
                 self._track(finished=True)
@@ -524,19 +437,12 @@ class Gatekeeper:
         An operator act (``infomark approve --grading FILE`` in a terminal); no route or
         agent-reachable integration exposes it.
         """
-        from infomark.gates.grading import grading_path
-
-        self._check_grading()
-        rel = grading_path(self._ledger.root, path)
-        state = self._ledger.refresh()
-        if rel is None or rel not in state.grading_files:
-            known = ", ".join(sorted(state.grading_changed)) or "none is changed"
-            raise UserError(f"{path} is not a grading file of this session (changed: {known})")
-        with self._ledger.transaction():
-            self._approve_grading(rel, by=by, note=note)
+        grading_flow.approve_path(self._ledger, self.config, path, by=by, note=note)
 
     def new_turn(self, prompt: str | None = None) -> str:
         """Start a user turn (resets the finish-refusal count); returns context for the model."""
+        from infomark.gates import moves
+
         with self._ledger.transaction():
             d = (
                 hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16]
@@ -544,70 +450,27 @@ class Gatekeeper:
                 else None
             )
             self._ledger.emit("turn_started", {"prompt_digest": d})
-            state = self._ledger.state
-            if state.gate in TERMINALS:  # the user answered: the work resumes
-                back = _resume_gate(self._ledger) if self.config.profile == "strict" else None
-                if back is not None:
-                    self._ledger.emit(
-                        "gate_moved",
-                        {
-                            "from": state.gate,
-                            "to": back,
-                            "kind": "resume",
-                            "by": "user",
-                            "guard": "",
-                        },
-                    )
-                else:
-                    self._ledger.emit(
-                        "gate_moved",
-                        {
-                            "from": state.gate,
-                            "to": "G0",
-                            "kind": "resume",
-                            "by": "user",
-                            "guard": "",
-                        },
-                    )
-                    self._track()
+            moves.resume(self._ledger, self.config)  # the user answered: the work resumes
             return self.policy.on_prompt(self._ledger, prompt or "")
 
     def move(self, gate: str) -> dict[str, Any]:
         """Request a gate move as the agent would with a ``gate:`` line."""
+        from infomark.gates import moves
+
         report = IngestReport(gate_moves=[{"gate": gate, "line": 0}])
         with self._ledger.transaction():
-            self._apply_gate_moves(report)
+            moves.apply_gate_moves(self._ledger, self.config, report)
         return report.gate_moves[0]
 
     def ledger(self) -> LedgerView:
-        from infomark.ledger.audit import claim_rows
+        from infomark.gates.views import ledger_view
 
-        state = self._ledger.refresh()
-        return LedgerView(
-            session=self.session,
-            claims=tuple(claim_rows(state)),
-            premises=tuple(state.premises),
-            open_questions=tuple(state.open_questions),
-            ungrounded=tuple(state.ungrounded_premises()),
-            grounded=state.has_ledger and state.premises_grounded(),
-            gate=state.gate,
-            has_ledger=state.has_ledger,
-        )
+        return ledger_view(self.session, self._ledger.refresh())
 
     def gate(self) -> GateView:
-        from infomark.gates.machine import loop_budget
-        from infomark.kernel.graph import DEFAULT_GRAPH
+        from infomark.gates.views import gate_view
 
-        state = self._ledger.refresh()
-        pos = state.gate
-        is_gate = pos in DEFAULT_GRAPH.gate_ids
-        return GateView(
-            position=pos,
-            allowed_moves=DEFAULT_GRAPH.allowed_moves(pos) if is_gate else (),
-            loop_budget=loop_budget(pos, self.config) if is_gate else 0,
-            budget_used=state.gate_budget_used.get(pos, 0),
-            profile=self.config.profile,
-        )
+        return gate_view(self._ledger.refresh(), self.config)
 
     def audit(self, verify: bool = True) -> AuditReport:
         from infomark.ledger.audit import build_audit
@@ -698,146 +561,6 @@ class Gatekeeper:
             return ""
         return self.policy.after_decision(self._ledger, call, decision)
 
-    def _before_finalize(self, final_text: str, result: FinishDecision) -> FinishDecision:
-        verdict = self.policy.before_finalize(self._ledger, final_text, result)
-        extra = {**result.extra, "policy": verdict.to_dict()}
-        if verdict.allow or result.cap_reached:
-            # Packs fired here repeat what a refusal already says; they stay in `policy`.
-            return replace(result, extra=extra)
-        reasons = [result.reason] if not result.allow else []
-        reasons.append(verdict.reason)
-        code = result.code if not result.allow else "trigger_fired"
-        return replace(result, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
-
-    # -- the grading surface ---------------------------------------------------------------
-    def _grading_surface(self, oracle: str | None = None) -> None:
-        """Digest the grading surface of newly declared oracles (inside a transaction)."""
-        from infomark.gates.grading import DEFAULT_TEST_GLOBS, surface
-
-        state = self._ledger.state
-        oracles = (
-            [oracle]
-            if oracle is not None
-            else [
-                c.oracle
-                for c in state.claims.values()
-                if c.oracle and not c.oracle_refused and c.oracle_declared_seq == state.ledger_seq
-            ]
-        )
-        if not oracles:
-            return
-        globs = self.config.grading_files or DEFAULT_TEST_GLOBS
-        files: dict[str, str | None] = {}
-        blobs: dict[str, str] = {}
-        for o in dict.fromkeys(oracles):
-            f, b = surface(
-                self._ledger.root, o, globs=globs, home=self.home, put=self._ledger.blobs.put
-            )
-            files.update(f)
-            blobs.update(b)
-        new = {p: d for p, d in files.items() if p not in state.grading_files}
-        if not any(d is not None for d in files.values()):
-            return  # no test and no test configuration here: nothing grades the oracle yet
-        if new:
-            self._ledger.emit(
-                "grading_surface",
-                {"files": new, "blobs": {p: blobs[p] for p in new if p in blobs}},
-            )
-
-    def _check_grading(self, *, seed: bool = False) -> None:
-        """Re-digest the grading surface; journal what changed (or came back) since."""
-        from infomark.gates.grading import change_summary, scan_changes
-
-        state = self._ledger.refresh()
-        if not state.grading_files:
-            if seed and not state.evidence_count:
-                with self._ledger.transaction():  # the starting state, before the agent acts
-                    if not self._ledger.state.grading_files:
-                        self._grading_surface(oracle="")
-            return
-        changes = scan_changes(self._ledger.root, state.grading_files, state.grading_changed)
-        if not changes:
-            return
-        with self._ledger.transaction():
-            for rel, now, content in changes:
-                base = self._ledger.state.grading_files.get(rel)
-                if now == base:
-                    self._ledger.emit("grading_restored", {"path": rel, "digest": now})
-                    continue
-                blob = self._ledger.state.grading_blobs.get(rel)
-                old = self._ledger.blobs.get(blob) if blob else None
-                summary = change_summary(
-                    rel, old.decode("utf-8", "replace") if old is not None else None, content
-                )
-                if self.config.grading_policy == "allow":
-                    self._approve_grading(rel, by="grading_policy", note=summary)
-                else:
-                    self._ledger.emit(
-                        "grading_changed", {"path": rel, "digest": now, "summary": summary}
-                    )
-
-    def _approve_grading(self, rel: str, *, by: str, note: str) -> None:
-        from infomark.gates.grading import surface_content
-
-        content = surface_content(self._ledger.root, rel)
-        blob = None
-        digest_now = None
-        if content is not None:
-            data = content.encode("utf-8", "surrogatepass")
-            blob = self._ledger.blobs.put(data)
-            digest_now = blob
-        self._ledger.emit(
-            "grading_approved",
-            {
-                "path": rel,
-                "digest": digest_now,
-                "blob": blob,
-                "by": by,
-                "note": note[:500],
-                "approved": True,
-            },
-        )
-
-    def _grading_target(self, call: ToolCall, tool_class: str) -> str | None:
-        """The grading file a file-tool write would change (None: not a grading file)."""
-        from infomark.gates.grading import grading_path, is_grading_config
-
-        if tool_class not in ("modify", "destructive"):
-            return None
-        state = self._ledger.state
-        for key in ("file_path", "notebook_path", "path"):
-            value = call.input.get(key)
-            if not isinstance(value, str):
-                continue
-            rel = grading_path(self._ledger.root, value)
-            if rel is None:
-                continue
-            if rel in state.grading_files and (
-                state.grading_files[rel] is not None or is_grading_config(rel)
-            ):
-                return rel
-        return None
-
-    def _grading_hold(self, decision: Decision, rel: str) -> Decision:
-        policy = self.config.grading_policy
-        if policy == "allow" or decision.decision is Verdict.DENY or decision.dryrun:
-            return decision
-        what = f"{rel} is a grading file (a test or its configuration) of a declared oracle"
-        if policy == "refuse":
-            return replace(
-                decision,
-                decision=Verdict.DENY,
-                code="grading_edit",
-                reason=f'{what}: the agent may not change it (grading_policy = "refuse"); '
-                "add a new test file instead, or ask the user",
-            )
-        return replace(
-            decision,
-            decision=Verdict.ASK,
-            code="grading_edit",
-            reason=f'{what}: held for the user\'s approval (grading_policy = "hold")',
-        )
-
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(
         self, executor: Callable[..., Any], *, tool_class: str | None = None
@@ -882,16 +605,6 @@ class Gatekeeper:
 _CLASS_ALIASES = {"meta": "ledger"}
 
 
-def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
-    """Self-protection overrides an allow (and an ask, when it denies); never bypassable,
-    and enforced in every profile, observe included."""
-    if decision.decision is Verdict.DENY and verdict == "ask":
-        return decision
-    return replace(
-        decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False, dryrun=False
-    )
-
-
 def _clip_input(call: ToolCall, limit: int = 2000) -> str:
     """The call's input as canonical JSON, clipped, for ``infomark held``."""
     try:
@@ -905,22 +618,10 @@ def _input_digest(call: ToolCall) -> str:
     return call_digest(call)
 
 
-def _resume_gate(ledger: Ledger) -> str | None:
-    """The gate the session stood at before it entered the current terminal."""
-    for row in reversed(
-        list(ledger.journal.events(ledger.session, after=ledger.state.gate_seq - 1))
-    ):
-        if row.type == "gate_moved" and row.seq == ledger.state.gate_seq:
-            src = str(row.payload.get("from", ""))
-            return src if src and src not in TERMINALS else None
-    return None
+def __getattr__(name: str) -> object:
+    """``GateView`` and ``LedgerView`` live in :mod:`infomark.gates.views` (loaded on use)."""
+    if name in ("GateView", "LedgerView"):
+        from infomark.gates import views
 
-
-def _blocked_reason(ledger: Ledger) -> str:
-    for row in ledger.journal.events(ledger.session, after=ledger.state.gate_seq - 1):
-        if row.type == "gate_moved" and row.seq == ledger.state.gate_seq:
-            p = row.payload
-            return str(p.get("declared_reason") or p.get("question") or p.get("reason") or "")[
-                :2000
-            ]
-    return ""
+        return getattr(views, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,8 +10,8 @@ tools. Hot path (hook start-up): standard library only. Shell commands are hande
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
+from infomark.kernel.records import replace
 from infomark.kernel.tools import (
     INFOMARK_SERVER,
     INFOMARK_TOOL_NAMES,

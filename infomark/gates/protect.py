@@ -33,6 +33,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from infomark.gates.decision import Decision
+from infomark.gates.decision import Verdict as DecisionVerdict
 from infomark.gates.reach import reaches
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import replace
@@ -40,6 +42,7 @@ from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
 __all__ = [
     "config_sources",
+    "guard_decision",
     "installation_paths",
     "protected",
     "resolve_path",
@@ -374,3 +377,21 @@ def _may_hold(path: str, witness: str, root: Path) -> bool:
     if _key(path) == _key(witness):
         return True
     return not _within(resolve_path(str(root), root), path)
+
+
+def guard_decision(decision: Decision, verdict: str, code: str, reason: str) -> Decision:
+    """Apply a :func:`protected` finding to a decision.
+
+    Self-protection overrides an allow (and an ask, when it denies); it is never
+    bypassable and holds in every profile, observe included.
+    """
+    if decision.decision is DecisionVerdict.DENY and verdict == "ask":
+        return decision
+    return replace(
+        decision,
+        decision=DecisionVerdict(verdict),
+        code=code,
+        reason=reason,
+        bypass=False,
+        dryrun=False,
+    )

@@ -24,11 +24,15 @@ context. ``compaction_carried`` journals exactly what was carried. Standard libr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from infomark.kernel.infomark import InfoMark
-from infomark.ledger.source_stamp import SourceContext
 from infomark.ledger.state import ClaimState, SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from infomark.ledger.source_stamp import SourceContext
 
 __all__ = [
     "carry_block",

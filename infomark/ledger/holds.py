@@ -14,10 +14,10 @@ the agent's own attempts to run ``infomark`` are denied by self-protection
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infomark.kernel.errors import UserError
+from infomark.kernel.records import dataclass
 from infomark.ledger.state import held_key
 
 if TYPE_CHECKING:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
@@ -44,7 +43,10 @@ from infomark.ledger.sources import (
 )
 from infomark.ledger.state import SessionState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from infomark.ledger.blocks import StampBlock
 
 __all__ = [
@@ -58,26 +60,29 @@ __all__ = [
 
 #: ``refetch(tool, input) -> output`` re-runs a fetch the way the host ran it; None when the
 #: page cannot be fetched now (that counts as changed: it can no longer be confirmed).
-Refetch = Callable[[str, Mapping[str, Any]], "str | bytes | None"]
+Refetch = Callable[[str, Mapping[str, object]], "str | bytes | None"]
 
+if not TYPE_CHECKING:  # the hook path imports no ``typing``; the protocol is for checkers
+    SourceContext = object
+else:
 
-class SourceContext(Protocol):
-    """What the source rules need from the engine (the :class:`~infomark.ledger.engine.Ledger`)."""
+    class SourceContext(Protocol):
+        """What the source rules need from the engine (a ``Ledger``)."""
 
-    @property
-    def state(self) -> SessionState: ...
-    @property
-    def rules(self) -> LedgerRules: ...
-    @property
-    def root(self) -> Path: ...
-    @property
-    def session(self) -> str: ...
-    @property
-    def blobs(self) -> BlobStore: ...
-    @property
-    def journal(self) -> Journal: ...
-    def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
-    def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
+        @property
+        def state(self) -> SessionState: ...
+        @property
+        def rules(self) -> LedgerRules: ...
+        @property
+        def root(self) -> Path: ...
+        @property
+        def session(self) -> str: ...
+        @property
+        def blobs(self) -> BlobStore: ...
+        @property
+        def journal(self) -> Journal: ...
+        def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
+        def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
 
 
 def _rules(ctx: SourceContext) -> SourceRules:

@@ -26,12 +26,15 @@ import ipaddress
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.records import dataclass
 from infomark.kernel.tools import EvidenceClass, normalise_tool_name, split_mcp_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CEILINGS",

@@ -93,6 +93,7 @@ PRETOOL_MODULES = {
     "infomark.gates.decision",
     "infomark.gates.fingerprint",
     "infomark.gates.grading",
+    "infomark.gates.grading_flow",  # the grading surface's session logic (was in the facade)
     "infomark.gates.oracles",
     "infomark.gates.protect",
     "infomark.gates.reach",
@@ -118,6 +119,8 @@ PRETOOL_MODULES = {
     "infomark.ledger.evidence",
     "infomark.ledger.home",
     "infomark.ledger.journal",
+    "infomark.ledger.source_stamp",  # the source_stamp rules (issue 18), part of the semantics
+    "infomark.ledger.sources",  # a page's host and authority (stdlib only)
     "infomark.ledger.keys",
     "infomark.ledger.lineage",
     "infomark.ledger.manifest",

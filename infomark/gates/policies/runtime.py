@@ -272,6 +272,23 @@ class PolicyRuntime:
             packs=list(out.delivered),
         )
 
+    def finalize(self, ledger: Ledger, final_text: str, finish: FinishDecision) -> FinishDecision:
+        """The ledger's finish decision with the policy layer's verdict folded in.
+
+        A refusing trigger or policy turns an allow into a refusal (``trigger_fired``)
+        or adds its reason to a refusal; the verdict itself is kept in
+        ``extra["policy"]``. A finish forced by the refusal cap stays forced: packs
+        fired then repeat what the refusal already said.
+        """
+        verdict = self.before_finalize(ledger, final_text, finish)
+        extra = {**finish.extra, "policy": verdict.to_dict()}
+        if verdict.allow or finish.cap_reached:
+            return replace(finish, extra=extra)
+        reasons = [finish.reason] if not finish.allow else []
+        reasons.append(verdict.reason)
+        code = finish.code if not finish.allow else "trigger_fired"
+        return replace(finish, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
+
     def host_report(
         self,
         ledger: Ledger,
