@@ -2,11 +2,12 @@
 
 ``python -m bench.async_stall [RECORDS] [ROUNDS]`` (default 1,000 records, 4 rounds). A ticker
 task asks the loop for a 1 ms sleep over and over and notes how late each wake-up is; meanwhile
-one coroutine records RECORDS tool results (each a durable SQLite commit):
+one coroutine authorizes and records RECORDS tool calls (two durable SQLite commits each):
 
-* **A, before**: ``Gatekeeper.record`` called from the coroutine, yielding to the loop between
-  records (``await asyncio.sleep(0)``): the loop is stalled for the length of each commit.
-* **B, after**: ``await AsyncGatekeeper.record``: the commit runs on the session's worker thread.
+* **A, before**: ``Gatekeeper.authorize`` / ``.record`` called from the coroutine, yielding to
+  the loop between calls (``await asyncio.sleep(0)``): the loop stalls for each commit.
+* **B, after**: ``await AsyncGatekeeper.authorize`` / ``.record``: the commits run on the
+  session's worker thread.
 
 Rounds alternate A B A B on fresh sessions of one home, so both see the same load. Printed per
 side: the median over rounds of the worst stall, of the p99 stall, and of the wall time.
@@ -50,7 +51,9 @@ async def _round(home: Path, root: Path, session: str, records: int, use_async: 
         await asyncio.sleep(0.01)
         t0 = time.perf_counter()
         for i in range(records):
-            await agk.record(ToolCall("bash", {"command": f"pytest -q -k t{i}"}), outcome)
+            call = ToolCall("bash", {"command": f"pytest -q -k t{i}"}, f"call_{i}")
+            await agk.authorize(call)
+            await agk.record(call, outcome)
         wall = time.perf_counter() - t0
         stop.set()
         await ticker
@@ -61,7 +64,10 @@ async def _round(home: Path, root: Path, session: str, records: int, use_async: 
         await asyncio.sleep(0.01)
         t0 = time.perf_counter()
         for i in range(records):
-            gk.record(ToolCall("bash", {"command": f"pytest -q -k t{i}"}), outcome)
+            call = ToolCall("bash", {"command": f"pytest -q -k t{i}"}, f"call_{i}")
+            gk.authorize(call)
+            await asyncio.sleep(0)
+            gk.record(call, outcome)
             await asyncio.sleep(0)
         wall = time.perf_counter() - t0
         stop.set()

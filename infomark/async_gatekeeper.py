@@ -198,6 +198,7 @@ class AsyncGatekeeper:
         cwd: str | None = None,
         background_id: str | None = None,
     ) -> Evidence:
+        """Record the result of an authorized call (see :meth:`Gatekeeper.record`)."""
         return await self._run(
             self._gk.record,
             call,
@@ -215,6 +216,7 @@ class AsyncGatekeeper:
         await self._run(self._gk.approve, by=by, note=note)
 
     async def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
+        """The user accepts a changed grading file (an operator act, see the sync facade)."""
         await self._run(self._gk.approve_grading, path, by=by, note=note)
 
     async def new_turn(self, prompt: str | None = None) -> str:

@@ -269,3 +269,13 @@ def test_a_boolean_returncode_is_no_exit_status() -> None:
         returncode = True
 
     assert outcome_of(Odd()).exit_code is None
+
+
+def test_a_mapping_that_names_an_exit_code_is_only_text(gk: Gatekeeper) -> None:
+    # A tool that echoes what the agent sent: the agent cannot make it report an exit status.
+    @gk.tool(tool_class="execute")
+    def echo(**kwargs: object) -> dict[str, object]:
+        return dict(kwargs)
+
+    result = echo(returncode=0, exit_code=0, output="1 passed")
+    assert result.outcome is Outcome.OBSERVED and not result.passed

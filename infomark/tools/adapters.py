@@ -165,9 +165,7 @@ class _Adapter:
 
     def user(self, prompt: str) -> Message:
         """Start a user turn (resets the finish refusals) and return its message."""
-        context = self.session.on_prompt(prompt)
-        if inspect.isawaitable(context):
-            raise TypeError("this session is async: use `await adapter.auser(prompt)`")
+        context = _sync(self.session.on_prompt(prompt), "await adapter.auser(prompt)")
         return self._user_message(prompt, str(context or ""))
 
     async def auser(self, prompt: str) -> Message:
@@ -274,11 +272,11 @@ class _Adapter:
         return {"role": "user", "content": prompt + (("\n\n" + context) if context else "")}
 
 
-def _sync(value: Any) -> Any:
+def _sync(value: Any, instead: str = "await adapter.ahandle(response)") -> Any:
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
-            value.close()
-        raise TypeError("this session is async: use `await adapter.ahandle(response)`")
+            value.close()  # never awaited: no "coroutine was never awaited" warning
+        raise TypeError(f"this session is async: use `{instead}`")
     return value
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +295,8 @@ def test_the_async_session_drives_the_same_loop(home: Path, project: Path) -> No
             first = await agent.ahandle(anthropic(LEDGER, ("tu_1", "edit", EDIT_ARGS)))
             with pytest.raises(TypeError, match="ahandle"):
                 agent.handle(anthropic("Done."))
+            with pytest.raises(TypeError, match="auser"):
+                agent.user("again")
             done = await agent.ahandle(anthropic("Nothing to report."))
             return first, done
 
@@ -359,3 +362,32 @@ def test_the_docs_show_the_example_loop() -> None:
     loop = _between(example, "docs/python-api.md) ---", "# -- end of the loop")
     doc = (ROOT / "docs" / "python-api.md").read_text()
     assert loop.split("\n", 1)[1].strip() in doc  # the docs run the same loop
+
+
+def test_an_http_client_is_a_session_too(client: Any) -> None:
+    ran: list[str] = []
+    agent = OpenAIChat(client, _executors(ran))
+    turn = agent.handle(chat(LEDGER, ("call_h1", "edit", EDIT_ARGS)))
+    assert turn.results[0].code == "ungrounded_premises" and ran == []
+    run = agent.handle(chat("", ("call_h2", "bash", {"command": GROUND_ORACLE})))
+    assert run.results[0].passed and run.results[0].evidence is not None
+    assert run.results[0].evidence.tool_call_id == "call_h2"
+    assert client.evidence(run.results[0].ref) == run.results[0].evidence
+
+
+def test_an_async_http_client_is_a_session_too(service: Any) -> None:
+    from infomark.tools.http_client import AsyncClient
+
+    sid = f"adapter-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> Turn:
+        async with AsyncClient(service.url, token=service.token, session=sid) as c:
+
+            async def bash(call: ToolCall) -> ToolOutcome:
+                return ToolOutcome("ok", exit_code=0)
+
+            agent = AnthropicMessages(c, {"bash": bash})
+            return await agent.ahandle(anthropic("", ("tu_a", "bash", {"command": "true"})))
+
+    turn = asyncio.run(scenario())
+    assert turn.results[0].passed and turn.messages[1]["content"][0]["tool_use_id"] == "tu_a"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import socket
 import threading
 import uuid
@@ -122,15 +121,25 @@ def test_wrap_gates_an_executor_like_the_facade(client: Client) -> None:
     gated = client.wrap(run)
     client.ingest(LEDGER)
     denied = gated(EDIT)
-    assert denied.is_error and "ungrounded_premises" in str(denied.output)
+    assert denied.denied and denied.code == "ungrounded_premises" and denied.is_error
     assert ran == []  # a denied call never reaches the executor
     passed = gated(PYTEST)
-    m = re.search(r"evidence_ref=(ev_[0-9a-f]{24})", str(passed.output))
-    assert m is not None and not passed.is_error
-    client.ingest(_stamp(m.group(1)))
+    assert passed.passed and passed.ref is not None and not passed.is_error
+    assert client.evidence(passed.ref) == passed.evidence
+    client.ingest(_stamp(passed.ref))
     edited = gated(EDIT)
-    assert not edited.is_error and "[infomark evidence_ref=" in str(edited.output)
+    assert edited.allowed and edited.text.endswith(edited.evidence.tag)
     assert ran == ["Bash", "Edit"]
+
+
+def test_a_declared_class_decides_the_evidence_class_over_http(client: Client) -> None:
+    @client.tool(name="frobnicate", tool_class="execute")
+    def check() -> ToolOutcome:
+        return ToolOutcome("1 failed", exit_code=1)
+
+    result = check()
+    assert result.evidence is not None and result.evidence.evidence_class.value == "execution"
+    assert result.outcome is not None and result.outcome.value == "FAIL"
 
 
 def test_policy_channels_match_the_facade(client: Client, service: Service) -> None:

@@ -54,6 +54,7 @@ def test_decisions_evidence_and_finish_become_spans_with_the_host_call_id(
         "infomark.record Bash",
         "infomark.finish",
     }
+    assert spans["infomark.authorize Bash"]["gen_ai.tool.call.id"] == "toolu_02B"
 
     d = spans["infomark.authorize Edit"]
     assert d["gen_ai.tool.name"] == "Edit" and d["gen_ai.tool.call.id"] == "toolu_01A"
