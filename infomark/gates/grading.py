@@ -298,7 +298,7 @@ def surface(
         files[rel] = None
     for d in test_dirs:  # configuration pytest would pick up if someone created it
         files.setdefault(d + "conftest.py", None)
-    for name in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "package.json"):
+    for name in CONFIG_NAMES:  # at the root: one created later (jest.config.js …) counts
         files.setdefault(name, None)
     blobs: dict[str, str] = {}
     for rel in list(files):
@@ -362,7 +362,7 @@ def change_summary(rel: str, old: str | None, new: str | None, *, limit: int = 3
     if new is None:
         return f"{rel} deleted" if old is not None else f"{rel} unchanged"
     if old is None:
-        return f"{rel} created (it did not exist when the claim was declared)"
+        return f"{rel}: test configuration created (there was none when the claim was declared)"
     a, b = old.splitlines(), new.splitlines()
     notes: list[str] = []
     import difflib  # only to describe a changed grading file: not at hook start-up

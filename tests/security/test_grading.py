@@ -50,12 +50,20 @@ TAMPERS = [
         TEST.replace("def test_add", "import pytest\n\n\n@pytest.mark.skip\ndef test_add"),
         "skip marker added",
     ),
-    ("conftest.py", 'collect_ignore = ["test_add.py"]\n', "conftest.py created"),
-    ("pytest.ini", "[pytest]\naddopts = -k 'not test_add'\n", "pytest.ini created"),
+    (
+        "conftest.py",
+        'collect_ignore = ["test_add.py"]\n',
+        "conftest.py: test configuration created",
+    ),
+    (
+        "pytest.ini",
+        "[pytest]\naddopts = -k 'not test_add'\n",
+        "pytest.ini: test configuration created",
+    ),
     (
         "pyproject.toml",
         '[project]\nname = "x"\n\n[tool.pytest.ini_options]\naddopts = "-k nothing"\n',
-        "pyproject.toml created",
+        "pyproject.toml: test configuration created",
     ),
 ]
 
