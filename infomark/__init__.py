@@ -8,9 +8,12 @@ lark or httpx.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from infomark._version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "InfoMark": "infomark.kernel.infomark",

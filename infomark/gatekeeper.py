@@ -11,9 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from infomark.gates import watch
 from infomark.gates.authorize import BYPASS_ENV, authorize_call
@@ -22,11 +20,14 @@ from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.oracles import OracleJudge, ran_nothing
 from infomark.gates.protect import protected, session_cwd
+from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.graph import TERMINALS
+from infomark.kernel.records import dataclass, replace
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.home import default_home, ensure_private_dir
@@ -34,9 +35,12 @@ from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.sources import SourceRules
-from infomark.ledger.state import SessionState
+from infomark.ledger.state import SessionState, held_key
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
@@ -351,6 +355,19 @@ class Gatekeeper:
             grading = self._grading_target(call, cls_)
             if grading is not None:
                 decision = self._grading_hold(decision, grading)
+            input_digest = _input_digest(call)
+            approval_of = ""
+            if decision.decision is Verdict.ASK and grading is None:  # grading: --grading
+                key = held_key(call.tool, input_digest)
+                approval_of = self._ledger.state.approved_calls.get(key, "")
+                if approval_of:  # the operator approved exactly this call: it runs, once
+                    decision = replace(
+                        decision,
+                        decision=Verdict.ALLOW,
+                        code=DecisionCode.OPERATOR_APPROVED.value,
+                        reason=f"the operator approved this held call ({approval_of}, "
+                        f"{decision.code}); it runs once",
+                    )
             if self.config.unattended and unattended is None:
                 unattended = "unattended = true in the config"
             if unattended and decision.decision is Verdict.ASK:
@@ -367,7 +384,12 @@ class Gatekeeper:
             )
             payload = decision.to_dict()
             payload["tool_call_id"] = call.tool_call_id
-            payload["input_digest"] = _input_digest(call)
+            payload["input_digest"] = input_digest
+            payload["tool"] = call.tool
+            if approval_of:
+                payload["approval_of"] = approval_of
+            if decision.decision is Verdict.ASK:  # what the operator sees before approving
+                payload["held_input"] = _clip_input(call)
             if grading is not None:
                 payload["grading"] = grading
             self._ledger.emit("decision", payload)
@@ -868,6 +890,15 @@ def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decisi
     return replace(
         decision, decision=Verdict(verdict), code=code, reason=reason, bypass=False, dryrun=False
     )
+
+
+def _clip_input(call: ToolCall, limit: int = 2000) -> str:
+    """The call's input as canonical JSON, clipped, for ``infomark held``."""
+    try:
+        text = canonical_json(dict(call.input)).decode("utf-8", "replace")
+    except (TypeError, ValueError):
+        text = repr(call.input)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _input_digest(call: ToolCall) -> str:

@@ -164,9 +164,12 @@ class GatedResult:
 
 
 def denied_outcome(decision: Decision) -> ToolOutcome:
-    """The error result a denied or held call answers with (the executor did not run)."""
+    """The error result a denied or held call answers with (the executor did not run): the
+    reason, then any instruction pack the denial fired (policies' ``after_decision``)."""
     verb = "denied" if decision.decision.value == "deny" else "held for approval"
     text = f"[infomark {verb}: {decision.code}] {decision.reason}"
+    if decision.instructions:
+        text += "\n" + decision.instructions
     return ToolOutcome(output=text, error=text, is_error=True)
 
 

@@ -30,7 +30,7 @@ SYNC_HERE = {
 }
 #: Sync properties that do I/O, so the async facade has a coroutine method instead.
 PROPERTY_BECOMES_COROUTINE = {"state": "refreshes the projection from the journal"}
-#: Members the async facade adds (not on the sync one).
+#: Members the async facade adds as properties (instance attributes on the sync one).
 ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended", "host_files", "refetch"}
 
 

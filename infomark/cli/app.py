@@ -44,6 +44,7 @@ def cli() -> None:
 def _register() -> None:
     from infomark.cli import (
         commands_audit,
+        commands_eval,
         commands_fork,
         commands_gates,
         commands_ledger,
@@ -58,6 +59,7 @@ def _register() -> None:
         commands_tools.register(cli)
         commands_run.register(cli)
         commands_fork.register(cli)
+        commands_eval.register(cli)
 
 
 def run(args: list[str]) -> int:

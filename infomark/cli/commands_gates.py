@@ -1,4 +1,4 @@
-"""Gate commands: authorize, approve, finish, gate, kernel validate|render, demo."""
+"""Gate commands: authorize, approve, held, finish, gate, kernel validate|render, demo."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
         emit_json(decision.to_dict())
     else:
         click.echo(f"{decision.decision.value}: {decision.reason}")
+        if decision.instructions:  # the pack this denial fired, as the agent would read it
+            click.echo(decision.instructions)
         if decision.decision.value != "deny":
             click.echo(f"call_id: {decision.call_id}")
     if decision.decision.value == "deny":
@@ -64,9 +66,17 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
     metavar="FILE",
     help="Approve the changed grading file FILE (a test or its configuration) instead.",
 )
+@click.option(
+    "--call",
+    "decision_id",
+    default=None,
+    metavar="DECISION_ID",
+    help="Approve this held call (from `infomark held`) once, instead of the G4 plan.",
+)
 @common
-def approve(note: str, grading: str | None) -> None:
-    """Record the operator's G4 approval of the plan (or of a changed grading file).
+def approve(note: str, grading: str | None, decision_id: str | None) -> None:
+    """Record the operator's G4 approval of the plan (or of a changed grading file, or of
+    one held call with --call).
 
     An operator act: refused inside an agent's tool call (Claude Code sets CLAUDECODE=1
     in the environment of the commands it runs) and without a terminal on stdin.
@@ -79,6 +89,23 @@ def approve(note: str, grading: str | None) -> None:
             "answer Claude Code's own permission prompt, or type the approval phrase as your "
             "prompt; an agent's tool call cannot approve"
         )
+    if grading is not None and decision_id is not None:
+        raise click.UsageError("give --grading or --call, not both")
+    if decision_id is not None:
+        from infomark.cli.base import require_home
+        from infomark.ledger.holds import approve_held
+
+        require_home()
+        with open_gk() as gk:
+            held = approve_held(gk.store, decision_id, by="operator", note=note)
+        if opts()["json"]:
+            emit_json({"approved": True, "call": held.to_dict()})
+        else:
+            click.echo(
+                f"approved held call {held.decision_id} ({held.tool} {held.input}): the agent's "
+                "next identical call runs, once"
+            )
+        return
     with open_gk() as gk:
         if grading is not None:
             gk.approve_grading(grading, by="operator", note=note)
@@ -89,6 +116,31 @@ def approve(note: str, grading: str | None) -> None:
         emit_json({"approved": True, "gate": gate.position, "grading": grading})
     else:
         click.echo(f"approved {grading}" if grading else f"approved (gate {gate.position})")
+
+
+@click.command()
+@click.option("--all", "show_all", is_flag=True, help="Also list approved and used holds.")
+@common
+def held(show_all: bool) -> None:
+    """Calls the gate held for approval in --session, newest first (pending only by default)."""
+    from infomark.cli.base import require_home
+    from infomark.ledger.holds import held_calls
+
+    require_home()
+    with open_gk() as gk:
+        calls = [h for h in held_calls(gk.store) if show_all or h.status == "pending"]
+        session = gk.session
+    if opts()["json"]:
+        emit_json([h.to_dict() for h in calls])
+        return
+    if not calls:
+        click.echo(f"no {'' if show_all else 'pending '}held calls in session {session}")
+        return
+    for h in calls:
+        click.echo(f"{h.decision_id}  {h.status:8} {h.timestamp}  {h.tool} {h.input}")
+        click.echo(f"{'':22}{h.code}: {h.reason}")
+    if any(h.status == "pending" for h in calls):
+        click.echo(f"approve one with: infomark approve --session {session} --call DECISION_ID")
 
 
 @click.command()
@@ -173,5 +225,5 @@ def demo(keep: bool) -> None:
 
 
 def register(group: click.Group) -> None:
-    for cmd in (authorize, approve, finish, gate, kernel, demo):
+    for cmd in (authorize, approve, held, finish, gate, kernel, demo):
         group.add_command(cmd)

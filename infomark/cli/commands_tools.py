@@ -1,4 +1,4 @@
-"""Integration commands: install, mcp-proxy, serve, state."""
+"""Integration commands: install, doctor, mcp-proxy, serve, state."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from infomark.cli.base import common, emit_json, open_gk, opts
+from infomark.cli.base import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts
 
 __all__ = ["register"]
 
@@ -42,20 +42,45 @@ def install() -> None:
     help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
 @click.option("--uninstall", is_flag=True, help="Remove only infomark's hook entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
-    scope: str, root: Path, home: Path | None, http_url: str | None, uninstall: bool
+    scope: str,
+    root: Path,
+    home: Path | None,
+    http_url: str | None,
+    uninstall: bool,
+    as_json: bool,
 ) -> None:
-    """Merge infomark's hooks into .claude/settings.json (idempotent, keeps other hooks)."""
+    """Merge infomark's hooks into .claude/settings.json (idempotent, keeps other hooks).
+
+    Says so when nothing changed (exit 0 either way).
+    """
     from infomark.tools.install import install_claude_code, uninstall_claude_code
 
     if uninstall:
-        path = uninstall_claude_code(scope=scope, root=root)
-        click.echo(f"removed infomark hooks from {path}")
-        return
-    path = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
-    click.echo(f"installed infomark hooks into {path}")
-    if http_url:
-        click.echo(f"the hooks forward to {http_url} (token read from the home, never the env)")
+        done = uninstall_claude_code(scope=scope, root=root)
+        if not done.changed:
+            text = f"no infomark hooks in {done.path}; nothing changed"
+        else:
+            text = f"removed infomark hooks from {done.path}"
+    else:
+        done = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
+        if not done.changed:
+            text = f"infomark hooks already installed in {done.path}; nothing changed"
+        else:
+            text = f"installed infomark hooks into {done.path}"
+        if http_url:
+            text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
+    if as_json:
+        emit_json(
+            {
+                "action": "uninstall" if uninstall else "install",
+                "changed": done.changed,
+                "settings": str(done.path),
+            }
+        )
+    else:
+        click.echo(text)
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
@@ -125,6 +150,52 @@ def state(out: Path | None) -> None:
         emit_json(doc)
 
 
+@click.command()
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Project directory (its .claude/, .mcp.json and configuration).",
+)
+@click.option(
+    "--url",
+    default=None,
+    help="Also check the `infomark serve` at URL (e.g. http://127.0.0.1:8765).",
+)
+@common
+def doctor(root: Path, url: str | None) -> None:
+    """Check every installed integration: mounted, run, delivered, private. Exit 1 on a problem.
+
+    Reads only: nothing is created or changed.
+    """
+    from infomark.tools.doctor_hosts import diagnose
+
+    home = opts()["home"]
+    findings = diagnose(Path(home), root, url=url)
+    problems = sum(f.status == "problem" for f in findings)
+    warnings = sum(f.status == "warning" for f in findings)
+    if opts()["json"]:
+        emit_json(
+            {
+                "ok": problems == 0,
+                "home": str(home),
+                "root": str(root),
+                "problems": problems,
+                "warnings": warnings,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
+    else:
+        for f in findings:
+            click.echo(f"{f.status.upper():8} {f.area}: {f.message}")
+            if f.fix and f.status in ("problem", "warning"):
+                click.echo(f"{'':8} fix: {f.fix}")
+        plural = ("s" if problems != 1 else "", "s" if warnings != 1 else "")
+        click.echo(f"{problems} problem{plural[0]}, {warnings} warning{plural[1]}")
+    if problems:
+        raise CliExit(EXIT_VERIFY)
+
+
 def register(group: click.Group) -> None:
-    for cmd in (install, mcp_proxy, serve, state):
+    for cmd in (install, doctor, mcp_proxy, serve, state):
         group.add_command(cmd)

@@ -7,15 +7,17 @@ decision it returns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision
 from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
 from infomark.kernel.graph import DEFAULT_GRAPH
+from infomark.kernel.records import dataclass
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["BYPASS_ENV", "authorize_call", "grounding_hint", "no_ledger_reason", "revert_hint"]
 

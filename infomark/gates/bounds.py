@@ -8,7 +8,9 @@ Both validators read them: the pydantic model of the file
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = [
     "EXPIRES_AFTER",

@@ -10,11 +10,12 @@ tools. Hot path (hook start-up): standard library only. Shell commands are hande
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from infomark.kernel.tools import (
     INFOMARK_SERVER,
     INFOMARK_TOOL_NAMES,
-    TOOL_TABLE,
+    SHELL_TOOL_NAMES,
     Classification,
     ToolClass,
     ToolSpec,
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 #: normalised names whose ``command`` input is a shell command line (from the kernel table)
-SHELL_TOOLS: frozenset[str] = frozenset(k for k, spec in TOOL_TABLE.items() if spec.shell)
+SHELL_TOOLS: frozenset[str] = SHELL_TOOL_NAMES
 
 _OVERRIDE_ALIASES: dict[str, ToolClass] = {"meta": ToolClass.LEDGER}
 _OWN_TOOLS = frozenset(normalise_tool_name(n) for n in INFOMARK_TOOL_NAMES)
@@ -104,7 +105,14 @@ def _classify(
     by_annotation = _from_annotations(raw, mcp_annotations) if mcp_annotations else None
     if by_name is not None and by_annotation is not None:
         if by_annotation.tool_class.severity > by_name.tool_class.severity:
-            return by_annotation
+            # the stricter class wins, but what the call names (families such as
+            # `infomark`, paths, opacity) still counts for self-protection
+            return replace(
+                by_annotation,
+                families=tuple(dict.fromkeys(by_annotation.families + by_name.families)),
+                paths=tuple(dict.fromkeys(by_annotation.paths + by_name.paths)),
+                opaque=by_annotation.opaque or by_name.opaque,
+            )
         return by_name
     if by_name is not None:
         return by_name

@@ -11,11 +11,14 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.records import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PROFILES", "Config", "find_config_file", "load_config"]
 

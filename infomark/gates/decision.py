@@ -7,8 +7,12 @@ no code path falls through to allow.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
-from typing import Any
+
+from infomark.kernel.records import dataclass, field, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Decision", "FinishDecision", "Verdict"]
 

@@ -23,6 +23,7 @@ from infomark.gates.authorize import grounding_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
+from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
 
 __all__ = [
@@ -38,13 +39,13 @@ __all__ = [
 BLOCKED_TERMINALS = ("BLOCKED", "WAITING_APPROVAL", "OUT_OF_SCOPE")
 
 # Completion language on word boundaries, only for sessions that changed nothing.
-_COMPLETION = re.compile(
+_COMPLETION = lazy_compile(
     r"\b(?:done|fixed|resolved|complete[ds]?|finished|implemented|works now|"
     r"all (?:the )?tests (?:now )?pass(?:es|ed|ing)?|tests (?:now )?pass(?:es|ed|ing)?|"
     r"ready (?:to|for) (?:merge|review)|successfully)\b",
     re.IGNORECASE,
 )
-_NEGATED = re.compile(
+_NEGATED = lazy_compile(
     r"\b(?:not|n't|never|no longer|isn't|aren't|yet to be)\s+(?:\w+\s+)?$", re.IGNORECASE
 )
 

@@ -18,17 +18,17 @@ unwatchable. Standard library only (hot path).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import marshal
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from infomark.kernel.contexts import suppress
 from infomark.kernel.environ import agent_env
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "WALK_LIMIT",
@@ -166,7 +166,7 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
     except (OSError, ValueError, IndexError, struct.error):
         paths = _ls_files(top)
     if cache is not None:
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             tmp = cache.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
@@ -208,7 +208,7 @@ def mark(watch_dir: Path, key: str, *, seq: int) -> bool:
 
 
 def clear_mark(watch_dir: Path, key: str) -> None:
-    with contextlib.suppress(OSError):
+    with suppress(OSError):
         _marker(watch_dir, key).unlink()
 
 

@@ -13,7 +13,6 @@ Standard library only; file I/O, no journal access (the facade emits the events)
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -22,7 +21,10 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CONFIG_NAMES",
@@ -363,6 +365,8 @@ def change_summary(rel: str, old: str | None, new: str | None, *, limit: int = 3
         return f"{rel} created (it did not exist when the claim was declared)"
     a, b = old.splitlines(), new.splitlines()
     notes: list[str] = []
+    import difflib  # only to describe a changed grading file: not at hook start-up
+
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

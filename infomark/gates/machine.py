@@ -8,13 +8,16 @@ position is also derived from runtime evidence (auto-tracking).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from infomark.gates.config import Config
 from infomark.gates.finalize import finish_problems
 from infomark.kernel.graph import DEFAULT_GRAPH, GUARDS, TERMINALS, EdgeKind, GateGraph
+from infomark.kernel.records import dataclass
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GUARD_PREDICATES", "Move", "derived_position", "loop_budget", "plan_move"]
 

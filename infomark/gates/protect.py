@@ -29,14 +29,13 @@ docs/security.md lists what a same-user process can still do.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from infomark.gates.reach import reaches
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
 __all__ = [
@@ -60,9 +59,10 @@ _PATH_KEYS = (
     "file",
     "filename",
 )
+_COMMAND_KEYS = ("command", "cmd", "script", "shell_command", "commandLine", "command_line")
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
-_PROC = re.compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
+_PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _WALK_HINT = (
     "the gatekeeper's key and journal are off-limits to the agent. Name the directories to "
@@ -106,10 +106,19 @@ def config_sources(root: Path) -> list[str]:
     return [resolve_path(str(p), root) for p in names]
 
 
+def _which(name: str) -> str | None:
+    """``shutil.which(name)`` on POSIX, without shutil (it loads bz2 and lzma: start-up)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def installation_paths() -> list[str]:
     """infomark's own code: the package directory and the entry scripts that run it."""
     out = [str(_PACKAGE)]
-    for candidate in (shutil.which("infomark"), str(Path(sys.executable).with_name("infomark"))):
+    for candidate in (_which("infomark"), str(Path(sys.executable).with_name("infomark"))):
         if candidate and os.path.exists(candidate):
             out.append(os.path.realpath(candidate))
     return out
@@ -217,6 +226,30 @@ def _from_root(
     return replace(c, families=families, paths=paths, opaque=c.opaque or again.opaque, walks=walks)
 
 
+def _embedded_shell(
+    tool: str, tool_input: Mapping[str, object], c: Classification, root: Path
+) -> Classification:
+    """A tool that is not a known shell but takes a command line (an MCP server's
+    ``run_command``, ``execute {"cmd": …}``) is read as one too, for self-protection only:
+    ``infomark approve`` or ``cat .infomark/key`` through it is refused like through Bash."""
+    if normalise_tool_name(tool) in _shell_tools() and isinstance(
+        tool_input.get("command"), str | list
+    ):
+        return c  # the classifier read it as a shell command already
+    texts = [v for k in _COMMAND_KEYS if isinstance(v := tool_input.get(k), str) and v.strip()]
+    if not texts:
+        return c
+    from infomark.gates.shell import classify_shell
+
+    families, paths, opaque = list(c.families), list(c.paths), c.opaque
+    for text in texts:
+        seen = classify_shell(text, cwd=str(root))
+        families += [f for f in seen.families if f not in families]
+        paths += [p for p in seen.paths if p not in paths]
+        opaque = opaque or seen.opaque
+    return replace(c, families=tuple(families), paths=tuple(paths), opaque=opaque)
+
+
 def _shell_tools() -> frozenset[str]:
     from infomark.gates.classify import SHELL_TOOLS
 
@@ -244,6 +277,7 @@ def protected(
     as they are, and relative file paths resolve from it); without it, shell commands are
     also resolved from ``root`` and relative file paths resolve from ``root``.
     """
+    classification = _embedded_shell(tool, tool_input, classification, root)
     if "infomark" in classification.families:
         return (
             "deny",

@@ -22,9 +22,10 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import dataclass
 from infomark.kernel.tools import (
     Classification,
     ToolClass,
@@ -90,7 +91,7 @@ _PATH_KEYS = (
     "destination",
     "target",
 )
-_PATCH_PATH = re.compile(
+_PATCH_PATH = lazy_compile(
     r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
 )
 _INTERPRETERS = frozenset(
@@ -189,7 +190,7 @@ _CREATING = frozenset(
         "applypatch",
     }
 )
-_SHELL_META = re.compile(r"[;&|<>`$(){}\n]")
+_SHELL_META = lazy_compile(r"[;&|<>`$(){}\n]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +203,11 @@ class Scratch:
 
 
 def _temp_roots() -> tuple[str, ...]:
-    import tempfile  # lazy: only a write-class call while ungrounded needs it
-
-    roots = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - checked, not used
+    # tempfile.gettempdir()'s candidates ($TMPDIR, $TEMP, $TMP) without importing tempfile
+    # (it loads shutil, random, bz2 and lzma: hook start-up); an unwritable one is harmless
+    env = [os.environ.get(v, "") for v in ("TMPDIR", "TEMP", "TMP")]
+    roots = {"/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - checked, not used
+    roots.update(d for d in env if d and os.path.isdir(d))
     return tuple(sorted({os.path.realpath(r) for r in roots}))
 
 
@@ -223,11 +226,11 @@ def norm_key(path: str, root: Path) -> str:
     return real
 
 
-_HEREDOC = re.compile(
+_HEREDOC = lazy_compile(
     r"""^\s*cat\s+(?:>\s*(?P<f1>[^\s<>|&;]+)\s+<<-?\s*(?P<q1>['"]?)(?P<d1>\w+)(?P=q1)"""
     r"""|<<-?\s*(?P<q2>['"]?)(?P<d2>\w+)(?P=q2)\s+>\s*(?P<f2>[^\s<>|&;]+))\s*$"""
 )
-_WORD_META = re.compile(r"[;&|<`$(){}\n\\*?\[\]~]")
+_WORD_META = lazy_compile(r"[;&|<`$(){}\n\\*?\[\]~]")
 
 
 def shell_write_targets(command: str) -> tuple[tuple[str, ...], bool] | None:

@@ -11,9 +11,7 @@ and emits events, it never decides.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from infomark.gates.authorize import grounding_hint, revert_hint
 from infomark.gates.config import Config
@@ -36,11 +34,16 @@ from infomark.gates.scratch import (
     tainted_by,
     target_paths,
 )
+from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.engine import Ledger
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Cover", "after_decision", "after_record", "cover", "plan_grounded", "refresh"]
 

@@ -29,6 +29,7 @@ class DecisionCode(enum.StrEnum):
     PROTECTED_HOME = "protected_home"
     PROTECTED_CLI = "protected_cli"
     PROTECTED_CONFIG = "protected_config"
+    OPERATOR_APPROVED = "operator_approved"  # a held call the operator approved, run once
 
 
 #: the five-line claim_ledger a denial teaches (parsed by a test, so it stays valid)

@@ -12,13 +12,13 @@ that form.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 
 from infomark.kernel.errors import GraphError, UserError
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "DEFAULT_GRAPH",
@@ -105,7 +105,7 @@ GUARDS: Mapping[str, str] = MappingProxyType(
 TERMINALS: tuple[str, ...] = ("SUCCESS", "BLOCKED", "OUT_OF_SCOPE", "WAITING_APPROVAL")
 """The terminal nodes: a session that reaches one has left the gate machine."""
 
-_SEPARATORS = re.compile(r"[\s_\-:.]+")
+_SEPARATORS = lazy_compile(r"[\s_\-:.]+")
 _QUOTES = "\"'`[]()"
 
 

@@ -10,9 +10,8 @@ Standard library only.
 
 from __future__ import annotations
 
-import re
-
 from infomark.kernel.errors import UserError
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = [
     "SESSION_ID_MAX",
@@ -24,7 +23,7 @@ __all__ = [
 
 SESSION_ID_MAX = 128
 SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
-_SESSION_RE = re.compile(SESSION_PATTERN)
+_SESSION_RE = lazy_compile(SESSION_PATTERN)
 
 
 class InvalidSessionError(UserError):

@@ -14,13 +14,14 @@ comes from. Names are compared normalised (:func:`normalise_tool_name`); an MCP 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
+from collections.abc import Iterator, Mapping
+
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "INFOMARK_SERVER",
     "INFOMARK_TOOL_NAMES",
+    "SHELL_TOOL_NAMES",
     "TOOL_TABLE",
     "Classification",
     "EvidenceClass",
@@ -529,29 +530,71 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
 )
 
 
-def _build() -> dict[str, ToolSpec]:
-    table: dict[str, ToolSpec] = {}
-    for cls, evidence, hosts, flags, names in _ROWS:
-        family = flags.removeprefix("family=") if flags.startswith("family=") else ""
-        for name in names:
+def _spec(key: str, row: _Row, name: str) -> ToolSpec:
+    cls, evidence, hosts, flags, _names = row
+    return ToolSpec(
+        name=key,
+        spelling=name,
+        tool_class=cls,
+        evidence_class=evidence,
+        hosts=tuple(hosts.split()),
+        shell=flags == "shell",
+        editor=flags == "editor",
+        family=flags.removeprefix("family=") if flags.startswith("family=") else "",
+    )
+
+
+_Row = tuple[ToolClass, EvidenceClass, str, str, tuple[str, ...]]
+
+
+def _index() -> dict[str, tuple[_Row, str]]:
+    index: dict[str, tuple[_Row, str]] = {}
+    for row in _ROWS:
+        for name in row[4]:
             key = normalise_tool_name(name)
-            if key in table:
+            if key in index:
                 raise RuntimeError(f"tool table: {name!r} is listed twice")  # a test pins this
-            table[key] = ToolSpec(
-                name=key,
-                spelling=name,
-                tool_class=cls,
-                evidence_class=evidence,
-                hosts=tuple(hosts.split()),
-                shell=flags == "shell",
-                editor=flags == "editor",
-                family=family,
-            )
-    return table
+            index[key] = (row, name)
+    return index
 
 
+def _build() -> dict[str, ToolSpec]:
+    return {key: _spec(key, row, name) for key, (row, name) in _index().items()}
+
+
+class _ToolTable(Mapping[str, ToolSpec]):
+    """A read-only mapping whose rows are built on first lookup (hook start-up)."""
+
+    __slots__ = ("_index", "_specs")
+
+    def __init__(self, index: dict[str, tuple[_Row, str]]) -> None:
+        self._index = index
+        self._specs: dict[str, ToolSpec] = {}
+
+    def __getitem__(self, key: str) -> ToolSpec:
+        spec = self._specs.get(key)
+        if spec is None:
+            row, name = self._index[key]
+            spec = self._specs[key] = _spec(key, row, name)
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+
+_INDEX = _index()
 #: every tool name infomark knows, normalised, with its class and evidence class
-TOOL_TABLE: Mapping[str, ToolSpec] = MappingProxyType(_build())
+TOOL_TABLE: Mapping[str, ToolSpec] = _ToolTable(_INDEX)
+#: the normalised names whose ``command`` input is a shell command line
+SHELL_TOOL_NAMES: frozenset[str] = frozenset(
+    k for k, (row, _) in _INDEX.items() if row[3] == "shell"
+)
 
 
 def tool_table_markdown() -> str:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from infomark.kernel.errors import GraphError
 from infomark.kernel.graph import GUARDS, EdgeKind, GateGraph
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "CHECKS",

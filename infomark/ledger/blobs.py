@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 __all__ = ["BlobStore"]
 
-_CHUNK = 1 << 20  # characters per encoded chunk of a large text output
+# characters per encoded chunk of a large text output: small enough that the slice, its
+# encoding and the hash update stay in cache (paired on this machine: 1 Mi-char chunks ~70 %
+# of sha256 on the encoded bytes, 64 Ki ~70-90 %, 16 Ki ~85-100 %)
+_CHUNK = 1 << 14
 
 
 def _encoded(text: str) -> Iterator[bytes]:
@@ -68,7 +70,7 @@ class BlobStore:
     def _write(self, hexd: str, chunks: Iterable[bytes]) -> None:
         """Write ``chunks`` to a private temp file, fsync it, then rename it into place."""
         folder = self.root / hexd[:2]
-        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{secrets.token_hex(4)}"
+        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{os.urandom(4).hex()}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(tmp, flags, 0o600)

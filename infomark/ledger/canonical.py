@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from typing import Any
+
+from infomark.kernel.lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "canonical_json",
@@ -21,7 +25,7 @@ __all__ = [
 ]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_compile("[\ud800-\udfff]")
 
 
 def scrub_surrogates(text: str) -> str:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
+from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.tools import ToolClass
@@ -45,6 +44,10 @@ from infomark.ledger.semantics import (
 )
 from infomark.ledger.source_stamp import apply_source_stamp, guard_web
 from infomark.ledger.state import SessionState, apply, state_from_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Ledger", "call_digest"]
 
@@ -360,7 +363,12 @@ class Ledger:
         report = IngestReport()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         parsed = None
-        if may_contain_blocks(text):
+        # Parsed before the write lock is taken (other processes wait on that lock), and
+        # not at all when the text is already known to be a duplicate; the check under
+        # the lock decides, and parses there only in the rare case the two disagree.
+        seen = dedupe and digest in self._state.ingested
+        blocks = may_contain_blocks(text)
+        if blocks and not seen:
             from infomark.ledger.parser import parse_message
 
             parsed = parse_message(text)
@@ -370,6 +378,10 @@ class Ledger:
                 if cursor is not None:
                     self._cursor(cursor)
                 return report
+            if blocks and parsed is None:
+                from infomark.ledger.parser import parse_message
+
+                parsed = parse_message(text)
             if parsed is not None:
                 for d in parsed.diagnostics:
                     report.diagnostics.append(d.model_dump())

@@ -9,11 +9,10 @@ Standard library only (hot path).
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import dataclass
 from infomark.kernel.tools import (
     EvidenceClass,
     ToolClass,
@@ -24,6 +23,10 @@ from infomark.kernel.tools import (
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest, normalize_command
 from infomark.ledger.keys import Key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DECLARED_EVIDENCE",
@@ -38,7 +41,7 @@ __all__ = [
     "ref_for",
 ]
 
-REF_PATTERN = re.compile(r"ev_[0-9a-f]{24}")
+REF_PATTERN = lazy_compile(r"ev_[0-9a-f]{24}")
 
 
 class Outcome(enum.StrEnum):

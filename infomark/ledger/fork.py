@@ -26,11 +26,11 @@ fork twice changes nothing the second time. See docs/fork.md.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from infomark.kernel.errors import UserError, VerificationError
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.records import asdict
 from infomark.kernel.session_id import check_session_id
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from infomark.kernel.errors import UserError
+from infomark.kernel.records import dataclass
 from infomark.ledger.journal import Journal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -110,7 +111,7 @@ class Lease:
 
     def holder_dead(self) -> bool:
         """Whether the holder is a process of this host that no longer exists."""
-        if self.host != socket.gethostname() or self.pid <= 0:
+        if self.host != _hostname() or self.pid <= 0:
             return False
         try:
             os.kill(self.pid, 0)
@@ -139,9 +140,14 @@ class Delivery:
     holder: str
 
 
+def _hostname() -> str:
+    """``socket.gethostname()`` without importing socket (hook start-up): the same uname field."""
+    return os.uname().nodename
+
+
 def new_holder(kind: str = "runner") -> str:
     """A holder id unique to this process and call: ``kind:host:pid:random``."""
-    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{kind}:{_hostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def _lease(row: tuple[Any, ...] | None) -> Lease | None:
@@ -240,7 +246,7 @@ class Inbox:
         heartbeat alone.
         """
         now = self.clock()
-        host = socket.gethostname()
+        host = _hostname()
         pid = os.getpid() if pid is None else pid
         with self.journal.write() as db:
             old = self.lease(session, db)

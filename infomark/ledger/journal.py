@@ -18,22 +18,26 @@ session can later be forked and merged; the schema version lives in
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
-import random
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
+from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import StoreBusyError, StoreError
+from infomark.kernel.records import dataclass
 from infomark.ledger import manifest
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.keys import Key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "GENESIS",
@@ -49,7 +53,6 @@ SCHEMA_VERSION = 3  # 2: evidence_by_seq (streamed verification); 3: the home ma
 GENESIS = "0" * 64
 _BUSY_MS = 10_000
 _RETRIES = 5
-_T = TypeVar("_T")
 _OPEN = "cannot open the ledger at"
 _pause = time.sleep  # the back-off between retries (a test observes it)
 
@@ -92,13 +95,37 @@ class EventRow:
 _ENCODE = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 ).encode  # canonical_json's settings, built once (verification calls this per row)
+_STR = json.encoder.encode_basestring  # that encoder's string escaping (C)
+
+
+def event_body(
+    session: object, seq: object, type_: object, payload_json: object, ts: object, key_id: object
+) -> str:
+    """``canonical_json([session, seq, type, payload, ts, key_id])`` as text, the hashed body.
+
+    Rows are strings and one int, so the list is written directly with the encoder's own
+    string escaping (a third of the generic encoder's time: verification does this per
+    row); any other value goes through the generic encoder. A test pins the two equal.
+    """
+    if (
+        type(seq) is int
+        and type(session) is str
+        and type(type_) is str
+        and type(payload_json) is str
+        and type(ts) is str
+        and type(key_id) is str
+    ):
+        return (
+            f"[{_STR(session)},{seq},{_STR(type_)},{_STR(payload_json)},{_STR(ts)},{_STR(key_id)}]"
+        )
+    return _ENCODE([session, seq, type_, payload_json, ts, key_id])
 
 
 def event_hash(
     prev_hash: str, session: str, seq: int, type_: str, payload_json: str, ts: str, key_id: str
 ) -> str:
     """``sha256(prev ‖ "\\n" ‖ canonical_json([session, seq, type, payload, ts, key_id]))``."""
-    text = _ENCODE([session, seq, type_, payload_json, ts, key_id])
+    text = event_body(session, seq, type_, payload_json, ts, key_id)
     try:
         body = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: canonical_json escapes them
@@ -146,7 +173,10 @@ def loads_object(text: object) -> dict[str, Any]:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+    """UTC, ISO 8601 with milliseconds (``datetime.isoformat``'s format; no datetime import)."""
+    ns = time.time_ns()
+    secs, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rest // 1_000_000:03d}+00:00"
 
 
 def _deadline() -> float:
@@ -241,7 +271,7 @@ class Journal:
                     raise StoreError(f"{what} {self.path}: {exc}") from exc
                 if time.monotonic() >= deadline:
                     raise self._busy_error(exc) from exc
-                _pause(pause * (0.5 + random.random()))  # noqa: S311 - jitter, not crypto
+                _pause(pause * (0.5 + os.urandom(1)[0] / 256))  # jitter
                 pause = min(pause * 2, 0.05)
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{what} {self.path}: {exc}") from exc

@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from infomark.kernel.errors import KeyFileError
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.home import ensure_private_dir
 
 __all__ = ["KEY_ENV", "Key", "check_private", "load_key", "write_private"]
@@ -62,7 +61,7 @@ def write_private(path: Path, data: bytes) -> bool:
     Writes a private temp file, then links it into place, so a concurrent creator
     loses cleanly and no reader ever sees a half-written secret.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -91,7 +90,7 @@ def load_key(home: Path, *, create: bool = True) -> Key:
         if not create:
             raise KeyFileError(f"no key at {path}; run `infomark init`")
         ensure_private_dir(home)
-        secret = secrets.token_bytes(_KEY_BYTES)
+        secret = os.urandom(_KEY_BYTES)
         if write_private(path, secret):
             return Key.from_bytes(secret)
     check_private(path)

@@ -9,9 +9,11 @@ fork; it is checked against the ancestor's own journal, never copied. Standard l
 
 from __future__ import annotations
 
-from typing import Any
-
 from infomark.ledger.journal import Journal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_DEPTH", "ancestry", "fork_origin", "inherits", "issued_in"]
 

@@ -33,9 +33,8 @@ more than the length of one line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Literal
 
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.locate_keys import (
     BLOCK_KEYWORDS,
     KeyAt,
@@ -45,6 +44,10 @@ from infomark.ledger.locate_keys import (
     may_contain_blocks,
 )
 from infomark.ledger.locate_suspects import Suspect, Suspects
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "BLOCK_KEYWORDS",

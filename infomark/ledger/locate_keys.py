@@ -14,7 +14,8 @@ can report (blocks, and the "looks like a ledger" diagnostics).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from infomark.kernel.records import dataclass
 
 __all__ = [
     "BLOCK_KEYWORDS",

@@ -10,8 +10,7 @@ heading that names a ledger when no block follows it, and ledger-only keys
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from infomark.kernel.records import dataclass
 from infomark.ledger.locate_keys import BLOCK_KEYWORDS, LEDGER_HINT_KEYS, loose_key
 
 __all__ = ["Suspect", "Suspects"]

@@ -22,13 +22,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
+import os
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from infomark.ledger.keys import Key, write_private
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "SCHEMA",
@@ -75,7 +78,7 @@ def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
 def init_manifest(db: sqlite3.Connection, key: Key) -> str:
     """Inside the schema transaction: give the ledger a db_id and a manifest of its heads."""
     row = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
-    db_id = str(row[0]) if row else secrets.token_hex(8)
+    db_id = str(row[0]) if row else os.urandom(8).hex()
     db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('db_id', ?)", (db_id,))
     if db.execute("SELECT 1 FROM home_manifest").fetchone() is None:
         db.execute(

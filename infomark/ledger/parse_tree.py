@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
+
+from infomark.kernel.records import dataclass
 
 if TYPE_CHECKING:
     from lark import Lark, Token, Transformer

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
+from infomark.kernel.records import dataclass
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.canonical import sha256_hex
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
@@ -22,7 +21,10 @@ from infomark.ledger.report import IngestReport
 from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import ClaimState, SessionState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from infomark.ledger.blocks import DivergenceBlock, LedgerBlock, StampBlock
 
 __all__ = [
@@ -52,18 +54,25 @@ class LedgerRules:
     ran_nothing: Callable[[bytes], bool] | None = None
 
 
-class LedgerContext(Protocol):
-    """What the semantics need from the engine."""
+if TYPE_CHECKING:
 
-    @property
-    def state(self) -> SessionState: ...
-    @property
-    def rules(self) -> LedgerRules: ...
-    @property
-    def root(self) -> Path: ...
-    def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
-    def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
-    def output_of(self, ev: Evidence) -> bytes | None: ...
+    class LedgerContext(Protocol):
+        """What the semantics need from the engine."""
+
+        @property
+        def state(self) -> SessionState: ...
+        @property
+        def rules(self) -> LedgerRules: ...
+        @property
+        def root(self) -> Path: ...
+        def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
+        def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
+        def output_of(self, ev: Evidence) -> bytes | None: ...
+
+else:
+
+    class LedgerContext:
+        """What the semantics need from the engine (a ``typing.Protocol`` when type checking)."""
 
 
 def text_hash(text: str) -> str:

@@ -10,16 +10,20 @@ Upper layers keep their own state under ``policy`` through the generic
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.records import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = [
     "ClaimState",
     "SessionState",
     "StampState",
     "apply",
+    "held_key",
     "policy_patch",
     "state_from_dict",
 ]
@@ -118,6 +122,9 @@ class SessionState:
     violation_seq: int = 0
     # A fork (docs/fork.md): rows 2..shift_until are copies whose logical seq is row - 1.
     shift_until: int = 0
+    # held calls the operator approved (`infomark approve --call`): "tool\0input digest" →
+    # the decision id that held it; each is used once
+    approved_calls: dict[str, str] = field(default_factory=dict)
     v: int = STATE_VERSION
 
     # -- views -------------------------------------------------------------------
@@ -166,7 +173,7 @@ def state_from_dict(data: Mapping[str, Any]) -> SessionState:
 
 # -- reducer -----------------------------------------------------------------------
 
-Reducer = Callable[[SessionState, int, Mapping[str, Any]], None]
+Reducer: TypeAlias = "Callable[[SessionState, int, Mapping[str, Any]], None]"
 _REDUCERS: dict[str, Reducer] = {}
 
 
@@ -318,6 +325,8 @@ def _contradictions(state: SessionState, seq: int, record: Mapping[str, Any]) ->
 
 @_reducer("decision")
 def _decision(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    if p.get("approval_of"):  # an approved held call ran: its approval is spent
+        state.approved_calls.pop(held_key(str(p.get("tool")), str(p.get("input_digest"))), None)
     call_id = p.get("call_id")
     if not call_id or (p.get("decision") == "deny" and not p.get("dryrun")):
         return  # a denied call never runs: nothing may be recorded for it
@@ -411,6 +420,16 @@ def _gate(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
 def _approval(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     state.approved_seq = seq
     state.approval_turn = state.turn
+
+
+@_reducer("call_approved")
+def _call_approved(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.approved_calls[held_key(str(p["tool"]), str(p["input_digest"]))] = str(p["decision_id"])
+
+
+def held_key(tool: str, input_digest: str) -> str:
+    """The key of an approved held call: the same tool with the same input, exactly."""
+    return f"{tool}\x00{input_digest}"
 
 
 @_reducer("turn_started")

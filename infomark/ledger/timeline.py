@@ -12,9 +12,9 @@ changed and the final message. ``infomark audit``, ``infomark report`` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
 from infomark.ledger.journal import EventRow

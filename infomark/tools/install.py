@@ -19,6 +19,7 @@ import os
 import shlex
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from infomark.kernel.errors import UserError
 __all__ = [
     "BLOCK_ON_FAILURE",
     "HOOK_EVENTS",
+    "Installed",
     "check_service",
     "install_claude_code",
     "settings_path",
@@ -46,6 +48,14 @@ HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
 )
 _MARK_CMD = " hook claude-code"
 _MARK_URL = "/v1/hooks/claude-code"
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What ``install`` / ``uninstall`` did: the settings file, and whether it changed."""
+
+    path: Path
+    changed: bool
 
 
 def settings_path(scope: str, root: Path) -> Path:
@@ -124,10 +134,15 @@ def install_claude_code(
     root: Path,
     home: Path | None = None,
     http_url: str | None = None,
-) -> Path:
-    """Add infomark's hooks (command, or http to a running service); returns the file."""
+) -> Installed:
+    """Add infomark's hooks (command, forwarding to a service with ``http_url``).
+
+    The file is written only when its content changes: installing twice leaves it as it
+    was (``changed`` is False the second time).
+    """
     path = settings_path(scope, root)
-    data = _strip(_load(path))
+    before = _load(path)
+    data = _strip(json.loads(json.dumps(before)))
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UserError(f"{path}: 'hooks' must be an object; nothing was changed")
@@ -146,8 +161,10 @@ def install_claude_code(
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
+    if path.exists() and data == before:
+        return Installed(path, changed=False)
     _save(path, data)
-    return path
+    return Installed(path, changed=True)
 
 
 def check_service(url: str, home: Path) -> None:
@@ -188,8 +205,14 @@ def check_service(url: str, home: Path) -> None:
         ) from None
 
 
-def uninstall_claude_code(*, scope: str = "project", root: Path) -> Path:
+def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:
+    """Remove only infomark's hook entries; the file is untouched when it has none."""
     path = settings_path(scope, root)
-    if path.exists():
-        _save(path, _strip(_load(path)))
-    return path
+    if not path.exists():
+        return Installed(path, changed=False)
+    before = _load(path)
+    data = _strip(json.loads(json.dumps(before)))
+    if data == before:
+        return Installed(path, changed=False)
+    _save(path, data)
+    return Installed(path, changed=True)

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,14 @@ if TYPE_CHECKING:
     from infomark.gates.decision import Decision
     from infomark.tools.protocol import LedgerTools
 
-__all__ = ["STARTUP_TIMEOUT_S", "GatekeeperProxy", "main", "outcome_of", "run_proxy"]
+__all__ = [
+    "STARTUP_TIMEOUT_S",
+    "GatekeeperProxy",
+    "hold_note",
+    "main",
+    "outcome_of",
+    "run_proxy",
+]
 
 STARTUP_TIMEOUT_S = 120.0
 """How long the downstream server may take to start and answer its first listing."""
@@ -280,14 +288,21 @@ def _appended(result: types.CallToolResult, texts: list[str]) -> types.CallToolR
 def _denial(decision: Decision) -> types.CallToolResult:
     from infomark.tools.executor import denied_outcome
 
-    text = str(denied_outcome(decision).output).rstrip()
     if decision.decision.value == "ask":
-        text += (
-            ("" if text.endswith(".") else ".")
-            + " An MCP proxy cannot put the question to the user, so the call was not run; "
-            "ask the user to approve it outside this session."
-        )
-    return _text_result(text, is_error=True)
+        reason = decision.reason.rstrip()
+        reason += ("" if reason.endswith(".") else ".") + " " + hold_note(decision)
+        decision = replace(decision, reason=reason)
+    return _text_result(str(denied_outcome(decision).output).rstrip(), is_error=True)
+
+
+def hold_note(decision: Decision) -> str:
+    """What the agent is told about a held call: who can approve it, and how."""
+    return (
+        "An MCP proxy cannot put the question to the user, so the call was not run. The "
+        f"operator can approve it outside this session (`infomark held`, then `infomark "
+        f"approve --call {decision.decision_id}`); then call it again with exactly the same "
+        "arguments. You cannot approve it yourself."
+    )
 
 
 def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:

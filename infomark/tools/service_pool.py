@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +26,7 @@ import anyio.to_thread
 
 from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.journal import Journal
 from infomark.ledger.keys import load_key
 from infomark.tools.protocol import SessionLike

@@ -14,7 +14,8 @@ Beyond tools it serves the rest of MCP the proxy must forward: the resource
 ``review`` and completions of ``name`` for both. ``--collide`` adds a tool named
 ``infomark_status``, which the proxy's own tool of that name must shadow; ``--secret PATH``
 adds the resource ``file://PATH`` that returns that file (the proxy must refuse to read
-its own home through it).
+its own home through it); ``--shell`` adds ``run_command`` (no hints: runs one command line
+with bash in NOTES_DIR, the agent's shell behind MCP).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class CheckResult(TypedDict):
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
-def build_server(notes: Path, *, collide: bool = False, secret: Path | None = None) -> MCPServer:
+def build_server(
+    notes: Path, *, collide: bool = False, secret: Path | None = None, shell: bool = False
+) -> MCPServer:
     srv = MCPServer("infomark-test-downstream")
 
     def _note(name: str) -> Path:
@@ -155,6 +158,18 @@ def build_server(notes: Path, *, collide: bool = False, secret: Path | None = No
             """A file outside NOTES_DIR (the proxy must not let it be read)."""
             return path.read_text(encoding="utf-8", errors="replace")
 
+    if shell:
+
+        @srv.tool()
+        def run_command(command: str) -> str:
+            """Run COMMAND with bash in NOTES_DIR; stdout and stderr, then the exit code."""
+            import subprocess
+
+            proc = subprocess.run(
+                ["bash", "-c", command], cwd=notes, capture_output=True, text=True, check=False
+            )
+            return f"{proc.stdout}{proc.stderr}exit {proc.returncode}"
+
     if collide:
 
         @srv.tool(name="infomark_status")
@@ -170,4 +185,6 @@ if __name__ == "__main__":
     notes_dir.mkdir(parents=True, exist_ok=True)
     rest = sys.argv[2:]
     secret_path = Path(rest[rest.index("--secret") + 1]) if "--secret" in rest else None
-    build_server(notes_dir, collide="--collide" in rest, secret=secret_path).run()
+    build_server(
+        notes_dir, collide="--collide" in rest, secret=secret_path, shell="--shell" in rest
+    ).run()

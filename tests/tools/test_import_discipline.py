@@ -6,8 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from conftest import Service
 
 HEAVY = (
     "lark",
@@ -35,10 +39,11 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 """
 
 
-def _run(project: Path, payload: dict[str, object]) -> dict[str, object]:
+def _run(project: Path, payload: dict[str, object], *args: str) -> dict[str, object]:
     payload = {"session_id": "imp", "cwd": str(project), "transcript_path": "", **payload}
+    script = _SCRIPT.replace('["hook", "claude-code"]', repr(["hook", "claude-code", *args]))
     proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(payload)],
+        [sys.executable, "-c", script, json.dumps(payload)],
         capture_output=True,
         text=True,
         cwd=project,
@@ -47,6 +52,93 @@ def _run(project: Path, payload: dict[str, object]) -> dict[str, object]:
     )
     result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+# Standard-library modules the hook once imported and no longer needs: each costs start-up
+# time in a process that lives for one tool call (docs/performance.md, "the hook's cold start").
+SLOW_STDLIB = (
+    "dataclasses",  # inspect, ast, tokenize, dis: infomark.kernel.records instead
+    "inspect",
+    "ast",
+    "tokenize",
+    "typing",  # annotations only (TYPE_CHECKING); the Policy protocol loads it on use
+    "contextlib",  # infomark.kernel.contexts
+    "shutil",  # bz2, lzma, zlib
+    "bz2",
+    "lzma",
+    "secrets",  # os.urandom
+    "random",
+    "uuid",  # platform, socket
+    "socket",
+    "platform",
+    "subprocess",
+    "copy",
+    "email",
+    "logging",
+    "tempfile",
+)
+
+# Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
+# added to this path is a start-up cost: add it here deliberately, or import it lazily.
+PRETOOL_MODULES = {
+    "infomark",
+    "infomark._version",
+    "infomark.cli",
+    "infomark.cli.entry",
+    "infomark.gatekeeper",
+    "infomark.gates",
+    "infomark.gates.authorize",
+    "infomark.gates.classify",
+    "infomark.gates.config",
+    "infomark.gates.decision",
+    "infomark.gates.fingerprint",
+    "infomark.gates.grading",
+    "infomark.gates.oracles",
+    "infomark.gates.protect",
+    "infomark.gates.reach",
+    "infomark.gates.scratch",
+    "infomark.gates.watch",
+    "infomark.kernel",
+    "infomark.kernel.contexts",
+    "infomark.kernel.decisions",
+    "infomark.kernel.environ",
+    "infomark.kernel.errors",
+    "infomark.kernel.graph",
+    "infomark.kernel.infomark",
+    "infomark.kernel.lazyre",
+    "infomark.kernel.reasons",
+    "infomark.kernel.records",
+    "infomark.kernel.session_id",
+    "infomark.kernel.tools",
+    "infomark.ledger",
+    "infomark.ledger.blobs",
+    "infomark.ledger.calls",
+    "infomark.ledger.canonical",
+    "infomark.ledger.engine",
+    "infomark.ledger.evidence",
+    "infomark.ledger.home",
+    "infomark.ledger.journal",
+    "infomark.ledger.keys",
+    "infomark.ledger.lineage",
+    "infomark.ledger.manifest",
+    "infomark.ledger.report",
+    "infomark.ledger.semantics",
+    "infomark.ledger.state",
+    "infomark.tools",
+    "infomark.tools.hooks",
+    "infomark.tools.hooks.answer",
+    "infomark.tools.hooks.claude_code",
+    "infomark.tools.hooks.dispatch",
+    "infomark.tools.hooks.failsafe",
+    "infomark.tools.hooks.inbox",
+    "infomark.tools.hooks.transcript",
+    "infomark.tools.hooks.where",
+}
+
+
+def _slow(modules: object) -> list[str]:
+    assert isinstance(modules, list)
+    return sorted(m for m in modules if m in SLOW_STDLIB)
 
 
 def _heavy(modules: object) -> list[str]:
@@ -74,6 +166,18 @@ def test_hook_decision_path_imports_no_heavy_dependency(
     result = _run(project, payload)
     assert result["code"] == 0
     assert _heavy(result["modules"]) == []
+    assert _slow(result["modules"]) == []
+
+
+def test_steady_state_pretooluse_loads_exactly_the_pinned_modules(project: Path) -> None:
+    payload = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": "a"},
+    }
+    modules = _run(project, payload)["modules"]
+    assert isinstance(modules, list)
+    assert {m for m in modules if m.split(".")[0] == "infomark"} == PRETOOL_MODULES
 
 
 def test_bash_adds_only_tree_sitter(project: Path) -> None:
@@ -117,3 +221,19 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
         },
     )
     assert "lark" in _heavy(result["modules"])  # needed, so loaded: the lazy path works
+
+
+def test_the_forwarding_hook_loads_neither_urllib_nor_the_local_hook(service: Service) -> None:
+    payload = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": "a"},
+    }
+    result = _run(service.project, payload, "--url", service.url, "--home", str(service.home))
+    modules = result["modules"]
+    assert result["code"] == 0 and result["out"] == ""  # the service allowed it
+    assert isinstance(modules, list)
+    assert "urllib.request" not in modules  # urllib.parse comes with pathlib
+    assert not [m for m in modules if m.split(".")[0] in ("http", "email", "ssl")]
+    assert "infomark.tools.hooks.claude_code" not in modules  # only on the local fallback
+    assert "infomark.gatekeeper" not in modules

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import Service
-
 from infomark.ledger.calls import ToolCall
 from infomark.tools.http_client import Client
+from tests.tools.conftest import Service
 
 
 def test_authorize_takes_the_session_cwd(service: Service, session_id: str) -> None:

@@ -20,7 +20,6 @@ from infomark.gates.policies.context import (
 from infomark.gates.policies.registry import (
     DEFAULT_PACKS,
     ENTRY_POINT_GROUP,
-    Policy,
     available_policies,
     register_policy,
 )
@@ -28,6 +27,19 @@ from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime
 from infomark.gates.policies.settings import PolicySettings, validate_policy_config
 from infomark.gates.policies.triggers import TriggerSpec
 from infomark.gates.policies.view import context_view, state_document
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from infomark.gates.policies.registry import Policy
+else:
+
+    def __getattr__(name):  # ``Policy`` (a typing.Protocol) loads typing: only when used
+        if name == "Policy":
+            from infomark.gates.policies import registry
+
+            return registry.Policy
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ALL_PHASES",

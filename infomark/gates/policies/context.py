@@ -9,14 +9,17 @@ Standard library only (this runs inside the host's hook process).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from infomark.gates.decision import Decision, FinishDecision
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ALL_PHASES",

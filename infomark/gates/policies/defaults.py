@@ -9,12 +9,15 @@ user prompts. Thresholds, severities and expiry are defaults that
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
 
 from infomark.gates.finalize import claims_completion, fresh_exact_claims
 from infomark.gates.policies.context import HookResult, TurnContext
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = [
     "DEFAULT_POLICIES",

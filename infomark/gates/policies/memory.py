@@ -10,9 +10,12 @@ library only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from infomark.ledger.state import ClaimState, SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MEMORY_FIELDS", "build_memory", "merge_memory"]
 

@@ -13,12 +13,15 @@ evidence and recent failures, each bounded. Standard library only.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
-from typing import Any
 
 from infomark.gates.policies.context import ToolResult
 from infomark.gates.policies.paths import call_paths, rel_path
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.report import IngestReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ToolFacts",

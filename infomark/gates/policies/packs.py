@@ -14,8 +14,12 @@ a journal event for the caller to emit. State is plain JSON in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+
+from infomark.kernel.records import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = ["CALLS_PER_TURN", "PACK_TEXT_MAX", "PackBoard", "PackOffer", "render_pack"]
 
@@ -24,7 +28,7 @@ PACK_TEXT_MAX = 320
 #: Tool calls that age a pack as much as one user prompt does.
 CALLS_PER_TURN = 25
 
-Event = tuple[str, dict[str, Any]]
+Event: TypeAlias = "tuple[str, dict[str, Any]]"
 
 
 def render_pack(pack: Mapping[str, Any]) -> str:

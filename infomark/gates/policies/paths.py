@@ -13,7 +13,10 @@ import functools
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["any_match", "call_paths", "glob_match", "rel_path"]
 

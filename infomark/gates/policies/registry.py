@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
 
 from infomark.gates.policies.context import ALL_PHASES, PackSettings
 from infomark.gates.policies.defaults import DEFAULT_POLICIES
 from infomark.gates.policies.settings import PolicySettings
 from infomark.kernel.errors import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+    @runtime_checkable
+    class Policy(Protocol):
+        """The one required attribute; phase methods are looked up by name."""
+
+        name: str
+
 
 __all__ = [
     "DEFAULT_PACKS",
@@ -38,14 +48,24 @@ __all__ = [
 ENTRY_POINT_GROUP = "infomark.policies"
 DEFAULT_PACKS: tuple[str, ...] = tuple(p.name for p in DEFAULT_POLICIES)
 
-Factory = Callable[[], Any]
+Factory: TypeAlias = "Callable[[], Any]"
 
+if not TYPE_CHECKING:
 
-@runtime_checkable
-class Policy(Protocol):
-    """The one required attribute; phase methods are looked up by name."""
+    def __getattr__(name):  # PEP 562: typing loads only when ``Policy`` is used (hook start-up)
+        if name != "Policy":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Protocol, runtime_checkable
 
-    name: str
+        @runtime_checkable
+        class Policy(Protocol):
+            """The one required attribute; phase methods are looked up by name."""
+
+            name: str
+
+        Policy.__module__, Policy.__qualname__ = __name__, "Policy"
+        globals()["Policy"] = Policy
+        return Policy
 
 
 _REGISTERED: dict[str, Factory] = {p.name: p for p in DEFAULT_POLICIES}

@@ -18,13 +18,10 @@ Where each method belongs (the Gatekeeper calls them):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
 
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, FinishDecision
@@ -57,11 +54,16 @@ from infomark.gates.policies.triggers import (
     start_prompt,
 )
 from infomark.kernel.errors import UserError
+from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import policy_patch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = ["POLICY_KEYS", "PolicyRuntime"]
 
@@ -79,7 +81,7 @@ _NOTES_CAP = 8
 _CUSTOM_STATE_MAX = 2000
 _MEMORY_PHASES = ("before_model_call", "after_model_response", "after_tool_batch")
 
-Event = tuple[str, dict[str, Any]]
+Event: TypeAlias = "tuple[str, dict[str, Any]]"
 
 
 @dataclass(slots=True)
@@ -423,6 +425,8 @@ class PolicyRuntime:
             if not blob:
                 work.custom.pop(name, None)
             elif len(repr(blob)) <= _CUSTOM_STATE_MAX:
+                import copy  # rare (custom policy state): not at hook start-up
+
                 work.custom[name] = copy.deepcopy(blob)
             else:
                 work.board.notes.append(f"{name}: state over {_CUSTOM_STATE_MAX} chars dropped")

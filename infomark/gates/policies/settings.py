@@ -11,8 +11,6 @@ because a :class:`~infomark.gates.config.Config` may also be built in code.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from infomark.gates.bounds import (
     EXPIRES_AFTER,
@@ -27,6 +25,11 @@ from infomark.gates.config import Config
 from infomark.gates.policies.context import PackSettings
 from infomark.gates.policies.triggers import TriggerSpec, parse_triggers
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.records import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PolicySettings", "validate_policy_config"]
 

@@ -16,13 +16,16 @@ The state lives in ``state.policy["triggers"]`` as plain JSON. Standard library 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from infomark.gates.policies.paths import any_match, glob_match
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.records import dataclass, field
 from infomark.ledger.state import SessionState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = [
     "WHEN_KEYS",
@@ -40,7 +43,7 @@ WHEN_KEYS = ("file_written", "file_edited", "tool_used", "claim_status", "after"
 _DELTA_CAP = 64
 _PROMPT_MAX = 4000
 
-Event = tuple[str, dict[str, Any]]
+Event: TypeAlias = "tuple[str, dict[str, Any]]"
 
 
 @dataclass(frozen=True, slots=True)

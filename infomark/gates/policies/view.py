@@ -13,7 +13,6 @@ state as one JSON document (seed 000's ``state.json``). Neither emits anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from infomark.gates.policies.memory import MEMORY_FIELDS
 from infomark.gates.policies.metrics import new_metrics, new_working_set
@@ -22,7 +21,10 @@ from infomark.gates.policies.triggers import trigger_metrics
 from infomark.ledger.carry import claim_tag, evidence_tag, summary_tag
 from infomark.ledger.state import SessionState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from infomark.gates.policies.settings import PolicySettings
 
 __all__ = [

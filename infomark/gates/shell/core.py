@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from infomark.gates.shell.globbing import GLOB_BUDGET
+from infomark.kernel.records import dataclass, field
 from infomark.kernel.tools import Classification, ToolClass, Walk
 
 if TYPE_CHECKING:

@@ -4,13 +4,13 @@ opaque (modify) unless it can be read, in-place edit flags modify, a script runs
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.pycode import analyse_python
 from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
 from infomark.gates.shell.wrappers import _code_on_stdin
+from infomark.kernel.records import dataclass
 
 __all__ = ["INTERPRETERS", "_SHELLS", "Interpreter", "_h_interpreter", "_h_pwsh", "_h_shell"]
 

@@ -10,11 +10,11 @@ row; adding a package manager is adding a row to :data:`MANAGERS`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.words import Arg, _first_positional, _skip_options, _static
 from infomark.gates.shell.wrappers import _h_exec_tool, _run_rest
+from infomark.kernel.records import dataclass, field
 
 __all__ = ["MANAGERS", "Manager", "handle", "handle_pacman"]
 

@@ -16,9 +16,9 @@ Code that mentions ``infomark`` is reported, so self-invocation through Python i
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 from infomark.gates.shell.core import ws
+from infomark.kernel.records import dataclass, field
 
 __all__ = ["PyVerdict", "analyse_python"]
 

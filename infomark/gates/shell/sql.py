@@ -4,10 +4,10 @@ and destructive statements (``db``), from arguments, ``-f`` files, here-docs and
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from infomark.gates.shell.core import SQL_FILE_LIMIT, Env, read_small, ws
 from infomark.gates.shell.words import Arg, _scan
+from infomark.kernel.records import dataclass, field
 
 __all__ = ["_h_mysql", "_h_psql", "_h_sqlite"]
 

@@ -6,8 +6,11 @@ user's own permission prompt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from infomark.kernel.records import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_TEXT", "HookAnswer", "block", "context", "deny", "verdict"]
 

@@ -15,17 +15,16 @@ closed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import re
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from infomark.gates.config import Config
+from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
 from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
@@ -38,15 +37,19 @@ from infomark.tools.hooks.failsafe import (
     unattended_host,
     unreadable_answer,
 )
+from infomark.tools.hooks.where import hook_paths
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
 LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
-_EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
+_EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
 
@@ -234,7 +237,10 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
-        return verdict(decision.decision.value, decision.reason)
+        reason = decision.reason
+        if decision.instructions:  # the pack this denial fired reaches the model with it
+            reason += "\n\n" + decision.instructions
+        return verdict(decision.decision.value, reason)
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 
@@ -289,17 +295,7 @@ def _profile(root: Path, home: Path) -> str:
         return "ledger"
 
 
-def _where(payload: object, home: Path | None, root: Path | None) -> tuple[Path, Path]:
-    if root is None:
-        project_dir = os.environ.get("CLAUDE_PROJECT_DIR")
-        cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        if project_dir:
-            root = Path(project_dir)
-        elif isinstance(cwd, str) and cwd and "\x00" not in cwd:
-            root = Path(cwd)
-        else:
-            root = Path.cwd()
-    return home or Path(os.environ.get("INFOMARK_HOME") or root / ".infomark"), root
+_where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
 
 
 def _malformed(payload: dict[str, Any]) -> str | None:
@@ -400,5 +396,5 @@ def handle(
         return answer
     finally:
         if gk is not None and gk is not gatekeeper:
-            with contextlib.suppress(Exception):  # a broken store must not undo the answer
+            with suppress(Exception):  # a broken store must not undo the answer
                 gk.close()

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import hmac
 import os
-import re
 from pathlib import Path
-from typing import Any
 
 from infomark.kernel.errors import (
     ConfigError,
@@ -29,7 +27,12 @@ from infomark.kernel.errors import (
     StoreError,
     VerificationError,
 )
+from infomark.kernel.lazyre import lazy_compile
 from infomark.tools.hooks.answer import HookAnswer, block, deny
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ENFORCING",
@@ -46,7 +49,7 @@ __all__ = [
 
 ENFORCING = ("ledger", "strict")
 _BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
-_EVENT = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
+_EVENT = lazy_compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
 _UNATTENDED_MODES = ("bypassPermissions", "dontAsk")
 
 

@@ -12,7 +12,10 @@ left alone. Never raises: the inbox must not break a hook.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper

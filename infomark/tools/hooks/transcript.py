@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from infomark.kernel.records import dataclass
 
 __all__ = ["HEAD_TAG", "TranscriptChunk", "read_new_text"]
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.gates.config import Config
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import render_protocol
 from infomark.kernel.tools import ToolClass
@@ -90,12 +91,15 @@ class Runner:
         parent: str | None = None,
         echo: Callable[[str], None] | None = None,
         profile: str | None = None,
+        config: Config | None = None,
     ) -> None:
         self.spec = spec
         self.home = Path(home)
         self.root = Path(root)
         self.raw_session = session
-        self.gk = Gatekeeper.open(self.home, session, root=self.root, profile=profile)
+        self.gk = Gatekeeper.open(
+            self.home, session, root=self.root, profile=profile, config=config
+        )
         self.session = self.gk.session
         self.inbox = Inbox(self.gk.store.journal)
         self.holder = new_holder("runner")

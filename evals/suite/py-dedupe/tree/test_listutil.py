@@ -1,0 +1,4 @@
+from listutil import dedupe
+
+assert dedupe(["b", "a", "b", "c"]) == ["b", "a", "c"]
+print("ok")

@@ -1,0 +1,4 @@
+from slug import slugify
+
+assert slugify("Hello, World!") == "hello-world"
+print("ok")

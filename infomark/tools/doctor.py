@@ -1,0 +1,333 @@
+"""``infomark doctor``: is every installed integration mounted, running and safe?
+
+:func:`infomark.tools.doctor_hosts.diagnose` reads, never writes: the ledger home (its
+modes, its key, its journal), the configuration, the environment, and the hosts' own files
+(Claude Code's settings and transcripts, MCP clients' server lists). Each
+:class:`Finding` is ``ok``, ``info``, ``warning`` or ``problem``; a problem says how to fix
+it. Whether the agent's tools could read the key or the token is asked of the real
+classifier and self-protection rules, with the commands an agent would try.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "STATUSES",
+    "Activity",
+    "Finding",
+    "config_findings",
+    "environment_findings",
+    "home_findings",
+    "journal_activity",
+    "reach_findings",
+]
+
+STATUSES = ("ok", "info", "warning", "problem")
+_SECRETS = ("key", "token", "signing_key")
+_STORE = ("ledger.db", "ledger.db-wal", "ledger.db-shm")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing doctor checked: where, what it found, and how to fix a problem."""
+
+    area: str  # home, config, environment, claude-code, mcp, service
+    check: str  # a stable id, e.g. home_private
+    status: str  # one of STATUSES
+    message: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "area": self.area,
+            "check": self.check,
+            "status": self.status,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class Activity:
+    """What the journal says about the sessions each host drove."""
+
+    sessions: list[Any] = field(default_factory=list)  # SessionStory, newest first
+    errors: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)  # (seq, type, text)
+    refs: dict[str, list[str]] = field(default_factory=dict)  # evidence refs, in order
+    packs: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # fired by denials
+    readable: bool = True
+    why: str = ""
+
+    def of_host(self, host: str) -> list[Any]:
+        return [s for s in self.sessions if s.host == host]
+
+    def named(self, session: str) -> Any | None:
+        return next((s for s in self.sessions if s.session == session), None)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def home_findings(home: Path, root: Path) -> list[Finding]:
+    """The home: it exists, it is private, its secrets are 0600 and out of the agent's reach."""
+    out: list[Finding] = []
+    if not (home / "ledger.db").is_file():
+        out.append(
+            Finding(
+                "home",
+                "home_exists",
+                "problem",
+                f"no ledger home at {home}",
+                f"create it with `infomark init --home {shlex.quote(str(home))}`, or pass the "
+                "--home your integrations use",
+            )
+        )
+        return out
+    mode = _mode(home)
+    if mode & 0o077:
+        out.append(
+            Finding(
+                "home",
+                "home_private",
+                "problem",
+                f"{home} is mode {mode:o}: other users can list or read the journal and keys",
+                f"chmod 700 {shlex.quote(str(home))}",
+            )
+        )
+    else:
+        out.append(Finding("home", "home_private", "ok", f"{home} is private (mode {mode:o})"))
+    names = _SECRETS + (_STORE if mode & 0o077 else ())
+    present = [n for n in names if (home / n).is_file()]
+    loose = [(n, _mode(home / n)) for n in present if _mode(home / n) & 0o077]
+    for name, m in loose:
+        out.append(
+            Finding(
+                "home",
+                "secret_mode",
+                "problem",
+                f"{home / name} is mode {m:o}: readable beyond its owner",
+                f"chmod 600 {shlex.quote(str(home / name))}",
+            )
+        )
+    if not loose:
+        secrets = [n for n in _SECRETS if (home / n).is_file()]
+        out.append(Finding("home", "secret_mode", "ok", f"mode 0600: {', '.join(secrets)}"))
+    out.extend(_key_file(home))
+    if not (home / ".gitignore").is_file():
+        out.append(
+            Finding(
+                "home",
+                "gitignore",
+                "warning",
+                f"{home} has no .gitignore: `git add -A` would commit the key and the journal",
+                f"infomark init --home {shlex.quote(str(home))} (it writes one)",
+            )
+        )
+    out.extend(reach_findings(home, root))
+    return out
+
+
+def _key_file(home: Path) -> list[Finding]:
+    key = home / "key"
+    if os.environ.get("INFOMARK_KEY"):
+        return []  # the environment check reports it
+    if not key.is_file():
+        return [
+            Finding(
+                "home",
+                "key",
+                "problem",
+                f"{key} is missing: the journal cannot be verified or extended",
+                "restore the key from a backup (a new key cannot verify the old journal)",
+            )
+        ]
+    size = key.stat().st_size
+    if size != 32:
+        return [
+            Finding(
+                "home",
+                "key",
+                "problem",
+                f"{key} holds {size} bytes, not 32: every integration fails closed",
+                "restore the key from a backup",
+            )
+        ]
+    return [Finding("home", "key", "ok", f"{key}: 32 bytes")]
+
+
+def _probes(home: Path, root: Path, name: str) -> list[tuple[str, dict[str, object], str]]:
+    path = home / name
+    shown = str(path)
+    try:
+        rel = os.path.relpath(path.resolve(), root.resolve())
+    except ValueError:
+        rel = shown
+    short = rel if not rel.startswith("..") else shown
+    return [
+        ("Read", {"file_path": str(path.resolve())}, f"Read {path.resolve()}"),
+        ("Bash", {"command": f"cat {shlex.quote(short)}"}, f"cat {short}"),
+        ("Bash", {"command": f"cp {shlex.quote(shown)} /tmp/k"}, f"cp {shown} /tmp/k"),
+        ("Bash", {"command": f"base64 < {shlex.quote(short)}"}, f"base64 < {short}"),
+        ("Grep", {"pattern": ".", "path": str(home)}, f"Grep in {home}"),
+        ("mcp__shell__run_command", {"command": f"cat {short}"}, f"an MCP shell tool: cat {short}"),
+    ]
+
+
+def reach_findings(home: Path, root: Path) -> list[Finding]:
+    """Would the agent's tools be allowed to read the key, the token or the journal?
+
+    Asked of the same classifier and self-protection the gate uses (any profile), with the
+    calls an agent would try; an allowed probe is a problem.
+    """
+    from infomark.gates.classify import classify_tool
+    from infomark.gates.protect import protected
+
+    leaks: list[str] = []
+    for name in ("key", "token", "ledger.db"):
+        if not (home / name).exists():
+            continue
+        for tool, tool_input, shown in _probes(home, root, name):
+            hints = {"readOnlyHint": False} if tool.startswith("mcp__") else None
+            c = classify_tool(tool, tool_input, mcp_annotations=hints)
+            verdict = protected(tool, tool_input, c, home=home, root=root)
+            if verdict is None or verdict[0] == "allow":
+                leaks.append(shown)
+    if leaks:
+        return [
+            Finding(
+                "home",
+                "agent_reach",
+                "problem",
+                "the agent's tools would be allowed to read the home: " + "; ".join(leaks[:5]),
+                "report this as a bug in infomark; meanwhile keep the home outside the "
+                "project and pass the same --home to every integration",
+            )
+        ]
+    return [
+        Finding(
+            "home",
+            "agent_reach",
+            "ok",
+            "the agent's tools cannot read the key, token or journal (Read, cat, cp, Grep "
+            "and an MCP shell tool are denied by self-protection)",
+        )
+    ]
+
+
+def environment_findings(env: dict[str, str] | None = None) -> list[Finding]:
+    """Secrets in this environment reach every agent started from it (and its Bash calls)."""
+    env = dict(os.environ) if env is None else env
+    out: list[Finding] = []
+    for var, what in (("INFOMARK_KEY", "the HMAC key"), ("INFOMARK_TOKEN", "the service token")):
+        if env.get(var):
+            out.append(
+                Finding(
+                    "environment",
+                    "secret_in_env",
+                    "problem",
+                    f"{var} ({what}) is set in this environment: an agent started from here "
+                    "inherits it, and one `env` in its shell prints it",
+                    f"unset {var}; infomark reads it from the home (0600) instead",
+                )
+            )
+    if env.get("INFOMARK_BYPASS_GROUNDING") == "1":
+        out.append(
+            Finding(
+                "environment",
+                "bypass",
+                "warning",
+                "INFOMARK_BYPASS_GROUNDING=1 is set: grounding denials are let through "
+                "(journaled as bypasses)",
+                "unset INFOMARK_BYPASS_GROUNDING",
+            )
+        )
+    if not out:
+        out.append(
+            Finding("environment", "secret_in_env", "ok", "no key, token or bypass in the env")
+        )
+    return out
+
+
+def config_findings(root: Path) -> list[Finding]:
+    from infomark.gates.config import find_config_file, load_config
+    from infomark.kernel.errors import InfomarkError
+
+    try:
+        found = find_config_file(root)
+        config = load_config(root)  # no home: doctor writes no cache
+    except InfomarkError as exc:
+        return [
+            Finding(
+                "config",
+                "config_parses",
+                "problem",
+                f"the configuration does not load: {exc}",
+                "fix the file as the message says; until then the hooks deny every mutation",
+            )
+        ]
+    where = str(found[0]) if found else "no config file (the defaults)"
+    out = [Finding("config", "config_parses", "ok", f"{where}: profile {config.profile}")]
+    if config.profile == "observe":
+        out.append(
+            Finding(
+                "config",
+                "profile",
+                "warning",
+                "profile observe: decisions are journaled but nothing is enforced",
+                'set profile = "ledger" (or strict) in the configuration',
+            )
+        )
+    return out
+
+
+def _fired_by_denial(p: dict[str, Any]) -> bool:
+    """A pack a denial fired: it is delivered with the denial (a finish refusal's packs
+    stay in its ``policy`` by design, so they are not expected in the transcript)."""
+    evidence = p.get("evidence")
+    return (
+        isinstance(p.get("name"), str)
+        and isinstance(evidence, dict)
+        and ("decision_id" in evidence)
+    )
+
+
+def journal_activity(home: Path) -> Activity:
+    """Every session's story, hook errors, evidence refs and packs; never written to."""
+    from infomark.kernel.errors import InfomarkError
+    from infomark.ledger.journal import Journal
+    from infomark.ledger.keys import load_key
+    from infomark.ledger.timeline import summarize
+
+    act = Activity()
+    if not (home / "ledger.db").is_file():
+        act.readable, act.why = False, f"no journal at {home / 'ledger.db'}"
+        return act
+    try:
+        journal = Journal(home / "ledger.db", load_key(home, create=False))
+    except (InfomarkError, OSError) as exc:
+        act.readable, act.why = False, str(exc)
+        return act
+    try:
+        for name in journal.known_sessions():
+            rows = list(journal.events(name))
+            act.sessions.append(summarize(name, rows))
+            for row in rows:
+                p = row.payload
+                if row.type in ("hook_error", "config_error"):
+                    text = str(p.get("error", ""))
+                    act.errors.setdefault(name, []).append((row.seq, row.type, text))
+                elif row.type == "evidence_recorded" and isinstance(p.get("ref"), str):
+                    act.refs.setdefault(name, []).append(p["ref"])
+                elif row.type == "instruction_pack_added" and _fired_by_denial(p):
+                    act.packs.setdefault(name, []).append((row.seq, str(p["name"])))
+    finally:
+        journal.close()
+    act.sessions.sort(key=lambda s: (s.last_activity, s.session), reverse=True)
+    return act

@@ -1,0 +1,259 @@
+"""The paired eval harness: every task of a suite under each policy, same seed, graded outside.
+
+Each run gets a fresh copy of the task's tree and a fresh ledger home next to it (never inside
+it), and is driven by ``infomark run``'s runner: the same turn loop, tools, gatekeeper and
+finish gate as a real run. The model side is a real HTTP server on 127.0.0.1 whose answers
+come from the agent under test through a :class:`RunObserver`, which measures the run. The
+agent is a scripted stochastic agent (``scripted``) or a real OpenAI-compatible endpoint
+(``openai:URL``), whose answers are forwarded unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from infomark.kernel.errors import InfomarkError, UserError
+from infomark.tools.eval.agents import FailureRates, ScriptedAgent
+from infomark.tools.eval.grade import copy_tree
+from infomark.tools.eval.observer import RunObserver, RunRecord
+from infomark.tools.eval.policy import Policy
+from infomark.tools.eval.suite import Suite, Task
+from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
+from infomark.tools.runner.loop import Runner
+from infomark.tools.runner.scripted import Request, ScriptedModelServer
+
+__all__ = ["EvalResult", "run_eval"]
+
+_INSTRUCTIONS = (
+    "You fix one bug in a small project. Work in small steps, declare the claims your plan "
+    "rests on, prove them with the tools, and finish only when the task's test passes."
+)
+
+
+@dataclass(slots=True)
+class EvalResult:
+    suite: str
+    suite_digest: str
+    agent: str
+    seed: int
+    repeat: int
+    policies: list[dict[str, Any]]
+    rates: dict[str, float]
+    runs: list[RunRecord] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "suite_digest": self.suite_digest,
+            "agent": self.agent,
+            "seed": self.seed,
+            "repeat": self.repeat,
+            "policies": self.policies,
+            "rates": self.rates,
+            "skipped": self.skipped,
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:
+        return cls(
+            suite=str(d["suite"]),
+            suite_digest=str(d["suite_digest"]),
+            agent=str(d["agent"]),
+            seed=int(d["seed"]),
+            repeat=int(d["repeat"]),
+            policies=list(d["policies"]),
+            rates=dict(d["rates"]),
+            runs=[RunRecord.from_dict(r) for r in d["runs"]],
+            skipped=dict(d.get("skipped", {})),
+        )
+
+
+class _RecordingRunner(Runner):
+    """A runner whose finish gate only records (``[eval] finish = "record"``)."""
+
+    def _before_finalize(self, content: str) -> bool:
+        fin = self.gk.can_finish(content)  # journaled as usual, never refused
+        self.result.finish = fin.to_dict()
+        self.result.final_text = content
+        return True
+
+
+class _Forward:
+    """An OpenAI-compatible endpoint as the agent: each request is forwarded unchanged."""
+
+    def __init__(self, url: str, model: str, api_key: str | None) -> None:
+        base = url.rstrip("/")
+        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.model = model
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(timeout=300.0, headers=headers)
+
+    def __call__(self, req: Request) -> Mapping[str, Any]:
+        body = {**req.body, "model": self.model or req.body.get("model", "")}
+        res = self.client.post(self.url, json=body)
+        if res.status_code != 200:
+            raise InfomarkError(f"upstream {self.url}: HTTP {res.status_code}")
+        msg = res.json()["choices"][0]["message"]
+        out: dict[str, Any] = {"content": msg.get("content")}
+        if msg.get("tool_calls"):
+            out["tool_calls"] = msg["tool_calls"]
+        return out
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _session(task: Task, policy: Policy, repeat: int) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", f"{task.name}.{policy.name}")[:60] + f".r{repeat}"
+
+
+def run_eval(
+    suite: Suite,
+    policies: Sequence[Policy],
+    *,
+    agent: str = "scripted",
+    seed: int = 0,
+    repeat: int = 1,
+    rates: FailureRates | None = None,
+    max_steps: int = 60,
+    model_name: str = "",
+    api_key: str | None = None,
+    workdir: Path | None = None,
+    progress: Callable[[RunRecord], None] | None = None,
+    jobs: int = 1,
+) -> EvalResult:
+    """Run every task under every policy ``repeat`` times; the records, in run order."""
+    if len(policies) < 2:
+        raise UserError("infomark eval needs two policies to compare: --policy A --policy B")
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        raise UserError(f"--policy names must differ: {', '.join(names)}")
+    if repeat < 1:
+        raise UserError("--repeat must be 1 or more")
+    if jobs < 1:
+        raise UserError("--jobs must be 1 or more")
+    rates = rates or FailureRates()
+    if agent != "scripted" and not agent.startswith("openai:"):
+        raise UserError(f"--agent {agent!r}: use scripted or openai:URL")
+    forward = (
+        _Forward(agent[len("openai:") :], model_name, api_key) if agent != "scripted" else None
+    )
+    result = EvalResult(
+        suite=str(suite.path),
+        suite_digest=suite.digest(),
+        agent="scripted" if forward is None else f"openai:{forward.url}",
+        seed=seed,
+        repeat=repeat,
+        policies=[p.to_dict() for p in policies],
+        rates=rates.to_dict() if forward is None else {},
+    )
+    observers: dict[str, RunObserver] = {}
+    lock = threading.Lock()
+
+    def dispatch(req: Request) -> Mapping[str, Any]:
+        with lock:
+            obs = observers.get(req.session)
+        if obs is None:
+            raise InfomarkError(f"no run for session {req.session!r}")
+        return obs.respond(req)
+
+    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+    server = ScriptedModelServer(default=dispatch).start()
+    plan: list[tuple[Task, int, Policy]] = []
+    for task in suite.tasks:
+        missing = task.missing()
+        if missing:
+            result.skipped[task.name] = "needs " + ", ".join(missing)
+            continue
+        for r in range(repeat):
+            plan += [(task, r, p) for p in policies]  # interleaved: A B A B, same seed per pair
+
+    def one(item: tuple[Task, int, Policy]) -> RunRecord:
+        task, r, policy = item
+        return _run_one(
+            task, policy, r, seed, rates, forward, server, observers, lock, base, max_steps
+        )
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="eval") if jobs > 1 else None
+    try:
+        # runs are independent (own tree, home, session); results keep the plan's order
+        for rec in pool.map(one, plan) if pool is not None else map(one, plan):
+            result.runs.append(rec)
+            if progress is not None:
+                progress(rec)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        server.stop()
+        if forward is not None:
+            forward.close()
+        if workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    return result
+
+
+def _run_one(
+    task: Task,
+    policy: Policy,
+    repeat: int,
+    seed: int,
+    rates: FailureRates,
+    forward: _Forward | None,
+    server: ScriptedModelServer,
+    observers: dict[str, RunObserver],
+    lock: threading.Lock,
+    base: Path,
+    max_steps: int,
+) -> RunRecord:
+    session = _session(task, policy, repeat)
+    run_dir = base / session
+    root = run_dir / "tree"
+    copy_tree(task.tree, root)
+    record = RunRecord(task.name, policy.name, repeat, seed, task.spec.short)
+    respond: Callable[[Request], Mapping[str, Any]]
+    if forward is None:
+        scripted = ScriptedAgent(task, rates, seed, repeat)
+        record.modes = list(scripted.modes)
+        respond = scripted.respond
+    else:
+        respond = forward
+    obs = RunObserver(task, root, record, respond)
+    with lock:
+        observers[session] = obs
+    spec = AgentSpec(
+        name="eval",
+        instructions=_INSTRUCTIONS,
+        max_steps=max_steps,
+        model=ModelSpec(url=server.url, name="eval", retries=0, timeout_seconds=300),
+    )
+    cls = Runner if policy.finish_gate else _RecordingRunner
+    started = time.perf_counter()
+    end = "error"
+    try:
+        with cls(
+            spec, home=run_dir / "home", session=session, root=root, config=policy.config
+        ) as runner:
+            runner.gk.unattended = "eval harness: nobody answers"
+            out = runner.start(task.spec.prompt)
+            end = out.reason
+    except InfomarkError as exc:
+        record.error = str(exc)[:500]
+    finally:
+        record.wall_ms = round((time.perf_counter() - started) * 1000, 1)
+        with lock:
+            observers.pop(session, None)
+    obs.close(end)
+    return record

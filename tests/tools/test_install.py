@@ -1,0 +1,79 @@
+"""``infomark install claude-code`` / ``--uninstall`` say when nothing changed, exit 0, and then
+leave the settings file byte for byte (and mtime) as it was (issue 14 §4)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXE = shutil.which("infomark") or str(Path(sys.executable).with_name("infomark"))
+
+
+def install(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, "install", "claude-code", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def stamp(path: Path) -> tuple[bytes, int]:
+    return path.read_bytes(), path.stat().st_mtime_ns
+
+
+def test_install_twice_says_nothing_changed_and_leaves_the_file(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    first = install(tmp_path)
+    assert first.returncode == 0
+    assert first.stdout.startswith("installed infomark hooks into ")
+    before = stamp(settings)
+    again = install(tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "already installed" in again.stdout and "nothing changed" in again.stdout
+    assert stamp(settings) == before
+
+
+def test_install_json_reports_changed(tmp_path: Path) -> None:
+    first = json.loads(install(tmp_path, "--json").stdout)
+    assert first == {
+        "action": "install",
+        "changed": True,
+        "settings": str(tmp_path / ".claude" / "settings.json"),
+    }
+    assert json.loads(install(tmp_path, "--json").stdout)["changed"] is False
+
+
+def test_uninstall_says_when_there_was_nothing_to_remove(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    missing = install(tmp_path, "--uninstall")
+    assert missing.returncode == 0
+    assert "nothing changed" in missing.stdout and not settings.exists()  # nothing created
+    settings.parent.mkdir()
+    settings.write_text('{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}')
+    before = stamp(settings)
+    other = install(tmp_path, "--uninstall", "--json")
+    assert other.returncode == 0
+    assert json.loads(other.stdout)["changed"] is False
+    assert stamp(settings) == before  # someone else's hooks only: untouched
+    install(tmp_path)
+    removed = install(tmp_path, "--uninstall")
+    assert removed.returncode == 0 and removed.stdout.startswith("removed infomark hooks from")
+    assert json.loads(settings.read_text()) == json.loads(before[0])
+    assert "nothing changed" in install(tmp_path, "--uninstall").stdout
+
+
+def test_a_changed_entry_is_rewritten(tmp_path: Path) -> None:
+    install(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["hooks"]["Stop"][0]["hooks"][0].pop("onFailure")  # someone weakened our entry
+    settings.write_text(json.dumps(data))
+    proc = install(tmp_path, "--json")
+    assert json.loads(proc.stdout)["changed"] is True
+    restored = json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert restored["onFailure"] == "block"
