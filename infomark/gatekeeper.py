@@ -33,7 +33,6 @@ from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
-from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import SessionState, held_key
 
 TYPE_CHECKING = False
@@ -105,9 +104,8 @@ class Gatekeeper:
             rules=LedgerRules(
                 require_declared_oracle=cfg.require_declared_oracle,
                 reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
-                source_rules=SourceRules.from_config(
-                    cfg.sources_primary, defaults=cfg.sources_defaults
-                ),
+                source_primary=cfg.sources_primary,
+                source_defaults=cfg.sources_defaults,
                 judge_oracle=OracleJudge(cfg.oracle_allow, home=home_p),
                 ran_nothing=ran_nothing,
             ),

@@ -42,7 +42,6 @@ from infomark.ledger.semantics import (
     check_artifacts,
     shell_text,
 )
-from infomark.ledger.source_stamp import apply_source_stamp, guard_web
 from infomark.ledger.state import SessionState, apply, state_from_dict
 
 TYPE_CHECKING = False
@@ -432,9 +431,13 @@ class Ledger:
             if kind == "claim_ledger":
                 apply_ledger(self, block, report)
             elif kind in ("oracle_stamp", "inference_stamp"):
+                from infomark.ledger.source_stamp import guard_web  # off the hook's hot path
+
                 if not guard_web(self, block, report):  # web pages: source_stamp only
                     apply_stamp(self, block, report)
             elif kind == "source_stamp":
+                from infomark.ledger.source_stamp import apply_source_stamp
+
                 apply_source_stamp(self, block, report)
             elif kind == "divergence_event":
                 apply_divergence(self, block, report)

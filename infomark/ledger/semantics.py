@@ -18,7 +18,6 @@ from infomark.kernel.tools import ToolClass
 from infomark.ledger.canonical import sha256_hex
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
-from infomark.ledger.sources import SourceRules
 from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False
@@ -46,7 +45,8 @@ OracleJudge = Callable[[str], "tuple[RejectReason, str] | None"]
 class LedgerRules:
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
-    source_rules: SourceRules | None = None  # [sources]: None is the defaults
+    source_primary: tuple[str, ...] = ()  # [sources] primary: host rules added to the defaults
+    source_defaults: bool = True  # [sources] defaults: keep the built-in primary hosts
     # Judges an oracle at declaration (the gates layer's weak-oracle rules and the
     # operator's allow list): None accepts it, else (reason, message with the fix).
     judge_oracle: OracleJudge | None = None

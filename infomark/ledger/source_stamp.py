@@ -86,7 +86,8 @@ else:
 
 
 def _rules(ctx: SourceContext) -> SourceRules:
-    return ctx.rules.source_rules or SourceRules()
+    rules = ctx.rules
+    return SourceRules.from_config(rules.source_primary, defaults=rules.source_defaults)
 
 
 def source_of(ctx: SourceContext, ev: Evidence) -> WebSource | None:
