@@ -127,7 +127,7 @@ class Ledger:
             yield self
             return
         try:
-            with self.journal.write():
+            with self.journal.write(self.session):
                 self._in_tx = True
                 self._emitted = []
                 self._replay_into(self._state)

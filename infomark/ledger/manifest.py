@@ -23,11 +23,11 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infomark.ledger.conn import Conn
 from infomark.ledger.keys import Key, write_private
 
 __all__ = [
@@ -72,7 +72,7 @@ def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
     return json.dumps(["created", db_id, created, key_id]).encode()
 
 
-def init_manifest(db: sqlite3.Connection, key: Key) -> str:
+def init_manifest(db: Conn, key: Key) -> str:
     """Inside the schema transaction: give the ledger a db_id and a manifest of its heads."""
     row = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
     db_id = str(row[0]) if row else secrets.token_hex(8)
@@ -104,7 +104,7 @@ def write_marker(db_path: Path, key: Key, db_id: str, created: str) -> None:
     write_private(path, json.dumps(doc).encode())
 
 
-def flush(db: sqlite3.Connection, key: Key, touched: Touched) -> None:
+def flush(db: Conn, key: Key, touched: Touched) -> None:
     """Before COMMIT: move the touched sessions' manifest rows and re-MAC the home row.
 
     A home row that does not verify under this key is left alone (never re-MACed: that
@@ -149,9 +149,7 @@ def _read_marker(path: Path) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) else {}
 
 
-def verify_home(
-    db: sqlite3.Connection, db_path: Path, key: Key
-) -> list[tuple[str | None, int | None, str, str]]:
+def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int | None, str, str]]:
     """Every home-level problem as ``(session, seq, code, message)``; [] when consistent."""
     out: list[tuple[str | None, int | None, str, str]] = []
     meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
