@@ -18,7 +18,6 @@ from typing import Any
 
 from infomark.kernel.errors import StoreError
 from infomark.kernel.reasons import RejectReason
-from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.evidence import (
@@ -30,7 +29,6 @@ from infomark.ledger.evidence import (
     ref_for,
 )
 from infomark.ledger.home import ensure_private_dir
-from infomark.ledger.journal import EventRow, Journal
 from infomark.ledger.keys import Key, load_key
 from infomark.ledger.lineage import inherits
 from infomark.ledger.report import IngestReport
@@ -42,6 +40,8 @@ from infomark.ledger.semantics import (
     check_artifacts,
 )
 from infomark.ledger.state import SessionState, apply, state_from_dict
+from infomark.ledger.store import open_blobs, open_journal
+from infomark.ledger.store_base import BaseJournal, EventRow
 
 __all__ = ["Ledger"]
 
@@ -65,13 +65,14 @@ class Ledger:
         rules: LedgerRules | None = None,
         root: Path | None = None,
         evidence_overrides: Mapping[str, str] | None = None,
+        store: str | None = None,
     ) -> None:
         self.home = Path(home)
         ensure_private_dir(self.home)
         self.session = session
         self.key = key or load_key(self.home)
-        self.journal = Journal(self.home / "ledger.db", self.key)
-        self.blobs = BlobStore(self.home / "blobs")
+        self.journal: BaseJournal = open_journal(self.home, self.key, store)
+        self.blobs = open_blobs(self.home, self.journal)
         self.rules = rules or LedgerRules()
         self.root = root or Path.cwd()
         self.evidence_overrides = dict(evidence_overrides or {})
