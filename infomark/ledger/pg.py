@@ -198,12 +198,12 @@ def store_version(url: str) -> int:
         raise StoreError(f"cannot read the store {redact(url)}: {exc}") from None
 
 
-def init_store(url: str, key: Key) -> dict[str, Any]:
+def init_store(url: str) -> dict[str, Any]:
     """Create the schema of a new store, or apply the migrations an older one lacks.
 
     One transaction, under the migrations' advisory lock: concurrent inits of one store
-    apply each migration once. The home manifest gets its ``db_id`` and is MACed with
-    ``key`` (the deployment's key: every host must use the same one).
+    apply each migration once. No key is involved: the first host that opens the new
+    store gives it its ``db_id`` and MACs its home manifest (:meth:`PgJournal._open`).
     """
     from infomark._version import __version__
 
@@ -227,15 +227,10 @@ def init_store(url: str, key: Key) -> dict[str, Any]:
                         "INSERT INTO infomark_schema VALUES (%s, %s, %s, %s)",
                         (version, what, _now(), __version__),
                     )
-                router = _Router(None)  # type: ignore[arg-type]
-                router.tx = conn
-                router.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)", (_now(),)
-                )
-                manifest.init_manifest(router, key)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
                 raise
     except psycopg.Error as exc:
         raise StoreError(f"cannot initialise the store {redact(url)}: {exc}") from None
@@ -289,10 +284,28 @@ class PgJournal(BaseJournal):
     def _open(self) -> None:
         found = self._retry(lambda: self._with_conn(_version), what="cannot open the store")
         pg_schema.plan(found, self.where, upgrade=False)
+        if self._one("SELECT 1 FROM home_manifest") is None:
+            self._first_open()
         if not manifest.marker_path(self.path).exists() and (
             self._one("SELECT 1 FROM events LIMIT 1") is None
         ):
             self._write_marker()
+
+    def _first_open(self) -> None:
+        """A new store's first opener gives it a ``db_id`` and a MACed home manifest.
+        Only while it holds no event: a manifest deleted later stays missing (verify says so)."""
+        with self.write() as db:
+            db.execute(
+                "SELECT pg_advisory_xact_lock(?, hashtext(current_schema()))", (_NS_MANIFEST,)
+            )
+            if (
+                db.execute("SELECT 1 FROM home_manifest").fetchone() is None
+                and db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is None
+            ):
+                db.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)", (_now(),)
+                )
+                manifest.init_manifest(db, self.key)
 
     def _with_conn(self, fn: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         with self._db.pool.connection() as conn:

@@ -34,6 +34,7 @@ __all__ = [
     "is_postgres",
     "open_blobs",
     "open_journal",
+    "pick_store",
     "redacted",
     "remember_store",
     "resolve_store",
@@ -66,6 +67,17 @@ def redacted(store: str | None) -> str:
     if not is_postgres(store):
         return store[:80]
     return redact(store)
+
+
+def pick_store(explicit: str | None, configured: str | None = None) -> str | None:
+    """The first of ``explicit``, ``$INFOMARK_STORE`` and the configuration's ``store``
+    (whose default, ``sqlite``, defers to ``<home>/store``); None: ask the home."""
+    if explicit:
+        return explicit
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return env
+    return None if configured in (None, "", "sqlite") else configured
 
 
 def resolve_store(home: Path, explicit: str | None = None) -> str | None:
