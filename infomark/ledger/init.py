@@ -55,5 +55,9 @@ def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
     info = init_store(url)
     if store:
         remember_store(home, url)
-    open_journal(home, key, url).close()  # the first open MACs the new store's manifest
+    journal = open_journal(home, key, url)  # the first open MACs the new store's manifest
+    try:
+        journal.join()  # this host's key signs it; the marker beside the key names it
+    finally:
+        journal.close()
     return {"home": str(home), "key_id": key.key_id, "db": None, **info}

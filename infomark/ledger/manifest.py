@@ -36,6 +36,7 @@ __all__ = [
     "flush",
     "init_manifest",
     "marker_path",
+    "signed_by",
     "verify_home",
     "write_marker",
 ]
@@ -62,6 +63,15 @@ def _term(session: str, seq: int, hash_: str) -> int:
 
 def _body(db_id: str, sessions: int, events: int, digest: str, key_id: str) -> bytes:
     return json.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
+
+
+def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
+    """Whether a ``home_manifest`` row (db_id, sessions, events, digest, key_id, mac) is
+    MACed by ``key``."""
+    db_id, sessions, events, digest, kid, mac = row
+    return bool(kid == key.key_id) and key.verify(
+        _body(str(db_id), int(sessions), int(events), str(digest), str(kid)), str(mac)
+    )
 
 
 def marker_path(db_path: Path) -> Path:

@@ -286,10 +286,31 @@ class PgJournal(BaseJournal):
         pg_schema.plan(found, self.where, upgrade=False)
         if self._one("SELECT 1 FROM home_manifest") is None:
             self._first_open()
+        # The marker beside the key, as on SQLite: written on an open while the store holds
+        # no event; a host joining a store that has some writes it with `init` (join()).
         if not manifest.marker_path(self.path).exists() and (
             self._one("SELECT 1 FROM events LIMIT 1") is None
         ):
             self._write_marker()
+
+    def join(self) -> None:
+        """A host joins a shared store (``infomark init --store``): its key must be the one
+        that MACed the store's home manifest; the marker beside the key then names the
+        store, and witnesses it from now on."""
+        if not self._manifest_is_ours():
+            raise StoreError(
+                f"the store {self.where} was not signed by this home's key (id "
+                f"{self.key.key_id}): every host of a shared store needs the deployment's "
+                "key (INFOMARK_KEY or <home>/key; docs/deploy.md)"
+            )
+        if not manifest.marker_path(self.path).exists():
+            self._write_marker()
+
+    def _manifest_is_ours(self) -> bool:
+        row = self._one(
+            "SELECT db_id, sessions, events, digest, key_id, mac FROM home_manifest WHERE id = 1"
+        )
+        return row is not None and manifest.signed_by(self.key, tuple(row))
 
     def _first_open(self) -> None:
         """A new store's first opener gives it a ``db_id`` and a MACed home manifest.

@@ -168,6 +168,9 @@ class BaseJournal(ABC):
         what: str = "the ledger failed at",
     ) -> _T: ...
 
+    def join(self) -> None:
+        """A host joins a shared store (PostgreSQL); a home's own file has nothing to join."""
+
     def _write_marker(self) -> None:
         row = self._one("SELECT value FROM meta WHERE key = 'db_id'")
         created = self._one("SELECT value FROM meta WHERE key = 'created'")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_backends import Backend
 
 from infomark.ledger import engine as engine_mod
 from infomark.ledger.audit import build_audit, verify_session
@@ -21,6 +21,7 @@ from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
 from infomark.ledger.state import SessionState, apply, policy_patch
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on SQLite and on PostgreSQL
 KEY = Key.from_bytes(b"t" * 32)
 EVERY = engine_mod._SNAPSHOT_EVERY
 
@@ -61,12 +62,14 @@ def test_hook_processes_that_emit_two_events_each_still_snapshot(tmp_path: Path)
     assert snap is not None and 6 * EVERY - snap[0] < EVERY
 
 
-def test_a_tampered_snapshot_falls_back_to_the_full_replay(tmp_path: Path) -> None:
+def test_a_tampered_snapshot_falls_back_to_the_full_replay(
+    tmp_path: Path, backend: Backend
+) -> None:
     _grow(tmp_path, "s", 500)
-    db = sqlite3.connect(tmp_path / "ledger.db")
-    db.execute("UPDATE snapshots SET state = replace(state, '\"turn\":0', '\"turn\":99')")
-    db.commit()
-    db.close()
+    backend.sql(
+        tmp_path,
+        ("UPDATE snapshots SET state = replace(state, '\"turn\":0', '\"turn\":99')", ()),
+    )
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
     assert led.state.turn == 0 and led.journal.rows_read == 500
     led.close()
@@ -162,6 +165,7 @@ def test_an_appended_capped_log_is_journaled_as_its_tail() -> None:
     assert policy_patch(old, new, ["p"]) == [["a", ["p", "log"], 1, [{"ref": "ev_8"}]]]
 
 
+@pytest.mark.sqlite_only  # blob files; PostgreSQL's blobs are rows written in one statement
 def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> None:
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
     out = "résumé \ud800 done" * 1000  # a lone surrogate too
@@ -179,11 +183,11 @@ def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> 
     led.close()
 
 
-def _verify_peak(home: Path, events: int) -> int:
-    led = Ledger(home, "s", key=KEY, root=home)
+def _verify_peak(home: Path, session: str, events: int) -> int:
+    led = Ledger(home, session, key=KEY, root=home)
     for i in range(events // 200):
         led.record(ToolCall("bash", {"command": f"t {i}"}), ToolOutcome(f"o{i % 7}", 0))
-    _grow(home, "s", events - events // 200, per_tx=5000)
+    _grow(home, session, events - events // 200, per_tx=5000)
     tracemalloc.start()
     problems = verify_session(led)
     peak = tracemalloc.get_traced_memory()[1]
@@ -194,8 +198,8 @@ def _verify_peak(home: Path, events: int) -> int:
 
 
 def test_verification_memory_is_flat_in_the_number_of_events(tmp_path: Path) -> None:
-    small = _verify_peak(tmp_path / "a", 2_000)
-    large = _verify_peak(tmp_path / "b", 20_000)
+    small = _verify_peak(tmp_path, "a", 2_000)
+    large = _verify_peak(tmp_path, "b", 20_000)
     assert large < 2 * small + 200_000, (small, large)  # not 10x: rows are streamed
 
 
