@@ -84,13 +84,32 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         drop_schema(schema)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """``backend`` for a module's expensive shared fixture (one schema for the module).
+    It sets no environment: the tests pass ``Backend.url`` on explicitly."""
+    if request.param == "sqlite":
+        yield Backend("sqlite")
+        return
+    reason = pg_unreachable()
+    if reason is not None:
+        _PG_SKIPPED.append(request.node.nodeid)
+        pytest.skip(f"POSTGRESQL NOT TESTED: {reason}")
+    schema, url = new_schema()
+    try:
+        yield Backend("postgresql", url, schema)
+    finally:
+        drop_schema(schema)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``sqlite_only`` (its file, WAL, PRAGMAs) and ``postgres_only`` tests run on their
     backend alone: the other parametrisation is deselected, not skipped."""
     keep, drop = [], []
     for item in items:
         spec = getattr(item, "callspec", None)
-        kind = spec.params.get("backend") if spec is not None else None
+        params = spec.params if spec is not None else {}
+        kind = params.get("backend", params.get("module_backend"))
         other = {"postgresql": "sqlite_only", "sqlite": "postgres_only"}.get(str(kind))
         (drop if other and item.get_closest_marker(other) else keep).append(item)
     if drop:

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PG_BASE", "Backend", "RawDb", "drop_schema", "new_schema", "pg_unreachable"]
+__all__ = [
+    "PG_BASE",
+    "Backend",
+    "RawDb",
+    "clone_schema",
+    "drop_schema",
+    "new_schema",
+    "pg_unreachable",
+    "schema_of",
+]
 
 PG_BASE = os.environ.get("INFOMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -59,6 +68,7 @@ def new_schema() -> tuple[str, str]:
 
 
 def drop_schema(schema: str) -> None:
+    """Drop ``schema`` and every clone of it (:func:`clone_schema`)."""
     import psycopg
 
     from infomark.ledger.pg import close_pools
@@ -66,7 +76,34 @@ def drop_schema(schema: str) -> None:
     close_pools()
     with psycopg.connect(PG_BASE, autocommit=True) as conn:
         conn.execute("SET lock_timeout = 20000")
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
+        clones = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (schema + "\\_c%",)
+        ).fetchall()
+        for (name,) in [*clones, (schema,)]:
+            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE".encode())
+
+
+def schema_of(url: str) -> str:
+    return url.rsplit("search_path%3D", 1)[1]
+
+
+def clone_schema(url: str) -> str:
+    """A copy of the store at ``url`` (every table and row) in a new schema: its url.
+
+    PostgreSQL's ``cp -r`` of a home: the tamper suite edits the copy, never the original.
+    """
+    import psycopg
+
+    from infomark.ledger.pg_schema import TABLES
+
+    src = schema_of(url)
+    dst = f"{src}_c{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_BASE) as conn:
+        conn.execute(f"CREATE SCHEMA {dst}".encode())
+        for table in ("infomark_schema", *TABLES):
+            conn.execute(f"CREATE TABLE {dst}.{table} (LIKE {src}.{table} INCLUDING ALL)".encode())
+            conn.execute(f"INSERT INTO {dst}.{table} SELECT * FROM {src}.{table}".encode())
+    return schema_url(dst)
 
 
 class RawDb:

@@ -260,9 +260,8 @@ class PgJournal(BaseJournal):
     _db: _Router
 
     def __init__(self, home: Path, key: Key, url: str) -> None:
-        fingerprint = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
         # The marker beside the key names this store (one per store a home has used).
-        self._init_state(home / f"store-{fingerprint}", key)
+        self._init_state(home / f"store-{pg_schema.fingerprint(url)}", key)
         self._url = url
         self._locked: set[str] = set()
         home.mkdir(parents=True, exist_ok=True)

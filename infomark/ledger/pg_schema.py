@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from infomark.kernel.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TABLES", "plan", "redact"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TABLES", "fingerprint", "plan", "redact"]
 
 _V1 = """
 CREATE TABLE meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL);
@@ -129,3 +129,11 @@ def _schema_of(url: str) -> str | None:
         if k == "options" and "search_path=" in v:
             return v.split("search_path=", 1)[1].split()[0]
     return None
+
+
+def fingerprint(url: str) -> str:
+    """A short name for a store (its redacted URL hashed): the marker beside the key is
+    ``store-<fingerprint>.created``."""
+    import hashlib
+
+    return hashlib.sha256(redact(url).encode()).hexdigest()[:12]
