@@ -37,7 +37,7 @@ def init() -> None:
         emit_json(info)
     else:
         click.echo(f"initialised {info['home']} (key id {info['key_id']})")
-        if info.get("store") != "sqlite":
+        if "store" in info:
             applied = ", ".join(str(v) for v in info.get("applied", [])) or "none"
             click.echo(
                 f"store {info['store']}: schema version {info['schema']} "

@@ -40,12 +40,7 @@ def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
     url = resolve_store(home, pick_store(store))
     if url is None:
         Journal(home / "ledger.db", key).close()
-        return {
-            "home": str(home),
-            "key_id": key.key_id,
-            "db": str(home / "ledger.db"),
-            "store": "sqlite",
-        }
+        return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}
     try:
         from infomark.ledger.pg import init_store
     except ImportError:
