@@ -170,6 +170,7 @@ class BaseJournal(ABC):
 
     def join(self) -> None:
         """A host joins a shared store (PostgreSQL); a home's own file has nothing to join."""
+        return None
 
     def _write_marker(self) -> None:
         row = self._one("SELECT value FROM meta WHERE key = 'db_id'")
