@@ -216,7 +216,7 @@ def init_store(url: str) -> dict[str, Any]:
                 todo = pg_schema.plan(before, redact(url), upgrade=True)
                 if before == 0:
                     conn.execute(
-                        "CREATE TABLE infomark_schema (version INTEGER PRIMARY KEY, "
+                        "CREATE TABLE IF NOT EXISTS infomark_schema (version INTEGER PRIMARY KEY, "
                         "what TEXT NOT NULL, applied TEXT NOT NULL, by_infomark TEXT NOT NULL)"
                     )
                 for version, what, ddl in todo:
