@@ -29,7 +29,6 @@ The MAC key is never sent to the database: rows carry MACs and a key id only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -50,7 +49,7 @@ from infomark.ledger.keys import Key
 from infomark.ledger.pg_schema import redact
 from infomark.ledger.store_base import BaseJournal, _now
 
-__all__ = ["PgBlobStore", "PgJournal", "close_pools", "init_store", "redact", "store_version"]
+__all__ = ["PgJournal", "close_pools", "init_store", "redact", "store_version"]
 
 _T = TypeVar("_T")
 _NS = 1231963757  # advisory lock namespace ("InFm"): sessions
@@ -174,7 +173,9 @@ def close_pools() -> None:
         p.close()
 
 
-def _after_fork() -> None:  # a forked child must not share its parent's sockets
+def _after_fork() -> None:  # a forked child must not share its parent's sockets or locks
+    global _lock
+    _lock = threading.Lock()
     _pools.clear()
 
 
@@ -461,41 +462,3 @@ class PgJournal(BaseJournal):
             if len(page) < 1000:
                 return
             last = (int(page[-1][1]), str(page[-1][0]))
-
-
-class PgBlobStore:
-    """Tool outputs in the store's ``blobs`` table, content-addressed by SHA-256 as the
-    files of :class:`~infomark.ledger.blobs.BlobStore` are: every host reads every blob.
-    Each ``put`` commits before the event that points to it (outside a write), or with it."""
-
-    def __init__(self, journal: PgJournal) -> None:
-        self._journal = journal
-
-    def put(self, data: bytes) -> str:
-        hexd = hashlib.sha256(data).hexdigest()
-        j = self._journal
-        if len(data) > 65536 and j._one("SELECT size FROM blobs WHERE digest = ?", (hexd,)):
-            return "sha256:" + hexd  # already stored: the big payload is not sent again
-        j._retry(
-            lambda: j._db.execute(
-                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)",
-                (hexd, len(data), data),
-            )
-        )
-        return "sha256:" + hexd
-
-    def put_text(self, text: str) -> tuple[str, int]:
-        data = text.encode("utf-8", "surrogatepass")
-        return self.put(data), len(data)
-
-    def get(self, digest: str) -> bytes | None:
-        hexd = digest.removeprefix("sha256:")
-        row = self._journal._one("SELECT data FROM blobs WHERE digest = ?", (hexd,))
-        return None if row is None else bytes(row[0])
-
-    def verify(self, digest: str) -> bool | None:
-        """True when the blob matches its digest, False when it does not, None when missing."""
-        data = self.get(digest)
-        if data is None:
-            return None
-        return "sha256:" + hashlib.sha256(data).hexdigest() == digest

@@ -128,7 +128,8 @@ def open_journal(home: Path, key: Key, store: str | None = None) -> BaseJournal:
 def open_blobs(home: Path, journal: BaseJournal) -> Any:
     """Where tool outputs go: ``<home>/blobs`` for SQLite, the store's table for PostgreSQL."""
     if journal.kind == "postgresql":
-        from infomark.ledger.pg import PgBlobStore, PgJournal
+        from infomark.ledger.pg import PgJournal
+        from infomark.ledger.pg_blobs import PgBlobStore
 
         assert isinstance(journal, PgJournal)
         return PgBlobStore(journal)
