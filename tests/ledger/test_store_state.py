@@ -4,6 +4,7 @@ one hash per output, and a streaming verification that equals the replay."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import tracemalloc
 from pathlib import Path
@@ -75,6 +76,8 @@ def test_a_tampered_snapshot_falls_back_to_the_full_replay(
     led.close()
 
 
+_PG_HOMES: dict[str | None, Path] = {}
+_EXAMPLE = itertools.count()
 _ops = st.lists(
     st.one_of(
         st.tuples(st.just("record"), st.text(max_size=30), st.sampled_from([0, 1, None])),
@@ -93,11 +96,21 @@ _ops = st.lists(
 )
 @given(ops=_ops)
 def test_live_state_equals_the_replay_from_zero(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, ops: list[Any]
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    backend: Backend,
+    ops: list[Any],
 ) -> None:
     monkeypatch.setattr(engine_mod, "_SNAPSHOT_EVERY", 3)  # snapshots all the time
-    home = tmp_path_factory.mktemp("h")
-    led = Ledger(home, "s", key=KEY, root=home)
+    # A fresh home per example; on PostgreSQL the examples share the test's store, so each
+    # takes a session of its own in one home (a second home would be a second host).
+    home = (
+        _PG_HOMES.setdefault(backend.url, tmp_path_factory.mktemp("h"))
+        if backend.pg
+        else (tmp_path_factory.mktemp("h"))
+    )
+    session = f"s{next(_EXAMPLE)}"
+    led = Ledger(home, session, key=KEY, root=home)
     policy: dict[str, Any] = {}
     for kind, a, b in ops:
         if kind == "record":
@@ -106,7 +119,7 @@ def test_live_state_equals_the_replay_from_zero(
             led.move_cursor(a, b)
         elif kind == "reopen":
             led.close()
-            led = Ledger(home, "s", key=KEY, root=home)
+            led = Ledger(home, session, key=KEY, root=home)
         else:
             with led.transaction():
                 if kind == "turn":
@@ -122,13 +135,13 @@ def test_live_state_equals_the_replay_from_zero(
                         "policy_updated", {"set": {}, "patch": policy_patch(policy, new, ["p"])}
                     )
                     policy = new
-        snap = led.journal.load_snapshot("s")
+        snap = led.journal.load_snapshot(session)
         if led.state.seq >= 3:
             assert snap is not None and led.state.seq - snap[0] < 3
     live = led.state.to_dict()
     assert live == led.replay().to_dict()
     led.close()
-    again = Ledger(home, "s", key=KEY, root=home)
+    again = Ledger(home, session, key=KEY, root=home)
     assert again.state.to_dict() == live
     report = build_audit(again)
     assert report.verified, report.problems
