@@ -115,7 +115,7 @@ def simulate(root: Path, home: Path) -> list[Step]:
                 return
             if call.tool == "Write":
                 (root / str(call.input["file_path"])).write_text(str(call.input["content"]))
-                gk.record(call, ToolOutcome("written"))
+                gk.record(call, ToolOutcome("written"), call_id=d.call_id)
             elif call.tool == "Bash":
                 proc = subprocess.run(
                     [sys.executable, *str(call.input["command"]).split()[1:]],
@@ -124,9 +124,13 @@ def simulate(root: Path, home: Path) -> list[Step]:
                     text=True,
                     check=False,
                 )
-                gk.record(call, ToolOutcome(proc.stdout + proc.stderr, exit_code=proc.returncode))
+                gk.record(
+                    call,
+                    ToolOutcome(proc.stdout + proc.stderr, exit_code=proc.returncode),
+                    call_id=d.call_id,
+                )
             else:
-                gk.record(call, ToolOutcome(src.read_text()))
+                gk.record(call, ToolOutcome(src.read_text()), call_id=d.call_id)
 
         act(
             "write a reproduction script",

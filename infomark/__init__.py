@@ -33,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "IngestReport": "infomark.ledger.report",
     "AuditReport": "infomark.ledger.audit",
     "Gatekeeper": "infomark.gatekeeper",
+    "AsyncGatekeeper": "infomark.async_gatekeeper",
+    "GatedResult": "infomark.wrapping",
     "LedgerView": "infomark.gatekeeper",
     "GateView": "infomark.gatekeeper",
     "Decision": "infomark.gates.decision",
@@ -54,6 +56,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:
+    from infomark.async_gatekeeper import AsyncGatekeeper
     from infomark.gatekeeper import Gatekeeper, GateView, LedgerView
     from infomark.gates.classify import Classification, ToolClass, classify_tool
     from infomark.gates.config import Config
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from infomark.ledger.report import IngestReport
     from infomark.tools.builtin import make_builtins
     from infomark.tools.http_client import AsyncClient, Client, ServiceError, ServiceUnavailable
+    from infomark.wrapping import GatedResult
 
 
 def __getattr__(name: str) -> Any:

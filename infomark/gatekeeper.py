@@ -20,13 +20,14 @@ from infomark.gates.authorize import BYPASS_ENV, authorize_call
 from infomark.gates.classify import classify_tool
 from infomark.gates.config import PROFILES, Config, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
+from infomark.gates.oracles import OracleJudge, ran_nothing
 from infomark.gates.protect import protected
-from infomark.kernel.errors import UserError
+from infomark.kernel.errors import RecordRefused, UserError
+from infomark.kernel.graph import TERMINALS
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.canonical import canonical_json, digest
-from infomark.ledger.engine import Ledger
+from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
@@ -150,6 +151,8 @@ class Gatekeeper:
             rules=LedgerRules(
                 require_declared_oracle=cfg.require_declared_oracle,
                 reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
+                judge_oracle=OracleJudge(cfg.oracle_allow, home=home_p),
+                ran_nothing=ran_nothing,
             ),
             root=root_p,
             evidence_overrides=cfg.evidence_classes,
@@ -204,10 +207,28 @@ class Gatekeeper:
         moves = report.gate_moves
         report.gate_moves = []
         for move in moves:
-            result = plan_move(self._ledger.state, str(move["gate"]), self.config)
-            self._ledger.emit(
-                "gate_moved" if result.ok else "gate_refused", result.payload("agent")
-            )
+            state = self._ledger.state
+            if move.get("question") is not None:  # a question for the user: lawful anywhere
+                self._ledger.emit(
+                    "gate_moved",
+                    {
+                        "from": state.gate,
+                        "to": "WAITING_APPROVAL",
+                        "kind": "question",
+                        "by": "agent",
+                        "guard": "needs_approval",
+                        "question": str(move["question"])[:2000],
+                    },
+                )
+                report.gate_moves.append(
+                    {"from": state.gate, "to": "WAITING_APPROVAL", "ok": True, "reason": "question"}
+                )
+                continue
+            result = plan_move(state, str(move["gate"]), self.config)
+            payload = result.payload("agent")
+            if move.get("reason"):
+                payload["declared_reason"] = str(move["reason"])[:2000]
+            self._ledger.emit("gate_moved" if result.ok else "gate_refused", payload)
             report.gate_moves.append(
                 {"from": result.src, "to": result.dst, "ok": result.ok, "reason": result.reason}
             )
@@ -224,6 +245,8 @@ class Gatekeeper:
         """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines."""
         with self._ledger.transaction():
             report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe)
+            if report.ledger_updated:
+                self._grading_surface()
             if report.gate_moves:
                 self._apply_gate_moves(report)
             if not report.skipped:
@@ -265,9 +288,11 @@ class Gatekeeper:
     ) -> Decision:
         """allow / deny / ask for one call. Never raises for a denial; journals the decision.
 
+        The decision carries the ``call_id`` its result must be recorded with (the host's
+        ``tool_call_id`` when it has one): only a pending authorized call becomes evidence.
         :attr:`unattended` (why nobody can answer, e.g. the host's permission mode, set by
-        the integration) or the config's ``unattended = true`` turns an ``ask`` into a
-        ``deny`` with the same reason.
+        the integration) or the config's ``unattended = true`` turns an ``ask`` (a held
+        destructive call, a held edit of a grading file) into a ``deny`` with the same reason.
         """
         unattended = self.unattended
         cov = watch.cover(
@@ -282,6 +307,7 @@ class Gatekeeper:
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
+        self._check_grading(seed=True)
         guard = protected(call.tool, call.input, c, home=self.home, root=self._ledger.root)
         with self._ledger.transaction():
             watch.refresh(self._ledger)
@@ -298,6 +324,9 @@ class Gatekeeper:
             )
             if guard is not None:
                 decision = _guarded(decision, *guard)
+            grading = self._grading_target(call, cls_)
+            if grading is not None:
+                decision = self._grading_hold(decision, grading)
             if self.config.unattended and unattended is None:
                 unattended = "unattended = true in the config"
             if unattended and decision.decision is Verdict.ASK:
@@ -309,10 +338,14 @@ class Gatekeeper:
                 )
             seq = self._ledger.journal.last_seq(self.session) + 1
             did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
-            decision = decision.with_id(did)
+            decision = replace(
+                decision.with_id(did), call_id=call.tool_call_id or "call_" + did[4:]
+            )
             payload = decision.to_dict()
             payload["tool_call_id"] = call.tool_call_id
             payload["input_digest"] = _input_digest(call)
+            if grading is not None:
+                payload["grading"] = grading
             self._ledger.emit("decision", payload)
             watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
@@ -332,18 +365,55 @@ class Gatekeeper:
         return decision
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence:
-        """Record a tool result as signed evidence; returns it with its ref and tag."""
+        """Record the result of an authorized call as signed evidence (ref and tag).
+
+        ``call_id`` (default ``call.tool_call_id``) names the pending call from
+        :meth:`authorize`; an unpaired or repeated record is journaled and raises
+        :class:`~infomark.kernel.errors.RecordRefused`. A declared ``tool_class`` decides the
+        evidence class too (``execute`` → execution, ``read``/``search`` → observation,
+        ``web`` → web, others → ineligible); the configuration's ``[evidence_classes]`` entry
+        for the tool's name still wins.
+        """
         c = self._classification(call, tool_class)
+        declared = c.tool_class if tool_class is not None else None
         cov = watch.cover(
             self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
         )
         cls_ = cov.classification.tool_class.value
+        cid = call_id or call.tool_call_id
+        refused: RecordRefused | None = None
         with self._ledger.transaction():
-            evidence = self._ledger.record(call, outcome, tool_class=cls_)
+            pending = self._ledger.state.pending_calls.get(cid or "")
+            try:
+                evidence = self._ledger.record(
+                    call,
+                    outcome,
+                    tool_class=cls_,
+                    declared=declared,
+                    call_id=cid,
+                    cwd=cwd,
+                    background_id=background_id,
+                )
+            except RecordRefused as exc:  # journaled by the engine: commit that, then raise
+                refused = exc
+        if refused is not None:
+            raise refused
+        with self._ledger.transaction():
+            if pending is not None and pending.get("grading"):
+                # The user let a held edit of a grading file run: the new content is approved.
+                self._approve_grading(str(pending["grading"]), by="ask_prompt", note="")
             self._track()
             text = self.policy.after_tool(self._ledger, call, outcome, evidence)
+        self._check_grading()
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)
         if text:
@@ -357,13 +427,24 @@ class Gatekeeper:
         if final_text:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
+        self._check_grading()
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
             result = self._before_finalize(final_text, result)
             self._ledger.emit("finish_decision", result.to_dict())
             if result.cap_reached:
                 self._ledger.emit("finish_cap_reached", {"cap": self.config.finish_refusal_cap})
-            if result.allow:
+                self._ledger.emit(
+                    "finished_unverified",
+                    {"cap": self.config.finish_refusal_cap, "unresolved": result.reason[:4000]},
+                )
+            if result.code == "finished_blocked":
+                state = self._ledger.state
+                self._ledger.emit(
+                    "finished_blocked",
+                    {"gate": state.gate, "reason": _blocked_reason(self._ledger)},
+                )
+            elif result.allow:
                 self._track(finished=True)
         return result
 
@@ -371,6 +452,23 @@ class Gatekeeper:
         """Record the G4 approval (the strict profile needs it before G6)."""
         with self._ledger.transaction():
             self._ledger.emit("approval", {"by": by, "note": note, "gate": self._ledger.state.gate})
+
+    def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
+        """The user accepts a changed grading file: its new content becomes the baseline.
+
+        An operator act (``infomark approve --grading FILE`` in a terminal); no route or
+        agent-reachable integration exposes it.
+        """
+        from infomark.gates.grading import grading_path
+
+        self._check_grading()
+        rel = grading_path(self._ledger.root, path)
+        state = self._ledger.refresh()
+        if rel is None or rel not in state.grading_files:
+            known = ", ".join(sorted(state.grading_changed)) or "none is changed"
+            raise UserError(f"{path} is not a grading file of this session (changed: {known})")
+        with self._ledger.transaction():
+            self._approve_grading(rel, by=by, note=note)
 
     def new_turn(self, prompt: str | None = None) -> str:
         """Start a user turn (resets the finish-refusal count); returns context for the model."""
@@ -381,6 +479,32 @@ class Gatekeeper:
                 else None
             )
             self._ledger.emit("turn_started", {"prompt_digest": d})
+            state = self._ledger.state
+            if state.gate in TERMINALS:  # the user answered: the work resumes
+                back = _resume_gate(self._ledger) if self.config.profile == "strict" else None
+                if back is not None:
+                    self._ledger.emit(
+                        "gate_moved",
+                        {
+                            "from": state.gate,
+                            "to": back,
+                            "kind": "resume",
+                            "by": "user",
+                            "guard": "",
+                        },
+                    )
+                else:
+                    self._ledger.emit(
+                        "gate_moved",
+                        {
+                            "from": state.gate,
+                            "to": "G0",
+                            "kind": "resume",
+                            "by": "user",
+                            "guard": "",
+                        },
+                    )
+                    self._track()
             return self.policy.on_prompt(self._ledger, prompt or "")
 
     def move(self, gate: str) -> dict[str, Any]:
@@ -494,15 +618,155 @@ class Gatekeeper:
         code = result.code if not result.allow else "trigger_fired"
         return replace(result, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
 
+    # -- the grading surface ---------------------------------------------------------------
+    def _grading_surface(self, oracle: str | None = None) -> None:
+        """Digest the grading surface of newly declared oracles (inside a transaction)."""
+        from infomark.gates.grading import DEFAULT_TEST_GLOBS, surface
+
+        state = self._ledger.state
+        oracles = (
+            [oracle]
+            if oracle is not None
+            else [
+                c.oracle
+                for c in state.claims.values()
+                if c.oracle and not c.oracle_refused and c.oracle_declared_seq == state.ledger_seq
+            ]
+        )
+        if not oracles:
+            return
+        globs = self.config.grading_files or DEFAULT_TEST_GLOBS
+        files: dict[str, str | None] = {}
+        blobs: dict[str, str] = {}
+        for o in dict.fromkeys(oracles):
+            f, b = surface(
+                self._ledger.root, o, globs=globs, home=self.home, put=self._ledger.blobs.put
+            )
+            files.update(f)
+            blobs.update(b)
+        new = {p: d for p, d in files.items() if p not in state.grading_files}
+        if not any(d is not None for d in files.values()):
+            return  # no test and no test configuration here: nothing grades the oracle yet
+        if new:
+            self._ledger.emit(
+                "grading_surface",
+                {"files": new, "blobs": {p: blobs[p] for p in new if p in blobs}},
+            )
+
+    def _check_grading(self, *, seed: bool = False) -> None:
+        """Re-digest the grading surface; journal what changed (or came back) since."""
+        from infomark.gates.grading import change_summary, scan_changes
+
+        state = self._ledger.refresh()
+        if not state.grading_files:
+            if seed and not state.evidence_count:
+                with self._ledger.transaction():  # the starting state, before the agent acts
+                    if not self._ledger.state.grading_files:
+                        self._grading_surface(oracle="")
+            return
+        changes = scan_changes(self._ledger.root, state.grading_files, state.grading_changed)
+        if not changes:
+            return
+        with self._ledger.transaction():
+            for rel, now, content in changes:
+                base = self._ledger.state.grading_files.get(rel)
+                if now == base:
+                    self._ledger.emit("grading_restored", {"path": rel, "digest": now})
+                    continue
+                blob = self._ledger.state.grading_blobs.get(rel)
+                old = self._ledger.blobs.get(blob) if blob else None
+                summary = change_summary(
+                    rel, old.decode("utf-8", "replace") if old is not None else None, content
+                )
+                if self.config.grading_policy == "allow":
+                    self._approve_grading(rel, by="grading_policy", note=summary)
+                else:
+                    self._ledger.emit(
+                        "grading_changed", {"path": rel, "digest": now, "summary": summary}
+                    )
+
+    def _approve_grading(self, rel: str, *, by: str, note: str) -> None:
+        from infomark.gates.grading import surface_content
+
+        content = surface_content(self._ledger.root, rel)
+        blob = None
+        digest_now = None
+        if content is not None:
+            data = content.encode("utf-8", "surrogatepass")
+            blob = self._ledger.blobs.put(data)
+            digest_now = blob
+        self._ledger.emit(
+            "grading_approved",
+            {
+                "path": rel,
+                "digest": digest_now,
+                "blob": blob,
+                "by": by,
+                "note": note[:500],
+                "approved": True,
+            },
+        )
+
+    def _grading_target(self, call: ToolCall, tool_class: str) -> str | None:
+        """The grading file a file-tool write would change (None: not a grading file)."""
+        from infomark.gates.grading import grading_path, is_grading_config
+
+        if tool_class not in ("modify", "destructive"):
+            return None
+        state = self._ledger.state
+        for key in ("file_path", "notebook_path", "path"):
+            value = call.input.get(key)
+            if not isinstance(value, str):
+                continue
+            rel = grading_path(self._ledger.root, value)
+            if rel is None:
+                continue
+            if rel in state.grading_files and (
+                state.grading_files[rel] is not None or is_grading_config(rel)
+            ):
+                return rel
+        return None
+
+    def _grading_hold(self, decision: Decision, rel: str) -> Decision:
+        policy = self.config.grading_policy
+        if policy == "allow" or decision.decision is Verdict.DENY or decision.dryrun:
+            return decision
+        what = f"{rel} is a grading file (a test or its configuration) of a declared oracle"
+        if policy == "refuse":
+            return replace(
+                decision,
+                decision=Verdict.DENY,
+                code="grading_edit",
+                reason=f'{what}: the agent may not change it (grading_policy = "refuse"); '
+                "add a new test file instead, or ask the user",
+            )
+        return replace(
+            decision,
+            decision=Verdict.ASK,
+            code="grading_edit",
+            reason=f'{what}: held for the user\'s approval (grading_policy = "hold")',
+        )
+
     # -- wrapping executors -----------------------------------------------------------------
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
-        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async)."""
+    def wrap(
+        self, executor: Callable[..., Any], *, tool_class: str | None = None
+    ) -> Callable[..., Any]:
+        """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async).
+
+        The gated executor returns a :class:`~infomark.wrapping.GatedResult` (decision,
+        evidence, text for the model); a denial or a hold does not run the executor. A
+        declared ``tool_class`` decides the gate's class and the evidence class of its calls.
+        """
         from infomark.wrapping import wrap_executor
 
-        return wrap_executor(self, executor)
+        return wrap_executor(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
-        """Decorate a plain function as a gated tool with a declared class."""
+        """Decorate a plain function as a gated tool with a declared class.
+
+        The function reports its outcome by returning a ``ToolOutcome`` (or a
+        ``CompletedProcess``) or by raising; the declared class decides the evidence class.
+        """
         from infomark.wrapping import gated_tool
 
         return gated_tool(self, name=name, tool_class=tool_class)
@@ -538,7 +802,25 @@ def _guarded(decision: Decision, verdict: str, code: str, reason: str) -> Decisi
 
 
 def _input_digest(call: ToolCall) -> str:
-    try:
-        return digest(canonical_json(dict(call.input)))
-    except (TypeError, ValueError):
-        return digest(repr(call.input).encode("utf-8", "replace"))
+    return call_digest(call)
+
+
+def _resume_gate(ledger: Ledger) -> str | None:
+    """The gate the session stood at before it entered the current terminal."""
+    for row in reversed(
+        list(ledger.journal.events(ledger.session, after=ledger.state.gate_seq - 1))
+    ):
+        if row.type == "gate_moved" and row.seq == ledger.state.gate_seq:
+            src = str(row.payload.get("from", ""))
+            return src if src and src not in TERMINALS else None
+    return None
+
+
+def _blocked_reason(ledger: Ledger) -> str:
+    for row in ledger.journal.events(ledger.session, after=ledger.state.gate_seq - 1):
+        if row.type == "gate_moved" and row.seq == ledger.state.gate_seq:
+            p = row.payload
+            return str(p.get("declared_reason") or p.get("question") or p.get("reason") or "")[
+                :2000
+            ]
+    return ""

@@ -2,9 +2,46 @@
 
 from __future__ import annotations
 
+import itertools
+
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
+
+_IDS = itertools.count(1)
+
+
+def pair(led: Ledger | Gatekeeper, call: ToolCall) -> str:
+    """Journal an allow decision for ``call`` (what authorize() writes) and return its call id.
+
+    For tests whose subject is what happens after a result is recorded, not the decision.
+    """
+    ledger = led.store if isinstance(led, Gatekeeper) else led
+    cid = call.tool_call_id or f"test_call_{next(_IDS)}"
+    with ledger.transaction():
+        ledger.emit(
+            "decision",
+            {
+                "decision": "allow",
+                "tool": call.tool,
+                "call_id": cid,
+                "input_digest": call_digest(call),
+            },
+        )
+    return cid
+
+
+def record_paired(
+    led: Ledger | Gatekeeper,
+    call: ToolCall,
+    outcome: ToolOutcome,
+    *,
+    tool_class: str | None = None,
+) -> Evidence:
+    """Pair ``call`` with an allow decision, then record its result."""
+    cid = pair(led, call)
+    return led.record(call, outcome, tool_class=tool_class, call_id=cid)
 
 
 def ledger_text(
@@ -28,15 +65,27 @@ def ledger_text(
     return "\n".join(lines) + "\n"
 
 
+def observed(
+    gk: Gatekeeper, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+) -> Evidence:
+    """What an integration does: authorize the call, then record its result under that id."""
+    decision = gk.authorize(call, tool_class=tool_class)
+    assert decision.decision.value != "deny", decision.reason
+    return gk.record(call, outcome, tool_class=tool_class, call_id=decision.call_id)
+
+
 def run(gk: Gatekeeper, command: str, exit_code: int = 0, output: str = "ok") -> Evidence:
-    return gk.record(
+    return observed(
+        gk,
         ToolCall(tool="bash", input={"command": command}),
         ToolOutcome(output=output, exit_code=exit_code),
     )
 
 
 def read(gk: Gatekeeper, path: str = "a.py", output: str = "x = 1") -> Evidence:
-    return gk.record(ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output))
+    return observed(
+        gk, ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output)
+    )
 
 
 def stamp(claim: str, ref: str, result: str = "PASS", kind: str = "oracle_stamp") -> str:

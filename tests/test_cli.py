@@ -61,6 +61,9 @@ def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
     assert denied.returncode == 3 and js(denied)["ungrounded"] == [
         {"id": "C1", "status": "Hypothetical"}
     ]
+    allowed = cli(
+        home, "authorize", "--tool", "bash", "--input", '{"command": "pytest -q"}', "--json"
+    )
     rec = cli(
         home,
         "record",
@@ -68,6 +71,8 @@ def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
         "bash",
         "--input",
         '{"command": "pytest -q"}',
+        "--call-id",
+        js(allowed)["call_id"],
         "--exit-code",
         "0",
         "--json",
@@ -176,7 +181,7 @@ def test_bad_input_is_exit_2_with_a_message(home: Path, args: tuple[str, ...]) -
 
 def test_bad_config_is_a_clear_error(home: Path) -> None:
     home.mkdir()
-    (home.parent / "infomark.toml").write_text('profile = "paranoid"\nfinish_refusal_cap = 0\n')
+    (home.parent / "infomark.toml").write_text('profile = "paranoid"\nfinish_refusal_cap = -1\n')
     proc = cli(home, "gate")
     assert proc.returncode == 2
     assert "profile" in proc.stderr and "finish_refusal_cap" in proc.stderr

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernel", ("infomark.kernel", "infomark._version")),
     ("ledger", ("infomark.ledger",)),
     ("gates", ("infomark.gates",)),
-    ("facade", ("infomark.gatekeeper", "infomark.wrapping")),
+    ("facade", ("infomark.gatekeeper", "infomark.wrapping", "infomark.async_gatekeeper")),
     ("tools", ("infomark.tools", "infomark.client")),
     ("cli", ("infomark.cli", "infomark.__main__")),
     ("api", ("infomark",)),  # the package root: lazy re-exports of everything

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from infomark.cli.base import (
@@ -29,18 +32,23 @@ __all__ = ["register"]
     default=None,
     help="Decide under this profile instead of the configured one.",
 )
+@click.option(
+    "--tool-call-id", "--call-id", default=None, help="The host's id for this call, if any."
+)
 @common
-def authorize(tool: str, input_json: str, profile: str | None) -> None:
-    """May this call run? Exit 0 allow, 3 deny, 4 ask."""
+def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str | None) -> None:
+    """May this call run? Exit 0 allow, 3 deny, 4 ask. Prints the call id to record with."""
     from infomark.ledger.calls import ToolCall
 
     data = parse_input_json(input_json)
     with open_gk(profile) as gk:
-        decision = gk.authorize(ToolCall(tool=tool, input=data))
+        decision = gk.authorize(ToolCall(tool=tool, input=data, tool_call_id=tool_call_id))
     if opts()["json"]:
         emit_json(decision.to_dict())
     else:
         click.echo(f"{decision.decision.value}: {decision.reason}")
+        if decision.decision.value != "deny":
+            click.echo(f"call_id: {decision.call_id}")
     if decision.decision.value == "deny":
         raise CliExit(EXIT_DENY)
     if decision.decision.value == "ask":
@@ -49,16 +57,38 @@ def authorize(tool: str, input_json: str, profile: str | None) -> None:
 
 @click.command()
 @click.option("--note", default="", help="Why it is approved (journaled).")
+@click.option(
+    "--grading",
+    "grading",
+    default=None,
+    metavar="FILE",
+    help="Approve the changed grading file FILE (a test or its configuration) instead.",
+)
 @common
-def approve(note: str) -> None:
-    """Record the operator's G4 approval of the plan."""
+def approve(note: str, grading: str | None) -> None:
+    """Record the operator's G4 approval of the plan (or of a changed grading file).
+
+    An operator act: refused inside an agent's tool call (Claude Code sets CLAUDECODE=1
+    in the environment of the commands it runs) and without a terminal on stdin.
+    """
+    from infomark.kernel.errors import UserError
+
+    if os.environ.get("CLAUDECODE") or not sys.stdin.isatty():
+        raise UserError(
+            "approve is an operator act: run `infomark approve` yourself in a terminal, "
+            "answer Claude Code's own permission prompt, or type the approval phrase as your "
+            "prompt; an agent's tool call cannot approve"
+        )
     with open_gk() as gk:
-        gk.approve(by="operator", note=note)
+        if grading is not None:
+            gk.approve_grading(grading, by="operator", note=note)
+        else:
+            gk.approve(by="operator", note=note)
         gate = gk.gate()
     if opts()["json"]:
-        emit_json({"approved": True, "gate": gate.position})
+        emit_json({"approved": True, "gate": gate.position, "grading": grading})
     else:
-        click.echo(f"approved (gate {gate.position})")
+        click.echo(f"approved {grading}" if grading else f"approved (gate {gate.position})")
 
 
 @click.command()

@@ -89,7 +89,12 @@ def _refuse_syntax_errors(text: str) -> None:
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
 @click.option("--exit-code", type=int, default=None, help="Exit status, for commands.")
 @click.option("--error", default=None, help="The tool's error text, if it failed.")
-@click.option("--tool-call-id", default=None, help="The host's id for this tool call.")
+@click.option(
+    "--tool-call-id",
+    "--call-id",
+    default=None,
+    help="The call id `infomark authorize` returned (the host's tool_use_id when it has one).",
+)
 @click.option(
     "--output-file",
     type=click.Path(dir_okay=False, path_type=Path),

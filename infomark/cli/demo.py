@@ -100,6 +100,7 @@ def run_demo(*, keep: bool = False) -> None:
                 f'      oracle: "{oracle_c2}"\n    - id: C3\n'
                 '      text: "calc.py carries a bug marker"\n      status: Guess\n'
                 "      falsifier: \"no '# bug' in calc.py\"\n"
+                "      observe: calc.py\n"
                 "  premises_for_plan: [C1]\n  open_questions: [C2]\n"
             )
             expect(r.demoted == ["C1"], f"C1 demoted (got {r.demoted}, {r.diagnostics})")
@@ -119,7 +120,19 @@ def run_demo(*, keep: bool = False) -> None:
             say(f"oracle_stamp: claim_id=C1 evidence_ref={ev_c1} result=PASS")
             expect(gk.ledger().status("C1") == "Exact", "C1 Exact")
 
-            step("An inference_stamp from a file read makes C3 Inferred")
+            step("A forged record (a result infomark never authorized) yields no evidence")
+            from infomark.kernel.errors import RecordRefused
+            from infomark.ledger.calls import ToolOutcome
+
+            forged = ToolCall(tool="bash", input={"command": oracle_c2})
+            try:
+                gk.record(forged, ToolOutcome("ok", exit_code=0), call_id="made-up")
+            except RecordRefused as exc:
+                console.print(f"   [red]refused[/] ({exc.code}): {escape(str(exc)[:90])}")
+            else:
+                expect(False, "forged record refused")
+
+            step("An inference_stamp from a read of the file C3 observes makes C3 Inferred")
             ev_read = _ref(call("read", file_path="calc.py"))
             say(f"inference_stamp: claim_id=C3 evidence_ref={ev_read}")
             expect(gk.ledger().status("C3") == "Inferred", "C3 Inferred")
@@ -147,10 +160,10 @@ def run_demo(*, keep: bool = False) -> None:
                 f"forgeries rejected ({reasons})",
             )
 
-            step('"Done, all tests pass." is refused: evidence is stale, nothing fresh is Exact')
+            step("Any stop after the edit is refused: nothing is Exact on evidence newer than it")
             fin = gk.can_finish("Done, all tests pass.")
             console.print(f"   [red]refused[/]: {escape(fin.reason[:160])}…")
-            expect(not fin.allow and "C1" in fin.stale, "finish refused")
+            expect(not fin.allow and fin.code == "completion_without_evidence", "finish refused")
 
             step("The agent re-runs both oracles and stamps the fresh evidence")
             ev_c2 = _ref(call("bash", command=oracle_c2))

@@ -45,8 +45,30 @@ def _cause(step: dict[str, Any]) -> str:
 
 
 def print_audit(data: dict[str, Any]) -> None:
+    for f in data.get("unverified_finishes", []):  # first: what was never verified
+        console.print(
+            f"[bold red]FINISHED UNVERIFIED[/] at seq {f['seq']} (refusal cap {f.get('cap')}): "
+            + escape(str(f.get("unresolved", ""))[:400])
+        )
+    for g in data.get("grading_changes", []):
+        console.print(
+            f"[bold red]grading file changed[/] at seq {g['seq']}: "
+            + escape(f"{g.get('path')} ({g.get('summary')})")
+        )
+    refused = data.get("refused_records", [])
+    if refused:
+        console.print(f"[bold red]records refused (no evidence): {len(refused)}[/]")
+        for r in refused[:10]:
+            console.print(
+                f"  seq {r['seq']}: {escape(str(r.get('tool')))} {escape(str(r.get('reason')))}"
+            )
+    for b in data.get("blocked_finishes", []):
+        console.print(
+            f"[yellow]finished blocked[/] at seq {b['seq']} ({escape(str(b.get('gate')))}): "
+            + escape(str(b.get("reason", ""))[:200])
+        )
     table = Table(title=f"infomark audit: session {escape(data['session'])}")
-    for col in ("id", "rank", "stamp", "falsifier", "history"):
+    for col in ("id", "rank", "stamp", "oracle / ran", "falsifier", "history"):
         table.add_column(col, overflow="fold")
     for c in data["claims"]:
         stamp = c["evidence_ref"] or "-"
@@ -55,8 +77,15 @@ def print_audit(data: dict[str, Any]) -> None:
         if c.get("stale"):
             stamp += " (stale)"
         hist = " → ".join(f"{h['status']}({_cause(h)})" for h in c["history"][-4:])
+        ran = c.get("ran")
+        oracle = escape(c.get("oracle") or "-") + (f" / ran `{escape(ran)}`" if ran else "")
         table.add_row(
-            escape(c["id"]), _rank(c["status"]), stamp, escape(c.get("falsifier") or "-"), hist
+            escape(c["id"]),
+            _rank(c["status"]),
+            stamp,
+            oracle,
+            escape(c.get("falsifier") or "-"),
+            hist,
         )
     console.print(table)
     prem = ", ".join(

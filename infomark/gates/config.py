@@ -43,6 +43,10 @@ class Config:
     unattended: bool = False  # nobody answers an "ask": it becomes a deny
     loop_budget: Mapping[str, int] = field(default_factory=dict)
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
+    oracle_allow: tuple[str, ...] = ()  # [oracles] allow: only these may ground claims
+    oracle_require: tuple[str, ...] = ()  # [oracles] require: a finish needs a fresh PASS
+    grading_policy: str = "hold"  # a file-tool edit of a grading file: hold | refuse | allow
+    grading_files: tuple[str, ...] = ()  # test-file globs (empty: the defaults)
     source: str | None = None
 
     @classmethod
@@ -66,6 +70,10 @@ class Config:
             unattended=bool(d.get("unattended", False)),
             loop_budget=dict(d.get("loop_budget", {})),
             policies=dict(d.get("policies", {})),
+            oracle_allow=tuple(dict(d.get("oracles") or {}).get("allow") or ()),
+            oracle_require=tuple(dict(d.get("oracles") or {}).get("require") or ()),
+            grading_policy=str(d.get("grading_policy", "hold")),
+            grading_files=tuple(d.get("grading_files") or ()),
             source=source,
         )
 

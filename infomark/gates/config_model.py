@@ -6,6 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from infomark.gates.bounds import (
+    EXPIRES_AFTER,
+    MAX_ACTIVE_PACKS,
+    PACK_BUDGET_CHARS,
+    POLICY_KEYS,
+    SEVERITY,
+    THRESHOLD_MAX,
+)
 from infomark.kernel.errors import ConfigError
 
 __all__ = ["ConfigModel", "EvidenceClassName", "ToolClassName", "validate_config"]
@@ -33,9 +41,9 @@ class _Strict(BaseModel):
 
 
 class PackOverride(_Strict):
-    threshold: float | None = Field(default=None, gt=0)
-    severity: int | None = Field(default=None, ge=0, le=10)
-    expires_after: int | None = Field(default=None, ge=1, le=100)
+    threshold: float | None = Field(default=None, gt=0, le=THRESHOLD_MAX)
+    severity: int | None = Field(default=None, ge=SEVERITY[0], le=SEVERITY[1])
+    expires_after: int | None = Field(default=None, ge=EXPIRES_AFTER[0], le=EXPIRES_AFTER[1])
     enabled: bool | None = None
 
 
@@ -44,6 +52,11 @@ class TriggerModel(_Strict):
     when: dict[str, Any]
     prompt: str = Field(min_length=1, max_length=4000)
     requires_read: list[str] = Field(default_factory=list)
+
+
+class OraclesModel(_Strict):
+    allow: list[str] = Field(default_factory=list)
+    require: list[str] = Field(default_factory=list)
 
 
 class ScratchModel(_Strict):
@@ -61,8 +74,8 @@ class ConfigModel(_Strict):
     tools: dict[str, ToolClassName] = Field(default_factory=dict)
     evidence_classes: dict[str, EvidenceClassName] = Field(default_factory=dict)
     allow_destructive: list[Family] = Field(default_factory=list)
+    finish_refusal_cap: int = Field(default=3, ge=0, le=20)
     scratch: ScratchModel = Field(default_factory=ScratchModel)
-    finish_refusal_cap: int = Field(default=3, ge=1, le=20)
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
@@ -70,11 +83,14 @@ class ConfigModel(_Strict):
     store: str = "sqlite"
     unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
+    oracles: OraclesModel = Field(default_factory=OraclesModel)
+    grading_policy: Literal["hold", "refuse", "allow"] = "hold"
+    grading_files: list[str] = Field(default_factory=list)
     # Adaptive policy layer (packs, working memory, triggers).
     adaptive_packs: list[str] | None = None
     pack_overrides: dict[str, PackOverride] = Field(default_factory=dict)
-    max_active_packs: int = Field(default=3, ge=1, le=3)
-    pack_budget_chars: int = Field(default=600, ge=100, le=4000)
+    max_active_packs: int = Field(default=3, ge=MAX_ACTIVE_PACKS[0], le=MAX_ACTIVE_PACKS[1])
+    pack_budget_chars: int = Field(default=600, ge=PACK_BUDGET_CHARS[0], le=PACK_BUDGET_CHARS[1])
     triggers: list[TriggerModel] = Field(default_factory=list)
     policies: list[str] = Field(default_factory=list)
 
@@ -97,14 +113,7 @@ class ConfigModel(_Strict):
         return value
 
 
-_POLICY_KEYS = (
-    "adaptive_packs",
-    "pack_overrides",
-    "max_active_packs",
-    "pack_budget_chars",
-    "triggers",
-    "policies",
-)
+_POLICY_KEYS = POLICY_KEYS
 
 
 def validate_config(doc: dict[str, Any], *, source: str) -> dict[str, Any]:

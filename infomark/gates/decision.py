@@ -35,6 +35,7 @@ class Decision:
     decision_id: str = ""
     tool: str = ""
     instructions: str = ""  # instruction packs fired by this decision (policy layer)
+    call_id: str = ""  # the id its record must name (the host's tool_use_id when it has one)
 
     @classmethod
     def allow(cls, code: str, reason: str, **kw: Any) -> Decision:
@@ -71,6 +72,7 @@ class Decision:
             "decision_id": self.decision_id,
             "why": list(self.why),
             "instructions": self.instructions,
+            "call_id": self.call_id,
         }
 
 

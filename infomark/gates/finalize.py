@@ -1,4 +1,19 @@
-"""May the agent finish now? A pure function of state, final text and config."""
+"""May the agent finish now? A pure function of state, final text and config.
+
+Evidence decides, not words. After the session's last mutation every stop is a
+finish attempt and needs fresh evidence: the completion claims (the ledger's
+``done_when``, or by default every claim stamped on a run newer than the last
+mutation, at least one) must be Exact on such evidence. Claims grounded before
+the first mutation that describe the starting state (premises, ``expect: FAIL``
+claims) are not re-stamped. A claim whose oracle contradicted its stamp later,
+a grading file changed behind the oracle's back, or an operator-required oracle
+that has no fresh PASS blocks the finish. An agent that is not done says so
+(``gate: BLOCKED`` or a question block): that finish is allowed and journaled
+``finished_blocked``. Refusals are capped (0 = never forced); a forced finish is
+journaled ``finished_unverified``. In a session that changed nothing (or, in the
+ledger profile, one that never declared a ledger), completion language with no
+fresh evidence is still refused.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +22,22 @@ import re
 from infomark.gates.authorize import grounding_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
-from infomark.ledger.state import SessionState
+from infomark.gates.oracles import matches_any
+from infomark.ledger.state import ClaimState, SessionState
 
-__all__ = ["claims_completion", "decide_finish", "fresh_exact_claims"]
+__all__ = [
+    "BLOCKED_TERMINALS",
+    "claims_completion",
+    "completion_claims",
+    "decide_finish",
+    "finish_problems",
+    "fresh_exact_claims",
+    "starting_state",
+]
 
-# Completion language on word boundaries. Alternation only: linear time.
+BLOCKED_TERMINALS = ("BLOCKED", "WAITING_APPROVAL", "OUT_OF_SCOPE")
+
+# Completion language on word boundaries, only for sessions that changed nothing.
 _COMPLETION = re.compile(
     r"\b(?:done|fixed|resolved|complete[ds]?|finished|implemented|works now|"
     r"all (?:the )?tests (?:now )?pass(?:es|ed|ing)?|tests (?:now )?pass(?:es|ed|ing)?|"
@@ -43,39 +69,167 @@ def fresh_exact_claims(state: SessionState) -> list[str]:
     ]
 
 
+def starting_state(state: SessionState, claim: ClaimState) -> bool:
+    """A claim grounded before the first mutation that describes the starting state."""
+    if claim.stamp is None or not state.first_modify_seq:
+        return False
+    if claim.stamp.evidence_seq >= state.first_modify_seq:
+        return False
+    return claim.id in state.premises or claim.expect == "FAIL"
+
+
+def completion_claims(state: SessionState) -> list[str]:
+    """What must be fresh: ``done_when``, else every claim stamped after the last mutation."""
+    if state.done_when:
+        return list(state.done_when)
+    return [
+        c.id
+        for c in state.claims.values()
+        if c.grounded and c.stamp is not None and c.stamp.evidence_seq > state.last_modify_seq
+    ]
+
+
+def _fresh(state: SessionState, cid: str) -> bool:
+    c = state.claims.get(cid)
+    return (
+        c is not None
+        and c.status == "Exact"
+        and c.stamp is not None
+        and c.stamp.evidence_seq > state.last_modify_seq
+    )
+
+
 def _sentence(text: str) -> str:
     text = text.rstrip().rstrip(".")
     return text[:1].upper() + text[1:] + "."
 
 
-def decide_finish(state: SessionState, final_text: str, config: Config) -> FinishDecision:
+def finish_problems(
+    state: SessionState, final_text: str, config: Config
+) -> tuple[str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``(code, problems, stale, ungrounded)``; no problems means the evidence allows it."""
     ungrounded = tuple(state.ungrounded_premises()) if state.has_ledger else ()
-    stale = tuple(state.stale_claims())
-    completion = claims_completion(final_text or "")
     problems: list[str] = []
-    code = "allowed"
+    codes: list[str] = []
+
+    def add(code: str, text: str) -> None:
+        codes.append(code)
+        problems.append(text)
+
+    if state.grading_changed:
+        parts = [
+            f"{p} ({c.get('summary') or 'changed'})"
+            for p, c in sorted(state.grading_changed.items())
+        ]
+        add(
+            "self_graded",
+            "grading files changed after the claims were declared: "
+            + "; ".join(parts)
+            + ". Restore them, or ask the user to approve the change "
+            "(`infomark approve --grading FILE`)",
+        )
     if ungrounded:
-        code = "ungrounded_premises"
-        problems.append(grounding_hint(list(ungrounded), state))
+        add("ungrounded_premises", grounding_hint(list(ungrounded), state))
+    stale = tuple(
+        c.id
+        for c in state.claims.values()
+        if c.stamp is not None
+        and c.grounded
+        and c.stamp.evidence_seq < state.last_modify_seq
+        and not starting_state(state, c)
+    )
     if stale:
-        code = code if problems else "stale_evidence"
         cmds = []
         for cid in stale:
             claim = state.claims[cid]
             cmds.append(f"{cid} (re-run `{claim.oracle}`)" if claim.oracle else cid)
-        problems.append(
+        add(
+            "stale_evidence",
             "evidence predates the last edit for: "
             + ", ".join(cmds)
-            + "; re-run each oracle and stamp the new evidence_ref"
+            + "; re-run each oracle and stamp the new evidence_ref",
         )
-    if completion and config.require_evidence_for_completion and not fresh_exact_claims(state):
-        code = code if problems else "completion_without_evidence"
-        problems.append(
-            "you claim completion but no claim is Exact on evidence produced after the last "
-            "edit: run the check that proves it and bind it with oracle_stamp, or say what is "
-            "still open"
+    contradicted = [
+        c for c in state.claims.values() if c.contradicted_seq and not starting_state(state, c)
+    ]
+    if contradicted:
+        add(
+            "oracle_failed",
+            "the oracle of "
+            + ", ".join(f"{c.id} (`{c.oracle}`)" for c in contradicted)
+            + " failed after it was stamped; fix it and re-stamp, or revoke it with a "
+            "divergence_event",
         )
-    if config.profile == "strict" and not problems and state.gate != "G9":
+    # The evidence rule binds a session that speaks the protocol (a ledger) or runs strict; a
+    # ledger-less session in the ledger profile mutates with a nudge and is judged as before.
+    mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile == "strict")
+    if mutated:
+        done = completion_claims(state)
+        missing = [cid for cid in done if not _fresh(state, cid)]
+        if state.done_when and missing:
+            hints = []
+            for cid in missing:
+                named = state.claims.get(cid)
+                hints.append(
+                    f"{cid} (run `{named.oracle}` and stamp it)"
+                    if named is not None and named.oracle
+                    else f"{cid} (not declared with an oracle)"
+                )
+            add(
+                "completion_without_evidence",
+                "done_when claims need evidence newer than the last edit: " + ", ".join(hints),
+            )
+        elif not done:
+            rerun = [
+                f"`{c.oracle}` ({c.id})"
+                for c in state.claims.values()
+                if c.oracle and c.expect != "FAIL" and not c.oracle_refused
+            ]
+            how = ("re-run " + ", ".join(rerun[:3])) if rerun else "run the oracle that proves it"
+            add(
+                "completion_without_evidence",
+                "the work changed files but no claim is Exact on evidence produced after the "
+                f"last edit: {how} and bind it with oracle_stamp, or say you are not done with "
+                '`gate: BLOCKED reason="…"` or a question for the user',
+            )
+        if config.oracle_require:
+            fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i)]
+            if not any(f.oracle and matches_any(f.oracle, config.oracle_require) for f in fresh):
+                add(
+                    "required_oracle",
+                    "the operator requires a fresh PASS of "
+                    + " or ".join(f"`{p}`" for p in config.oracle_require)
+                    + ": declare a claim with that oracle, run it and stamp it",
+                )
+    elif (
+        claims_completion(final_text or "")
+        and config.require_evidence_for_completion
+        and not fresh_exact_claims(state)
+    ):
+        add(
+            "completion_without_evidence",
+            "you claim completion but no claim is Exact on evidence: run the check that proves "
+            "it and bind it with oracle_stamp, or say what is still open",
+        )
+    return (codes[0] if codes else "allowed"), problems, stale, ungrounded
+
+
+def _blocked(state: SessionState) -> bool:
+    """The agent said, after its last change, that it is not done (BLOCKED, a question)."""
+    return state.gate in BLOCKED_TERMINALS and state.gate_seq > state.last_modify_seq
+
+
+def decide_finish(state: SessionState, final_text: str, config: Config) -> FinishDecision:
+    completion = claims_completion(final_text or "")
+    if _blocked(state):
+        return FinishDecision(
+            True,
+            f"finish allowed: the agent declared {state.gate} (journaled as finished_blocked)",
+            "finished_blocked",
+            completion_claimed=completion,
+        )
+    code, problems, stale, ungrounded = finish_problems(state, final_text, config)
+    if config.profile == "strict" and not problems and state.gate not in ("G9", "SUCCESS"):
         code = "gate_position"
         problems.append(
             f"strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "
@@ -83,16 +237,18 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
         )
     if not problems:
         return FinishDecision(True, "finish allowed", "allowed", completion_claimed=completion)
-    if state.finish_refusals + 1 > config.finish_refusal_cap:
+    cap = config.finish_refusal_cap
+    if cap > 0 and state.finish_refusals + 1 > cap:
         return FinishDecision(
             True,
-            f"finish allowed after {config.finish_refusal_cap} consecutive refusals (cap); "
+            f"finished UNVERIFIED after {cap} consecutive refusals (cap); "
             "unresolved: " + " ".join(problems),
             "refusal_cap_reached",
             stale=stale,
             ungrounded=ungrounded,
             completion_claimed=completion,
             cap_reached=True,
+            extra={"unresolved": code},
         )
     return FinishDecision(
         False,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from infomark.gates.config import Config
-from infomark.gates.finalize import fresh_exact_claims
-from infomark.kernel.graph import DEFAULT_GRAPH, GUARDS, EdgeKind, GateGraph
+from infomark.gates.finalize import finish_problems
+from infomark.kernel.graph import DEFAULT_GRAPH, GUARDS, TERMINALS, EdgeKind, GateGraph
 from infomark.ledger.state import SessionState
 
 __all__ = ["GUARD_PREDICATES", "Move", "derived_position", "loop_budget", "plan_move"]
@@ -56,9 +56,10 @@ def _modified(s: SessionState, c: Config) -> bool:
 
 
 def _oracle_pass(s: SessionState, c: Config) -> bool:
-    fresh = set(fresh_exact_claims(s))
-    with_oracle = [p for p in s.premises if p in s.claims and s.claims[p].oracle]
-    return bool(fresh) and all(p in fresh for p in with_oracle)
+    # The finish gate's own test: fresh completion claims, nothing stale, failed or tampered.
+    # Premises about the starting state are not re-stamped (an honest walk can end).
+    _code, problems, _, _ = finish_problems(s, "", c)
+    return not problems and s.last_modify_seq > 0
 
 
 def _oracle_failed(s: SessionState, c: Config) -> bool:
@@ -79,7 +80,7 @@ def _open_reduced(s: SessionState, c: Config) -> bool:
 
 
 def _closure(s: SessionState, c: Config) -> bool:
-    return _premises_grounded(s, c) and not s.stale_claims() and bool(fresh_exact_claims(s))
+    return _premises_grounded(s, c) and _oracle_pass(s, c)
 
 
 def _declared(s: SessionState, c: Config) -> bool:
@@ -199,6 +200,8 @@ def derived_position(state: SessionState, *, finished: bool = False) -> str:
     """Ledger profile: the position implied by runtime evidence."""
     if finished:
         return "G9"
+    if state.gate in TERMINALS:
+        return state.gate  # the agent declared BLOCKED (or the like): it stays until a new turn
     if not state.has_ledger:
         return "G1" if state.seq else "G0"
     if not state.premises or not state.premises_grounded():

@@ -3,6 +3,7 @@
 InfomarkError                      base; every error has a stable ``code``
  ├── UserError                     API misuse or bad input (CLI exit 2)
  │    ├── ConfigError              infomark.toml / [tool.infomark] is invalid
+ │    ├── RecordRefused            a record names no pending authorized call (journaled)
  │    └── BlockSyntaxError         a ledger block could not be parsed (has line/column)
  ├── KeyFileError                  the key file is missing, malformed or too permissive
  ├── StoreError                    the journal could not be read or written
@@ -13,12 +14,15 @@ InfomarkError                      base; every error has a stable ``code``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "BlockSyntaxError",
     "ConfigError",
     "GraphError",
     "InfomarkError",
     "KeyFileError",
+    "RecordRefused",
     "StoreBusyError",
     "StoreError",
     "UserError",
@@ -57,10 +61,32 @@ class ConfigError(UserError):
     code = "config_error"
 
 
+class RecordRefused(UserError):
+    """A tool result was offered as evidence without a matching authorized call.
+
+    ``code`` is the reason (``unpaired_record`` or ``repeated_record``); the refusal is
+    journaled before this is raised, and no evidence exists for it.
+    """
+
+    code = "unpaired_record"
+
+    def __init__(self, message: str, *, code: str = "unpaired_record") -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class BlockSyntaxError(UserError):
-    """A ledger block could not be parsed."""
+    """A ledger block could not be parsed (``ParsedMessage.raise_for_errors``).
+
+    ``line``/``column`` locate the first error; ``diagnostics`` holds every error
+    diagnostic of the message (the parser's ``Diagnostic`` models).
+    """
 
     code = "ledger_parse_error"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        super().__init__(message, line=line, column=column)
+        self.diagnostics: Sequence[object] = ()
 
 
 class KeyFileError(InfomarkError):

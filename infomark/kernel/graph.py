@@ -298,6 +298,14 @@ DEFAULT_GRAPH = GateGraph(
         _edge("G9", "BLOCKED", _T, "blocked", "the work cannot be finished"),
         _edge("G9", "WAITING_APPROVAL", _T, "needs_approval", "the result needs a user decision"),
         _edge("G9", "OUT_OF_SCOPE", _T, "out_of_scope", "the rest is outside this task"),
+        # an honest "I am blocked" is lawful everywhere (journaled as finished_blocked)
+        _edge("G0", "BLOCKED", _T, "blocked", "the task cannot even be understood here"),
+        _edge("G2", "BLOCKED", _T, "blocked", "the task cannot be decomposed into checks"),
+        _edge("G3", "BLOCKED", _T, "blocked", "no plan can be made"),
+        _edge("G5", "BLOCKED", _T, "blocked", "a concern cannot be resolved"),
+        _edge("G6", "BLOCKED", _T, "blocked", "a premise cannot be grounded"),
+        _edge("G7", "BLOCKED", _T, "blocked", "the change cannot be made"),
+        _edge("G8", "BLOCKED", _T, "blocked", "the oracle cannot be made to pass"),
     ),
 )
 """The kernel's gate graph. ``infomark.kernel.validate.validate_graph`` finds no issue in it."""

@@ -48,6 +48,8 @@ def _ladder() -> str:
 def _moves(graph: GateGraph, gate_id: str) -> str:
     parts: list[str] = []
     for dst in graph.allowed_moves(gate_id):
+        if dst == "BLOCKED":
+            continue  # reachable from every gate: said once, below
         guards = [e.guard for e in graph.edge(gate_id, dst) if e.guard != "always"]
         parts.append(f"{dst} ({' | '.join(guards)})" if guards else dst)
     return ", ".join(parts)
@@ -74,7 +76,7 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         "",
         "## InfoMark",
         f"{_ladder()} Only claims in G ground a plan.",
-        "Any rank word the runtime does not know reads as Unknown.",
+        "An unknown rank word reads as Unknown.",
         "",
         "## Claim ledger",
         "Declare claims in a block; every claim needs a falsifier and an `oracle:` (the",
@@ -90,10 +92,10 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         "Bind it with a line that starts with the keyword:",
         "- `oracle_stamp: claim_id=C1 evidence_ref=ev_… result=PASS` needs execution",
         "  evidence: a run of exactly the claim's `oracle:` command, run after declaring",
-        "  it → Exact. result=EXPECTED_FAIL binds a negative oracle's FAIL run (→ Exact);",
-        "  FAIL evidence with result=FAIL → Unknown.",
-        "- `inference_stamp: claim_id=C2 evidence_ref=ev_…` with observation or execution",
-        "  evidence → Inferred.",
+        "  it → Exact. result=EXPECTED_FAIL binds the FAIL run of a claim that declares",
+        "  `expect: FAIL` (→ Exact); FAIL evidence with result=FAIL → Unknown.",
+        "- `inference_stamp: claim_id=C2 evidence_ref=ev_…`: a run of its oracle, or a",
+        "  Read/Grep of its `observe: PATH` → Inferred.",
         "- `divergence_event: claim_id=C1 evidence_ref=ev_…` revokes the claim.",
         "Web evidence backs neither stamp. Exact or Inferred written by you is demoted to",
         "Hypothetical. Changing a claim's text drops its stamp; a stamp with artifact=PATH",
@@ -108,16 +110,18 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         "To move, write a line `gate: G4` (a gate id or terminal name). Only the listed",
         "moves are lawful, each taken when the guard in () holds.",
         *_gate_lines(graph),
+        'From every gate, `gate: BLOCKED reason="…"` stops honestly (not done).',
         f"Only {mutator} mutates, and only with premises_for_plan ⊆ G. G4 needs explicit",
         "user approval in the strict profile; nothing mutates in that turn.",
         "While a premise is outside G, modify and destructive tools are denied. To ground",
-        "it, run its declared oracle and stamp the evidence, or move its id to",
-        "open_questions.",
+        "it, run its declared oracle and stamp the evidence.",
         "",
         "## Finishing",
-        "You cannot finish while a premise is outside G, while stamped evidence predates",
-        'your last edit (re-run the oracle), or when you claim "done" without fresh Exact',
-        "evidence.",
+        "Words do not decide. After your last edit, every stop needs fresh evidence: the",
+        "ledger's `done_when: [ids]` (default: the claims stamped after the last edit, at",
+        "least one) must be Exact on runs newer than that edit. A premise outside G, a",
+        "stale stamp, an oracle that failed after its stamp or a changed test file blocks",
+        "it. Not done? Say so with `gate: BLOCKED` or a question for the user.",
     ]
     text = "\n".join(lines) + "\n"
     size = len(text.encode("utf-8"))

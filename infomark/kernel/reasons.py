@@ -22,6 +22,15 @@ class RejectReason(enum.StrEnum):
     ORACLE_MISMATCH = "oracle_mismatch"
     EVIDENCE_PREDATES_CLAIM = "evidence_predates_claim"
     CONTENT_MISMATCH = "content_mismatch"
+    WEAK_ORACLE = "weak_oracle"  # the oracle cannot fail, masks failure or selects nothing
+    ORACLE_NOT_ALLOWED = "oracle_not_allowed"  # the operator's [oracles] allow list excludes it
+    SELF_GRADED = "self_graded"  # a grading file changed since the claim was declared
+    UNPAIRED_RECORD = "unpaired_record"  # a record named no pending authorized call
+    REPEATED_RECORD = "repeated_record"  # a second record for an already recorded call
+    EXPECTATION_MISMATCH = "expectation_mismatch"  # EXPECTED_FAIL on a claim that expects a pass
+    EVIDENCE_NOT_NAMED = "evidence_not_named"  # inference evidence the claim does not name
+    BACKGROUND_RUN = "background_run"  # a background run has no outcome yet
+    WRONG_DIRECTORY = "wrong_directory"  # the run happened in another working directory
     DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
 
     @property
@@ -43,8 +52,8 @@ _HINTS: dict[RejectReason, str] = {
         "that evidence belongs to another session; run the check in this session"
     ),
     RejectReason.INELIGIBLE_EVIDENCE: (
-        "oracle_stamp needs execution evidence (a command run); inference_stamp needs "
-        "observation or execution evidence; web results back neither"
+        "oracle_stamp needs a command run; inference_stamp a run or a read; web results back "
+        "neither"
     ),
     RejectReason.FAILED_EVIDENCE: (
         "the evidence outcome contradicts the stamped result; fix the code and re-run, "
@@ -62,8 +71,18 @@ _HINTS: dict[RejectReason, str] = {
     RejectReason.CONTENT_MISMATCH: (
         "the artifact changed since the hash you gave; re-run the check on the current file"
     ),
+    RejectReason.WEAK_ORACLE: (
+        "use an oracle that can fail: no `|| true`, `exit 0`, empty selection or infomark call"
+    ),
+    RejectReason.ORACLE_NOT_ALLOWED: "declare one of the oracles the operator allows",
+    RejectReason.SELF_GRADED: "a test file changed since the claim; restore it or ask the user",
+    RejectReason.UNPAIRED_RECORD: "only results of calls infomark authorized become evidence",
+    RejectReason.REPEATED_RECORD: "a call is recorded exactly once",
+    RejectReason.EXPECTATION_MISMATCH: "result=EXPECTED_FAIL needs `expect: FAIL` on the claim",
+    RejectReason.EVIDENCE_NOT_NAMED: "use a run of the claim's oracle or a Read of its `observe:`",
+    RejectReason.BACKGROUND_RUN: "a background run has no outcome; run it in the foreground",
+    RejectReason.WRONG_DIRECTORY: "run the oracle from the project root",
     RejectReason.DELEGATED_EVIDENCE: (
-        "a sub-agent's or model call's answer is hearsay: it may back a divergence_event, "
-        "never a stamp; run the check yourself and stamp that run"
+        "a sub-agent's answer may back a divergence_event, never a stamp; run the check yourself"
     ),
 }

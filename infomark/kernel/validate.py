@@ -5,6 +5,9 @@ own code. :data:`CHECKS` maps each code to its check, in the order they run;
 :func:`validate_graph` runs them all and :func:`check_graph` raises
 :class:`~infomark.kernel.errors.GraphError` listing every issue at once.
 
+``exit_after_mutation`` spares the honest stop (a terminal edge to BLOCKED guarded by
+``blocked``), which ``blocked_unreachable`` requires from every gate that is not a dead end.
+
 Checks that need a valid spine (``forward_not_spine``, ``exit_after_mutation``
 and the on-the-spine half of ``mutation_gate``) stay silent while
 ``spine_invalid`` reports: fix the spine first. Likewise
@@ -28,6 +31,9 @@ __all__ = [
     "check_graph",
     "validate_graph",
 ]
+
+# The honest stop: reachable in one move from every gate, even after mutation began.
+BLOCKED = "BLOCKED"
 
 # The concern loop: AUTHORIZE opens it sideways, CONCERN_LOOP returns to DECOMPOSE.
 _CONCERN_SIDE = ("G4", "G5")
@@ -207,7 +213,33 @@ def _check_exit_after_mutation(graph: GateGraph) -> list[GraphIssue]:
             f"only {last} may exit once {graph.spine[first]} has run",
         )
         for e in graph.edges
-        if e.kind is EdgeKind.TERMINAL and e.src in guarded
+        if e.kind is EdgeKind.TERMINAL
+        and e.src in guarded
+        and not (e.dst == BLOCKED and e.guard == "blocked")
+    ]
+
+
+def _check_blocked_reachable(graph: GateGraph) -> list[GraphIssue]:
+    if BLOCKED not in graph.terminals:
+        return [
+            GraphIssue(
+                "blocked_unreachable",
+                f"the graph has no {BLOCKED} terminal; an agent must always be able to stop "
+                "honestly",
+            )
+        ]
+    has = {e.src for e in graph.edges if e.dst == BLOCKED and e.kind is EdgeKind.TERMINAL}
+    successors = _successors(graph)
+    terminals = set(graph.terminals)
+    return [
+        GraphIssue(
+            "blocked_unreachable",
+            f"gate {gid} has no terminal edge to {BLOCKED}; add one (guard `blocked`)",
+        )
+        for gid in dict.fromkeys(graph.gate_ids)
+        if gid not in has
+        and gid in successors
+        and _reachable(successors, gid) & terminals  # a dead end is dead_end's to report
     ]
 
 
@@ -306,6 +338,7 @@ CHECKS: Mapping[str, Check] = MappingProxyType(
         "edge_from_terminal": _check_edge_from_terminal,
         "mutation_gate": _check_mutation_gate,
         "exit_after_mutation": _check_exit_after_mutation,
+        "blocked_unreachable": _check_blocked_reachable,
         "forward_not_spine": _check_forward_not_spine,
         "concern_loop_missing": _check_concern_loop,
         "unknown_guard": _check_unknown_guard,

@@ -448,6 +448,21 @@ def build_audit(
         for row in ledger.journal.events(ledger.session, types=("bypass", "stamp_rejected")):
             item = {"seq": row.seq, **row.payload}
             (bypasses if row.type == "bypass" else rejections).append(item)
+    # What a person must see first: finishes that were not verified, refused records,
+    # grading files that changed behind the oracle's back.
+    flagged: dict[str, list[dict[str, Any]]] = {
+        "finished_unverified": [],
+        "finished_blocked": [],
+        "record_refused": [],
+        "grading_changed": [],
+    }
+    for row in ledger.journal.events(ledger.session, types=tuple(flagged)):
+        flagged[row.type].append({"seq": row.seq, **row.payload})
+    claims = claim_rows(state)
+    for crow in claims:  # each grounded claim with its oracle and the command its evidence ran
+        ev = ledger.evidence(crow["evidence_ref"]) if crow["evidence_ref"] else None
+        crow["ran"] = ev.command if ev is not None else None
+        crow["ran_in"] = ev.record.get("cwd") if ev is not None else None
     # gate coverage (issue 12): scratch writes and changes made by running code
     scratch: list[dict[str, Any]] = []
     unannounced: list[dict[str, Any]] = []
@@ -466,7 +481,7 @@ def build_audit(
         )
     return AuditReport(
         session=ledger.session,
-        claims=claim_rows(state),
+        claims=claims,
         premises=premises,
         open_questions=list(state.open_questions),
         grounded=state.has_ledger and state.premises_grounded(),
@@ -477,5 +492,12 @@ def build_audit(
         rejections=rejections,
         gate=state.gate,
         key_id=ledger.key.key_id,
-        extra={"scratch": scratch, "unannounced_mutations": unannounced},
+        extra={
+            "unverified_finishes": flagged["finished_unverified"],
+            "blocked_finishes": flagged["finished_blocked"],
+            "refused_records": flagged["record_refused"],
+            "grading_changes": flagged["grading_changed"],
+            "scratch": scratch,
+            "unannounced_mutations": unannounced,
+        },
     )

@@ -7,8 +7,9 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["BlobStore"]
+__all__ = ["BlobStore", "Blobs"]
 
 _CHUNK = 1 << 20  # characters per encoded chunk of a large text output
 
@@ -17,6 +18,19 @@ def _encoded(text: str) -> Iterator[bytes]:
     """``text`` as UTF-8 (lone surrogates passed through), one chunk at a time."""
     for i in range(0, len(text), _CHUNK):
         yield text[i : i + _CHUNK].encode("utf-8", "surrogatepass")
+
+
+class Blobs(Protocol):
+    """Where tool outputs go: files under the home (:class:`BlobStore`) or a store's table
+    (:class:`infomark.ledger.pg_blobs.PgBlobStore`)."""
+
+    def put(self, data: bytes) -> str: ...
+
+    def put_text(self, text: str) -> tuple[str, int]: ...
+
+    def get(self, digest: str) -> bytes | None: ...
+
+    def verify(self, digest: str) -> bool | None: ...
 
 
 class BlobStore:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from infomark.kernel.errors import BlockSyntaxError
 from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
 from infomark.ledger.locate import BLOCK_KEYWORDS
 
@@ -202,3 +203,19 @@ class ParsedMessage(_Frozen):
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]
+
+    def raise_for_errors(self) -> ParsedMessage:
+        """Raise :class:`BlockSyntaxError` at the first error diagnostic; else return self.
+
+        For callers that want all-or-nothing (``ingest --strict``): the error
+        carries the first problem's line and column, and ``.diagnostics`` holds
+        every error, so a caller can report them all.
+        """
+        errors = self.errors
+        if not errors:
+            return self
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        exc = BlockSyntaxError(first.message + more, line=first.line, column=first.column)
+        exc.diagnostics = errors
+        raise exc

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from infomark.kernel.errors import StoreError
+from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.canonical import canonical_json
+from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.evidence import (
     REF_PATTERN,
     Evidence,
@@ -38,14 +39,23 @@ from infomark.ledger.semantics import (
     apply_ledger,
     apply_stamp,
     check_artifacts,
+    shell_text,
 )
 from infomark.ledger.state import SessionState, apply, state_from_dict
 from infomark.ledger.store import open_blobs, open_journal
 from infomark.ledger.store_base import BaseJournal, EventRow
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "call_digest"]
 
 _SNAPSHOT_EVERY = 64
+
+
+def call_digest(call: ToolCall) -> str:
+    """The digest of a call's input that pairs its authorization with its record."""
+    try:
+        return digest(canonical_json(dict(call.input)))
+    except (TypeError, ValueError):
+        return digest(repr(call.input).encode("utf-8", "replace"))
 
 
 def _read_only(call: ToolCall) -> bool:
@@ -78,6 +88,9 @@ class Ledger:
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
         self._emitted: list[EventRow] = []
+        #: Called with the events of each committed transaction (after the commit, in order;
+        #: an exception in a listener is logged, never raised: the command has committed).
+        self.listeners: list[Callable[[list[EventRow]], None]] = []
         self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
 
@@ -127,6 +140,7 @@ class Ledger:
         if self._in_tx:
             yield self
             return
+        committed = False
         try:
             with self.journal.write(self.session):
                 self._in_tx = True
@@ -138,6 +152,7 @@ class Ledger:
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
                     self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
                     self._snap_seq = self._state.seq
+            committed = True
         except BaseException:
             # The journal rolled back: rebuild the projection from what is committed.
             self._in_tx = False
@@ -145,6 +160,19 @@ class Ledger:
             raise
         finally:
             self._in_tx = False
+        if committed and self.listeners and self._emitted:
+            self._notify(list(self._emitted))
+
+    def _notify(self, rows: list[EventRow]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(rows)
+            except Exception:  # telemetry never fails a committed command
+                import logging  # lazily: the hook's start-up never pays for it
+
+                logging.getLogger("infomark.ledger").exception(
+                    "an event listener failed (the events are committed)"
+                )
 
     def emit(self, type_: str, payload: Mapping[str, Any], payload_json: str | None = None) -> int:
         """Append an event and apply it; only inside :meth:`transaction`.
@@ -169,8 +197,20 @@ class Ledger:
         outcome: ToolOutcome,
         *,
         tool_class: str | None = None,
+        declared: ToolClass | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Evidence:
-        """Record a tool result as signed evidence and return it (with its ref and tag)."""
+        """Record the result of an authorized call as signed evidence (with its ref and tag).
+
+        ``call_id`` (default: ``call.tool_call_id``) must name a pending call that was
+        authorized with the same tool and input, and only once: anything else is journaled
+        as ``record_refused`` and raises :class:`RecordRefused`; it never yields evidence.
+        ``declared``: the class the integration declared for this tool; it decides the
+        evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
+        """
+        cid = call_id or call.tool_call_id
         data = outcome.output
         # Hashed once (a large text chunk by chunk, never copied whole); the blob is durable
         # (fsync'd) before the event that points to it commits.
@@ -178,35 +218,98 @@ class Ledger:
             output_digest, output_size = self.blobs.put(data), len(data)
         else:
             output_digest, output_size = self.blobs.put_text(data)
-        eclass = evidence_class_for(call.tool, self.evidence_overrides)
-        if eclass is EvidenceClass.INELIGIBLE and _read_only(call):
+        eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
+        if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
+        background = call.input.get("run_in_background") is True
+        if background:
+            eclass = EvidenceClass.INELIGIBLE  # no outcome until its exit status is observed
+        refused: RecordRefused | None = None
         with self.transaction():
-            seq = self.journal.last_seq(self.session) + 1
-            record = build_record(
-                session=self.session,
-                seq=seq,
-                call=call,
-                outcome=outcome,
-                evidence_class=eclass,
-                key_id=self.key.key_id,
-                tool_class=tool_class,
-                output_digest=output_digest,
-                output_size=output_size,
-            )
-            record_json = canonical_json(record)
-            mac = self.key.mac(record_json)
-            ref = "ev_" + mac[:24]
-            text = record_json.decode("utf-8")
-            # canonical_json({"mac", "record", "ref"}) spelled out: the keys are in order
-            payload_json = f'{{"mac":"{mac}","record":{text},"ref":"{ref}"}}'
-            got = self.emit(
-                "evidence_recorded", {"ref": ref, "record": record, "mac": mac}, payload_json
-            )
-            if got != seq:  # pragma: no cover - the write lock makes this impossible
-                raise StoreError(f"evidence seq raced ({got} != {seq})")
-            self.journal.index_evidence(ref, self.session, seq, text, mac)
+            refused = self._unpaired(call, cid)
+            finished = self._background_finished(call, outcome)
+            if finished is not None:
+                eclass = EvidenceClass.EXECUTION  # the background run's exit status, observed
+            if refused is not None:
+                self.emit(
+                    "record_refused",
+                    {
+                        "call_id": cid,
+                        "tool": call.tool,
+                        "input_digest": call_digest(call),
+                        "exit_code": outcome.exit_code,
+                        "reason": refused.code,
+                        "message": refused.message,
+                    },
+                )
+            else:
+                seq = self.journal.last_seq(self.session) + 1
+                record = build_record(
+                    session=self.session,
+                    seq=seq,
+                    call=call,
+                    outcome=outcome,
+                    evidence_class=eclass,
+                    key_id=self.key.key_id,
+                    tool_class=tool_class,
+                    output_digest=output_digest,
+                    output_size=output_size,
+                )
+                record["call_id"] = cid
+                record["cwd"] = cwd or str(self.root)
+                command = call.command
+                record["oracle_key"] = shell_text(command) if command is not None else None
+                if finished is not None:  # stands for the command that ran in the background
+                    record["command"] = str(finished.get("command") or "")
+                    record["oracle_key"] = shell_text(record["command"])
+                    record["completes"] = finished.get("ref")
+                if background:
+                    record["background"] = True
+                    record["background_id"] = background_id
+                record_json = canonical_json(record)
+                mac = self.key.mac(record_json)
+                ref = "ev_" + mac[:24]
+                text = record_json.decode("utf-8")
+                # canonical_json({"mac", "record", "ref"}) spelled out: the keys are in order
+                payload_json = f'{{"mac":"{mac}","record":{text},"ref":"{ref}"}}'
+                got = self.emit(
+                    "evidence_recorded", {"ref": ref, "record": record, "mac": mac}, payload_json
+                )
+                if got != seq:  # pragma: no cover - the write lock makes this impossible
+                    raise StoreError(f"evidence seq raced ({got} != {seq})")
+                self.journal.index_evidence(ref, self.session, seq, text, mac)
+        if refused is not None:
+            raise refused
         return Evidence.from_record(ref, record)
+
+    def _background_finished(self, call: ToolCall, outcome: ToolOutcome) -> dict[str, Any] | None:
+        """The background run a BashOutput/TaskOutput result completes (with an exit status)."""
+        if call.tool.lower() not in ("bashoutput", "taskoutput") or outcome.exit_code is None:
+            return None
+        for key in ("bash_id", "shell_id", "task_id", "id"):
+            value = call.input.get(key)
+            if isinstance(value, str) and value in self._state.background:
+                return self._state.background[value]
+        return None
+
+    def _unpaired(self, call: ToolCall, cid: str | None) -> RecordRefused | None:
+        """Why this record may not become evidence (None: it pairs with a pending call)."""
+        hint = RejectReason.UNPAIRED_RECORD.hint
+        if not cid:
+            return RecordRefused(f"{call.tool}: the record names no authorized call; {hint}")
+        pending = self._state.pending_calls.get(cid)
+        if pending is None:
+            if cid in self._state.recorded_calls:
+                return RecordRefused(
+                    f"call {cid} was already recorded; {RejectReason.REPEATED_RECORD.hint}",
+                    code=RejectReason.REPEATED_RECORD.value,
+                )
+            return RecordRefused(f"call {cid} was never authorized (or was denied); {hint}")
+        if pending.get("tool") != call.tool or pending.get("input_digest") != call_digest(call):
+            return RecordRefused(
+                f"call {cid} was authorized for {pending.get('tool')} with another input; {hint}"
+            )
+        return None
 
     def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]:
         """Look a ref up and check it was issued, untampered, to this session."""
@@ -233,6 +336,10 @@ class Ledger:
         if session != owner and not inherits(self.journal, owner, session, seq, ref):
             return None, RejectReason.FOREIGN_EVIDENCE  # not from this fork's ancestry either
         return Evidence.from_record(ref, record), None
+
+    def output_of(self, ev: Evidence) -> bytes | None:
+        """The stored output of a recorded result (None when its blob is missing)."""
+        return self.blobs.get(ev.output_digest)
 
     def evidence(self, ref: str) -> Evidence | None:
         ev, _ = self.verify_ref(ref)
@@ -317,7 +424,19 @@ class Ledger:
             elif kind == "divergence_event":
                 apply_divergence(self, block, report)
             elif kind == "gate":
-                report.gate_moves.append({"gate": block.gate, "line": block.span.line})
+                move: dict[str, Any] = {"gate": block.gate, "line": block.span.line}
+                reason = getattr(block, "reason", None)
+                if reason:
+                    move["reason"] = reason
+                report.gate_moves.append(move)
+            elif kind == "question":  # a question for the user: the agent waits for an answer
+                report.gate_moves.append(
+                    {
+                        "gate": "WAITING_APPROVAL",
+                        "line": block.span.line,
+                        "question": getattr(block, "text", ""),
+                    }
+                )
 
     def check_artifacts(self) -> list[dict[str, Any]]:
         """Re-digest stamped artifacts now; revoke stamps whose artifact changed."""

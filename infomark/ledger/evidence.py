@@ -14,12 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infomark.kernel.tools import EvidenceClass, lookup_tool, normalise_tool_name, split_mcp_name
+from infomark.kernel.tools import (
+    EvidenceClass,
+    ToolClass,
+    lookup_tool,
+    normalise_tool_name,
+    split_mcp_name,
+)
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest, normalize_command
 from infomark.ledger.keys import Key
 
 __all__ = [
+    "DECLARED_EVIDENCE",
     "REF_PATTERN",
     "Evidence",
     "EvidenceClass",
@@ -46,17 +53,38 @@ def _key(name: str) -> str:
     return normalise_tool_name(mcp[1] if mcp is not None else name)
 
 
-def evidence_class_for(tool: str, overrides: Mapping[str, str] | None = None) -> EvidenceClass:
-    """Evidence class by tool name, from the kernel's one tool table; config wins.
+#: The evidence class a *declared* tool class gives (``@gk.tool(tool_class=…)``,
+#: ``record(tool_class=…)``): only a run can back an oracle stamp, only a read or a search an
+#: inference; every other class backs nothing.
+DECLARED_EVIDENCE: Mapping[ToolClass, EvidenceClass] = {
+    ToolClass.EXECUTE: EvidenceClass.EXECUTION,
+    ToolClass.READ: EvidenceClass.OBSERVATION,
+    ToolClass.SEARCH: EvidenceClass.OBSERVATION,
+    ToolClass.WEB: EvidenceClass.WEB,
+}
 
-    Names are compared normalised (an MCP name by its ``<tool>`` part); a name the table does
-    not know is ``ineligible``.
+
+def evidence_class_for(
+    tool: str,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    declared: ToolClass | None = None,
+) -> EvidenceClass:
+    """Evidence class of a tool's results: config by name, else the declared class, else the
+    name in the kernel's one tool table.
+
+    Names are compared normalised (an MCP name by its ``<tool>`` part). A declared class maps
+    through :data:`DECLARED_EVIDENCE` (``execute`` → ``execution``, ``read``/``search`` →
+    ``observation``, ``web`` → ``web``, any other → ``ineligible``); with no declared class, a
+    name the table does not know is ``ineligible``.
     """
     key = _key(tool)
     if overrides:
         for name, cls in overrides.items():
             if _key(name) == key:
                 return EvidenceClass(cls)
+    if declared is not None:
+        return DECLARED_EVIDENCE.get(declared, EvidenceClass.INELIGIBLE)
     spec = lookup_tool(tool)
     return spec.evidence_class if spec is not None else EvidenceClass.INELIGIBLE
 

@@ -8,7 +8,7 @@ claim into G, and only through a stamp bound to evidence it issued.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.tools import ToolClass
-from infomark.ledger.canonical import normalize_command, sha256_hex
+from infomark.ledger.canonical import sha256_hex
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import ClaimState, SessionState
@@ -32,14 +32,22 @@ __all__ = [
     "apply_stamp",
     "artifact_digest",
     "check_artifacts",
+    "shell_text",
     "text_hash",
 ]
+
+OracleJudge = Callable[[str], "tuple[RejectReason, str] | None"]
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerRules:
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
+    # Judges an oracle at declaration (the gates layer's weak-oracle rules and the
+    # operator's allow list): None accepts it, else (reason, message with the fix).
+    judge_oracle: OracleJudge | None = None
+    # True when a run's output says no test ran: such a PASS grounds nothing.
+    ran_nothing: Callable[[bytes], bool] | None = None
 
 
 class LedgerContext(Protocol):
@@ -53,6 +61,7 @@ class LedgerContext(Protocol):
     def root(self) -> Path: ...
     def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
     def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
+    def output_of(self, ev: Evidence) -> bytes | None: ...
 
 
 def text_hash(text: str) -> str:
@@ -78,8 +87,73 @@ def _demote(written: InfoMark) -> InfoMark:
     return InfoMark.HYPOTHETICAL if written.grounded else written
 
 
+def shell_text(command: str) -> str:
+    """A command as the shell would run it, for comparing an oracle with a run.
+
+    Runs of blanks outside quotes are one separator, a backslash-newline continues the
+    line, blank lines vanish; a newline stays a newline (it separates commands) and
+    quoted text is kept byte for byte.
+    """
+    out: list[str] = []
+    quote = ""
+    space = False
+
+    def put(text: str) -> None:
+        nonlocal space
+        if space and out and out[-1] != "\n":
+            out.append(" ")
+        space = False
+        out.append(text)
+
+    i, n = 0, len(command)
+    while i < n:
+        ch = command[i]
+        if quote:
+            out.append(ch)
+            if ch == "\\" and quote == '"' and i + 1 < n:
+                out.append(command[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch == "\\" and i + 1 < n and command[i + 1] == "\n":
+            space = True  # a line continuation
+            i += 1
+        elif ch == "\\" and i + 1 < n:
+            put(ch + command[i + 1])
+            i += 1
+        elif ch in " \t\r\f\v":
+            space = True
+        elif ch == "\n":
+            space = False
+            if out and out[-1] != "\n":
+                out.append("\n")
+        else:
+            if ch in "'\"":
+                quote = ch
+            put(ch)
+        i += 1
+    return "".join(out).rstrip("\n")
+
+
 def _oracle_norm(oracle: str | None) -> str | None:
-    return normalize_command(oracle) if oracle and oracle.strip() else None
+    return shell_text(oracle) if oracle and oracle.strip() else None
+
+
+def _field(block: Any, name: str) -> Any:
+    """A parsed field, or the same key kept in ``extra`` by an older parser."""
+    value = getattr(block, name, None)
+    if value is None:
+        extra = getattr(block, "extra", None) or {}
+        value = extra.get(name)
+    return value
+
+
+def _id_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.strip().strip("[]").split(",")
+    return [str(v).strip().strip("\"'") for v in value if str(v).strip()]
 
 
 def _warn(report: IngestReport, line: int, column: int, message: str) -> None:
@@ -121,11 +195,33 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
         written = InfoMark.parse(cb.status)
         old = state.claims.get(cb.id)
         oracle = _oracle_norm(cb.oracle)
+        expect = str(_field(cb, "expect") or "").strip().upper() or None
+        observe = str(_field(cb, "observe") or "").strip() or None
+        refused = None
+        if oracle is not None and ctx.rules.judge_oracle is not None:
+            verdict = ctx.rules.judge_oracle(oracle)
+            if verdict is not None:
+                refused = verdict[0].value
+                report.diagnostics.append(
+                    {
+                        "line": cb.span.line,
+                        "column": cb.span.column,
+                        "message": f"claim {cb.id}: oracle `{oracle}` refused ({refused}): "
+                        f"{verdict[1]}",
+                        "severity": "error",
+                        "code": refused,
+                    }
+                )
         keep = False
         status = _demote(written)
         cause = "ledger"
         if old is not None and old.stamp is not None:
-            same = old.text_hash == th and _falsifier_same(old, cb.falsifier)
+            same = (
+                old.text_hash == th
+                and _falsifier_same(old, cb.falsifier)
+                and old.expect == expect
+                and old.observe == observe
+            )
             if same and (old.oracle == oracle or old.stamp.kind == "inference_stamp"):
                 keep = True
                 status = InfoMark.parse(old.status)
@@ -155,6 +251,9 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
             "keep_stamp": keep,
             "cause": cause,
             "reopen": restated,
+            "expect": expect,
+            "observe": observe,
+            "oracle_refused": refused,
         }
     report.demoted.extend(demoted)
     carried = [
@@ -181,6 +280,7 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
             "claims": list(claims_out.values()),
             "premises": list(dict.fromkeys(block.premises_for_plan)),
             "open_questions": list(dict.fromkeys(block.open_questions)),
+            "done_when": list(dict.fromkeys(_id_list(_field(block, "done_when")))),
             "carried": carried,
             "demoted": list(report.demoted),
             "line": block.span.line,
@@ -263,6 +363,12 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"{RejectReason.DELEGATED_EVIDENCE.hint}",
         )
     oracle = block.kind == "oracle_stamp"
+    if ev.record.get("background"):
+        return reject(
+            RejectReason.BACKGROUND_RUN,
+            f"{block.evidence_ref} started `{ev.command}` in the background; "
+            f"{RejectReason.BACKGROUND_RUN.hint}",
+        )
     allowed = (
         (EvidenceClass.EXECUTION,)
         if oracle
@@ -274,6 +380,9 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"{block.evidence_ref} is {ev.evidence_class.value} evidence from {ev.tool}; "
             f"{RejectReason.INELIGIBLE_EVIDENCE.hint}",
         )
+    if claim.oracle_refused and (oracle or claim.observe is None):
+        code = RejectReason(claim.oracle_refused)
+        return reject(code, f"claim {claim.id}'s oracle `{claim.oracle}` was refused; {code.hint}")
     undeclared = False
     if oracle:
         if claim.oracle is None:
@@ -283,12 +392,8 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                     f"claim {claim.id} declares no oracle; {RejectReason.MISSING_ORACLE.hint}",
                 )
             undeclared = True
-        elif normalize_command(ev.command) != claim.oracle:
-            return reject(
-                RejectReason.ORACLE_MISMATCH,
-                f"{block.evidence_ref} ran `{ev.command}`, but claim {claim.id} declares "
-                f"oracle `{claim.oracle}`; {RejectReason.ORACLE_MISMATCH.hint}",
-            )
+        elif (msg := _oracle_mismatch(ctx, ev, claim)) is not None:
+            return reject(msg[0], msg[1])
         if (
             ctx.rules.reject_evidence_predating_claim
             and claim.oracle_declared_seq is not None
@@ -300,6 +405,18 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                 f"{claim.id}'s oracle (seq {claim.oracle_declared_seq}); "
                 f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
             )
+    else:
+        if ev.seq < claim.declared_seq:
+            return reject(
+                RejectReason.EVIDENCE_PREDATES_CLAIM,
+                f"{block.evidence_ref} (seq {ev.seq}) predates the declaration of claim "
+                f"{claim.id} (seq {claim.declared_seq}); "
+                f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
+            )
+        if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
+            named = _named_by_claim(ctx, ev, claim)
+            if named is not None:
+                return reject(named[0], named[1])
     if claim.reopened_seq and ev.seq < claim.reopened_seq:
         return reject(
             RejectReason.EVIDENCE_PREDATES_CLAIM,
@@ -313,12 +430,37 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                 RejectReason.FAILED_EVIDENCE,
                 f"result {block.result!r} is not PASS, FAIL or EXPECTED_FAIL",
             )
+        if (result == "EXPECTED_FAIL") != (claim.expect == "FAIL") and result != "FAIL":
+            what = (
+                f"claim {claim.id} declares no `expect: FAIL`, so it is a PASS claim"
+                if result == "EXPECTED_FAIL"
+                else f"claim {claim.id} expects FAIL; a passing run is no evidence for it"
+            )
+            return reject(
+                RejectReason.EXPECTATION_MISMATCH,
+                f"{what}; {RejectReason.EXPECTATION_MISMATCH.hint}",
+            )
         needed = Outcome.PASS if result == "PASS" else Outcome.FAIL
         if ev.outcome is not needed:
             return reject(
                 RejectReason.FAILED_EVIDENCE,
                 f"{block.evidence_ref} has outcome {ev.outcome.value}, which cannot back "
                 f"result={result}; {RejectReason.FAILED_EVIDENCE.hint}",
+            )
+        if result == "PASS" and ctx.rules.ran_nothing is not None:
+            out = ctx.output_of(ev)
+            if out is not None and ctx.rules.ran_nothing(out):
+                return reject(
+                    RejectReason.WEAK_ORACLE,
+                    f"{block.evidence_ref}: the run's output says no test ran, so its exit 0 "
+                    f"proves nothing; {RejectReason.WEAK_ORACLE.hint}",
+                )
+        graded = ctx.state.self_graded_at(ev.seq) if result == "PASS" else []
+        if graded:
+            return reject(
+                RejectReason.SELF_GRADED,
+                f"{block.evidence_ref} ran after grading files changed: "
+                f"{_changes(ctx.state, graded)}; {RejectReason.SELF_GRADED.hint}",
             )
         new_status = InfoMark.UNKNOWN if result == "FAIL" else InfoMark.EXACT
     else:
@@ -367,6 +509,89 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
     report.stamps_applied.append(
         {"claim_id": claim.id, "evidence_ref": ev.ref, "status": new_status.label}
     )
+
+
+def _changes(state: SessionState, paths: list[str]) -> str:
+    parts = []
+    for path in paths:
+        summary = state.grading_changed.get(path, {}).get("summary")
+        parts.append(f"{path} ({summary})" if summary else path)
+    return ", ".join(parts)
+
+
+def _run_text(ev: Evidence) -> str:
+    """The run's command as the shell ran it (records before cwd/oracle_key: the command)."""
+    key = ev.record.get("oracle_key")
+    if isinstance(key, str):
+        return key
+    raw = (ev.record.get("input") or {}).get("command")
+    return shell_text(raw) if isinstance(raw, str) else shell_text(ev.command)
+
+
+def _same_dir(ctx: LedgerContext, cwd: Any) -> bool:
+    if not isinstance(cwd, str) or not cwd:
+        return True  # an older record: no directory was recorded
+    try:
+        return Path(cwd).resolve() == Path(ctx.root).resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def _oracle_mismatch(
+    ctx: LedgerContext, ev: Evidence, claim: ClaimState
+) -> tuple[RejectReason, str] | None:
+    ran = _run_text(ev)
+    if ran != claim.oracle:
+        return (
+            RejectReason.ORACLE_MISMATCH,
+            f"{ev.ref} ran `{ran}`, but claim {claim.id} declares "
+            f"oracle `{claim.oracle}`; {RejectReason.ORACLE_MISMATCH.hint}",
+        )
+    if not _same_dir(ctx, ev.record.get("cwd")):
+        return (
+            RejectReason.WRONG_DIRECTORY,
+            f"{ev.ref} ran in {ev.record.get('cwd')}, not in the project root {ctx.root}; "
+            f"{RejectReason.WRONG_DIRECTORY.hint}",
+        )
+    return None
+
+
+_OBSERVE_KEYS = ("file_path", "path", "notebook_path", "pattern", "query", "command", "url", "uri")
+
+
+def _named_by_claim(
+    ctx: LedgerContext, ev: Evidence, claim: ClaimState
+) -> tuple[RejectReason, str] | None:
+    """An inference_stamp's evidence must be the claim's oracle run or its `observe:` target."""
+    if claim.observe is not None:
+        inp = ev.record.get("input") or {}
+        seen = [str(inp[k]) for k in _OBSERVE_KEYS if isinstance(inp.get(k), str)]
+        if any(_same_target(ctx.root, claim.observe, v) for v in seen):
+            return None
+        return (
+            RejectReason.EVIDENCE_NOT_NAMED,
+            f"{ev.ref} ({ev.tool} {', '.join(seen) or 'with no path'}) is not what claim "
+            f"{claim.id} observes (`{claim.observe}`); {RejectReason.EVIDENCE_NOT_NAMED.hint}",
+        )
+    if claim.oracle is not None:
+        return _oracle_mismatch(ctx, ev, claim)
+    return (
+        RejectReason.EVIDENCE_NOT_NAMED,
+        f"claim {claim.id} names neither an oracle nor an `observe:` target; "
+        f"{RejectReason.EVIDENCE_NOT_NAMED.hint}",
+    )
+
+
+def _same_target(root: Path, want: str, got: str) -> bool:
+    if want.strip() == got.strip():
+        return True
+    try:
+        a, b = Path(want.strip()), Path(got.strip())
+        a = a if a.is_absolute() else Path(root) / a
+        b = b if b.is_absolute() else Path(root) / b
+        return a.resolve() == b.resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def _norm_hash(value: str) -> str:

@@ -24,8 +24,9 @@ __all__ = [
     "state_from_dict",
 ]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 _HISTORY_CAP = 50
+_PENDING_CAP = 256  # authorized calls awaiting their result (oldest dropped first)
 
 
 @dataclass(slots=True)
@@ -56,6 +57,10 @@ class ClaimState:
     stamp: StampState | None = None
     reopened_seq: int = 0  # seq of the last divergence: evidence before it cannot re-stamp
     history: list[dict[str, Any]] = field(default_factory=list)
+    expect: str | None = None  # "FAIL" when the claim declares the failure it expects
+    observe: str | None = None  # the path or search an inference_stamp must match
+    contradicted_seq: int = 0  # seq of a run of its oracle, after the stamp, that contradicts it
+    oracle_refused: str | None = None  # reason code when the oracle was refused at declaration
 
     @property
     def mark(self) -> InfoMark:
@@ -91,6 +96,20 @@ class SessionState:
     ingested: list[str] = field(default_factory=list)  # digests of recent ingested texts
     metrics: dict[str, int] = field(default_factory=dict)
     policy: dict[str, Any] = field(default_factory=dict)  # owned by gates/policies
+    first_modify_seq: int = 0
+    done_when: list[str] = field(default_factory=list)
+    # call id -> {tool, input_digest, seq, grading}: authorized calls whose result is pending
+    pending_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recorded_calls: list[str] = field(default_factory=list)  # recent call ids already recorded
+    background: dict[str, dict[str, Any]] = field(default_factory=dict)  # shell id -> its run
+    # the grading surface: path -> baseline digest (None: a config file that did not exist)
+    grading_files: dict[str, str | None] = field(default_factory=dict)
+    grading_blobs: dict[str, str] = field(default_factory=dict)  # path -> blob of the baseline
+    # path -> {since, digest, summary}: grading files changed and not approved
+    grading_changed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    grading_tainted: list[list[int]] = field(default_factory=list)  # closed [since, until] spans
+    finished_unverified: int = 0
+    finished_blocked: int = 0
     # the agent's own files (gates/scratch): created this session / written or edited this session
     scratch_paths: list[str] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
@@ -123,6 +142,13 @@ class SessionState:
             for c in self.claims.values()
             if c.stamp is not None and c.grounded and c.stamp.evidence_seq < self.last_modify_seq
         ]
+
+    def self_graded_at(self, seq: int) -> list[str]:
+        """Grading files that were changed (unapproved) when the run at ``seq`` happened."""
+        out = [p for p, c in self.grading_changed.items() if seq > int(c["since"])]
+        if any(a < seq <= b for a, b in self.grading_tainted):
+            out.append("(a grading file that was changed and later restored)")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,6 +215,10 @@ def _ledger(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
             stamp=old.stamp if (old and c.get("keep_stamp")) else None,
             reopened_seq=seq if c.get("reopen") else (old.reopened_seq if old else 0),
             history=list(old.history) if old else [],
+            expect=c.get("expect"),
+            observe=c.get("observe"),
+            oracle_refused=c.get("oracle_refused"),
+            contradicted_seq=old.contradicted_seq if (old and c.get("keep_stamp")) else 0,
         )
         if old is None or old.status != claim.status or not claim.history:
             _hist(claim, seq, c.get("cause", "ledger"))
@@ -199,6 +229,7 @@ def _ledger(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     state.claims = new
     state.premises = list(p["premises"])
     state.open_questions = list(p["open_questions"])
+    state.done_when = list(p.get("done_when", []))
     state.has_ledger = True
     state.ledger_seq = seq
 
@@ -221,6 +252,7 @@ def _stamp(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         undeclared_oracle=bool(p.get("undeclared_oracle")),
     )
     claim.status = p["status"]
+    claim.contradicted_seq = 0
     _hist(claim, seq, p["kind"], evidence_ref=p["evidence_ref"])
 
 
@@ -231,6 +263,7 @@ def _revoke(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         return
     claim.stamp = None
     claim.status = p["status"]
+    claim.contradicted_seq = 0
     if p.get("reopen", True):
         claim.reopened_seq = seq
     _hist(claim, seq, p.get("cause", "divergence"), revoked_ref=p.get("revoked_ref"))
@@ -245,12 +278,111 @@ def _rejected(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
 def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     state.evidence_count += 1
     record = p["record"]
+    call_id = record.get("call_id")
+    if call_id:
+        state.pending_calls.pop(str(call_id), None)
+        state.recorded_calls.append(str(call_id))
+        if len(state.recorded_calls) > _PENDING_CAP:
+            del state.recorded_calls[: len(state.recorded_calls) - _PENDING_CAP]
+    if record.get("background_id"):
+        state.background[str(record["background_id"])] = {
+            "ref": p["ref"],
+            "command": record.get("command"),
+            "seq": seq,
+        }
+        _evict_oldest(state.background)
     if record.get("tool_class") in ("modify", "destructive"):
         state.last_modify_seq = seq
+        if not state.first_modify_seq:
+            state.first_modify_seq = seq
     if record.get("evidence_class") == "execution":
         state.last_exec_seq = seq
         if record.get("outcome") != "PASS":
             state.last_exec_fail_seq = seq
+        _contradictions(state, seq, record)
+
+
+def _contradictions(state: SessionState, seq: int, record: Mapping[str, Any]) -> None:
+    """A later run of a stamped claim's oracle whose outcome contradicts the stamp."""
+    command = record.get("oracle_key") or record.get("command")
+    outcome = record.get("outcome")
+    for claim in state.claims.values():
+        st = claim.stamp
+        if st is None or st.kind != "oracle_stamp" or claim.oracle != command:
+            continue
+        expected = "PASS" if st.result == "PASS" else "FAIL"
+        got = "PASS" if outcome == "PASS" else "FAIL"
+        if seq > st.evidence_seq and got != expected and not claim.contradicted_seq:
+            claim.contradicted_seq = seq
+
+
+@_reducer("decision")
+def _decision(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    call_id = p.get("call_id")
+    if not call_id or (p.get("decision") == "deny" and not p.get("dryrun")):
+        return  # a denied call never runs: nothing may be recorded for it
+    state.pending_calls.pop(str(call_id), None)
+    state.pending_calls[str(call_id)] = {
+        "tool": p.get("tool"),
+        "input_digest": p.get("input_digest"),
+        "seq": seq,
+        "grading": p.get("grading"),
+    }
+    _evict_oldest(state.pending_calls)
+
+
+def _evict_oldest(table: dict[str, dict[str, Any]]) -> None:
+    """Drop the oldest entries past the cap, by seq: snapshots do not keep dict order."""
+    while len(table) > _PENDING_CAP:
+        del table[min(table, key=lambda k: (int(table[k].get("seq", 0)), k))]
+
+
+@_reducer("record_refused")
+def _record_refused(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.metrics["records_refused"] = state.metrics.get("records_refused", 0) + 1
+
+
+@_reducer("grading_surface")
+def _grading_surface(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    for path, d in dict(p["files"]).items():
+        if path not in state.grading_files:
+            state.grading_files[path] = d
+    for path, blob in dict(p.get("blobs", {})).items():
+        state.grading_blobs.setdefault(path, blob)
+
+
+@_reducer("grading_changed")
+def _grading_changed(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    path = str(p["path"])
+    prev = state.grading_changed.get(path)
+    state.grading_changed[path] = {
+        "since": prev["since"] if prev else seq,
+        "digest": p.get("digest"),
+        "summary": p.get("summary", ""),
+    }
+
+
+@_reducer("grading_restored", "grading_approved")
+def _grading_settled(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    path = str(p["path"])
+    prev = state.grading_changed.pop(path, None)
+    if p.get("approved"):  # the user accepted the new content: it is the baseline now
+        state.grading_files[path] = p.get("digest")
+        if p.get("blob"):
+            state.grading_blobs[path] = str(p["blob"])
+    elif prev is not None:  # restored: runs made while it was changed stay tainted
+        state.grading_tainted.append([int(prev["since"]), seq])
+        del state.grading_tainted[:-_HISTORY_CAP]
+
+
+@_reducer("finished_unverified")
+def _unverified(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.finished_unverified += 1
+
+
+@_reducer("finished_blocked")
+def _blocked(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.finished_blocked += 1
 
 
 @_reducer("message_ingested")

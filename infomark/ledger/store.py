@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from infomark.kernel.errors import ConfigError
-from infomark.ledger.blobs import BlobStore
+from infomark.ledger.blobs import Blobs, BlobStore
 from infomark.ledger.journal import Journal
 from infomark.ledger.keys import Key, check_private, write_private
 from infomark.ledger.pg_schema import redact
@@ -125,7 +124,7 @@ def open_journal(home: Path, key: Key, store: str | None = None) -> BaseJournal:
     return PgJournal(home, key, url)
 
 
-def open_blobs(home: Path, journal: BaseJournal) -> Any:
+def open_blobs(home: Path, journal: BaseJournal) -> Blobs:
     """Where tool outputs go: ``<home>/blobs`` for SQLite, the store's table for PostgreSQL."""
     if journal.kind == "postgresql":
         from infomark.ledger.pg import PgJournal

@@ -94,6 +94,8 @@ class RecordRequest(AuthorizeRequest):
     error: str | None = None
     duration_ms: float | None = None
     is_error: bool = False
+    cwd: str | None = None  # where the tool ran (default: the project root)
+    background_id: str | None = None  # the shell id a run_in_background command was given
 
 
 class ClassifyRequest(AuthorizeRequest):
@@ -161,6 +163,7 @@ class DecisionOut(_Response):
     decision_id: str
     why: list[str]
     instructions: str = ""
+    call_id: str = ""  # what the record of this call must name (tool_call_id)
 
 
 class FinishOut(_Response):

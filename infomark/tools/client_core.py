@@ -330,10 +330,24 @@ class Requests:
         return self._call("authorize", _decision, _call_body(call, tool_class, bypass))
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        tool_class: str | None = None,
+        call_id: str | None = None,
+        cwd: str | None = None,
+        background_id: str | None = None,
     ) -> Call[Evidence]:
-        """Record a tool result as signed evidence; returns it with its ref and tag."""
-        return self._call("record", self._recorded, _record_body(call, outcome, tool_class))
+        """Record the result of an authorized call (``call_id`` from its decision)."""
+        body = _record_body(call, outcome, tool_class)
+        if call_id:  # the service pairs the record with the call authorize returned
+            body["tool_call_id"] = call_id
+        if cwd is not None:
+            body["cwd"] = cwd
+        if background_id is not None:
+            body["background_id"] = background_id
+        return self._call("record", self._recorded, body)
 
     def _recorded(self, body: Mapping[str, Any]) -> Evidence:
         evidence = _evidence(body)

@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
-from infomark.wrapping import GatedSession, denied_outcome, gated_tool, tagged, wrap_executor
+from infomark.wrapping import (
+    GatedResult,
+    GatedSession,
+    denied_outcome,
+    gated_tool,
+    outcome_of,
+    result_of,
+    tagged,
+    wrap_executor,
+)
 
-__all__ = ["GatedSession", "denied_outcome", "gated_tool", "tagged", "wrap_executor"]
+__all__ = [
+    "GatedResult",
+    "GatedSession",
+    "denied_outcome",
+    "gated_tool",
+    "outcome_of",
+    "result_of",
+    "tagged",
+    "wrap_executor",
+]

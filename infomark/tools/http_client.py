@@ -44,7 +44,7 @@ from infomark.tools.client_core import (
     ServiceError,
     ServiceUnavailable,
 )
-from infomark.wrapping import denied_outcome, gated_tool, tagged, wrap_executor
+from infomark.wrapping import GatedResult, gated_tool, outcome_of, result_of, wrap_executor
 
 __all__ = [
     "DEFAULT_URL",
@@ -169,9 +169,11 @@ class Client(ClientBase):
         except httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
 
-    def wrap(self, executor: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(
+        self, executor: Callable[..., Any], *, tool_class: str | None = None
+    ) -> Callable[..., Any]:
         """Gate a ``(ToolCall) -> ToolOutcome`` executor (sync or async), as the facade does."""
-        return wrap_executor(self, executor)
+        return wrap_executor(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain function as a gated tool, as ``Gatekeeper.tool`` does."""
@@ -264,19 +266,29 @@ class AsyncClient(ClientBase):
             raise self._unavailable(exc) from exc
 
     def wrap(
-        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]]
-    ) -> Callable[[ToolCall], Awaitable[ToolOutcome]]:
-        """Gate an async ``(ToolCall) -> ToolOutcome`` executor: authorize, run, record, tag."""
+        self,
+        executor: Callable[[ToolCall], Awaitable[ToolOutcome]],
+        *,
+        tool_class: str | None = None,
+    ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
+        """Gate an async ``(ToolCall) -> ToolOutcome`` executor: authorize, run, record, tag.
+
+        The gated executor returns a :class:`~infomark.wrapping.GatedResult`.
+        """
         if not inspect.iscoroutinefunction(executor):
             raise TypeError("AsyncClient.wrap needs an async executor; use Client.wrap for sync")
-        return self._gated(executor, None)
+        return self._gated(executor, tool_class)
 
     def tool(
         self, name: str | None = None, *, tool_class: str | None = None
-    ) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[ToolOutcome]]]:
-        """Decorate a plain (sync or async) function as a gated async tool."""
+    ) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[GatedResult]]]:
+        """Decorate a plain (sync or async) function as a gated async tool.
 
-        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[ToolOutcome]]:
+        It reports its outcome as ``Gatekeeper.tool``'s functions do
+        (:func:`~infomark.wrapping.outcome_of`).
+        """
+
+        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[GatedResult]]:
             tool_name = name or fn.__name__
 
             async def run(call: ToolCall) -> ToolOutcome:
@@ -284,16 +296,12 @@ class AsyncClient(ClientBase):
                 result = fn(**dict(call.input))
                 if inspect.isawaitable(result):
                     result = await result
-                return ToolOutcome(
-                    output="" if result is None else str(result),
-                    exit_code=0 if tool_class == "execute" else None,
-                    duration_ms=(time.perf_counter() - started) * 1000,
-                )
+                return outcome_of(result, started)
 
             gated = self._gated(run, tool_class)
 
             @functools.wraps(fn)
-            async def call_tool(**kwargs: Any) -> ToolOutcome:
+            async def call_tool(**kwargs: Any) -> GatedResult:
                 return await gated(ToolCall(tool=tool_name, input=kwargs))
 
             return call_tool
@@ -302,20 +310,24 @@ class AsyncClient(ClientBase):
 
     def _gated(
         self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]], tool_class: str | None
-    ) -> Callable[[ToolCall], Awaitable[ToolOutcome]]:
+    ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
         @functools.wraps(executor)
-        async def gated(call: ToolCall) -> ToolOutcome:
+        async def gated(call: ToolCall) -> GatedResult:
             decision = await self.authorize(call, tool_class=tool_class)
             if not decision.allowed:
-                return denied_outcome(decision)
+                return result_of(decision)
             started = time.perf_counter()
             try:
-                outcome = await executor(call)
+                outcome = outcome_of(await executor(call), started)
             except Exception as exc:  # a tool error is evidence (ERROR), not a crash
                 msg = f"{type(exc).__name__}: {exc}"
                 elapsed = (time.perf_counter() - started) * 1000
                 outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            evidence = await self.record(call, outcome, tool_class=tool_class)
-            return tagged(outcome, evidence, self.after_tool_text(call, outcome, evidence))
+            evidence = await self.record(
+                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
+            )
+            return result_of(
+                decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
+            )
 
         return gated

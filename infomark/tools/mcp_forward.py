@@ -223,9 +223,11 @@ class Forwarder:
             result = await self.downstream.read_resource(uri)
         except MCPError as exc:
             msg = f"the downstream server failed to read {uri}: {exc.error.message}"
-            self._record(call, ToolOutcome(output=msg, error=msg, is_error=True), started)
+            outcome = ToolOutcome(output=msg, error=msg, is_error=True)
+            self._record(call, outcome, started, decision.call_id)
             raise
-        evidence = self._record(call, ToolOutcome(output=_contents_text(result)), started)
+        outcome = ToolOutcome(output=_contents_text(result))
+        evidence = self._record(call, outcome, started, decision.call_id)
         if evidence is None:
             return result
         tag = types.TextResourceContents(
@@ -235,7 +237,9 @@ class Forwarder:
         )
         return result.model_copy(update={"contents": [*result.contents, tag]})
 
-    def _record(self, call: ToolCall, outcome: ToolOutcome, started: float) -> Any:
+    def _record(
+        self, call: ToolCall, outcome: ToolOutcome, started: float, call_id: str = ""
+    ) -> Any:
         timed = ToolOutcome(
             output=outcome.output,
             error=outcome.error,
@@ -243,7 +247,7 @@ class Forwarder:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         try:
-            return self.gk.record(call, timed, tool_class="read")
+            return self.gk.record(call, timed, tool_class="read", call_id=call_id or None)
         except Exception as exc:  # the read happened; say that its evidence is missing
             _warn(f"a resource read was not recorded as evidence: {exc}")
             return None

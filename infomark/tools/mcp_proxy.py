@@ -166,13 +166,17 @@ class GatekeeperProxy:
             result = _text_result(msg, is_error=True)
         else:
             outcome = outcome_of(result, duration_ms=_since(started))
-        return self._recorded(call, outcome, result)
+        return self._recorded(call, outcome, result, decision.call_id)
 
     def _recorded(
-        self, call: ToolCall, outcome: ToolOutcome, result: types.CallToolResult
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        result: types.CallToolResult,
+        call_id: str = "",
     ) -> types.CallToolResult:
         try:
-            evidence = self.gk.record(call, outcome)
+            evidence = self.gk.record(call, outcome, call_id=call_id or None)
         except Exception as exc:  # the tool ran; say that its evidence is missing
             note = f"[infomark error] the result was not recorded as evidence: {_describe(exc)}"
             return _appended(result, [note])

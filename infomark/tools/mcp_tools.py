@@ -30,7 +30,7 @@ __all__ = ["OWN_TOOL_NAMES", "call_own_tool", "evidence_tag", "own_tools", "stam
 _STR: dict[str, Any] = {"type": "string"}
 _IDS: dict[str, Any] = {"type": "array", "items": _STR}
 _OBJECT_OUT: dict[str, Any] = {"type": "object"}
-_CLAIM_FIELDS = ("id", "text", "status", "falsifier", "oracle")
+_CLAIM_FIELDS = ("id", "text", "status", "falsifier", "oracle", "observe")
 
 _CLAIM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -43,6 +43,10 @@ _CLAIM_SCHEMA: dict[str, Any] = {
             "demotes a self-written Exact or Inferred to Hypothetical)",
         },
         "falsifier": {"type": "string", "description": "what observation would refute it"},
+        "observe": {
+            "type": "string",
+            "description": "the path, URI or search an inference_stamp's read must match",
+        },
         "oracle": {
             "type": "string",
             "description": "the exact command whose run decides the claim (for an MCP tool: "
@@ -340,6 +344,7 @@ def _render_ledger(args: Mapping[str, Any]) -> str:
                 status=_opt_string(raw.get("status"), f"claims[{n}].status"),
                 falsifier=_opt_string(raw.get("falsifier"), f"claims[{n}].falsifier"),
                 oracle=_opt_string(raw.get("oracle"), f"claims[{n}].oracle"),
+                observe=_opt_string(raw.get("observe"), f"claims[{n}].observe"),
                 span=_span(),
             )
         )

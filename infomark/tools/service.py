@@ -228,7 +228,13 @@ class _Service:
         call, outcome = body.call(), _outcome(body)
 
         def go(gk: SessionLike) -> dict[str, Any]:
-            evidence = gk.record(call, outcome, tool_class=body.tool_class)
+            evidence = gk.record(
+                call,
+                outcome,
+                tool_class=body.tool_class,
+                cwd=body.cwd,
+                background_id=body.background_id,
+            )
             text = gk.after_tool_text(call, outcome, evidence)  # popped: delivered once, here
             return {**evidence_body(evidence), "instructions": text}
 

@@ -199,9 +199,11 @@ def test_scripted_fix_session_is_denied_grounded_refused_then_finishes(
     assert edited.tool_use_id == "toolu_edit_fix" and not edited.is_error
     assert model.parser_after_edit == original.replace(BUGGY_BODY, FIXED_BODY) != original
 
-    # 4. "Done" on evidence older than the edit: the Stop hook blocked and said why.
+    # 4. "Done" with no evidence newer than the edit: the Stop hook blocked and said why (C1,
+    # grounded before the first edit, is the starting state; a fresh run must follow the edit).
     (feedback,) = [t for t in after_stop.texts() if t.startswith(_STOP_FEEDBACK)]
-    assert "evidence predates the last edit for: c1" in feedback.lower() and ORACLE in feedback
+    assert "no claim is exact on evidence produced after the last edit" in feedback.lower()
+    assert f"`{ORACLE}` (C1)" in feedback
 
     # 5. A fresh run, a fresh stamp in the final text: finish allowed, nothing asked after it.
     (rerun,) = after_rerun.tool_results()
@@ -240,7 +242,7 @@ def test_scripted_fix_session_is_denied_grounded_refused_then_finishes(
         ("C1", model.refs[1], "Exact"),
     ]
     assert [(f["allow"], f["code"]) for f in by_type["finish_decision"]] == [
-        (False, "stale_evidence"),
+        (False, "completion_without_evidence"),
         (True, "allowed"),
     ]
 

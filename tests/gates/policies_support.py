@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from helpers import record_paired
+
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, FinishDecision
@@ -54,7 +56,7 @@ class Session:
     ) -> str:
         call = ToolCall(tool=tool, input=dict(inputs))
         outcome = ToolOutcome(output=output, exit_code=exit_code, error=error, is_error=is_error)
-        ev = self.gk.record(call, outcome, tool_class=tool_class)
+        ev = record_paired(self.gk, call, outcome, tool_class=tool_class)
         self.last_evidence = ev
         return self.gk.after_tool_text(call, outcome, ev)
 

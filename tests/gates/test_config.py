@@ -35,7 +35,7 @@ def test_infomark_config_env_may_name_a_pyproject(
     ("toml", "field"),
     [
         ('profile = "paranoid"', "profile"),
-        ("finish_refusal_cap = 0", "finish_refusal_cap"),
+        ("finish_refusal_cap = -1", "finish_refusal_cap"),
         ("loop_budget = { G11 = 2 }", "loop_budget"),
         ("loop_budget = { G8 = -1 }", "loop_budget"),
         ('tools = { deploy = "dangerous" }', "tools.deploy"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from helpers import ledger_text, run, stamp
+from helpers import ledger_text, observed, run, stamp
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.finalize import claims_completion
@@ -22,7 +22,7 @@ def _exact(gk: Gatekeeper) -> str:
 
 
 def _edit(gk: Gatekeeper) -> None:
-    gk.record(ToolCall("Edit", {"file_path": "a.py"}), ToolOutcome("edited"))
+    observed(gk, ToolCall("Edit", {"file_path": "a.py"}), ToolOutcome("edited"))
 
 
 @pytest.mark.parametrize(
@@ -53,8 +53,9 @@ def test_ungrounded_premise_refuses(gk: Gatekeeper) -> None:
 def test_stale_evidence_refuses_until_rerun(gk: Gatekeeper) -> None:
     _exact(gk)
     _edit(gk)
-    fin = gk.can_finish("Summary of the change.")
-    assert not fin.allow and fin.stale == ("C1",) and f"re-run `{ORACLE}`" in fin.reason
+    fin = gk.can_finish("Summary of the change.")  # no completion words: evidence decides
+    assert not fin.allow and fin.code == "completion_without_evidence"
+    assert f"re-run `{ORACLE}` (C1)" in fin.reason
     ev = run(gk, ORACLE)
     gk.ingest(stamp("C1", ev.ref))
     assert gk.can_finish("Done: C1 is Exact.").allow

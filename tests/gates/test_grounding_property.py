@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import record_paired
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,8 +134,10 @@ def test_no_mutation_through_ungrounded_premises(
                 tool = op[3]
                 inp = {"command": op[1]} if tool == "bash" else {"file_path": "a.py"}
                 refs.append(
-                    gk.record(
-                        ToolCall(tool, inp), ToolOutcome("out", op[2] if tool == "bash" else None)
+                    record_paired(
+                        gk,
+                        ToolCall(tool, inp),
+                        ToolOutcome("out", op[2] if tool == "bash" else None),
                     ).ref
                 )
             elif kind == "stamp":

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import grounded, ledger_text
+from helpers import grounded, ledger_text, record_paired
 from policies_plugin import CiteSources
 from policies_support import Session
 
@@ -163,7 +163,8 @@ def test_run_phase_for_a_custom_runtime(gk: Gatekeeper) -> None:
     for i in range(3):
         call = ToolCall("bash", {"command": "make"})
         outcome = ToolOutcome(output=f"make: *** [all] Error {i}", exit_code=2)
-        ev = gk.store.record(call, outcome, tool_class="execute")  # a custom runtime's record
+        # a custom runtime's record
+        ev = record_paired(gk.store, call, outcome, tool_class="execute")
         results.append(ToolResult(call, outcome, ev, "execute"))
     with gk.store.transaction() as led:
         hook = rt.run_phase(led, "after_tool_batch", TurnContext(tool_results=tuple(results)))

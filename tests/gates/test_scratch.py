@@ -63,11 +63,12 @@ def bash(command: str) -> ToolCall:
 
 def do_write(gk: Gatekeeper, root: Path, call: ToolCall) -> None:
     """Authorize, perform and record a write, as a host would."""
-    assert gk.authorize(call).allowed
+    decision = gk.authorize(call)
+    assert decision.allowed
     target = root / str(call.input["file_path"])
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(str(call.input.get("content", "x")))
-    gk.record(call, ToolOutcome("ok"))
+    gk.record(call, ToolOutcome("ok"), call_id=decision.call_id)
 
 
 def do_run(gk: Gatekeeper, root: Path, command: str) -> tuple[str, str]:
@@ -78,7 +79,9 @@ def do_run(gk: Gatekeeper, root: Path, command: str) -> tuple[str, str]:
     proc = subprocess.run(
         command, shell=True, cwd=root, capture_output=True, text=True, check=False
     )
-    evidence = gk.record(call, ToolOutcome(proc.stdout, exit_code=proc.returncode))
+    evidence = gk.record(
+        call, ToolOutcome(proc.stdout, exit_code=proc.returncode), call_id=decision.call_id
+    )
     return decision.code, gk.after_tool_text(call, ToolOutcome(""), evidence)
 
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from helpers import grounded, ledger_text, run
+from helpers import grounded, ledger_text, observed, run
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.classify import SHELL_TOOLS, classify_tool
@@ -159,7 +159,7 @@ def test_destructive_hint_holds_a_call_whose_name_says_modify(gk: Gatekeeper) ->
 def test_a_sub_agents_answer_backs_a_divergence_never_a_stamp(gk: Gatekeeper) -> None:
     oracle = "pytest -q"
     gk.ingest(ledger_text(("C1", "Hypothetical", oracle), premises=("C1",)))
-    task = gk.record(ToolCall("Task", {"prompt": "run the tests"}), ToolOutcome("all pass"))
+    task = observed(gk, ToolCall("Task", {"prompt": "run the tests"}), ToolOutcome("all pass"))
     for kind in ("oracle_stamp", "inference_stamp"):
         report = gk.ingest(f"{kind}: claim_id=C1 evidence_ref={task.ref} result=PASS")
         rejected = [r["reason"] for r in report.stamps_rejected]

@@ -75,6 +75,13 @@ SPEC_EDGES = [
     ("G9", "BLOCKED", "terminal", "blocked"),
     ("G9", "WAITING_APPROVAL", "terminal", "needs_approval"),
     ("G9", "OUT_OF_SCOPE", "terminal", "out_of_scope"),
+    ("G0", "BLOCKED", "terminal", "blocked"),
+    ("G2", "BLOCKED", "terminal", "blocked"),
+    ("G3", "BLOCKED", "terminal", "blocked"),
+    ("G5", "BLOCKED", "terminal", "blocked"),
+    ("G6", "BLOCKED", "terminal", "blocked"),
+    ("G7", "BLOCKED", "terminal", "blocked"),
+    ("G8", "BLOCKED", "terminal", "blocked"),
 ]
 
 SPEC_GUARDS = {
@@ -201,7 +208,7 @@ def test_edges_from_keeps_declaration_order() -> None:
 
 
 def test_allowed_moves_are_distinct_in_edge_order() -> None:
-    assert G.allowed_moves("G8") == ("G9", "G6", "G2", "G1")
+    assert G.allowed_moves("G8") == ("G9", "G6", "G2", "G1", "BLOCKED")
     assert G.allowed_moves("G4") == ("G6", "G5", "WAITING_APPROVAL", "BLOCKED")
     assert G.allowed_moves("G9") == (
         "G1",
@@ -216,15 +223,15 @@ def test_allowed_moves_are_distinct_in_edge_order() -> None:
 @pytest.mark.parametrize(
     ("gate", "routes"),
     [
-        ("G0", 2),
+        ("G0", 3),
         ("G1", 2),
-        ("G2", 2),
-        ("G3", 1),
+        ("G2", 3),
+        ("G3", 2),
         ("G4", 4),
-        ("G5", 1),
-        ("G6", 2),
-        ("G7", 1),
-        ("G8", 4),
+        ("G5", 2),
+        ("G6", 3),
+        ("G7", 2),
+        ("G8", 5),
         ("G9", 6),
     ],
 )
@@ -353,8 +360,12 @@ BREAKERS: dict[str, list[Callable[[], GateGraph]]] = {
         lambda: _set_mutates(G9=True),
     ],
     "exit_after_mutation": [
-        lambda: _with_edges(_edge("G7", "BLOCKED", EdgeKind.TERMINAL, "blocked")),
+        lambda: _with_edges(_edge("G7", "BLOCKED", EdgeKind.TERMINAL, "always")),
         lambda: _with_edges(_edge("G8", "SUCCESS", EdgeKind.TERMINAL, "closure_success")),
+    ],
+    "blocked_unreachable": [
+        lambda: _without(lambda e: (e.src, e.dst) == ("G7", "BLOCKED")),
+        lambda: _without(lambda e: e.dst == "BLOCKED" and e.src in ("G0", "G8")),
     ],
     "forward_not_spine": [
         lambda: _with_edges(_edge("G5", "G6", EdgeKind.FORWARD)),
@@ -426,7 +437,7 @@ def test_default_graph_passes_every_check() -> None:
 
 def test_check_graph_lists_every_issue() -> None:
     broken = dataclasses.replace(
-        _with_edges(_edge("G7", "BLOCKED", EdgeKind.TERMINAL, "blocked"), G.edges[0]),
+        _with_edges(_edge("G7", "BLOCKED", EdgeKind.TERMINAL, "always"), G.edges[0]),
         terminals=(*G.terminals, "ABANDONED"),
     )
     with pytest.raises(GraphError) as info:
@@ -456,7 +467,11 @@ def test_any_terminal_edge_after_mutation_is_rejected(
 ) -> None:
     edges = list(G.edges)
     edges.insert(at, _edge(src, dst, EdgeKind.TERMINAL, guard))
-    assert "exit_after_mutation" in codes(dataclasses.replace(G, edges=tuple(edges)))
+    found = codes(dataclasses.replace(G, edges=tuple(edges)))
+    if (dst, guard) == ("BLOCKED", "blocked"):  # the honest stop, lawful from every gate
+        assert "exit_after_mutation" not in found and "duplicate_edge" in found
+    else:
+        assert "exit_after_mutation" in found
 
 
 @given(step=st.integers(min_value=0, max_value=len(G.spine) - 2))

@@ -5,6 +5,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import record_paired
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,13 +51,15 @@ def test_config_override_wins() -> None:
 )
 def test_outcomes(tmp_path: Path, outcome: ToolOutcome, expected: Outcome) -> None:
     with Ledger(tmp_path, "s") as led:
-        assert led.record(ToolCall("bash", {"command": "pytest"}), outcome).outcome is expected
+        assert (
+            record_paired(led, ToolCall("bash", {"command": "pytest"}), outcome).outcome is expected
+        )
 
 
 def test_record_stores_output_content_addressed_and_tag(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
-        ev = led.record(
-            ToolCall("bash", {"command": "pytest -q"}, "t1"), ToolOutcome("3 passed", 0)
+        ev = record_paired(
+            led, ToolCall("bash", {"command": "pytest -q"}, "t1"), ToolOutcome("3 passed", 0)
         )
         assert re.fullmatch(r"ev_[0-9a-f]{24}", ev.ref)
         assert ev.tag == (
@@ -70,7 +73,7 @@ def test_record_stores_output_content_addressed_and_tag(tmp_path: Path) -> None:
 
 def test_foreign_and_tampered_evidence(tmp_path: Path) -> None:
     with Ledger(tmp_path, "a") as a, Ledger(tmp_path, "b") as b:
-        ev = a.record(ToolCall("bash", {"command": "true"}), ToolOutcome(exit_code=0))
+        ev = record_paired(a, ToolCall("bash", {"command": "true"}), ToolOutcome(exit_code=0))
         assert b.verify_ref(ev.ref) == (None, RejectReason.FOREIGN_EVIDENCE)
         db = sqlite3.connect(tmp_path / "ledger.db")
         db.execute(
@@ -86,7 +89,7 @@ def test_no_ref_the_registry_did_not_issue_is_accepted(
 ) -> None:
     home = tmp_path_factory.mktemp("h")
     with Ledger(home, "s") as led:
-        issued = led.record(ToolCall("bash", {"command": "true"}), ToolOutcome(exit_code=0))
+        issued = record_paired(led, ToolCall("bash", {"command": "true"}), ToolOutcome(exit_code=0))
         ev, why = led.verify_ref(ref)
         if ref == issued.ref:
             assert ev is not None
@@ -97,10 +100,13 @@ def test_no_ref_the_registry_did_not_issue_is_accepted(
 def test_seq_is_gap_free_and_projection_survives_reopen(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
         refs = [
-            led.record(ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(exit_code=0)).ref
+            record_paired(
+                led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(exit_code=0)
+            ).ref
             for i in range(150)
         ]
-        assert [r.seq for r in led.journal.events("s")] == list(range(1, 151))
+        # each record follows the decision that authorized it
+        assert [r.seq for r in led.journal.events("s")] == list(range(1, 301))
         live = led.state.to_dict()
     with Ledger(tmp_path, "s") as again:
         assert again.state.to_dict() == live  # from the snapshot + tail
@@ -111,6 +117,11 @@ def test_seq_is_gap_free_and_projection_survives_reopen(tmp_path: Path) -> None:
 def test_read_only_mcp_tool_gives_observation_evidence(tmp_path: Path) -> None:
     with Ledger(tmp_path, "s") as led:
         call = ToolCall("mcp__notes__read_note", {"name": "a"}, annotations={"readOnlyHint": True})
-        assert led.record(call, ToolOutcome("text")).evidence_class is EvidenceClass.OBSERVATION
+        assert (
+            record_paired(led, call, ToolOutcome("text")).evidence_class
+            is EvidenceClass.OBSERVATION
+        )
         plain = ToolCall("mcp__notes__write_note", {"name": "a"}, annotations={})
-        assert led.record(plain, ToolOutcome("ok")).evidence_class is EvidenceClass.INELIGIBLE
+        assert (
+            record_paired(led, plain, ToolOutcome("ok")).evidence_class is EvidenceClass.INELIGIBLE
+        )

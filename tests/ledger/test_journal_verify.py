@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import record_paired
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,12 +16,15 @@ from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
 
 N = 12
+EVENTS = 2 * N  # each record is paired with the decision that authorized it
 
 
 def _build(home: Path) -> None:
     with Ledger(home, "s") as led:
         for i in range(N):
-            led.record(ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2))
+            record_paired(
+                led, ToolCall("bash", {"command": f"echo {i}"}), ToolOutcome(f"{i}", i % 2)
+            )
 
 
 def _problems(home: Path) -> list[dict[str, object]]:
@@ -35,7 +39,7 @@ def test_clean_journal_verifies(tmp_path: Path) -> None:
 
 @given(
     op=st.sampled_from(["edit", "delete", "swap", "insert", "edit_ts", "truncate_tail"]),
-    seq=st.integers(1, N),
+    seq=st.integers(1, N).map(lambda i: 2 * i),  # an evidence event
 )
 def test_any_single_tamper_is_caught(
     tmp_path_factory: pytest.TempPathFactory, op: str, seq: int
@@ -43,7 +47,7 @@ def test_any_single_tamper_is_caught(
     home = tmp_path_factory.mktemp("j")
     _build(home)
     db = sqlite3.connect(home / "ledger.db")
-    other = seq % N + 1
+    other = seq % EVENTS + 1
     if op == "edit":
         db.execute(
             "UPDATE events SET payload = replace(payload, '\"outcome\"', '\"outcomE\"') "
@@ -62,7 +66,7 @@ def test_any_single_tamper_is_caught(
         db.execute(
             "INSERT INTO events SELECT session, ?, type, payload, ts, prev_hash, hash, mac, key_id "
             "FROM events WHERE seq = ?",
-            (N + 1, seq),
+            (EVENTS + 1, seq),
         )
     elif op == "truncate_tail":
         db.execute("DELETE FROM events WHERE seq >= ?", (seq,))

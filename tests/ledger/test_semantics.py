@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import record_paired
 
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
@@ -20,6 +21,7 @@ def _ledger(
     falsifier: bool = True,
     text: str = "open window uses chars/4",
     cid: str = "C1",
+    extra: tuple[str, ...] = (),
 ) -> str:
     lines = [
         "claim_ledger:",
@@ -32,12 +34,13 @@ def _ledger(
         lines.append('      falsifier: "read computeOpenWindowTokens"')
     if oracle:
         lines.append(f'      oracle: "{oracle}"')
+    lines += [f"      {line}" for line in extra]
     lines += [f"  premises_for_plan: [{cid}]", "  open_questions: []"]
     return "\n".join(lines) + "\n"
 
 
 def _run(led: Ledger, command: str = ORACLE, code: int | None = 0, tool: str = "bash") -> Evidence:
-    return led.record(ToolCall(tool, {"command": command}), ToolOutcome("out", code))
+    return record_paired(led, ToolCall(tool, {"command": command}), ToolOutcome("out", code))
 
 
 @pytest.fixture
@@ -74,14 +77,14 @@ def test_oracle_stamp_makes_exact(led: Ledger) -> None:
 
 
 def test_inference_stamp_from_observation(led: Ledger) -> None:
-    led.ingest(_ledger(oracle=None))
-    ev = led.record(ToolCall("Read", {"file_path": "x"}), ToolOutcome("text"))
+    led.ingest(_ledger(oracle=None, extra=("observe: x",)))
+    ev = record_paired(led, ToolCall("Read", {"file_path": "x"}), ToolOutcome("text"))
     led.ingest(f"inference_stamp: claim_id=C1 evidence_ref={ev.ref}")
     assert _status(led) == "Inferred"
 
 
 def test_expected_fail_and_fail(led: Ledger) -> None:
-    led.ingest(_ledger())
+    led.ingest(_ledger(extra=("expect: FAIL",)))
     failing = _run(led, code=1)
     led.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={failing.ref} result=EXPECTED_FAIL")
     assert _status(led) == "Exact"
@@ -142,7 +145,7 @@ def test_ineligible_evidence_for_oracle(led: Ledger, tool: str) -> None:
 
 def test_web_cannot_back_inference(led: Ledger) -> None:
     led.ingest(_ledger())
-    ev = led.record(ToolCall("WebFetch", {"url": "https://x"}), ToolOutcome("page"))
+    ev = record_paired(led, ToolCall("WebFetch", {"url": "https://x"}), ToolOutcome("page"))
     assert _rejected(led, f"inference_stamp: claim_id=C1 evidence_ref={ev.ref}") == (
         "ineligible_evidence"
     )
@@ -324,8 +327,8 @@ def test_evidence_from_before_a_restatement_cannot_stamp_the_new_statement(led: 
     led.ingest(_ledger(text="a stronger statement than the run showed"))
     text = f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS"
     assert _rejected(led, text) == "evidence_predates_claim"
-    read_ev = led.record(ToolCall("Read", {"file_path": "x"}), ToolOutcome("t"))
-    led.ingest(_ledger(oracle=None, text="yet another statement"))
+    read_ev = record_paired(led, ToolCall("Read", {"file_path": "x"}), ToolOutcome("t"))
+    led.ingest(_ledger(oracle=None, text="yet another statement", extra=("observe: x",)))
     assert _rejected(led, f"inference_stamp: claim_id=C1 evidence_ref={read_ev.ref}") == (
         "evidence_predates_claim"
     )

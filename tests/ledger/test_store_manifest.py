@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import record_paired
 from store_backends import Backend
 
 from infomark.ledger.audit import verify_session
@@ -31,7 +32,7 @@ def _session(home: Path, session: str, n: int) -> None:
     for i in range(n):
         with led.transaction():
             led.emit("decision", {"decision": "deny" if i % 2 else "allow", "i": i})
-    led.record(ToolCall("bash", {"command": "pytest"}), ToolOutcome("ok", 0))
+    record_paired(led, ToolCall("bash", {"command": "pytest"}), ToolOutcome("ok", 0))
     led.close()
 
 
@@ -82,7 +83,7 @@ def test_a_truncated_tail_with_an_earlier_valid_head_is_named(
     code, problems, err = _cli(home)
     assert code == 1
     assert problems[0]["code"] == "missing" and problems[0]["seq"] == old_head[1] + 1
-    assert f"events {old_head[1] + 1}..12 were removed" in problems[0]["message"]
+    assert f"events {old_head[1] + 1}..14 were removed" in problems[0]["message"]
     assert f"verification FAILED at seq {old_head[1] + 1}" in err
 
 
@@ -102,8 +103,8 @@ def test_restoring_the_manifest_row_too_breaks_the_home_mac(
     )
     problems = _problems(home)
     assert [p["code"] for p in problems] == ["manifest"]
-    assert "lists 1 session(s) with 5 event(s)" in problems[0]["message"]
-    assert "covers 1 session(s) with 12 event(s)" in problems[0]["message"]
+    assert "lists 1 session(s) with 6 event(s)" in problems[0]["message"]
+    assert "covers 1 session(s) with 14 event(s)" in problems[0]["message"]
 
 
 def test_restoring_the_whole_manifest_is_caught_when_another_session_moved_on(
@@ -267,6 +268,6 @@ def test_verify_shows_a_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     finally:
         os.close(master)
     assert proc.returncode == 0
-    assert b"verifying 4/4 events [" in seen
+    assert b"verifying 5/5 events [" in seen
     piped = subprocess.run(argv, capture_output=True, timeout=120, check=False)
     assert piped.returncode == 0 and b"verifying" not in piped.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import record_paired
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_backends import Backend
@@ -114,7 +115,7 @@ def test_live_state_equals_the_replay_from_zero(
     policy: dict[str, Any] = {}
     for kind, a, b in ops:
         if kind == "record":
-            led.record(ToolCall("bash", {"command": "pytest"}), ToolOutcome(a, b))
+            record_paired(led, ToolCall("bash", {"command": "pytest"}), ToolOutcome(a, b))
         elif kind == "cursor":
             led.move_cursor(a, b)
         elif kind == "reopen":
@@ -182,7 +183,7 @@ def test_an_appended_capped_log_is_journaled_as_its_tail() -> None:
 def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> None:
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
     out = "résumé \ud800 done" * 1000  # a lone surrogate too
-    ev = led.record(ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
+    ev = record_paired(led, ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
     raw = out.encode("utf-8", "surrogatepass")
     assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
     assert led.blobs.get(ev.output_digest) == raw
@@ -190,7 +191,7 @@ def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> 
     # a blob cut short by a crash before its event committed is written again
     path = led.blobs.path_for(ev.output_digest)
     path.write_bytes(raw[:10])
-    led.record(ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
+    record_paired(led, ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
     assert led.blobs.verify(ev.output_digest) is True
     assert verify_session(led) == []
     led.close()
@@ -199,7 +200,7 @@ def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> 
 def _verify_peak(home: Path, session: str, events: int) -> int:
     led = Ledger(home, session, key=KEY, root=home)
     for i in range(events // 200):
-        led.record(ToolCall("bash", {"command": f"t {i}"}), ToolOutcome(f"o{i % 7}", 0))
+        record_paired(led, ToolCall("bash", {"command": f"t {i}"}), ToolOutcome(f"o{i % 7}", 0))
     _grow(home, session, events - events // 200, per_tx=5000)
     tracemalloc.start()
     problems = verify_session(led)
@@ -247,7 +248,7 @@ def test_a_large_text_output_is_hashed_and_stored_in_chunks_exactly(tmp_path: Pa
     out = ("é" * 700_000) + "\ud800" + ("z€" * 400_000)  # > 1 Mi characters, chunk edges inside
     raw = out.encode("utf-8", "surrogatepass")
     for _ in range(2):  # new, then already stored
-        ev = led.record(ToolCall("bash", {"command": "cat"}), ToolOutcome(out, 0))
+        ev = record_paired(led, ToolCall("bash", {"command": "cat"}), ToolOutcome(out, 0))
         assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
         assert ev.record["output_size"] == len(raw)
         assert led.blobs.get(ev.output_digest) == raw

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import record_paired
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from rel_support import ORACLE, read_file, run_command, stamp_line
@@ -141,15 +142,16 @@ def build_world(base: Path, session: str = "victim") -> World:
     assert report.ledger_updated, report.diagnostics
     refs["good"] = run_command(gk, ORACLE).ref  # valid for C1: only hidden/twisted uses
     refs["fail"] = run_command(gk, ORACLE, exit_code=1).ref
-    refs["error"] = gk.record(
-        ToolCall("bash", {"command": ORACLE}), ToolOutcome(output="", error="timed out")
+    refs["error"] = record_paired(
+        gk, ToolCall("bash", {"command": ORACLE}), ToolOutcome(output="", error="timed out")
     ).ref
     refs["mismatch"] = run_command(gk, OTHER_ORACLE).ref
     refs["read"] = read_file(gk).ref
-    refs["web"] = gk.record(
-        ToolCall("WebFetch", {"url": "https://example.org"}), ToolOutcome(output="page")
+    refs["web"] = record_paired(
+        gk, ToolCall("WebFetch", {"url": "https://example.org"}), ToolOutcome(output="page")
     ).ref
-    refs["ineligible"] = gk.record(
+    refs["ineligible"] = record_paired(
+        gk,
         ToolCall("Edit", {"file_path": "a.py", "old_string": "1", "new_string": "2"}),
         ToolOutcome(output="ok"),
     ).ref
@@ -312,7 +314,8 @@ def attacks(*, edits: bool = True, garbled: bool = True) -> st.SearchStrategy[At
             lambda t: Attack("ERROR ref", t, "failed_evidence")
         ),
         _stamp("C1", good, results=("EXPECTED_FAIL",)).map(
-            lambda t: Attack("PASS ref as EXPECTED_FAIL", t, "failed_evidence")
+            # C1 declares no `expect: FAIL`: EXPECTED_FAIL cannot ground it at all (issue 11)
+            lambda t: Attack("PASS ref as EXPECTED_FAIL", t, "expectation_mismatch")
         ),
         st.sampled_from([ref("read"), ref("web"), ref("ineligible")]).flatmap(
             lambda r: _stamp("C1", r).map(
@@ -471,7 +474,7 @@ class ForgeryJudge:
     def _smuggled(self, output: str) -> str | None:
         world = self.world
         call = ToolCall("bash", {"command": "cat notes.txt"})
-        world.gk.record(call, ToolOutcome(output=f"notes say:\n{output}", exit_code=0))
+        record_paired(world.gk, call, ToolOutcome(output=f"notes say:\n{output}", exit_code=0))
         types = {e.type for e in world.gk.store.emitted()}
         if types & _STAMP_EVENTS or world.claims() != world.baseline:
             self._rebuild()

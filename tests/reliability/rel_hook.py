@@ -117,10 +117,17 @@ class HookSession:
 
     def post_bash(self, command: str, stdout: str = "3 passed") -> str:
         """Record a successful Bash run; return the evidence ref from the tag."""
+        self.n_calls = getattr(self, "n_calls", 0) + 1
+        use_id = f"toolu_post_{self.n_calls}"
+        pre = self.hook(  # as Claude Code does: the record pairs with it by tool_use_id
+            "PreToolUse", tool_name="Bash", tool_input={"command": command}, tool_use_id=use_id
+        )
+        assert pre.code == 0, pre.err
         result = self.hook(
             "PostToolUse",
             tool_name="Bash",
             tool_input={"command": command},
+            tool_use_id=use_id,
             tool_response={"stdout": stdout, "stderr": "", "interrupted": False},
         )
         assert result.code == 0, result.err

@@ -72,6 +72,11 @@ def _ledger(i: int) -> str:
     )
 
 
+def _authorized_record(client: Client, call: ToolCall, outcome: ToolOutcome) -> None:
+    """What an integration does: authorize, then record under the decision's call id."""
+    client.record(call, outcome, call_id=client.authorize(call).call_id)
+
+
 def _agent(svc: RelService, session: str, result: LoadResult, stop: threading.Event,
            rounds: int) -> None:  # fmt: skip
     with Client(svc.url, token=svc.token, session=session) as client:
@@ -80,7 +85,8 @@ def _agent(svc: RelService, session: str, result: LoadResult, stop: threading.Ev
             steps = (
                 partial(client.authorize, ToolCall("Edit", {"file_path": f"f{i}.py"})),
                 partial(
-                    client.record,
+                    _authorized_record,
+                    client,
                     ToolCall("bash", {"command": ORACLE}),
                     ToolOutcome(output=f"run {i}\n" * 20, exit_code=i % 3 and 1),
                 ),

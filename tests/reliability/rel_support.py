@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import record_paired
 from hypothesis import settings
 from hypothesis.errors import InvalidArgument
 
@@ -104,7 +105,8 @@ def run_command(
     gk: Gatekeeper, command: str = ORACLE, exit_code: int | None = 0, output: str = "ok"
 ) -> Evidence:
     """Record a shell run (execution evidence)."""
-    return gk.record(
+    return record_paired(
+        gk,
         ToolCall(tool="bash", input={"command": command}),
         ToolOutcome(output=output, exit_code=exit_code),
     )
@@ -112,7 +114,9 @@ def run_command(
 
 def read_file(gk: Gatekeeper, path: str = "a.py", output: str = "x = 1") -> Evidence:
     """Record a file read (observation evidence)."""
-    return gk.record(ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output))
+    return record_paired(
+        gk, ToolCall(tool="Read", input={"file_path": path}), ToolOutcome(output=output)
+    )
 
 
 def claim_status(gk: Gatekeeper, cid: str = "C1") -> str | None:

@@ -40,9 +40,12 @@ def _step(gk: Gatekeeper, rng: random.Random, i: int, last_ref: list[str]) -> st
     roll = rng.random()
     if roll < 0.35:
         command = _ORACLE if rng.random() < 0.5 else f"echo {i}"
+        call = ToolCall("bash", {"command": command})
+        allowed = gk.authorize(call)  # as an integration does; the record pairs with it
         ev = gk.record(
-            ToolCall("bash", {"command": command}),
+            call,
             ToolOutcome(output=f"out {i} " * rng.randint(1, 50), exit_code=rng.choice([0, 0, 1])),
+            call_id=allowed.call_id,
         )
         last_ref[:] = [ev.ref]
         return "record"

@@ -42,12 +42,15 @@ def test_parallel_hooks_on_one_session(tmp_path: Path) -> None:
     """Claude Code runs hooks of parallel tool calls at the same time, on one session."""
     cc = HookSession(tmp_path)
     cc.say(ledger_block())
+    for i in range(0, 8, 2):  # each result pairs with its PreToolUse (issue 11)
+        cc.hook("PreToolUse", tool_name="Bash", tool_input={"command": f"echo {i}"},
+                tool_use_id=f"tu_{i}")  # fmt: skip
     procs = []
     for i in range(8):
         if i % 2:
             payload = cc.payload("PreToolUse", tool_name="Read", tool_input={"file_path": f"{i}"})
         else:
-            payload = cc.payload("PostToolUse", tool_name="Bash",
+            payload = cc.payload("PostToolUse", tool_name="Bash", tool_use_id=f"tu_{i}",
                                  tool_input={"command": f"echo {i}"},
                                  tool_response={"stdout": f"{i}", "stderr": ""})  # fmt: skip
         proc = subprocess.Popen([EXE, "hook", "claude-code"], stdin=subprocess.PIPE,

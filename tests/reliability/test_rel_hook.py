@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +127,16 @@ def test_internal_error_fails_closed_with_the_reason(
 def test_ledger_profile_internal_error_is_journaled(cc: HookSession) -> None:
     """An error after the ledger opened (the blob store is a file) becomes a hook_error event."""
     cc.hook("SessionStart", source="startup")
+    cc.hook("PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="tu_e")
     blobs = cc.home / "blobs"
     blobs.mkdir(exist_ok=True)
-    blobs.rmdir()
+    shutil.rmtree(blobs)
     blobs.write_text("not a directory")
     result = cc.hook(
         "PostToolUse",
         tool_name="Bash",
         tool_input={"command": "ls"},
+        tool_use_id="tu_e",
         tool_response={"stdout": "x", "stderr": "", "interrupted": False},
     )
     assert result.code == 0 and "cannot use its home" in result.err
@@ -148,9 +151,11 @@ def test_regression_d8_hook_error_records_what_the_hook_did(cc: HookSession) -> 
     """D8: a strict PostToolUse error allows (exit 0) but is journaled failed_closed=True."""
     (cc.project / "infomark.toml").write_text(STRICT)
     cc.hook("SessionStart", source="startup")
+    cc.hook("PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="tu_e")
+    shutil.rmtree(cc.home / "blobs", ignore_errors=True)
     (cc.home / "blobs").write_text("not a directory")
     result = cc.hook("PostToolUse", tool_name="Bash", tool_input={"command": "ls"},
-                     tool_response={"stdout": "x"})  # fmt: skip
+                     tool_use_id="tu_e", tool_response={"stdout": "x"})  # fmt: skip
     assert result.code == 0
     with Gatekeeper.open(cc.home, cc.sid, root=cc.project) as gk:
         (error,) = [e.payload for e in gk.events() if e.type == "hook_error"]

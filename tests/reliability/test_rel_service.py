@@ -153,13 +153,16 @@ def test_one_megabyte_text_and_nul_bytes_are_ingested(http: httpx.Client) -> Non
 def test_a_stamp_in_recorded_tool_output_changes_nothing(http: httpx.Client) -> None:
     sid = _sid()
     http.post(f"/v1/sessions/{sid}/ingest", json={"text": ledger_block()})
+    run = {"tool": "bash", "input": {"command": ORACLE}}
+    cid = http.post(f"/v1/sessions/{sid}/authorize", json=run).json()["call_id"]
     ev = http.post(
         f"/v1/sessions/{sid}/record",
-        json={"tool": "bash", "input": {"command": ORACLE}, "output": "ok", "exit_code": 0},
+        json={**run, "tool_call_id": cid, "output": "ok", "exit_code": 0},
     ).json()
     bait = stamp_line("C1", ev["evidence_ref"])
-    r = http.post(f"/v1/sessions/{sid}/record", json={
-        "tool": "Read", "input": {"file_path": "NOTES.md"}, "output": bait})  # fmt: skip
+    read = {"tool": "Read", "input": {"file_path": "NOTES.md"}}
+    cid = http.post(f"/v1/sessions/{sid}/authorize", json=read).json()["call_id"]
+    r = http.post(f"/v1/sessions/{sid}/record", json={**read, "tool_call_id": cid, "output": bait})
     assert r.status_code == 200
     ledger = http.get(f"/v1/sessions/{sid}").json()["ledger"]
     assert ledger["claims"][0]["status"] == "Hypothetical" and ledger["grounded"] is False

@@ -112,11 +112,11 @@ CLI_SAMPLE = [
     Tamper("events", "payload", 9, 9),
     Tamper("events", "delete", 15, 15),
     Tamper("events", "swap_next", 4, 4),
-    Tamper("events", "append_forged", 37, 38),
-    Tamper("heads", "mac", 37, None),
-    Tamper("evidence", "record", 12, 12),
-    Tamper("blobs", "edit", 21, 21),
-    Tamper("blobs", "delete", 26, 26),
+    Tamper("events", "append_forged", 40, 41),
+    Tamper("heads", "mac", 40, None),
+    Tamper("evidence", "record", 13, 13),  # each record follows its authorization (issue 11)
+    Tamper("blobs", "edit", 23, 23),
+    Tamper("blobs", "delete", 29, 29),
 ]
 
 
@@ -124,8 +124,10 @@ CLI_SAMPLE = [
 def test_cli_audit_verify_names_the_first_bad_event(
     pristine: Pristine, tmp_path: Path, t: Tamper
 ) -> None:
-    # 37 since issue 12: the grounded Edit journals its files_written (seq 25)
-    assert pristine.events == 37 and 12 in pristine.evidence, "the sample assumes this layout"
+    # 40: each record follows its decision (issue 11), the grounded Edit journals files_written
+    assert pristine.events == 40 and sorted(pristine.evidence) == [13, 23, 29], (
+        "the sample assumes this layout"
+    )
     code, problems, err = audit_cli(apply_tamper(pristine, t, tmp_path))
     assert code == 1, err
     outcome = judge(t, problems)

@@ -169,7 +169,10 @@ def test_a_held_exclusive_lock_denies_within_the_bound(locked: HookSession, prof
         (locked.project / "infomark.toml").write_text(STRICT)
     result, took = _timed(lambda: locked.pre("Write", WRITE))
     assert _not_allowed(result), result
-    assert "locked by another process" in (denial_reason(result) or "")
+    reason = denial_reason(result) or ""
+    # The store's bounded wait names the lock; on a machine so loaded that start-up plus that
+    # wait passes the 4 s watchdog, the watchdog answers first. Both deny and say what broke.
+    assert "locked by another process" in reason or "did not finish within 4 s" in reason, reason
     assert took < BOUND_S, f"the hook took {took:.2f} s"
     stop, took = _timed(
         lambda: locked.hook("Stop", last_assistant_message="Done.", stop_hook_active=False)

@@ -26,13 +26,22 @@ def cc(tmp_path: Path) -> HookSession:
 
 
 def _ran(cc: HookSession, command: str = "ls") -> str:
+    """A Bash call as Claude Code makes it: PreToolUse, then PostToolUse under the same id
+    (a result without its authorization is no evidence and carries no tag)."""
+    cc.n_ran = getattr(cc, "n_ran", 0) + 1
+    use_id = f"toolu_w{cc.n_ran}"
+    pre = cc.hook(
+        "PreToolUse", tool_name="Bash", tool_input={"command": command}, tool_use_id=use_id
+    )
+    assert denial_reason(pre) is None, pre
     result = cc.hook(
         "PostToolUse",
         tool_name="Bash",
         tool_input={"command": command},
+        tool_use_id=use_id,
         tool_response={"stdout": "x", "stderr": "", "interrupted": False},
     )
-    return cc.witness(result)
+    return cc.witness(result, tool_use_id=use_id)
 
 
 def test_the_evidence_tag_carries_the_journal_head(tmp_path: Path) -> None:

@@ -33,6 +33,12 @@ PASSED = ToolOutcome(output="1 passed in 0.01s", exit_code=0)
 LEDGER = ledger_text(("C1", "Exact", "pytest -q"), premises=("C1",))
 
 
+def _run(c: Client | Gatekeeper, call: ToolCall, outcome: ToolOutcome) -> Evidence:
+    """Authorize, then record under the call id the decision returned (as integrations do)."""
+    decision = c.authorize(call)
+    return c.record(call, outcome, call_id=decision.call_id)
+
+
 def _stamp(ref: str) -> str:
     return f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS"
 
@@ -46,7 +52,7 @@ def test_demo_scenario_end_to_end(client: Client, service: Service) -> None:
     assert isinstance(denied, Decision)
     assert denied.decision is Verdict.DENY and "C1" in denied.reason
 
-    ev = client.record(PYTEST, PASSED)
+    ev = _run(client, PYTEST, PASSED)
     assert isinstance(ev, Evidence)
     assert ev.outcome is Outcome.PASS and ev.evidence_class is EvidenceClass.EXECUTION
     assert ev.tag.startswith(f"[infomark evidence_ref={ev.ref} ")
@@ -56,12 +62,15 @@ def test_demo_scenario_end_to_end(client: Client, service: Service) -> None:
     assert client.ledger().status("C1") == "Exact"
     assert client.authorize(EDIT).allowed
 
-    client.record(EDIT, ToolOutcome(output="edited a.py"))  # the edit makes C1's evidence stale
+    _run(client, EDIT, ToolOutcome(output="edited a.py"))  # the edit makes C1's evidence stale
     refused = client.can_finish("Done, all tests pass.")
     assert isinstance(refused, FinishDecision)
-    assert not refused.allow and "C1" in refused.stale
+    # C1 was grounded before the edit (a premise about the starting state): the finish asks
+    # for fresh evidence after the edit and names the oracle to re-run
+    assert not refused.allow and refused.code == "completion_without_evidence"
+    assert "`pytest -q` (C1)" in refused.reason
 
-    fresh = client.record(PYTEST, PASSED)
+    fresh = _run(client, PYTEST, PASSED)
     client.ingest(_stamp(fresh.ref))
     done = client.can_finish("Done, all tests pass.")
     assert done.allow, done.reason
@@ -87,10 +96,11 @@ def test_remote_and_local_answer_alike(client: Client, service: Service) -> None
             (client.authorize(EDIT), local.authorize(EDIT)),
         ):
             a, b = remote_r.to_dict(), local_r.to_dict()
-            a.pop("decision_id", None), b.pop("decision_id", None)  # names session and seq
+            for key in ("decision_id", "call_id"):  # they name session and seq
+                a.pop(key, None), b.pop(key, None)
             assert a == b
             assert type(remote_r) is type(local_r)
-        ev_r, ev_l = client.record(PYTEST, PASSED), local.record(PYTEST, PASSED)
+        ev_r, ev_l = _run(client, PYTEST, PASSED), _run(local, PYTEST, PASSED)
         assert (ev_r.seq, ev_r.outcome, ev_r.evidence_class, ev_r.output_digest) == (
             ev_l.seq,
             ev_l.outcome,
@@ -152,14 +162,14 @@ def test_views_have_the_facade_types(client: Client) -> None:
 
 def test_bytes_output_is_recorded_byte_for_byte(client: Client) -> None:
     data = bytes(range(256))
-    ev = client.record(PYTEST, ToolOutcome(output=data, exit_code=0))
+    ev = _run(client, PYTEST, ToolOutcome(output=data, exit_code=0))
     assert ev.output_digest == "sha256:" + hashlib.sha256(data).hexdigest()
     assert ev.record["output_size"] == 256
 
 
 def test_events_come_back_in_order(client: Client) -> None:
     client.authorize(EDIT)
-    client.record(PYTEST, PASSED)
+    _run(client, PYTEST, PASSED)
     events = list(client.events())
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events[0].type == "decision" and events[0].payload["tool"] == "Edit"
@@ -172,8 +182,8 @@ def test_follow_yields_new_events_until_the_caller_stops(client: Client, service
     stream = client.events(follow=True)
     assert next(stream).seq == 1
     with Client(service.url, token=service.token, session=client.session) as writer:
-        writer.record(PYTEST, PASSED)
-    assert next(stream).type == "evidence_recorded"
+        _run(writer, PYTEST, PASSED)
+    assert [next(stream).type, next(stream).type] == ["decision", "evidence_recorded"]
     stream.close()  # ends the request; the service notices the disconnect
     assert client.gate().position
 
@@ -193,6 +203,7 @@ def test_concurrent_sessions_lose_nothing(service: Service) -> None:
                 mine = []
                 for i in range(per_thread):
                     call = ToolCall("Bash", {"command": f"echo {t}-{i}"}, tool_call_id=f"{t}-{i}")
+                    c.authorize(call)  # paired by its tool_call_id
                     mine.append(c.record(call, ToolOutcome(output=f"{t}-{i}", exit_code=0)).seq)
                 seqs[t] = mine
         except BaseException as exc:  # surfaced below
@@ -229,7 +240,8 @@ def test_async_client_runs_the_scenario(service: Service) -> None:
             assert (await c.health())["status"] == "ok"
             await c.ingest(LEDGER)
             assert (await c.authorize(EDIT)).decision is Verdict.DENY
-            ev = await c.record(PYTEST, PASSED)
+            d = await c.authorize(PYTEST)
+            ev = await c.record(PYTEST, PASSED, call_id=d.call_id)
             await c.ingest(_stamp(ev.ref))
             assert (await c.authorize(EDIT)).allowed
             assert (await c.can_finish("Done, all tests pass.")).allow
@@ -312,7 +324,7 @@ def test_nothing_listening_raises_service_unavailable() -> None:
 def test_evidence_classify_and_move_answer_like_the_facade(
     client: Client, service: Service
 ) -> None:
-    ev = client.record(PYTEST, PASSED)
+    ev = _run(client, PYTEST, PASSED)
     found = client.evidence(ev.ref)
     assert found is not None and found.ref == ev.ref and found.record == ev.record
     assert client.evidence("ev_" + "0" * 24) is None  # unknown: None, as the facade says
@@ -320,7 +332,7 @@ def test_evidence_classify_and_move_answer_like_the_facade(
         for call, declared in ((EDIT, None), (PYTEST, None), (EDIT, "read")):
             assert client.classify(call, declared) == local.classify(call, declared)
         assert local.evidence(ev.ref) is None  # evidence belongs to its own session
-        local.record(PYTEST, PASSED)  # the same history on both sides
+        _run(local, PYTEST, PASSED)  # the same history on both sides
         for gate in ("G1", "G9", "nowhere"):
             assert client.move(gate) == local.move(gate)
         assert client.gate() == local.gate()
@@ -330,7 +342,8 @@ def test_async_client_has_the_same_methods(service: Service) -> None:
     async def scenario() -> None:
         sid = f"async-{uuid.uuid4().hex[:8]}"
         async with AsyncClient(service.url, token=service.token, session=sid) as c:
-            ev = await c.record(PYTEST, PASSED)
+            d = await c.authorize(PYTEST)
+            ev = await c.record(PYTEST, PASSED, call_id=d.call_id)
             assert (await c.evidence(ev.ref)) == ev
             assert (await c.classify(EDIT))[0] == "modify"
             moved = await c.move("G1")
@@ -349,11 +362,11 @@ def test_async_client_has_the_same_methods(service: Service) -> None:
             assert "[infomark evidence_ref=" in str(passed.output) and ran == ["Bash"]
 
             @c.tool(tool_class="execute")
-            def check() -> str:
-                return "1 passed"
+            def check() -> ToolOutcome:
+                return ToolOutcome("1 passed", exit_code=0)
 
             out = await check()
-            assert "outcome=PASS" in str(out.output)
+            assert out.passed and out.ref and "outcome=PASS" in out.text
             await c.close()
 
     asyncio.run(scenario())

@@ -21,10 +21,11 @@ from infomark.tools.routes import OPERATIONS, operation
 
 #: Every public member of the facade, as of this test (a new one must be sorted out below).
 FACADE = {
-    "after_tool_text", "approve", "audit", "authorize", "can_finish", "classify", "close",
-    "context_view", "events", "evidence", "fork", "gate", "home", "host_report", "ingest",
-    "ledger", "merge_from", "move", "new_turn", "on_prompt", "open", "policy", "record",
-    "session", "state", "state_document", "store", "store_cursor", "tool", "use_policies", "wrap",
+    "after_tool_text", "approve", "approve_grading", "audit", "authorize", "can_finish",
+    "classify", "close", "context_view", "events", "evidence", "fork", "gate", "home",
+    "host_report", "ingest", "ledger", "merge_from", "move", "new_turn", "on_prompt", "open",
+    "policy", "record", "session", "state", "state_document", "store", "store_cursor", "tool",
+    "use_policies", "wrap",
 }  # fmt: skip
 
 #: Facade members a remote client cannot have, and why.
@@ -35,6 +36,8 @@ LOCAL_ONLY = {
     "store": "the in-process ledger engine (journal, key, projection)",
     "state": "the in-process projection; state_document is its remote view",
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
+    "approve_grading": "an operator act on the project's test files: never on a route the "
+    "agent's token can reach (infomark approve --grading FILE, in a terminal)",
     "fork": "returns an in-process Gatekeeper; `infomark fork` is its remote-less form",
     "merge_from": "an operator action on a whole home; `infomark merge` runs it",
 }

@@ -64,6 +64,11 @@ def test_read_is_allowed_silently(cc: Session) -> None:
 
 
 def _post_bash(cc: Session, command: str, use_id: str, failed: bool = False) -> str:
+    # PreToolUse first, as Claude Code sends it: the record pairs with it by tool_use_id.
+    pre, _, _ = cc.hook(
+        "PreToolUse", tool_name="Bash", tool_input={"command": command}, tool_use_id=use_id
+    )
+    assert pre == 0
     if failed:
         code, out, _ = cc.hook(
             "PostToolUseFailure",
@@ -116,7 +121,7 @@ def test_full_loop_stamp_unblocks_then_stale_stop_then_allowed(cc: Session) -> N
     cc.hook(
         "PostToolUse",
         tool_name="Edit",
-        tool_input={"file_path": "p.py"},
+        tool_input={"file_path": "p.py", "old_string": "a", "new_string": "b"},  # as authorized
         tool_use_id="tu_3",
         tool_response={"filePath": "p.py", "success": True},
     )

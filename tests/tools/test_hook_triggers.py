@@ -20,6 +20,8 @@ requires_read = ["voice.md"]
 
 
 def _post(cc: Session, tool: str, tool_input: dict[str, object], use_id: str) -> None:
+    # PreToolUse first, as Claude Code sends it: the record pairs with it by tool_use_id.
+    cc.hook("PreToolUse", tool_name=tool, tool_input=tool_input, tool_use_id=use_id)
     code, _, _ = cc.hook(
         "PostToolUse",
         tool_name=tool,

@@ -15,6 +15,8 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from helpers import GROUND_ORACLE, run
+from helpers import stamp as stamp_text
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from test_mcp_proxy import SESSION, TAG, _downstream_params, _proxy_params, _run, _tag, _texts
@@ -101,7 +103,8 @@ def test_a_resource_read_is_a_gated_read_whose_evidence_backs_an_inference(
         declared = await s.call_tool(
             "infomark_ledger",
             {"claims": [{"id": "C1", "text": "status.txt says ready", "status": "Guess",
-                         "falsifier": "status.txt says something else"}],
+                         "falsifier": "status.txt says something else",
+                         "observe": "notes://status"}],
              "premises_for_plan": ["C1"]},
         )  # fmt: skip
         assert not declared.is_error, _texts(declared)
@@ -305,16 +308,21 @@ def test_the_tag_says_exactly_what_the_ledger_accepts(
     from infomark.ledger.evidence import record_command
 
     call = _EVIDENCE[eclass]
-    ledger = (
+    ledger = (  # G1, the plan's premise, is grounded first: an unknown tool counts as modify
         'claim_ledger:\n  claims:\n    - id: C1\n      text: "x"\n      status: Guess\n'
         f"      falsifier: \"y\"\n      oracle: '{record_command(call)}'\n"
-        "  premises_for_plan: [C1]\n"
+        '    - id: G1\n      text: "g"\n      status: Hypothetical\n      falsifier: "h"\n'
+        f'      oracle: "{GROUND_ORACLE}"\n'
+        "  premises_for_plan: [G1]\n"
     )
     for n, (named, stamp) in enumerate(_STAMPS.items()):
         with Gatekeeper.open(home, f"{eclass}-{outcome}-{n}", root=project) as gk:
             report = gk.ingest(ledger)
             assert report.ledger_updated, report.diagnostics
-            ev = gk.record(call, _OUTCOMES[outcome])
+            assert gk.ingest(stamp_text("G1", run(gk, GROUND_ORACLE).ref)).stamps_applied
+            decided = gk.authorize(call)  # the record pairs with its authorization
+            assert decided.allowed, decided.reason
+            ev = gk.record(call, _OUTCOMES[outcome], call_id=decided.call_id)
             assert (ev.evidence_class.value, ev.outcome.value) == (eclass, outcome)
             accepted = bool(gk.ingest(stamp.format(ref=ev.ref)).stamps_applied)
             backed = stamps_backed(eclass, outcome)

@@ -14,13 +14,14 @@ import anyio
 import mcp_types as types
 import pytest
 from helpers import grounded
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.evidence import record_command
+from infomark.ledger.semantics import shell_text
 from infomark.tools.mcp_proxy import main, outcome_of
 from infomark.tools.mcp_tools import call_own_tool
 
@@ -287,6 +288,7 @@ def test_the_journal_holds_the_decisions_and_the_evidence(
             if e.type == "decision"
         ]
         assert decisions == [
+            ("bash", "allow", "execute"),  # the run that grounded the premise (_ground)
             ("read_note", "allow", "read"),
             ("write_note", "allow", "modify"),
             ("wipe", "ask", "destructive"),
@@ -391,6 +393,8 @@ _TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
 
 
 @given(text=_TEXT, falsifier=_TEXT, oracle=_TEXT)
+@example(text="t", falsifier="0", oracle="\xa0")  # str.strip() blank, not a shell blank
+@example(text="t", falsifier="0", oracle="a\n  b")  # two commands stay two
 def test_structured_claims_survive_rendering_exactly(
     gk: Gatekeeper, text: str, falsifier: str, oracle: str
 ) -> None:
@@ -413,7 +417,9 @@ def test_structured_claims_survive_rendering_exactly(
     assert claim is not None
     assert claim["text"] == text.strip()  # the ledger strips claim text
     assert claim["falsifier"] == falsifier
-    assert claim["oracle"] == (" ".join(oracle.split()) or None)  # oracles are normalised
+    # oracles are normalised as the shell reads them (a newline stays a command separator);
+    # one that is only (Unicode) whitespace is no oracle at all
+    assert claim["oracle"] == (shell_text(oracle) if oracle.strip() else None)
     assert [c["id"] for c in view.claims] == ["C1", "C2"]
     assert view.premises == ("C2",)
     assert view.open_questions == ("C1",)

@@ -318,8 +318,11 @@ def test_sessions_are_created_on_first_use_and_listed(http: httpx.Client) -> Non
 
 
 def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
-    body = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "1 passed", "exit_code": 0}
-    ev = http.post(f"/v1/sessions/{_sid()}/record", json=body).json()
+    sid = _sid()
+    call = {"tool": "Bash", "input": {"command": "pytest -q"}}
+    decided = http.post(f"/v1/sessions/{sid}/authorize", json=call).json()
+    body = {**call, "tool_call_id": decided["call_id"], "output": "1 passed", "exit_code": 0}
+    ev = http.post(f"/v1/sessions/{sid}/record", json=body).json()
     assert ev["evidence_ref"].startswith("ev_") and len(ev["evidence_ref"]) == 27
     assert ev["outcome"] == "PASS" and ev["evidence_class"] == "execution"
     assert ev["eligible_for"] == ["oracle_stamp", "inference_stamp"]
@@ -333,7 +336,9 @@ def test_unknown_evidence_is_404_json_and_known_evidence_is_its_record(
     http: httpx.Client,
 ) -> None:
     sid = _sid()
-    body = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "1 passed", "exit_code": 0}
+    call = {"tool": "Bash", "input": {"command": "pytest -q"}}
+    cid = http.post(f"/v1/sessions/{sid}/authorize", json=call).json()["call_id"]
+    body = {**call, "tool_call_id": cid, "output": "1 passed", "exit_code": 0}
     ev = http.post(f"/v1/sessions/{sid}/record", json=body).json()
     got = http.get(f"/v1/sessions/{sid}/evidence/{ev['evidence_ref']}").json()
     assert got == {k: v for k, v in ev.items() if k != "instructions"}

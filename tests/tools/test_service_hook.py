@@ -150,8 +150,9 @@ def test_serve_creates_a_private_home(spawn: Callable[..., Service]) -> None:
     svc = spawn("--no-access-log")
     auth = {"authorization": f"Bearer {svc.token}"}
     with httpx.Client(base_url=svc.url, headers=auth, timeout=30) as h:
-        body = {"tool": "Bash", "input": {"command": "pytest -q"}, "output": "3 passed",
-                "exit_code": 0}  # fmt: skip
+        call = {"tool": "Bash", "input": {"command": "pytest -q"}}
+        cid = h.post("/v1/sessions/priv/authorize", json=call).json()["call_id"]
+        body = {**call, "tool_call_id": cid, "output": "3 passed", "exit_code": 0}
         assert h.post("/v1/sessions/priv/record", json=body).status_code == 200
         assert h.get("/v1/sessions").status_code == 200
     modes = _modes(svc.home)

@@ -14,6 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infomark.gates.bounds import (
+    EXPIRES_AFTER,
+    MAX_ACTIVE_PACKS,
+    PACK_BUDGET_CHARS,
+    PACK_OVERRIDE_KEYS,
+    POLICY_KEYS,
+    SEVERITY,
+    THRESHOLD_MAX,
+)
 from infomark.gates.config import Config
 from infomark.gates.policies.context import PackSettings
 from infomark.gates.policies.triggers import TriggerSpec, parse_triggers
@@ -21,18 +30,12 @@ from infomark.kernel.errors import ConfigError
 
 __all__ = ["PolicySettings", "validate_policy_config"]
 
-_KEYS = (
-    "adaptive_packs",
-    "pack_overrides",
-    "max_active_packs",
-    "pack_budget_chars",
-    "triggers",
-    "policies",
-)
-_OVERRIDE_KEYS = ("threshold", "severity", "expires_after", "enabled")
+_KEYS = POLICY_KEYS
+_OVERRIDE_KEYS = PACK_OVERRIDE_KEYS
 
 
-def _int(value: Any, where: str, lo: int, hi: int) -> int:
+def _int(value: Any, where: str, bounds: tuple[int, int]) -> int:
+    lo, hi = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ConfigError(f"{where}: expected a whole number from {lo} to {hi}, got {value!r}")
     return value
@@ -65,13 +68,13 @@ def _overrides(value: Any) -> dict[str, dict[str, Any]]:
         o: dict[str, Any] = {}
         if raw.get("threshold") is not None:
             t = raw["threshold"]
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1_000_000:
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= THRESHOLD_MAX:
                 raise ConfigError(f"{where}.threshold: expected a number above 0, got {t!r}")
             o["threshold"] = t
         if raw.get("severity") is not None:
-            o["severity"] = _int(raw["severity"], f"{where}.severity", 0, 10)
+            o["severity"] = _int(raw["severity"], f"{where}.severity", SEVERITY)
         if raw.get("expires_after") is not None:
-            o["expires_after"] = _int(raw["expires_after"], f"{where}.expires_after", 1, 100)
+            o["expires_after"] = _int(raw["expires_after"], f"{where}.expires_after", EXPIRES_AFTER)
         if raw.get("enabled") is not None:
             if not isinstance(raw["enabled"], bool):
                 raise ConfigError(f"{where}.enabled: expected true or false")
@@ -101,8 +104,12 @@ class PolicySettings:
         return cls(
             adaptive_packs=None if packs is None else _names(packs, "adaptive_packs"),
             overrides=_overrides(d.get("pack_overrides") or {}),
-            max_active_packs=_int(d.get("max_active_packs", 3), "max_active_packs", 1, 3),
-            pack_budget_chars=_int(d.get("pack_budget_chars", 600), "pack_budget_chars", 100, 4000),
+            max_active_packs=_int(
+                d.get("max_active_packs", 3), "max_active_packs", MAX_ACTIVE_PACKS
+            ),
+            pack_budget_chars=_int(
+                d.get("pack_budget_chars", 600), "pack_budget_chars", PACK_BUDGET_CHARS
+            ),
             triggers=parse_triggers(d.get("triggers") or []),
             custom=_names(d.get("policies") or [], "policies"),
         )

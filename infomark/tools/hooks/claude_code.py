@@ -28,7 +28,7 @@ from infomark.gates.config import Config
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
-from infomark.tools.hooks.answer import HookAnswer, block, context, deny, verdict
+from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
 from infomark.tools.hooks.failsafe import (
     WitnessMismatchError,
     check_key,
@@ -47,6 +47,7 @@ __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
 LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
 _EXIT_CODE = re.compile(r"\s*Exit code (-?\d+)")
+_BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
 
 def tool_call_from(payload: dict[str, Any]) -> ToolCall:
@@ -88,6 +89,11 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
         if is_shell and m and not payload.get("is_interrupt"):
             return ToolOutcome(output=error, exit_code=int(m.group(1)), duration_ms=duration_ms)
         return ToolOutcome(output=error, error=error, is_error=True, duration_ms=duration_ms)
+    if isinstance(response, dict) and tool in _BACKGROUND_READERS:
+        code = response.get("exitCode", response.get("exit_code"))
+        if isinstance(code, int) and not isinstance(code, bool):  # the background run ended
+            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            return ToolOutcome(output=out, exit_code=code, duration_ms=duration_ms)
     if isinstance(response, dict):
         if is_shell:
             out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
@@ -103,6 +109,18 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
         exit_code=0 if is_shell else None,
         duration_ms=duration_ms,
     )
+
+
+def _background_id(payload: dict[str, Any]) -> str | None:
+    """The shell id Claude Code gave a ``run_in_background`` command, when it did."""
+    response = payload.get("tool_response")
+    if not isinstance(response, dict):
+        return None
+    for key in ("backgroundTaskId", "shellId", "bash_id", "task_id"):
+        value = response.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
@@ -188,14 +206,27 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
             return HookAnswer()  # allow = no output: the user's own permission flow continues
         return verdict(decision.decision.value, decision.reason)
     if event in ("PostToolUse", "PostToolUseFailure"):
+        from infomark.kernel.errors import RecordRefused
+
         call = tool_call_from(payload)
         outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
-        evidence = gk.record(call, outcome)
+        cwd = payload.get("cwd")
+        try:  # paired with its PreToolUse by tool_use_id
+            evidence = gk.record(
+                call,
+                outcome,
+                cwd=cwd if isinstance(cwd, str) and cwd else None,
+                background_id=_background_id(payload),
+            )
+        except RecordRefused as exc:  # journaled by record(); no evidence exists for it
+            return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
         extra = gk.after_tool_text(call, outcome, evidence)
         return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
     if event in ("Stop", "SubagentStop"):
         final = payload.get("last_assistant_message")
         result = gk.can_finish(final if isinstance(final, str) else "")
+        if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
+            return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
         if result.allow:
             return HookAnswer()
         return block(result.reason)

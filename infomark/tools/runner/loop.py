@@ -45,7 +45,7 @@ from infomark.tools.runner.schedule import (
 )
 from infomark.tools.runner.subagents import Supervisor
 from infomark.tools.runner.tools import RunnerTool, file_tools, schema_of
-from infomark.wrapping import wrap_executor
+from infomark.wrapping import GatedResult, wrap_executor
 
 __all__ = ["RunResult", "Runner", "make_client"]
 
@@ -340,8 +340,8 @@ class Runner:
             return f"[infomark runner] {raw.name}: arguments are not JSON ({exc}); nothing ran"
         if not isinstance(args, dict):
             return f"[infomark runner] {raw.name}: arguments must be a JSON object; nothing ran"
-        out: ToolOutcome = gated(ToolCall(raw.name, args, tool_call_id=raw.id))
-        text = out.output if isinstance(out.output, str) else out.output.decode("utf-8", "replace")
+        out: GatedResult = gated(ToolCall(raw.name, args, tool_call_id=raw.id))
+        text = out.text
         if out.error and out.error not in text:
             text = f"error: {out.error}{text if text.startswith(chr(10)) else chr(10) + text}"
         self.echo(f"  {raw.name}: {text.strip().splitlines()[0][:120] if text.strip() else ''}")

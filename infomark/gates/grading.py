@@ -1,0 +1,390 @@
+"""The grading surface: the files that decide whether an oracle passes.
+
+When a claim with an oracle is declared, infomark digests its grading surface: the
+test files (configurable globs, defaults for pytest/unittest, jest/vitest, go test,
+cargo test, rspec), the test configuration (``conftest.py``, ``pytest.ini``,
+``tox.ini``, the test sections of ``setup.cfg`` / ``pyproject.toml``, ``package.json``'s
+test script, jest/vitest config, ``Makefile``) and the files the oracle names. A
+configuration file that does not exist is recorded as absent, so creating one later
+is a change too; a new test file is not. Each check re-digests the surface and says
+what changed in a short summary ("assertion removed in test_add.py:5").
+Standard library only; file I/O, no journal access (the facade emits the events).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CONFIG_NAMES",
+    "DEFAULT_TEST_GLOBS",
+    "change_summary",
+    "grading_path",
+    "is_grading_config",
+    "scan_changes",
+    "surface",
+    "surface_content",
+]
+
+DEFAULT_TEST_GLOBS: tuple[str, ...] = (
+    "test_*.py",
+    "*_test.py",
+    "tests/*.py",
+    "*.test.js",
+    "*.test.ts",
+    "*.test.jsx",
+    "*.test.tsx",
+    "*.test.mjs",
+    "*.spec.js",
+    "*.spec.ts",
+    "*.spec.jsx",
+    "*.spec.tsx",
+    "__tests__/*",
+    "*_test.go",
+    "tests/*.rs",
+    "*_spec.rb",
+    "spec/*.rb",
+)
+"""Test files by name (a pattern with ``/`` matches a parent directory and the name)."""
+
+CONFIG_NAMES: tuple[str, ...] = (
+    "conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "package.json",
+    "jest.config.js",
+    "jest.config.ts",
+    "jest.config.mjs",
+    "jest.config.cjs",
+    "vitest.config.js",
+    "vitest.config.ts",
+    "vitest.config.mjs",
+    "Makefile",
+    ".rspec",
+    "noxfile.py",
+)
+"""Test configuration by file name; absent ones are recorded so a new one counts."""
+
+_SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".infomark",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "target",
+        "dist",
+        "build",
+    }
+)
+_MAX_FILES = 4000
+_MAX_BYTES = 2_000_000
+
+# Sections of shared files that configure tests (the rest of the file is not grading).
+_SECTIONS: Mapping[str, re.Pattern[str]] = {
+    "pyproject.toml": re.compile(r"^\[tool\.(?:pytest|coverage|tox|hatch\.envs\.test)", re.M),
+    "setup.cfg": re.compile(r"^\[(?:tool:pytest|pytest|coverage:)", re.M),
+    "tox.ini": re.compile(r"^\[(?:pytest|tox|testenv)", re.M),
+}
+
+
+def _name_matches(rel: str, patterns: Sequence[str]) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    for pat in patterns:
+        if "/" in pat:
+            want_dir, want_name = pat.rsplit("/", 1)
+            if (
+                len(parts) >= 2
+                and fnmatch.fnmatchcase(parts[-2], want_dir)
+                and fnmatch.fnmatchcase(name, want_name)
+            ):
+                return True
+        elif fnmatch.fnmatchcase(name, pat):
+            return True
+    return False
+
+
+def is_grading_config(rel: str) -> bool:
+    return rel.rsplit("/", 1)[-1] in CONFIG_NAMES
+
+
+def _sections(name: str, text: str) -> str | None:
+    """The test-relevant part of a shared config file (None: it has none)."""
+    if name == "package.json":
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return text  # unparseable: the whole file counts
+        if not isinstance(doc, dict):
+            return text
+        scripts = doc.get("scripts") if isinstance(doc.get("scripts"), dict) else {}
+        part = {
+            k: v
+            for k, v in {
+                "test": scripts.get("test") if isinstance(scripts, dict) else None,
+                "jest": doc.get("jest"),
+                "vitest": doc.get("vitest"),
+            }.items()
+            if v is not None
+        }
+        return json.dumps(part, sort_keys=True) if part else None
+    pattern = _SECTIONS.get(name)
+    if pattern is None:
+        return text
+    out: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        if line.startswith("["):
+            keep = bool(pattern.match(line))
+        if keep:
+            out.append(line)
+    return "\n".join(out) if out else None
+
+
+def surface_content(root: Path, rel: str) -> str | None:
+    """What of ``rel`` grades tests now (None: absent, or no test section in it)."""
+    path = root / rel
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            data = path.read_bytes()[:_MAX_BYTES]
+        else:
+            data = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    text = data.decode("utf-8", "replace")
+    return _sections(rel.rsplit("/", 1)[-1], text)
+
+
+def _digest(content: str | None) -> str | None:
+    if content is None:
+        return None
+    return "sha256:" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def grading_path(root: Path, path: str) -> str | None:
+    """``path`` relative to the root with ``/`` separators (None when it is outside)."""
+    p = Path(path)
+    p = p if p.is_absolute() else root / p
+    try:
+        rel = os.path.relpath(os.path.normpath(p), os.path.normpath(root))
+    except ValueError:
+        return None
+    if rel.startswith(".."):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+# Command words that run tests: the files they name are the test (or its input), while the
+# files a `grep` or `cat` names are the subject under test.
+_RUNNERS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "python",
+        "python3",
+        "node",
+        "bash",
+        "sh",
+        "zsh",
+        "ruby",
+        "rspec",
+        "jest",
+        "vitest",
+        "mocha",
+        "go",
+        "cargo",
+        "npx",
+        "tox",
+        "nox",
+        "make",
+        "deno",
+        "bun",
+        "perl",
+        "prove",
+        "bats",
+    }
+)
+
+
+def _oracle_files(root: Path, oracle: str) -> list[str]:
+    try:
+        words = shlex.split(oracle.replace("\n", " ; "))
+    except ValueError:
+        words = oracle.split()
+    out = []
+    runner = False
+    for w in words:
+        if w in (";", "&&", "||", "|"):
+            runner = False
+            continue
+        base = Path(w).name
+        if not runner and re.fullmatch(
+            r"python3?(\.\d+)?|" + "|".join(map(re.escape, _RUNNERS)), base
+        ):
+            runner = True
+            continue
+        w = w.split("::", 1)[0]
+        if not runner or w.startswith("-") or not w:
+            continue
+        rel = grading_path(root, w)
+        if rel and rel != "." and (root / rel).is_file():
+            out.append(rel)
+    return out
+
+
+def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
+    skip_home = home.resolve() if home is not None else None
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS
+            and not d.endswith(".egg-info")
+            and (skip_home is None or Path(dirpath, d).resolve() != skip_home)
+        )
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        yield rel_dir, sorted(filenames)
+        count += len(filenames)
+        if count > _MAX_FILES:
+            return
+
+
+def surface(
+    root: Path,
+    oracle: str,
+    *,
+    globs: Sequence[str] = DEFAULT_TEST_GLOBS,
+    home: Path | None = None,
+    put: Callable[[bytes], str] | None = None,
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """``(path → digest or None, path → blob)`` of the grading surface for ``oracle``.
+
+    ``put`` stores a baseline's content (for diff summaries) and returns its blob id.
+    """
+    files: dict[str, str | None] = {}
+    test_dirs = {""}
+    for rel_dir, names in _walk(root, home):
+        for name in names:
+            rel = rel_dir + name
+            if _name_matches(rel, globs) or name in CONFIG_NAMES:
+                files[rel] = None
+                if not name.startswith("conftest") and name not in CONFIG_NAMES:
+                    test_dirs.add(rel_dir)
+    for rel in _oracle_files(root, oracle):
+        files[rel] = None
+    for d in test_dirs:  # configuration pytest would pick up if someone created it
+        files.setdefault(d + "conftest.py", None)
+    for name in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "package.json"):
+        files.setdefault(name, None)
+    blobs: dict[str, str] = {}
+    for rel in list(files):
+        content = surface_content(root, rel)
+        files[rel] = _digest(content)
+        if content is not None and put is not None:
+            blobs[rel] = put(content.encode("utf-8", "surrogatepass"))
+    return files, blobs
+
+
+def scan_changes(
+    root: Path,
+    baseline: Mapping[str, str | None],
+    reported: Mapping[str, Mapping[str, Any]],
+) -> list[tuple[str, str | None, str | None]]:
+    """``(path, digest now, content now)`` for every surface file whose state moved.
+
+    A file is reported when it differs from its baseline and from what was last
+    reported for it, or when it is back to its baseline after a reported change.
+    """
+    out: list[tuple[str, str | None, str | None]] = []
+    for rel, base in baseline.items():
+        content = surface_content(root, rel)
+        now = _digest(content)
+        seen = reported.get(rel)
+        if now == base:
+            if seen is not None:
+                out.append((rel, now, content))
+        elif seen is None or seen.get("digest") != now:
+            out.append((rel, now, content))
+    return out
+
+
+_WHAT = (
+    (
+        re.compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
+        "assertion",
+    ),
+    (re.compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
+    (re.compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
+    (re.compile(r"addopts|-k\s|--deselect"), "test selection option"),
+)
+
+
+# An assertion that cannot fail, and one made to pass whatever happens.
+_TRIVIAL = re.compile(
+    r"^\s*assert\s*\(?\s*(?:True|1|not\s+False|\"[^\"]*\"|'[^']*')\s*\)?\s*(?:#.*)?$"
+)
+_WEAKENED = re.compile(r"\bor\s+True\b|\bor\s+1\b|pytest\.approx\(.*abs\s*=")
+
+
+def _kind(line: str) -> str:
+    for pattern, what in _WHAT:
+        if pattern.search(line):
+            return what
+    return "line"
+
+
+def change_summary(rel: str, old: str | None, new: str | None, *, limit: int = 3) -> str:
+    """A short account of what changed: "assertion removed in test_add.py:5"."""
+    if new is None:
+        return f"{rel} deleted" if old is not None else f"{rel} unchanged"
+    if old is None:
+        return f"{rel} created (it did not exist when the claim was declared)"
+    a, b = old.splitlines(), new.splitlines()
+    notes: list[str] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        removed, added = a[i1:i2], b[j1:j2]
+        for k, line in enumerate(removed):
+            what = _kind(line)
+            if what != "line":
+                kept = [b for b in added if _kind(b) == what and not _TRIVIAL.search(b)]
+                if not kept:
+                    verb = "removed"
+                elif any(_WEAKENED.search(b) for b in kept):
+                    verb = "weakened"
+                else:
+                    verb = "changed"
+                notes.append(f"{what} {verb} in {rel}:{i1 + k + 1}")
+        for k, line in enumerate(added):
+            what = _kind(line)
+            if what != "line" and not any(_kind(r) == what for r in removed):
+                notes.append(f"{what} added in {rel}:{j1 + k + 1}")
+        if not notes:
+            notes.append(f"{rel}:{i1 + 1} changed")
+        if len(notes) >= limit:
+            break
+    return "; ".join(dict.fromkeys(notes[:limit])) or f"{rel} changed"

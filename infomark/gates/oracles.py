@@ -1,0 +1,161 @@
+"""Oracles that mean something: weak-oracle judgement and the operator's pins.
+
+An oracle is the command that decides a claim. It is judged when the claim is
+declared: one that cannot fail (``true``, ``:``, ``exit 0``, ``echo …``, ``test 1``),
+masks a failure (``|| true``, ``; exit 0``, ``| tee log``), selects nothing
+(``--collect-only``, ``--passWithNoTests``) or touches infomark itself (its CLI,
+home, token or service) is refused with ``weak_oracle``. The operator's
+``[oracles] allow`` list, when set, is the only way in (``oracle_not_allowed``);
+``[oracles] require`` names the runs a finish needs (see :mod:`infomark.gates.finalize`).
+A run whose output says no test ran is refused as evidence even when it exits 0.
+Pure functions; standard library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from infomark.kernel.reasons import RejectReason
+
+__all__ = ["OracleJudge", "matches_any", "ran_nothing", "weakness"]
+
+_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
+_NOOP = frozenset({"true", ":", "echo", "printf", "pwd", "exit", "return", "yes", "sleep"})
+_SINKS = frozenset({"tee", "cat", "head", "tail", "less", "more", "sort", "uniq", "wc", "tr"})
+_SELECT_NOTHING = ("--collect-only", "--co", "--passWithNoTests", "--dry-run", "--list")
+_NO_TESTS = re.compile(
+    r"no tests ran|collected 0 items|\brunning 0 tests\b|\bRan 0 tests\b|\bno test files\b|"
+    r"No tests found|\b0 passing\b|\b0 examples\b|Tests:\s+0 total|\b0 tests? (?:passed|run)\b",
+    re.IGNORECASE,
+)
+
+
+def _segments(command: str) -> list[tuple[str, list[str]]] | None:
+    """``(operator before it, words)`` per simple command; None when it cannot be split."""
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    out: list[tuple[str, list[str]]] = []
+    op, words = "", list[str]()
+    for tok in tokens:
+        if tok in _OPERATORS:
+            if words:
+                out.append((op, words))
+            op, words = tok, []
+        else:
+            words.append(tok)
+    if words:
+        out.append((op, words))
+    return out
+
+
+def _word(words: list[str]) -> tuple[str, list[str]]:
+    """The command word (after ``VAR=x`` assignments, ``env``, ``command``) and its args."""
+    i = 0
+    while i < len(words) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]):
+        i += 1
+    while i < len(words) and words[i] in ("env", "command", "builtin", "exec", "nice", "time"):
+        i += 1
+    if i >= len(words):
+        return "", []
+    return Path(words[i]).name, words[i + 1 :]
+
+
+def _cannot_fail(words: list[str]) -> bool:
+    name, args = _word(words)
+    if not name:
+        return True  # only assignments
+    if name == "exit":
+        return not args or args[0] == "0"
+    if name in _NOOP:
+        return True
+    if name in ("test", "["):
+        inner = [a for a in args if a != "]"]
+        return len(inner) == 1 and inner[0] != ""  # `test 1`: a non-empty string is true
+    return False
+
+
+def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
+    home_s = str(home) if home is not None else None
+    for w in words:
+        low = w.lower()
+        if Path(w).name.lower() == "infomark" or low.startswith("infomark."):
+            return True
+        if ".infomark" in low or "infomark_" in low or "infomark/" in low:
+            return True
+        if home_s and home_s in w:
+            return True
+    return False
+
+
+def weakness(command: str, *, home: Path | None = None) -> str | None:
+    """Why ``command`` is a weak oracle (a sentence), or None when it can decide a claim."""
+    segs = _segments(command)
+    if segs is None:
+        return "it cannot be parsed as a shell command (an unclosed quote?)"
+    if not segs:
+        return "it is empty"
+    every = [w for _, words in segs for w in words]
+    if _touches_infomark(every, home):
+        return "it calls or reads infomark itself (its CLI, home, token or service)"
+    if all(_cannot_fail(words) for _, words in segs):
+        return f"`{command}` cannot fail"
+    for i, (op, words) in enumerate(segs):
+        if i == 0:
+            continue
+        if op == "||" and _cannot_fail(words):
+            return f"`|| {' '.join(words)}` masks the failure of what runs before it"
+        if op in (";", "&", "\n") and i == len(segs) - 1 and _cannot_fail(words):
+            return f"the final `{' '.join(words)}` makes the command succeed whatever ran before"
+        name, _ = _word(words)
+        if op == "|" and name in _SINKS and "pipefail" not in command:
+            return f"`| {name}` makes the pipeline's status that of {name}, not of the test"
+    for _, words in segs:
+        for w in words:
+            if w in _SELECT_NOTHING:
+                return f"`{w}` runs no test"
+        name, args = _word(words)
+        if "-k" in args:
+            k = args.index("-k")
+            if k + 1 >= len(args) or not args[k + 1].strip():
+                return "`-k` with an empty expression selects nothing"
+    return None
+
+
+def matches_any(command: str, patterns: Sequence[str]) -> bool:
+    """True when the oracle matches one of the operator's patterns (shell-style globs)."""
+    return any(fnmatch.fnmatchcase(command, p) for p in patterns)
+
+
+def ran_nothing(output: bytes | str) -> bool:
+    """True when a run's output says that no test ran (pytest, unittest, jest, go, cargo, …)."""
+    text = output.decode("utf-8", "replace") if isinstance(output, bytes) else output
+    return bool(_NO_TESTS.search(text[-20_000:]))
+
+
+class OracleJudge:
+    """The declaration-time judge the ledger calls (``LedgerRules.judge_oracle``)."""
+
+    def __init__(self, allow: Sequence[str] = (), home: Path | None = None) -> None:
+        self.allow = tuple(allow)
+        self.home = home
+
+    def __call__(self, command: str) -> tuple[RejectReason, str] | None:
+        weak = weakness(command, home=self.home)
+        if weak is not None:
+            return RejectReason.WEAK_ORACLE, f"{weak}; {RejectReason.WEAK_ORACLE.hint}"
+        if self.allow and not matches_any(command, self.allow):
+            allowed = ", ".join(f"`{p}`" for p in self.allow)
+            return (
+                RejectReason.ORACLE_NOT_ALLOWED,
+                f"the operator allows only {allowed}; {RejectReason.ORACLE_NOT_ALLOWED.hint}",
+            )
+        return None
