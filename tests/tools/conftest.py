@@ -83,12 +83,18 @@ def _env(store: str | None = None) -> dict[str, str]:
 
 
 def start_service(
-    base: Path, *extra: str, store: str | None = None, home: Path | None = None
+    base: Path,
+    *extra: str,
+    store: str | None = None,
+    home: Path | None = None,
+    project: Path | None = None,
 ) -> Service:
     """``infomark serve`` on ``base/project``; ``store`` a PostgreSQL URL (the service's
-    ``INFOMARK_STORE``); ``home`` another home than ``base/project/.infomark``."""
-    project = base / "project"
-    project.mkdir(parents=True)
+    ``INFOMARK_STORE``); ``home`` another home than ``base/project/.infomark``; ``project``
+    another (existing) project root."""
+    if project is None:
+        project = base / "project"
+        project.mkdir(parents=True)
     home = home or project / ".infomark"
     cmd = [
         sys.executable,

@@ -36,7 +36,7 @@ EXE = str(Path(sys.executable).with_name("infomark"))
 EDIT = ToolCall(tool="Edit", input={"file_path": "a.py", "old_string": "1", "new_string": "2"})
 PYTEST = ToolCall(tool="Bash", input={"command": "pytest -q"})
 PASSED = ToolOutcome(output="1 passed in 0.01s", exit_code=0)
-LEDGER = ledger_text(("C1", "Hypothetical", "pytest -q"), premises=("C1",))
+LEDGER = ledger_text(("C1", "Exact", "pytest -q"), premises=("C1",))
 
 
 def _join(home: Path, secret: bytes, url: str) -> None:
@@ -63,8 +63,10 @@ def hosts(tmp_path: Path, backend: Backend) -> Iterator[list[Service]]:
     token = (homes[0] / "token").read_bytes()
     for home in homes[1:]:  # one service behind one address: one token
         (home / "token").write_bytes(token)
+    project = tmp_path / "checkout"  # the same checkout path on every host
+    project.mkdir()
     started = [
-        start_service(home.parent, "--no-access-log", store=backend.url, home=home)
+        start_service(home.parent, "--no-access-log", store=backend.url, home=home, project=project)
         for home in homes
     ]
     yield started
@@ -81,15 +83,17 @@ def test_the_finish_gate_sees_what_other_instances_committed(hosts: list[Service
     a, b, c = (_client(h, "task-1") for h in hosts)
     with a, b, c:
         a.ingest(LEDGER)
-        ev = b.record(PYTEST, PASSED)  # evidence recorded through another instance
+        # authorized through one instance, its result recorded through another
+        ev = b.record(PYTEST, PASSED, call_id=a.authorize(PYTEST).call_id)
         stamped = c.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ev.ref} result=PASS")
-        assert [s["claim_id"] for s in stamped.stamps_applied] == ["C1"]
+        assert [s["claim_id"] for s in stamped.stamps_applied] == ["C1"], stamped.stamps_rejected
         assert a.ledger().status("C1") == "Exact"
-        assert a.authorize(EDIT).allowed
-        b.record(EDIT, ToolOutcome(output="edited", exit_code=0))  # the edit makes C1 stale
+        edit = a.authorize(EDIT)
+        assert edit.allowed
+        b.record(EDIT, ToolOutcome(output="edited", exit_code=0), call_id=edit.call_id)
         refused = c.can_finish("Done, all tests pass.")
-        assert not refused.allow and "C1" in refused.stale
-        fresh = a.record(PYTEST, PASSED)
+        assert not refused.allow and "no claim is Exact on evidence produced af" in refused.reason
+        fresh = a.record(PYTEST, PASSED, call_id=c.authorize(PYTEST).call_id)
         b.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={fresh.ref} result=PASS")
         assert c.can_finish("Done, all tests pass.").allow
         for cl in (a, b, c):
@@ -106,7 +110,8 @@ def test_concurrent_writers_through_three_instances_keep_one_chain(
         try:
             with _client(svc, "shared") as cl:
                 for i in range(n):
-                    cl.record(ToolCall("Bash", {"command": f"echo {svc.url} {i}"}), PASSED)
+                    call = ToolCall("Bash", {"command": f"echo {svc.url} {i}"})
+                    cl.record(call, PASSED, call_id=cl.authorize(call).call_id)
         except Exception as exc:  # reported to the test thread
             errors.append(f"{svc.url}: {type(exc).__name__}: {exc}")
 
