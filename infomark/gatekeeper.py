@@ -273,23 +273,23 @@ class Gatekeeper:
                 decision = grading_flow.hold_edit(decision, grading, self.config.grading_policy)
             input_digest = _input_digest(call)
             approval_of = ""
-            if decision.decision is Verdict.ASK and grading is None:  # grading: --grading
+            if decision.verdict is Verdict.ASK and grading is None:  # grading: --grading
                 key = held_key(call.tool, input_digest)
                 approval_of = self._ledger.state.approved_calls.get(key, "")
                 if approval_of:  # the operator approved exactly this call: it runs, once
                     decision = replace(
                         decision,
-                        decision=Verdict.ALLOW,
+                        verdict=Verdict.ALLOW,
                         code=DecisionCode.OPERATOR_APPROVED.value,
                         reason=f"the operator approved this held call ({approval_of}, "
                         f"{decision.code}); it runs once",
                     )
             if self.config.unattended and unattended is None:
                 unattended = "unattended = true in the config"
-            if unattended and decision.decision is Verdict.ASK:
+            if unattended and decision.verdict is Verdict.ASK:
                 decision = replace(
                     decision,
-                    decision=Verdict.DENY,
+                    verdict=Verdict.DENY,
                     reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
                     "answer, so it is denied)",
                 )
@@ -304,7 +304,7 @@ class Gatekeeper:
             payload["tool"] = call.tool
             if approval_of:
                 payload["approval_of"] = approval_of
-            if decision.decision is Verdict.ASK:  # what the operator sees before approving
+            if decision.verdict is Verdict.ASK:  # what the operator sees before approving
                 payload["held_input"] = _clip_input(call)
             if grading is not None:
                 payload["grading"] = grading

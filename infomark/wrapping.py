@@ -92,12 +92,12 @@ class GatedResult:
     @property
     def denied(self) -> bool:
         """The call was denied: it did not run."""
-        return self.decision.decision is Verdict.DENY
+        return self.decision.verdict is Verdict.DENY
 
     @property
     def held(self) -> bool:
         """The call was held for a human's approval (an ``ask``): it did not run."""
-        return self.decision.decision is Verdict.ASK
+        return self.decision.verdict is Verdict.ASK
 
     @property
     def code(self) -> str:
@@ -166,7 +166,7 @@ class GatedResult:
 def denied_outcome(decision: Decision) -> ToolOutcome:
     """The error result a denied or held call answers with (the executor did not run): the
     reason, then any instruction pack the denial fired (policies' ``after_decision``)."""
-    verb = "denied" if decision.decision.value == "deny" else "held for approval"
+    verb = "denied" if decision.verdict.value == "deny" else "held for approval"
     text = f"[infomark {verb}: {decision.code}] {decision.reason}"
     if decision.instructions:
         text += "\n" + decision.instructions

@@ -70,7 +70,7 @@ def observed(
 ) -> Evidence:
     """What an integration does: authorize the call, then record its result under that id."""
     decision = gk.authorize(call, tool_class=tool_class)
-    assert decision.decision.value != "deny", decision.reason
+    assert decision.verdict.value != "deny", decision.reason
     return gk.record(call, outcome, tool_class=tool_class, call_id=decision.call_id)
 
 

@@ -92,7 +92,7 @@ def _script(results: list[Any]) -> list[str]:
     out = []
     for r in results:
         if isinstance(r, GatedResult):
-            out.append(f"{r.decision.decision.value}:{r.code}:{r.outcome}")
+            out.append(f"{r.decision.verdict.value}:{r.code}:{r.outcome}")
         else:
             out.append(repr(r))
     return out

@@ -46,14 +46,14 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
     if opts()["json"]:
         emit_json(decision.to_dict())
     else:
-        click.echo(f"{decision.decision.value}: {decision.reason}")
+        click.echo(f"{decision.verdict.value}: {decision.reason}")
         if decision.instructions:  # the pack this denial fired, as the agent would read it
             click.echo(decision.instructions)
-        if decision.decision.value != "deny":
+        if decision.verdict.value != "deny":
             click.echo(f"call_id: {decision.call_id}")
-    if decision.decision.value == "deny":
+    if decision.verdict.value == "deny":
         raise CliExit(EXIT_DENY)
-    if decision.decision.value == "ask":
+    if decision.verdict.value == "ask":
         raise CliExit(EXIT_ASK)
 
 

@@ -113,7 +113,7 @@ def authorize_call(
             return would
         return Decision.allow(
             DecisionCode.DRYRUN,
-            f"observe profile: would {would.decision.value} ({would.code}): {would.reason}",
+            f"observe profile: would {would.verdict.value} ({would.code}): {would.reason}",
             dryrun=True,
             ungrounded=would.ungrounded,
             **base.kw(),

@@ -25,7 +25,7 @@ class Verdict(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    decision: Verdict
+    verdict: Verdict
     reason: str
     tool_class: str
     gate: str
@@ -43,26 +43,26 @@ class Decision:
 
     @classmethod
     def allow(cls, code: str, reason: str, **kw: Any) -> Decision:
-        return cls(decision=Verdict.ALLOW, code=code, reason=reason, **kw)
+        return cls(verdict=Verdict.ALLOW, code=code, reason=reason, **kw)
 
     @classmethod
     def deny(cls, code: str, reason: str, **kw: Any) -> Decision:
-        return cls(decision=Verdict.DENY, code=code, reason=reason, **kw)
+        return cls(verdict=Verdict.DENY, code=code, reason=reason, **kw)
 
     @classmethod
     def ask(cls, code: str, reason: str, **kw: Any) -> Decision:
-        return cls(decision=Verdict.ASK, code=code, reason=reason, **kw)
+        return cls(verdict=Verdict.ASK, code=code, reason=reason, **kw)
 
     def with_id(self, decision_id: str) -> Decision:
         return replace(self, decision_id=decision_id)
 
     @property
     def allowed(self) -> bool:
-        return self.decision is Verdict.ALLOW
+        return self.verdict is Verdict.ALLOW
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "decision": self.decision.value,
+            "decision": self.verdict.value,
             "reason": self.reason,
             "code": self.code,
             "tool": self.tool,

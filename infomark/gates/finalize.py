@@ -202,16 +202,24 @@ def finish_problems(
                     + " or ".join(f"`{p}`" for p in config.oracle_require)
                     + ": declare a claim with that oracle, run it and stamp it",
                 )
-    elif (
-        claims_completion(final_text or "")
-        and config.require_evidence_for_completion
-        and not fresh_exact_claims(state)
-    ):
-        add(
-            "completion_without_evidence",
-            "you claim completion but no claim is Exact on evidence: run the check that proves "
-            "it and bind it with oracle_stamp, or say what is still open",
-        )
+    elif claims_completion(final_text or "") and config.require_evidence_for_completion:
+        # Nothing changed. A declared done_when says what "done" means: each of those claims
+        # must be Exact (a premise grounded on its own does not stand in for them); without
+        # done_when, any Exact claim backs the words.
+        unmet = [cid for cid in state.done_when if not _fresh(state, cid)]
+        if unmet:
+            add(
+                "completion_without_evidence",
+                "you claim completion but the done_when claims are not Exact: "
+                + ", ".join(unmet)
+                + "; run their oracles and bind them with oracle_stamp, or say what is open",
+            )
+        elif not state.done_when and not fresh_exact_claims(state):
+            add(
+                "completion_without_evidence",
+                "you claim completion but no claim is Exact on evidence: run the check that "
+                "proves it and bind it with oracle_stamp, or say what is still open",
+            )
     return (codes[0] if codes else "allowed"), problems, stale, ungrounded
 
 

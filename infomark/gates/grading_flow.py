@@ -139,20 +139,20 @@ def edit_target(ledger: Ledger, call: ToolCall, tool_class: str) -> str | None:
 
 def hold_edit(decision: Decision, rel: str, policy: str) -> Decision:
     """The decision for an edit of grading file ``rel`` under ``grading_policy``."""
-    if policy == "allow" or decision.decision is Verdict.DENY or decision.dryrun:
+    if policy == "allow" or decision.verdict is Verdict.DENY or decision.dryrun:
         return decision
     what = f"{rel} is a grading file (a test or its configuration) of a declared oracle"
     if policy == "refuse":
         return replace(
             decision,
-            decision=Verdict.DENY,
+            verdict=Verdict.DENY,
             code="grading_edit",
             reason=f'{what}: the agent may not change it (grading_policy = "refuse"); '
             "add a new test file instead, or ask the user",
         )
     return replace(
         decision,
-        decision=Verdict.ASK,
+        verdict=Verdict.ASK,
         code="grading_edit",
         reason=f'{what}: held for the user\'s approval (grading_policy = "hold")',
     )

@@ -385,11 +385,11 @@ def guard_decision(decision: Decision, verdict: str, code: str, reason: str) -> 
     Self-protection overrides an allow (and an ask, when it denies); it is never
     bypassable and holds in every profile, observe included.
     """
-    if decision.decision is DecisionVerdict.DENY and verdict == "ask":
+    if decision.verdict is DecisionVerdict.DENY and verdict == "ask":
         return decision
     return replace(
         decision,
-        decision=DecisionVerdict(verdict),
+        verdict=DecisionVerdict(verdict),
         code=code,
         reason=reason,
         bypass=False,

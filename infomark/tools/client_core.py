@@ -226,7 +226,7 @@ def _build(cls: type[D], d: Mapping[str, Any], **given: Any) -> D:
 
 def _decision(d: Mapping[str, Any]) -> Decision:
     return _build(
-        Decision, d, decision=Verdict(d["decision"]), ungrounded=_pairs(d.get("ungrounded"))
+        Decision, d, verdict=Verdict(d["decision"]), ungrounded=_pairs(d.get("ungrounded"))
     )
 
 

@@ -214,7 +214,7 @@ class Forwarder:
                 types.INTERNAL_ERROR, f"[infomark error] could not decide on {uri}: {exc}"
             ) from None
         if not decision.allowed:
-            verb = "denied" if decision.decision.value == "deny" else "held for approval"
+            verb = "denied" if decision.verdict.value == "deny" else "held for approval"
             raise MCPError(
                 types.INVALID_REQUEST, f"[infomark {verb}: {decision.code}] {decision.reason}"
             )

@@ -288,7 +288,7 @@ def _appended(result: types.CallToolResult, texts: list[str]) -> types.CallToolR
 def _denial(decision: Decision) -> types.CallToolResult:
     from infomark.tools.executor import denied_outcome
 
-    if decision.decision.value == "ask":
+    if decision.verdict.value == "ask":
         reason = decision.reason.rstrip()
         reason += ("" if reason.endswith(".") else ".") + " " + hold_note(decision)
         decision = replace(decision, reason=reason)

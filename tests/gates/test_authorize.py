@@ -25,7 +25,7 @@ def _grounded(gk: Gatekeeper) -> None:
 def test_no_ledger_denies_mutation_and_teaches_the_block(gk: Gatekeeper) -> None:
     # issue 12 §2 (was: allowed with a nudge): the reason carries a ledger to copy
     d = gk.authorize(EDIT)
-    assert d.decision.value == "deny" and d.code == "no_ledger"
+    assert d.verdict.value == "deny" and d.code == "no_ledger"
     assert LEDGER_EXAMPLE in d.reason and "protocol" in d.reason
     assert "open_questions" not in d.reason
     report = gk.ingest(LEDGER_EXAMPLE)
@@ -44,7 +44,7 @@ def test_ungrounded_premise_denies_edit_and_names_it(gk: Gatekeeper) -> None:
         ledger_text(("C1", "Exact", ORACLE), ("C2", "Inferred", None), premises=("C1", "C2", "C3"))
     )
     d = gk.authorize(EDIT)
-    assert d.decision.value == "deny" and d.code == "ungrounded_premises"
+    assert d.verdict.value == "deny" and d.code == "ungrounded_premises"
     assert d.ungrounded == (("C1", "Hypothetical"), ("C2", "Hypothetical"), ("C3", "missing"))
     assert f"run `{ORACLE}`" in d.reason
     assert "open_questions" not in d.reason  # never suggested: parking premises is no ground
@@ -72,7 +72,7 @@ def test_moving_every_premise_to_open_questions_does_not_unblock(gk: Gatekeeper)
     assert not gk.authorize(EDIT).allowed
     gk.ingest(ledger_text(("C1", "Guess", None), open_questions=("C1",), premises=()))
     d = gk.authorize(EDIT)
-    assert d.decision.value == "deny" and d.code == "no_ledger"
+    assert d.verdict.value == "deny" and d.code == "no_ledger"
 
 
 @pytest.mark.parametrize("value", ["1"])
@@ -94,7 +94,7 @@ def test_bypass_ignores_any_other_value(
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     monkeypatch.setenv("INFOMARK_BYPASS_GROUNDING", value)
     d = gk.authorize(EDIT)
-    assert d.decision.value == "deny" and not d.bypass
+    assert d.verdict.value == "deny" and not d.bypass
     assert gk.audit().bypasses == []
 
 
@@ -110,7 +110,7 @@ def test_destructive_is_held_unless_its_family_is_allowed(gk: Gatekeeper) -> Non
     call = ToolCall("delete", {"path": "build"})
     grounded(gk)
     d = gk.authorize(call)
-    assert d.decision.value == "ask" and d.code == "destructive"
+    assert d.verdict.value == "ask" and d.code == "destructive"
     gk.config = replace(gk.config, allow_destructive=("file",))
     assert gk.authorize(call).allowed
 
@@ -173,7 +173,7 @@ def test_tool_decorator_with_declared_class(gk: Gatekeeper) -> None:
 def test_strict_profile(home: Path, project: Path) -> None:
     gk = Gatekeeper.open(home, "strict", root=project, config=Config(profile="strict"))
     assert gk.authorize(EDIT).code == "no_ledger"
-    assert gk.authorize(ToolCall("mystery_tool", {})).decision.value == "deny"  # unknown = modify
+    assert gk.authorize(ToolCall("mystery_tool", {})).verdict.value == "deny"  # unknown = modify
     _grounded(gk)
     d = gk.authorize(EDIT)
     assert d.code == "gate_position" and "G0" in d.reason

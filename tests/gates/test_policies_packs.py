@@ -193,7 +193,7 @@ def test_ungrounded_premises_explains_a_denial_once_and_resolves_when_grounded(
     s.prompt("change a.py")
     s.say(ledger_text(("C1", "Hypothetical", "pytest -q"), premises=("C1",)))
     decision, text = s.authorize(EDIT)
-    assert decision.decision.value == "deny"
+    assert decision.verdict.value == "deny"
     assert text.startswith(TAG.format("ungrounded_premises"))
     assert "C1 (Hypothetical: run `pytest -q`" in text
     assert s.authorize(EDIT)[1] == ""  # same premises: already said

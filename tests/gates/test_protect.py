@@ -31,13 +31,13 @@ from infomark.ledger.calls import ToolCall
 )
 def test_ledger_home_and_mutating_cli_are_denied(gk: Gatekeeper, call: ToolCall) -> None:
     d = gk.authorize(call)
-    assert d.decision.value == "deny" and d.code in ("protected_home", "protected_cli"), d
+    assert d.verdict.value == "deny" and d.code in ("protected_home", "protected_cli"), d
 
 
 def test_even_bypass_does_not_open_the_key(gk: Gatekeeper, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INFOMARK_BYPASS_GROUNDING", "1")
     d = gk.authorize(ToolCall("Read", {"file_path": ".infomark/key"}))
-    assert d.decision.value == "deny" and not d.bypass
+    assert d.verdict.value == "deny" and not d.bypass
 
 
 def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
@@ -56,7 +56,7 @@ def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
 def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall) -> None:
     grounded(gk)  # without premises the edit is denied before it could be held
     d = gk.authorize(call)
-    assert d.decision.value == "ask" and d.code == "protected_config"
+    assert d.verdict.value == "ask" and d.code == "protected_config"
 
 
 @pytest.mark.parametrize(
@@ -74,4 +74,4 @@ def test_harmless_neighbours_pass(gk: Gatekeeper, call: ToolCall) -> None:
 def test_grounding_deny_is_kept_over_a_config_hold(gk: Gatekeeper) -> None:
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     d = gk.authorize(ToolCall("Write", {"file_path": "infomark.toml", "content": "x"}))
-    assert d.decision.value == "deny" and d.code == "ungrounded_premises"
+    assert d.verdict.value == "deny" and d.code == "ungrounded_premises"

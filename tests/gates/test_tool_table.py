@@ -123,7 +123,7 @@ def test_a_name_starting_with_infomark_is_not_trusted(name: str) -> None:
 def test_an_unknown_tool_is_denied_while_ungrounded_with_the_fix(gk: Gatekeeper) -> None:
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     d = gk.authorize(ToolCall("frobnicate", {}))
-    assert d.decision.value == "deny" and d.code == "ungrounded_premises"
+    assert d.verdict.value == "deny" and d.code == "ungrounded_premises"
     assert "[tools]" in d.reason and "frobnicate" in d.reason
     gk.config = type(gk.config)(**{**_fields(gk), "tools": {"frobnicate": "read"}})
     assert gk.authorize(ToolCall("frobnicate", {})).code == "allowed"
@@ -148,7 +148,7 @@ def test_destructive_hint_holds_a_call_whose_name_says_modify(gk: Gatekeeper) ->
     grounded(gk)
     call = ToolCall("write_file", {"path": "x"}, annotations={"destructiveHint": True})
     d = gk.authorize(call)
-    assert d.decision.value == "ask" and d.tool_class == "destructive"
+    assert d.verdict.value == "ask" and d.tool_class == "destructive"
     ro = ToolCall("mcp__x__write_file", {"path": "x"}, annotations={"readOnlyHint": True})
     assert gk.authorize(ro).tool_class == "modify"  # the stricter of name and annotation
 

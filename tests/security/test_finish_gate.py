@@ -99,6 +99,23 @@ def test_done_when_names_the_claims_that_must_be_fresh(gk: Gatekeeper) -> None:
     assert gk.can_finish("").allow
 
 
+def test_a_grounded_premise_does_not_stand_in_for_done_when_in_a_session_without_edits(
+    gk: Gatekeeper,
+) -> None:
+    # Found by the eval harness (issue 16, seed 0): the agent's tamper edit was denied, so it
+    # changed nothing; it "verified" with a weak oracle whose stamp was refused, and said done.
+    text = ledger_text(("P1", "Guess", ORACLE), ("C2", "Guess", "make test"), premises=("P1",))
+    gk.ingest(text + "  done_when: [C2]\n")
+    gk.ingest(stamp("P1", run(gk, ORACLE).ref))  # the premise is Exact
+    gk.ingest(stamp("C2", run(gk, "make test || true").ref))  # refused: not C2's oracle
+    assert gk.ledger().status("C2") != "Exact"
+    fin = gk.can_finish("Done: the bug is fixed and the tests pass.")
+    assert not fin.allow and fin.code == "completion_without_evidence", fin.reason
+    assert "C2" in fin.reason
+    gk.ingest(stamp("C2", run(gk, "make test").ref))
+    assert gk.can_finish("Done: the bug is fixed and the tests pass.").allow
+
+
 def test_an_oracle_that_failed_after_its_stamp_blocks(gk: Gatekeeper) -> None:
     # P0 is the premise the edit rests on (grounded first); C1 and C2 are the completion claims
     gk.ingest(

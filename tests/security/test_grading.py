@@ -175,7 +175,7 @@ def test_a_held_grading_edit_is_denied_when_nobody_can_answer(home: Path, repo: 
         gk.ingest(LEDGER)
         gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
         decision = gk.authorize(EDIT_TEST)
-        assert decision.decision.value == "deny" and decision.code == "grading_edit"
+        assert decision.verdict.value == "deny" and decision.code == "grading_edit"
         assert "unattended" in decision.reason and "test_add.py" in decision.reason
 
 
@@ -195,7 +195,7 @@ def test_grading_policy_decides_a_file_tool_edit(
         gk.ingest(LEDGER)
         gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
         decision = gk.authorize(EDIT_TEST)
-        assert decision.decision.value == verdict
+        assert decision.verdict.value == verdict
         if verdict != "allow":
             assert decision.code == "grading_edit" and "test_add.py" in decision.reason
         # a new test file is never held
@@ -206,7 +206,7 @@ def test_letting_a_held_edit_run_approves_it(gk: Gatekeeper, repo: Path) -> None
     """Claude Code's "ask" prompt: the edit runs only if the user says yes."""
     _grounded_then_edited(gk)
     decision = gk.authorize(EDIT_TEST)
-    assert decision.decision.value == "ask"
+    assert decision.verdict.value == "ask"
     (repo / "test_add.py").write_text(TEST.replace("== 2", "== 2 or True"))  # the user said yes
     gk.record(EDIT_TEST, ToolOutcome("edited"), call_id=decision.call_id)
     gk.ingest(stamp("C1", run(gk, "pytest -q").ref))

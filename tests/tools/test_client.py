@@ -49,7 +49,7 @@ def test_demo_scenario_end_to_end(client: Client, service: Service) -> None:
 
     denied = client.authorize(EDIT)
     assert isinstance(denied, Decision)
-    assert denied.decision is Verdict.DENY and "C1" in denied.reason
+    assert denied.verdict is Verdict.DENY and "C1" in denied.reason
 
     ev = _run(client, PYTEST, PASSED)
     assert isinstance(ev, Evidence)
@@ -248,7 +248,7 @@ def test_async_client_runs_the_scenario(service: Service) -> None:
         async with AsyncClient(service.url, token=service.token, session=sid) as c:
             assert (await c.health())["status"] == "ok"
             await c.ingest(LEDGER)
-            assert (await c.authorize(EDIT)).decision is Verdict.DENY
+            assert (await c.authorize(EDIT)).verdict is Verdict.DENY
             d = await c.authorize(PYTEST)
             ev = await c.record(PYTEST, PASSED, call_id=d.call_id)
             await c.ingest(_stamp(ev.ref))

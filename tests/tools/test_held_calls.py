@@ -68,7 +68,7 @@ def held(home: Path, project: Path) -> str:
     with Gatekeeper.open(home, SESSION, root=project) as gk:
         grounded(gk)
         decision = gk.authorize(RM)
-    assert decision.decision.value == "ask"
+    assert decision.verdict.value == "ask"
     return decision.decision_id
 
 
@@ -86,12 +86,12 @@ def test_the_operator_approves_one_held_call_once(home: Path, project: Path, hel
     assert held in proc.stdout and "once" in proc.stdout
     with Gatekeeper.open(home, SESSION, root=project) as gk:
         other = gk.authorize(ToolCall("Bash", {"command": "rm -rf src"}))
-        assert other.decision.value == "ask"  # only the approved input
+        assert other.verdict.value == "ask"  # only the approved input
         ran = gk.authorize(RM)
-        assert (ran.decision.value, ran.code) == ("allow", "operator_approved")
+        assert (ran.verdict.value, ran.code) == ("allow", "operator_approved")
         assert held in ran.reason
         again = gk.authorize(RM)
-        assert again.decision.value == "ask"  # spent
+        assert again.verdict.value == "ask"  # spent
         assert gk.store.replay().to_dict() == gk.state.to_dict()  # replay == live
     listed = json.loads(cli(home, "held", "--all", "--json").stdout)
     statuses = {h["decision_id"]: h["status"] for h in listed}
@@ -131,7 +131,7 @@ def test_a_denied_call_is_not_approvable(home: Path, project: Path) -> None:
     with Gatekeeper.open(home, SESSION, root=project) as gk:
         grounded(gk)
         denied = gk.authorize(ToolCall("Read", {"file_path": str(home / "key")}))
-    assert (denied.decision.value, denied.code) == ("deny", "protected_home")
+    assert (denied.verdict.value, denied.code) == ("deny", "protected_home")
     proc = cli(home, "approve", "--call", denied.decision_id)
     assert proc.returncode == 2 and "no held call" in proc.stderr
     assert approvals(home, project) == []
@@ -154,9 +154,9 @@ def test_an_approval_lets_through_exactly_its_own_call(
         approve_held(gk.store, ids[chosen], by="operator")
         for i, call in enumerate(calls):
             if i != chosen:
-                assert gk.authorize(call).decision.value == "ask"
-        assert gk.authorize(calls[chosen]).decision.value == "allow"
-        assert all(gk.authorize(c).decision.value == "ask" for c in calls)
+                assert gk.authorize(call).verdict.value == "ask"
+        assert gk.authorize(calls[chosen]).verdict.value == "allow"
+        assert all(gk.authorize(c).verdict.value == "ask" for c in calls)
         with pytest.raises(UserError):
             approve_held(gk.store, ids[chosen], by="operator")
         assert {h.decision_id: h.status for h in held_calls(gk.store)}[ids[chosen]] == "used"

@@ -264,7 +264,7 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
             res.ok = res.got == res.expected
         return res
     decision = owner.authorize(call)
-    res.got = decision.decision.value
+    res.got = decision.verdict.value
     res.code = decision.code
     res.detail = decision.reason[:500]
     if step.expect is not None:
@@ -276,7 +276,7 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
         if step.rejected is not None:
             want = "rejected: " + ", ".join(sorted(step.rejected)) if step.rejected else "recorded"
             res.expected, res.got = want, rec
-            res.ok = rec == want and (step.expect is None or decision.decision.value == step.expect)
+            res.ok = rec == want and (step.expect is None or decision.verdict.value == step.expect)
     elif decision.allowed:
         res.detail = (res.detail + "; no result recorded: nothing to replay").strip("; ")
     return res

@@ -240,7 +240,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         reason = decision.reason
         if decision.instructions:  # the pack this denial fired reaches the model with it
             reason += "\n\n" + decision.instructions
-        return verdict(decision.decision.value, reason)
+        return verdict(decision.verdict.value, reason)
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 
