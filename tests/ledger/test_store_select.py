@@ -133,4 +133,4 @@ def test_an_agent_cannot_repoint_the_store(tmp_path: Path) -> None:
             ToolCall("Bash", {"command": "INFOMARK_STORE=sqlite infomark audit"}),
             ToolCall("Write", {"file_path": "infomark.toml", "content": 'store = "sqlite"'}),
         ):
-            assert gk.authorize(call).decision.value == "deny", call
+            assert gk.authorize(call).verdict.value == "deny", call
