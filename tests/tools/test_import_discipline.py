@@ -119,8 +119,6 @@ PRETOOL_MODULES = {
     "infomark.ledger.evidence",
     "infomark.ledger.home",
     "infomark.ledger.journal",
-    "infomark.ledger.source_stamp",  # the source_stamp rules (issue 18), part of the semantics
-    "infomark.ledger.sources",  # a page's host and authority (stdlib only)
     "infomark.ledger.keys",
     "infomark.ledger.lineage",
     "infomark.ledger.manifest",
