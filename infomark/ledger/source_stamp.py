@@ -102,26 +102,9 @@ def source_of(ctx: SourceContext, ev: Evidence) -> WebSource | None:
 def _reject(
     ctx: SourceContext, report: IngestReport, block: StampBlock, reason: RejectReason, msg: str
 ) -> None:
-    ctx.emit(
-        "stamp_rejected",
-        {
-            "kind": block.kind,
-            "claim_id": block.claim_id,
-            "evidence_ref": block.evidence_ref,
-            "reason": reason.value,
-            "message": msg,
-            "line": block.span.line,
-        },
-    )
-    report.stamps_rejected.append(
-        {
-            "claim_id": block.claim_id,
-            "evidence_ref": block.evidence_ref,
-            "reason": reason.value,
-            "message": msg,
-            "kind": block.kind,
-        }
-    )
+    from infomark.ledger.stamp_reject import reject_stamp  # only when a stamp is refused
+
+    reject_stamp(ctx.emit, report, block, reason, msg)
 
 
 def _local_copy(ctx: SourceContext, ev: Evidence) -> tuple[str, str] | None:

@@ -195,5 +195,5 @@ def test_decisions_do_not_depend_on_the_wall_clock(home: Path, project: Path) ->
         g.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
         read(g)
         d = g.authorize(EDIT)
-        outs.append((d.decision, d.code, d.reason, d.ungrounded))
+        outs.append((d.verdict, d.code, d.reason, d.ungrounded))
     assert outs[0] == outs[1]
