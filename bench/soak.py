@@ -29,6 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
+sys.path.insert(0, str(REPO / "tests"))  # store_backends
 
 import rel_crash  # noqa: E402
 import rel_forgery  # noqa: E402

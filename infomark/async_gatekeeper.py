@@ -85,6 +85,7 @@ class AsyncGatekeeper:
         root: Path | str | None = None,
         config: Config | None = None,
         profile: str | None = None,
+        store: str | None = None,
     ) -> AsyncGatekeeper:
         """Open (creating if needed) the ledger home and one session in it, off the loop."""
         worker = _worker()
@@ -93,7 +94,13 @@ class AsyncGatekeeper:
             gk = await loop.run_in_executor(
                 worker,
                 functools.partial(
-                    Gatekeeper.open, home, session, root=root, config=config, profile=profile
+                    Gatekeeper.open,
+                    home,
+                    session,
+                    root=root,
+                    config=config,
+                    profile=profile,
+                    store=store,
                 ),
             )
         except BaseException:

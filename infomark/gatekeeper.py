@@ -34,6 +34,7 @@ from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState, held_key
+from infomark.ledger.store import pick_store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,8 +88,14 @@ class Gatekeeper:
         root: Path | str | None = None,
         config: Config | None = None,
         profile: str | None = None,
+        store: str | None = None,
     ) -> Gatekeeper:
-        """Open (creating if needed) the ledger home and one session in it."""
+        """Open (creating if needed) the ledger home and one session in it.
+
+        ``store`` selects the journal's backend (a ``postgresql://`` URL, or ``sqlite``);
+        without it: ``$INFOMARK_STORE``, the configuration's ``store``, ``<home>/store``,
+        else the home's SQLite file (:mod:`infomark.ledger.store`).
+        """
         check_session_id(session)  # the rule every entry point shares
         home_p = Path(home) if home is not None else default_home()
         root_p = Path(root) if root is not None else Path.cwd()
@@ -111,6 +118,7 @@ class Gatekeeper:
             ),
             root=root_p,
             evidence_overrides=cfg.evidence_classes,
+            store=pick_store(store, cfg.store),
         )
         return cls(ledger, cfg)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from store_backends import Backend, drop_schema, new_schema, pg_unreachable
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
@@ -34,6 +35,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "INFOMARK_BYPASS_GROUNDING",
         "INFOMARK_CONFIG",
         "INFOMARK_TOKEN",
+        "INFOMARK_STORE",
         "CLAUDE_PROJECT_DIR",
     ):
         monkeypatch.delenv(var, raising=False)
@@ -58,3 +60,69 @@ def gk(home: Path, project: Path) -> Iterator[Gatekeeper]:
     g = Gatekeeper.open(home, "s1", root=project)
     yield g
     g.close()
+
+
+# -- the store backends (tests/store_backends.py) ---------------------------------------
+_PG_SKIPPED: list[str] = []
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """Run the test on SQLite, then on PostgreSQL (a fresh schema, dropped afterwards)."""
+    if request.param == "sqlite":
+        yield Backend("sqlite")
+        return
+    reason = pg_unreachable()
+    if reason is not None:
+        _PG_SKIPPED.append(request.node.nodeid)
+        pytest.skip(f"POSTGRESQL NOT TESTED: {reason}")
+    schema, url = new_schema()
+    monkeypatch.setenv("INFOMARK_STORE", url)
+    try:
+        yield Backend("postgresql", url, schema)
+    finally:
+        drop_schema(schema)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """``backend`` for a module's expensive shared fixture (one schema for the module).
+    It sets no environment: the tests pass ``Backend.url`` on explicitly."""
+    if request.param == "sqlite":
+        yield Backend("sqlite")
+        return
+    reason = pg_unreachable()
+    if reason is not None:
+        _PG_SKIPPED.append(request.node.nodeid)
+        pytest.skip(f"POSTGRESQL NOT TESTED: {reason}")
+    schema, url = new_schema()
+    try:
+        yield Backend("postgresql", url, schema)
+    finally:
+        drop_schema(schema)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``sqlite_only`` (its file, WAL, PRAGMAs) and ``postgres_only`` tests run on their
+    backend alone: the other parametrisation is deselected, not skipped."""
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        params = spec.params if spec is not None else {}
+        kind = params.get("backend", params.get("module_backend"))
+        other = {"postgresql": "sqlite_only", "sqlite": "postgres_only"}.get(str(kind))
+        (drop if other and item.get_closest_marker(other) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _PG_SKIPPED:
+        terminalreporter.write_sep("!", "POSTGRESQL BACKEND NOT TESTED", red=True, bold=True)
+        terminalreporter.write_line(
+            f"{len(_PG_SKIPPED)} PostgreSQL test(s) SKIPPED: {pg_unreachable()}. Start "
+            "PostgreSQL on 127.0.0.1:5432 (.ci/run does) or set INFOMARK_TEST_PG.",
+            red=True,
+            bold=True,
+        )

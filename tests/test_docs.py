@@ -399,6 +399,8 @@ def test_every_config_key_is_documented() -> None:
         "INFOMARK_CONFIG",
         "INFOMARK_TOKEN",
         "INFOMARK_DEBUG",
+        "INFOMARK_STORE",
+        "INFOMARK_PG_POOL_MAX",
     ],
 )
 def test_environment_variable_is_documented(var: str) -> None:

@@ -64,12 +64,33 @@ def common(fn: F) -> F:
         "--session", default=None, help="Session id (default: $INFOMARK_SESSION or 'default')."
     )
     @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
+    @click.option(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="The ledger's store: sqlite or a postgresql:// URL (default: $INFOMARK_STORE, "
+        "the config's store, <home>/store, else the home's SQLite file).",
+    )
     @functools.wraps(fn)
     def wrapper(
-        *args: Any, home: Path | None, session: str | None, as_json: bool, **kw: Any
+        *args: Any,
+        home: Path | None,
+        session: str | None,
+        as_json: bool,
+        store: str | None,
+        **kw: Any,
     ) -> Any:
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
+        ctx.obj["store"] = store
+        if store:
+            # Everything this command runs (the facade, serve, its workers) uses this store,
+            # as if $INFOMARK_STORE named it; restored when the command ends.
+            from infomark.ledger.store import STORE_ENV
+
+            before = os.environ.get(STORE_ENV)
+            os.environ[STORE_ENV] = store
+            ctx.call_on_close(functools.partial(_restore, STORE_ENV, before))
         ctx.obj["home"] = home or default_home()
         ctx.obj["session"] = session or os.environ.get("INFOMARK_SESSION") or "default"
         ctx.obj["session_given"] = bool(session or os.environ.get("INFOMARK_SESSION"))
@@ -77,6 +98,13 @@ def common(fn: F) -> F:
         return fn(*args, **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def opts() -> dict[str, Any]:
@@ -88,7 +116,7 @@ def open_gk(profile: str | None = None) -> Any:
     from infomark.gatekeeper import Gatekeeper
 
     o = opts()
-    return Gatekeeper.open(o["home"], o["session"], profile=profile)
+    return Gatekeeper.open(o["home"], o["session"], profile=profile, store=o.get("store"))
 
 
 def emit_json(data: Any) -> None:
@@ -134,6 +162,10 @@ def require_home() -> Path:
     home: Path = opts()["home"]
     if (home / "ledger.db").is_file():
         return home
+    from infomark.ledger.store import STORE_ENV
+
+    if (home / "key").is_file() and ((home / "store").is_file() or os.environ.get(STORE_ENV)):
+        return home  # a home whose journal is in a shared store
     parent = home.parent if str(home.parent) else Path(".")
     try:
         siblings = [p.name for p in parent.iterdir() if (p / "ledger.db").is_file()]

@@ -25,14 +25,24 @@ __all__ = ["register"]
 @click.command()
 @common
 def init() -> None:
-    """Create the ledger home: key (0600), service token (0600), journal."""
+    """Create the ledger home: key (0600), service token (0600), journal.
+
+    With --store (or $INFOMARK_STORE) a postgresql:// URL: create that store's schema or
+    apply the migrations it lacks, and remember the store in <home>/store.
+    """
     from infomark.ledger.init import init_home
 
-    info = init_home(opts()["home"])
+    info = init_home(opts()["home"], store=opts().get("store"))
     if opts()["json"]:
         emit_json(info)
     else:
         click.echo(f"initialised {info['home']} (key id {info['key_id']})")
+        if "store" in info:
+            applied = ", ".join(str(v) for v in info.get("applied", [])) or "none"
+            click.echo(
+                f"store {info['store']}: schema version {info['schema']} "
+                f"(migrations applied: {applied})"
+            )
 
 
 @click.command()

@@ -42,6 +42,7 @@ class Config:
     require_evidence_for_completion: bool = True
     approval_phrase: str = "approve"
     session_prefix: str = ""
+    store: str = "sqlite"  # or a postgresql:// URL (the ledger's store; docs/deploy.md)
     unattended: bool = False  # nobody answers an "ask": it becomes a deny
     loop_budget: Mapping[str, int] = field(default_factory=dict)
     policies: Mapping[str, Any] = field(default_factory=dict)  # packs, triggers, memory
@@ -70,6 +71,7 @@ class Config:
             require_evidence_for_completion=bool(d.get("require_evidence_for_completion", True)),
             approval_phrase=str(d.get("approval_phrase", "approve")),
             session_prefix=str(d.get("session_prefix", "")),
+            store=str(d.get("store", "sqlite")),
             unattended=bool(d.get("unattended", False)),
             loop_budget=dict(d.get("loop_budget", {})),
             policies=dict(d.get("policies", {})),

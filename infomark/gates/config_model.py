@@ -106,6 +106,8 @@ class ConfigModel(_Strict):
     require_evidence_for_completion: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
+    # The ledger's store: "sqlite" (the home's file) or a postgresql:// URL (docs/deploy.md).
+    store: str = "sqlite"
     unattended: bool = False
     loop_budget: dict[str, int] = Field(default_factory=dict)
     sources: SourcesModel = Field(default_factory=SourcesModel)
@@ -119,6 +121,14 @@ class ConfigModel(_Strict):
     pack_budget_chars: int = Field(default=600, ge=PACK_BUDGET_CHARS[0], le=PACK_BUDGET_CHARS[1])
     triggers: list[TriggerModel] = Field(default_factory=list)
     policies: list[str] = Field(default_factory=list)
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        text = value.strip()
+        if text != "sqlite" and not text.startswith(("postgresql://", "postgres://")):
+            raise ValueError('use "sqlite" or a postgresql:// URL')
+        return text
 
     @field_validator("loop_budget")
     @classmethod

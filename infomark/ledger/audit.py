@@ -16,9 +16,9 @@ from typing import Any
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import _STR, GENESIS, event_hash, loads_object
 from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
+from infomark.ledger.store_base import _STR, GENESIS, event_hash, loads_object
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
 

@@ -7,7 +7,11 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["BlobStore"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+__all__ = ["BlobStore", "Blobs"]
 
 # characters per encoded chunk of a large text output: small enough that the slice, its
 # encoding and the hash update stay in cache (paired on this machine: 1 Mi-char chunks ~70 %
@@ -21,6 +25,29 @@ def _encoded(text: str) -> Iterator[bytes]:
         yield text[i : i + _CHUNK].encode("utf-8", "surrogatepass")
 
 
+if TYPE_CHECKING:
+
+    class Blobs(Protocol):
+        """Where tool outputs go: files under the home (:class:`BlobStore`) or a store's
+        table (:class:`infomark.ledger.pg_blobs.PgBlobStore`)."""
+
+        def put(self, data: bytes) -> str: ...
+
+        def put_text(self, text: str) -> tuple[str, int]: ...
+
+        def get(self, digest: str) -> bytes | None: ...
+
+        def verify(self, digest: str) -> bool | None: ...
+
+        def exists(self, digest: str) -> bool: ...
+
+else:
+
+    class Blobs:
+        """Where tool outputs go (a ``typing.Protocol`` when type checking): files under the
+        home (:class:`BlobStore`) or a store's table (``pg_blobs.PgBlobStore``)."""
+
+
 class BlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -28,6 +55,10 @@ class BlobStore:
     def path_for(self, digest: str) -> Path:
         hexd = digest.removeprefix("sha256:")
         return self.root / hexd[:2] / hexd[2:]
+
+    def exists(self, digest: str) -> bool:
+        """Whether the blob is there (not whether it is intact: :meth:`verify`)."""
+        return self.path_for(digest).is_file()
 
     def put(self, data: bytes) -> str:
         """Store ``data`` (idempotent, atomic, durable) and return ``sha256:<hex>``.

@@ -79,7 +79,7 @@ def _handle(ctx: SourceContext, ref: str, deep: bool) -> tuple[str, str]:
     if ev is None:
         return "Unknown", (why.value if why is not None else "unknown_evidence").replace("_", " ")
     if not deep:
-        present = ctx.blobs.path_for(ev.output_digest).is_file()
+        present = ctx.blobs.exists(ev.output_digest)
         return ("Exact", "") if present else ("Unknown", "blob missing")
     ok = ctx.blobs.verify(ev.output_digest)
     if ok is None:

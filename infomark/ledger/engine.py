@@ -18,7 +18,6 @@ from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.tools import ToolClass
-from infomark.ledger.blobs import BlobStore
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json, digest
 from infomark.ledger.evidence import (
@@ -30,7 +29,6 @@ from infomark.ledger.evidence import (
     ref_for,
 )
 from infomark.ledger.home import ensure_private_dir
-from infomark.ledger.journal import EventRow, Journal
 from infomark.ledger.keys import Key, load_key
 from infomark.ledger.lineage import inherits
 from infomark.ledger.report import IngestReport
@@ -43,6 +41,8 @@ from infomark.ledger.semantics import (
     shell_text,
 )
 from infomark.ledger.state import SessionState, apply, state_from_dict
+from infomark.ledger.store import open_blobs, open_journal
+from infomark.ledger.store_base import BaseJournal, EventRow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,13 +78,14 @@ class Ledger:
         rules: LedgerRules | None = None,
         root: Path | None = None,
         evidence_overrides: Mapping[str, str] | None = None,
+        store: str | None = None,
     ) -> None:
         self.home = Path(home)
         ensure_private_dir(self.home)
         self.session = session
         self.key = key or load_key(self.home)
-        self.journal = Journal(self.home / "ledger.db", self.key)
-        self.blobs = BlobStore(self.home / "blobs")
+        self.journal: BaseJournal = open_journal(self.home, self.key, store)
+        self.blobs = open_blobs(self.home, self.journal)
         self.rules = rules or LedgerRules()
         self.root = root or Path.cwd()
         self.evidence_overrides = dict(evidence_overrides or {})
@@ -144,7 +145,7 @@ class Ledger:
             return
         committed = False
         try:
-            with self.journal.write():
+            with self.journal.write(self.session):
                 self._in_tx = True
                 self._emitted = []
                 self._replay_into(self._state)

@@ -109,7 +109,7 @@ def fork_session(ledger: Ledger, as_session: str, upto: int | None = None) -> di
         "logical_seq": logical,
         "copied_until": copied_until,
     }
-    with journal.write() as db:
+    with journal.write(as_session) as db:
         if journal.last_seq(as_session):
             raise UserError(f"cannot fork into {as_session!r}: that session already exists")
         journal.append(as_session, "forked_from", payload)

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import dataclass
-from infomark.ledger.journal import Journal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from infomark.ledger.conn import Conn
+    from infomark.ledger.store_base import BaseJournal
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -185,11 +186,13 @@ _UPSERT_LEASE = (
 class Inbox:
     """The inbox tables of one ledger home, over its journal (one per process or thread)."""
 
-    def __init__(self, journal: Journal, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, journal: BaseJournal, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.clock = clock
         # A second connection for lock-free peeks (WAL readers never wait for the writer).
-        self._peek = sqlite3.connect(journal.path, timeout=10, check_same_thread=False)
+        self._peek: Any = journal.reader()
+        if journal.managed_schema:
+            return  # PostgreSQL: the versioned migrations created the inbox tables
         have = self._peek.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'inbox_%'"
         ).fetchone()[0]
@@ -202,11 +205,11 @@ class Inbox:
         self._peek.close()
 
     # -- leases ---------------------------------------------------------------------------
-    def lease(self, session: str, conn: sqlite3.Connection | None = None) -> Lease | None:
+    def lease(self, session: str, conn: Conn | None = None) -> Lease | None:
         row = (conn or self._peek).execute(_SELECT_LEASE, (session,)).fetchone()
         return _lease(row)
 
-    def liveness(self, session: str, conn: sqlite3.Connection | None = None) -> tuple[str, str]:
+    def liveness(self, session: str, conn: Conn | None = None) -> tuple[str, str]:
         """``(state, detail)``: state is ``live`` or one of the refusal reasons."""
         lease = self.lease(session, conn)
         now = self.clock()
@@ -248,7 +251,7 @@ class Inbox:
         now = self.clock()
         host = _hostname()
         pid = os.getpid() if pid is None else pid
-        with self.journal.write() as db:
+        with self.journal.write(session) as db:
             old = self.lease(session, db)
             if (
                 old is not None
@@ -282,7 +285,7 @@ class Inbox:
 
     def heartbeat(self, session: str, holder: str) -> None:
         """Keep the lease alive; LeaseLost if another runtime holds it now."""
-        with self.journal.write() as db:
+        with self.journal.write(session) as db:
             cur = db.execute(
                 "UPDATE inbox_leases SET heartbeat = ? "
                 "WHERE session = ? AND holder = ? AND released IS NULL",
@@ -293,7 +296,7 @@ class Inbox:
 
     def release(self, session: str, holder: str, reason: str = "finished") -> None:
         """Give the inbox up: later sends are refused with ``finished`` (journaled)."""
-        with self.journal.write() as db:
+        with self.journal.write(session) as db:
             cur = db.execute(
                 "UPDATE inbox_leases SET released = ?, release_reason = ? "
                 "WHERE session = ? AND holder = ? AND released IS NULL",
@@ -314,7 +317,7 @@ class Inbox:
     def send(self, session: str, text: str, *, sender: str = "operator") -> Delivery:
         """Deliver ``text`` to a live session, or raise :class:`InboxRefused` (journaled)."""
         sender = (sender or "operator")[:200].encode("utf-8", "replace").decode("utf-8")
-        with self.journal.write() as db:
+        with self.journal.write(session) as db:
             reason, detail = self._check(db, session, text)
             raw = text.encode("utf-8", "replace") if isinstance(text, str) else b""
             digest = hashlib.sha256(raw).hexdigest()[:32]
@@ -328,12 +331,13 @@ class Inbox:
                 lease = self.lease(session, db)
                 assert lease is not None
                 seq = self.journal.head(session)[0] + 1
-                cur = db.execute(
-                    "INSERT INTO inbox_messages(session, sender, text, sent, seq) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (session, sender, text, self.clock(), seq),
+                mid = int(
+                    db.execute(
+                        "INSERT INTO inbox_messages(session, sender, text, sent, seq) "
+                        "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                        (session, sender, text, self.clock(), seq),
+                    ).fetchone()[0]
                 )
-                mid = int(cur.lastrowid or 0)
                 self.journal.append(
                     session,
                     "inbox_delivered",
@@ -348,7 +352,7 @@ class Inbox:
                 return Delivery(mid, session, seq, lease.holder)
         raise InboxRefused(session, reason, detail)
 
-    def _check(self, db: sqlite3.Connection, session: str, text: str) -> tuple[str, str]:
+    def _check(self, db: Conn, session: str, text: str) -> tuple[str, str]:
         if not isinstance(text, str) or not text.strip():
             return "empty", "the message is empty"
         try:
@@ -385,7 +389,7 @@ class Inbox:
         """
         if not self.pending(session):
             return []
-        with self.journal.write() as db:
+        with self.journal.write(session) as db:
             rows = db.execute(
                 "SELECT id, session, sender, text, sent, seq FROM inbox_messages "
                 "WHERE session = ? AND read_at IS NULL ORDER BY id",

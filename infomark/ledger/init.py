@@ -7,9 +7,11 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from infomark.kernel.errors import ConfigError
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.journal import Journal
 from infomark.ledger.keys import check_private, load_key, write_private
+from infomark.ledger.store import open_journal, pick_store, remember_store, resolve_store
 
 __all__ = ["ensure_token", "init_home"]
 
@@ -24,10 +26,33 @@ def ensure_token(home: Path) -> str:
     return path.read_text().strip()
 
 
-def init_home(home: Path) -> dict[str, Any]:
+def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
+    """Create (or tighten) a home; with a PostgreSQL store, create or migrate its schema.
+
+    ``store`` (or ``$INFOMARK_STORE``) a ``postgresql://`` URL: the schema is created or
+    upgraded (:func:`infomark.ledger.pg.init_store`), and an explicit ``store`` is
+    remembered in ``<home>/store`` for every later opener of this home.
+    """
     ensure_private_dir(home)
     os.chmod(home, 0o700)  # init also tightens a home that already existed
     key = load_key(home)
     ensure_token(home)
-    Journal(home / "ledger.db", key).close()
-    return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}
+    url = resolve_store(home, pick_store(store))
+    if url is None:
+        Journal(home / "ledger.db", key).close()
+        return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}
+    try:
+        from infomark.ledger.pg import init_store
+    except ImportError:
+        raise ConfigError(
+            "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
+        ) from None
+    info = init_store(url)
+    if store:
+        remember_store(home, url)
+    journal = open_journal(home, key, url)  # the first open MACs the new store's manifest
+    try:
+        journal.join()  # this host's key signs it; the marker beside the key names it
+    finally:
+        journal.close()
+    return {"home": str(home), "key_id": key.key_id, "db": None, **info}

@@ -9,25 +9,25 @@ fork; it is checked against the ancestor's own journal, never copied. Standard l
 
 from __future__ import annotations
 
-from infomark.ledger.journal import Journal
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from infomark.ledger.store_base import BaseJournal
 
 __all__ = ["MAX_DEPTH", "ancestry", "fork_origin", "inherits", "issued_in"]
 
 MAX_DEPTH = 64  # forks of forks; a longer (or cyclic) chain is refused, not walked
 
 
-def fork_origin(journal: Journal, session: str) -> dict[str, Any] | None:
+def fork_origin(journal: BaseJournal, session: str) -> dict[str, Any] | None:
     """The ``forked_from`` payload of ``session`` when it is a fork (its first event), else None."""
     for row in journal.events(session, types=("forked_from",)):
         return dict(row.payload) if row.seq == 1 else None
     return None
 
 
-def ancestry(journal: Journal, session: str) -> list[tuple[str, int]]:
+def ancestry(journal: BaseJournal, session: str) -> list[tuple[str, int]]:
     """``[(ancestor, limit), …]`` nearest first: evidence of ``ancestor`` with seq <= limit
     is inherited by ``session``."""
     out: list[tuple[str, int]] = []
@@ -49,14 +49,14 @@ def ancestry(journal: Journal, session: str) -> list[tuple[str, int]]:
     return out
 
 
-def issued_in(journal: Journal, session: str, seq: int, ref: str) -> bool:
+def issued_in(journal: BaseJournal, session: str, seq: int, ref: str) -> bool:
     """Does ``session``'s own journal hold the ``evidence_recorded`` event of ``ref`` at ``seq``?"""
     for row in journal.events(session, after=seq - 1, types=("evidence_recorded",)):
         return row.seq == seq and row.payload.get("ref") == ref
     return False
 
 
-def inherits(journal: Journal, session: str, ref_session: str, seq: int, ref: str) -> bool:
+def inherits(journal: BaseJournal, session: str, ref_session: str, seq: int, ref: str) -> bool:
     """Is evidence ``ref`` (issued to ``ref_session`` at ``seq``) inherited by ``session``?"""
     for ancestor, limit in ancestry(journal, session):
         if ancestor == ref_session:

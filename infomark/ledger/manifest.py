@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import json
 import os
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,12 +32,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from infomark.ledger.conn import Conn
+
 __all__ = [
     "SCHEMA",
     "Touched",
     "flush",
     "init_manifest",
     "marker_path",
+    "signed_by",
     "verify_home",
     "write_marker",
 ]
@@ -67,6 +69,15 @@ def _body(db_id: str, sessions: int, events: int, digest: str, key_id: str) -> b
     return json.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
 
 
+def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
+    """Whether a ``home_manifest`` row (db_id, sessions, events, digest, key_id, mac) is
+    MACed by ``key``."""
+    db_id, sessions, events, digest, kid, mac = row
+    return bool(kid == key.key_id) and key.verify(
+        _body(str(db_id), int(sessions), int(events), str(digest), str(kid)), str(mac)
+    )
+
+
 def marker_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.stem + ".created")
 
@@ -75,7 +86,7 @@ def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
     return json.dumps(["created", db_id, created, key_id]).encode()
 
 
-def init_manifest(db: sqlite3.Connection, key: Key) -> str:
+def init_manifest(db: Conn, key: Key) -> str:
     """Inside the schema transaction: give the ledger a db_id and a manifest of its heads."""
     row = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
     db_id = str(row[0]) if row else os.urandom(8).hex()
@@ -107,7 +118,7 @@ def write_marker(db_path: Path, key: Key, db_id: str, created: str) -> None:
     write_private(path, json.dumps(doc).encode())
 
 
-def flush(db: sqlite3.Connection, key: Key, touched: Touched) -> None:
+def flush(db: Conn, key: Key, touched: Touched) -> None:
     """Before COMMIT: move the touched sessions' manifest rows and re-MAC the home row.
 
     A home row that does not verify under this key is left alone (never re-MACed: that
@@ -152,9 +163,7 @@ def _read_marker(path: Path) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) else {}
 
 
-def verify_home(
-    db: sqlite3.Connection, db_path: Path, key: Key
-) -> list[tuple[str | None, int | None, str, str]]:
+def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int | None, str, str]]:
     """Every home-level problem as ``(session, seq, code, message)``; [] when consistent."""
     out: list[tuple[str | None, int | None, str, str]] = []
     meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()

@@ -27,9 +27,7 @@ from pathlib import Path
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
-from infomark.ledger.blobs import BlobStore
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
-from infomark.ledger.journal import Journal
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.sources import (
@@ -47,7 +45,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from infomark.ledger.blobs import Blobs
     from infomark.ledger.blocks import StampBlock
+    from infomark.ledger.store_base import BaseJournal
 
 __all__ = [
     "Refetch",
@@ -78,9 +78,9 @@ else:
         @property
         def session(self) -> str: ...
         @property
-        def blobs(self) -> BlobStore: ...
+        def blobs(self) -> Blobs: ...
         @property
-        def journal(self) -> Journal: ...
+        def journal(self) -> BaseJournal: ...
         def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
         def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
 

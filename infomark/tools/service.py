@@ -44,6 +44,7 @@ from infomark.kernel.session_id import is_session_id
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
+from infomark.ledger.store import pick_store, resolve_store
 from infomark.tools.api_models import (
     ApproveRequest,
     AuditOut,
@@ -295,10 +296,10 @@ class _Service:
 
         def go() -> dict[str, Any]:
             from infomark.ledger.inbox import Inbox, InboxRefused
-            from infomark.ledger.journal import Journal
             from infomark.ledger.keys import load_key
+            from infomark.ledger.store import open_journal
 
-            journal = Journal(home / "ledger.db", load_key(home))
+            journal = open_journal(home, load_key(home), self.pool.store)
             inbox = Inbox(journal)
             try:
                 got = inbox.send(session, body.message, sender=body.sender)
@@ -520,11 +521,14 @@ def create_app(
     if operator_token_file is not None:  # read once; a bad file fails at startup
         operator = load_operator_token(operator_token_file, home_p)
     config = load_config(root_p, home_p)  # a broken config fails at startup, not per request
+    # One store for the whole service (every session, the inbox, the listing): several
+    # instances on one PostgreSQL store are one ledger (docs/deploy.md).
+    store = resolve_store(home_p, pick_store(None, config.store)) or "sqlite"
 
     def opener(session: str, at: Path, cfg: Config) -> SessionLike:
-        return Gatekeeper.open(home_p, session, root=at, config=cfg, profile=profile)
+        return Gatekeeper.open(home_p, session, root=at, config=cfg, profile=profile, store=store)
 
-    pool = SessionPool(home_p, root_p, config, opener, max_open_sessions)
+    pool = SessionPool(home_p, root_p, config, opener, max_open_sessions, store=store)
     stopping = threading.Event()
     service = _Service(
         pool,

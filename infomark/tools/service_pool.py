@@ -27,8 +27,9 @@ import anyio.to_thread
 from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
-from infomark.ledger.journal import Journal
 from infomark.ledger.keys import load_key
+from infomark.ledger.store import open_journal
+from infomark.ledger.store_base import BaseJournal
 from infomark.tools.protocol import SessionLike
 
 __all__ = ["Opener", "SessionPool"]
@@ -61,16 +62,24 @@ class SessionPool:
     """Lazily opened sessions, each used by one thread at a time."""
 
     def __init__(
-        self, home: Path, root: Path, config: Config, opener: Opener, max_open: int
+        self,
+        home: Path,
+        root: Path,
+        config: Config,
+        opener: Opener,
+        max_open: int,
+        *,
+        store: str = "sqlite",
     ) -> None:
         self.home = home
+        self.store = store  # "sqlite" or the postgresql:// URL every session uses
         self.root = root
         self.config = config
         self.max_open = max(1, max_open)
         self._open = opener
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._clock = 0
-        self._journal: Journal | None = None
+        self._journal: BaseJournal | None = None
         self._journal_lock = threading.Lock()
         self._projects: dict[Path, _ProjectConfig] = {}
         self._projects_lock = threading.Lock()
@@ -178,7 +187,7 @@ class SessionPool:
         prefix = self.config.session_prefix
         with self._journal_lock:
             if self._journal is None:
-                self._journal = Journal(self.home / "ledger.db", load_key(self.home))
+                self._journal = open_journal(self.home, load_key(self.home), self.store)
             journal = self._journal
             names = {s[len(prefix) :]: s for s in journal.sessions() if s.startswith(prefix)}
             counts = {name: journal.last_seq(full) for name, full in names.items()}

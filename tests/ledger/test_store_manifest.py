@@ -1,21 +1,23 @@
 """History cannot be rewritten quietly (issue 10): the home manifest and the created marker.
 
-Each reproduction from the issue, done as the hostile agent would (plain sqlite3 on the
-home's files, no key), is caught by ``audit --verify`` — in process and through the real
-CLI — and the problem names what is missing.
+Each reproduction from the issue, done as the hostile agent would (plain SQL on the
+store, no key), is caught by ``audit --verify`` — in process and through the real
+CLI — and the problem names what is missing. Every test runs on both backends (SQLite's
+file, a PostgreSQL schema); what only a file can suffer is marked ``sqlite_only``.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import record_paired
+from store_backends import Backend
 
 from infomark.ledger.audit import verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -53,37 +55,26 @@ def _cli(home: Path, session: str = "s") -> tuple[int, list[dict[str, Any]], str
     return proc.returncode, json.loads(proc.stdout)["problems"], proc.stderr.decode()
 
 
-def _sql(home: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
-    db = sqlite3.connect(home / "ledger.db")
-    for sql, args in statements:
-        db.execute(sql, args)
-    db.commit()
-    db.close()
+pytestmark = pytest.mark.usefixtures("backend")
 
 
-def _rows(home: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(home / "ledger.db")
-    try:
-        return db.execute(sql, args).fetchall()
-    finally:
-        db.close()
-
-
-def test_a_pristine_home_verifies(tmp_path: Path) -> None:
+def test_a_pristine_home_verifies(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 5)
     _session(home, "t", 3)
     assert _problems(home) == []
     assert _problems(home, "t") == []
-    assert (home / "ledger.created").stat().st_mode & 0o077 == 0
+    assert backend.marker(home).stat().st_mode & 0o077 == 0
 
 
-def test_a_truncated_tail_with_an_earlier_valid_head_is_named(tmp_path: Path) -> None:
+def test_a_truncated_tail_with_an_earlier_valid_head_is_named(
+    tmp_path: Path, backend: Backend
+) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 4)
-    old_head = _rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
+    old_head = backend.rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
     _session(home, "s", 6)  # the denials the agent wants gone
-    _sql(
+    backend.sql(
         home,
         ("DELETE FROM events WHERE session='s' AND seq > ?", (old_head[1],)),
         ("DELETE FROM evidence WHERE session='s' AND seq > ?", (old_head[1],)),
@@ -96,12 +87,14 @@ def test_a_truncated_tail_with_an_earlier_valid_head_is_named(tmp_path: Path) ->
     assert f"verification FAILED at seq {old_head[1] + 1}" in err
 
 
-def test_restoring_the_manifest_row_too_breaks_the_home_mac(tmp_path: Path) -> None:
+def test_restoring_the_manifest_row_too_breaks_the_home_mac(
+    tmp_path: Path, backend: Backend
+) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 4)
-    old_head = _rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
+    old_head = backend.rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
     _session(home, "s", 6)
-    _sql(
+    backend.sql(
         home,
         ("DELETE FROM events WHERE session='s' AND seq > ?", (old_head[1],)),
         ("DELETE FROM evidence WHERE session='s' AND seq > ?", (old_head[1],)),
@@ -115,16 +108,16 @@ def test_restoring_the_manifest_row_too_breaks_the_home_mac(tmp_path: Path) -> N
 
 
 def test_restoring_the_whole_manifest_is_caught_when_another_session_moved_on(
-    tmp_path: Path,
+    tmp_path: Path, backend: Backend
 ) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 4)
     _session(home, "other", 1)
-    old_head = _rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
-    old_home = _rows(home, "SELECT sessions, events, digest, mac FROM home_manifest")[0]
+    old_head = backend.rows(home, "SELECT session, seq, hash, mac FROM heads WHERE session='s'")[0]
+    old_home = backend.rows(home, "SELECT sessions, events, digest, mac FROM home_manifest")[0]
     _session(home, "s", 6)
     _session(home, "other", 1)
-    _sql(
+    backend.sql(
         home,
         ("DELETE FROM events WHERE session='s' AND seq > ?", (old_head[1],)),
         ("DELETE FROM evidence WHERE session='s' AND seq > ?", (old_head[1],)),
@@ -136,11 +129,11 @@ def test_restoring_the_whole_manifest_is_caught_when_another_session_moved_on(
     assert _problems(home, "other")[0]["code"] == "manifest"
 
 
-def test_a_deleted_session_is_named_from_any_session(tmp_path: Path) -> None:
+def test_a_deleted_session_is_named_from_any_session(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 3)
     _session(home, "victim", 5)
-    _sql(
+    backend.sql(
         home,
         *(
             (f"DELETE FROM {table} WHERE session='victim'", ())
@@ -154,13 +147,14 @@ def test_a_deleted_session_is_named_from_any_session(tmp_path: Path) -> None:
     )
     assert any("victim" in p["message"] for p in _problems(home, "s"))
     # deleting its manifest row too leaves the home MAC counting it
-    _sql(home, ("DELETE FROM manifest WHERE session='victim'", ()))
+    backend.sql(home, ("DELETE FROM manifest WHERE session='victim'", ()))
     problems = _problems(home, "s")
     assert [p["code"] for p in problems] == ["manifest"]
     assert "lists 1 session(s)" in problems[0]["message"]
     assert "covers 2 session(s)" in problems[0]["message"]
 
 
+@pytest.mark.sqlite_only
 def test_a_deleted_ledger_db_next_to_its_key_is_named(tmp_path: Path) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 3)
@@ -176,6 +170,7 @@ def test_a_deleted_ledger_db_next_to_its_key_is_named(tmp_path: Path) -> None:
     assert "verification FAILED" in err
 
 
+@pytest.mark.sqlite_only
 def test_a_ledger_db_from_another_home_with_the_same_key_is_named(tmp_path: Path) -> None:
     home, other = tmp_path / "a", tmp_path / "b"
     _session(home, "s", 3)
@@ -190,30 +185,35 @@ def test_a_ledger_db_from_another_home_with_the_same_key_is_named(tmp_path: Path
     assert [p["code"] for p in problems] == ["replaced"]
 
 
-def test_a_deleted_marker_is_named(tmp_path: Path) -> None:
+def test_a_deleted_marker_is_named(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 2)
-    (home / "ledger.created").unlink()
+    marker = backend.marker(home)
+    marker.unlink()
     problems = _problems(home)  # the open does not quietly write a new one
     assert [p["code"] for p in problems] == ["replaced"]
-    assert "ledger.created beside the key is missing" in problems[0]["message"]
-    assert not (home / "ledger.created").exists()
+    assert f"{marker.name} beside the key is missing" in problems[0]["message"]
+    assert not marker.exists()
 
 
-def test_a_forged_marker_is_named(tmp_path: Path) -> None:
+def test_a_forged_marker_is_named(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 2)
-    marker = json.loads((home / "ledger.created").read_text())
+    path = backend.marker(home)
+    marker = json.loads(path.read_text())
     marker["db_id"] = "0" * 16
-    (home / "ledger.created").write_text(json.dumps(marker))
+    path.write_text(json.dumps(marker))
     assert [p["code"] for p in _problems(home)] == ["replaced"]
     assert "was altered" in _problems(home)[0]["message"]
 
 
-def test_a_home_from_before_the_manifest_is_upgraded_and_verifies(tmp_path: Path) -> None:
+@pytest.mark.sqlite_only
+def test_a_home_from_before_the_manifest_is_upgraded_and_verifies(
+    tmp_path: Path, backend: Backend
+) -> None:
     home = tmp_path / ".infomark"
     _session(home, "s", 3)
-    _sql(
+    backend.sql(
         home,
         ("DROP TABLE manifest", ()),
         ("DROP TABLE home_manifest", ()),
@@ -224,6 +224,24 @@ def test_a_home_from_before_the_manifest_is_upgraded_and_verifies(tmp_path: Path
     assert _problems(home) == []
     _session(home, "s", 2)
     assert _problems(home) == []
+
+
+@pytest.mark.postgres_only
+def test_an_emptied_and_recreated_store_next_to_its_key_is_named(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """PostgreSQL's "deleted ledger.db": the tables emptied, a fresh manifest made by the
+    next open (a new db_id); the marker beside the key still names the original store."""
+    home = tmp_path / ".infomark"
+    _session(home, "s", 3)
+    from infomark.ledger.pg_schema import TABLES
+
+    backend.sql(home, *((f"DELETE FROM {t}", ()) for t in TABLES))
+    _session(home, "s", 1)  # the next open makes a fresh manifest; the agent carries on
+    code, problems, _err = _cli(home)
+    assert code == 1
+    assert problems[0]["code"] == "replaced"
+    assert "every session of the original ledger is missing" in problems[0]["message"]
 
 
 def test_verify_shows_a_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ one hash per output, and a streaming verification that equals the replay."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import sqlite3
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ import pytest
 from helpers import record_paired
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_backends import Backend
 
 from infomark.ledger import engine as engine_mod
 from infomark.ledger.audit import build_audit, verify_session
@@ -22,6 +23,7 @@ from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
 from infomark.ledger.state import SessionState, apply, policy_patch
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on SQLite and on PostgreSQL
 KEY = Key.from_bytes(b"t" * 32)
 EVERY = engine_mod._SNAPSHOT_EVERY
 
@@ -62,17 +64,21 @@ def test_hook_processes_that_emit_two_events_each_still_snapshot(tmp_path: Path)
     assert snap is not None and 6 * EVERY - snap[0] < EVERY
 
 
-def test_a_tampered_snapshot_falls_back_to_the_full_replay(tmp_path: Path) -> None:
+def test_a_tampered_snapshot_falls_back_to_the_full_replay(
+    tmp_path: Path, backend: Backend
+) -> None:
     _grow(tmp_path, "s", 500)
-    db = sqlite3.connect(tmp_path / "ledger.db")
-    db.execute("UPDATE snapshots SET state = replace(state, '\"turn\":0', '\"turn\":99')")
-    db.commit()
-    db.close()
+    backend.sql(
+        tmp_path,
+        ("UPDATE snapshots SET state = replace(state, '\"turn\":0', '\"turn\":99')", ()),
+    )
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
     assert led.state.turn == 0 and led.journal.rows_read == 500
     led.close()
 
 
+_PG_HOMES: dict[str | None, Path] = {}
+_EXAMPLE = itertools.count()
 _ops = st.lists(
     st.one_of(
         st.tuples(st.just("record"), st.text(max_size=30), st.sampled_from([0, 1, None])),
@@ -91,11 +97,21 @@ _ops = st.lists(
 )
 @given(ops=_ops)
 def test_live_state_equals_the_replay_from_zero(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, ops: list[Any]
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    backend: Backend,
+    ops: list[Any],
 ) -> None:
     monkeypatch.setattr(engine_mod, "_SNAPSHOT_EVERY", 3)  # snapshots all the time
-    home = tmp_path_factory.mktemp("h")
-    led = Ledger(home, "s", key=KEY, root=home)
+    # A fresh home per example; on PostgreSQL the examples share the test's store, so each
+    # takes a session of its own in one home (a second home would be a second host).
+    home = (
+        _PG_HOMES.setdefault(backend.url, tmp_path_factory.mktemp("h"))
+        if backend.pg
+        else (tmp_path_factory.mktemp("h"))
+    )
+    session = f"s{next(_EXAMPLE)}"
+    led = Ledger(home, session, key=KEY, root=home)
     policy: dict[str, Any] = {}
     for kind, a, b in ops:
         if kind == "record":
@@ -104,7 +120,7 @@ def test_live_state_equals_the_replay_from_zero(
             led.move_cursor(a, b)
         elif kind == "reopen":
             led.close()
-            led = Ledger(home, "s", key=KEY, root=home)
+            led = Ledger(home, session, key=KEY, root=home)
         else:
             with led.transaction():
                 if kind == "turn":
@@ -120,13 +136,13 @@ def test_live_state_equals_the_replay_from_zero(
                         "policy_updated", {"set": {}, "patch": policy_patch(policy, new, ["p"])}
                     )
                     policy = new
-        snap = led.journal.load_snapshot("s")
+        snap = led.journal.load_snapshot(session)
         if led.state.seq >= 3:
             assert snap is not None and led.state.seq - snap[0] < 3
     live = led.state.to_dict()
     assert live == led.replay().to_dict()
     led.close()
-    again = Ledger(home, "s", key=KEY, root=home)
+    again = Ledger(home, session, key=KEY, root=home)
     assert again.state.to_dict() == live
     report = build_audit(again)
     assert report.verified, report.problems
@@ -163,6 +179,7 @@ def test_an_appended_capped_log_is_journaled_as_its_tail() -> None:
     assert policy_patch(old, new, ["p"]) == [["a", ["p", "log"], 1, [{"ref": "ev_8"}]]]
 
 
+@pytest.mark.sqlite_only  # blob files; PostgreSQL's blobs are rows written in one statement
 def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> None:
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
     out = "résumé \ud800 done" * 1000  # a lone surrogate too
@@ -180,11 +197,11 @@ def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> 
     led.close()
 
 
-def _verify_peak(home: Path, events: int) -> int:
-    led = Ledger(home, "s", key=KEY, root=home)
+def _verify_peak(home: Path, session: str, events: int) -> int:
+    led = Ledger(home, session, key=KEY, root=home)
     for i in range(events // 200):
         record_paired(led, ToolCall("bash", {"command": f"t {i}"}), ToolOutcome(f"o{i % 7}", 0))
-    _grow(home, "s", events - events // 200, per_tx=5000)
+    _grow(home, session, events - events // 200, per_tx=5000)
     tracemalloc.start()
     problems = verify_session(led)
     peak = tracemalloc.get_traced_memory()[1]
@@ -195,8 +212,8 @@ def _verify_peak(home: Path, events: int) -> int:
 
 
 def test_verification_memory_is_flat_in_the_number_of_events(tmp_path: Path) -> None:
-    small = _verify_peak(tmp_path / "a", 2_000)
-    large = _verify_peak(tmp_path / "b", 20_000)
+    small = _verify_peak(tmp_path, "a", 2_000)
+    large = _verify_peak(tmp_path, "b", 20_000)
     assert large < 2 * small + 200_000, (small, large)  # not 10x: rows are streamed
 
 

@@ -58,8 +58,13 @@ def soak_examples() -> int:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """The environment of a child process: no INFOMARK_* leaking in from the caller."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INFOMARK_")}
+    """The environment of a child process: no INFOMARK_* leaking in from the caller, except
+    the store under test (``INFOMARK_STORE``, set by the ``backend`` fixture)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("INFOMARK_") or k == "INFOMARK_STORE"
+    }
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env

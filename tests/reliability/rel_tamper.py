@@ -5,7 +5,9 @@ distinct outputs, a stamp, a divergence) next to a second session in the same
 home. :func:`all_tampers` lists every single-row edit, deletion, reordering and
 insertion of the ``events``, ``heads`` and ``evidence`` tables and every blob edit,
 each with the event the audit must name first. :func:`apply_tamper` performs one on
-a copy of the home (plain ``sqlite3``, as an attacker with file access would);
+a copy of the home (plain SQL, as an attacker with file or database access would: on
+SQLite the copied ``ledger.db``, on PostgreSQL a copy of the store's schema, which the
+copied home's ``store`` file names);
 :func:`audit_inprocess` and :func:`audit_cli` (the real ``infomark audit --verify
 --json``) report the problems. :func:`campaign` runs them all for ``bench.soak``.
 """
@@ -15,13 +17,13 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rel_support import ORACLE, ledger_block, read_file, run_cli, run_command, stamp_line
+from store_backends import RawDb, clone_schema
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.audit import verify_session
@@ -29,6 +31,8 @@ from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.journal import event_hash
+from infomark.ledger.pg_schema import fingerprint
+from infomark.ledger.store import remember_store
 
 __all__ = [
     "FAKE_KID",
@@ -42,10 +46,13 @@ __all__ = [
     "audit_inprocess",
     "build_pristine",
     "campaign",
+    "copy_home",
     "judge",
+    "raw_db",
 ]
 
 SESSION = "victim"
+_COLS = "session, seq, type, payload, ts, prev_hash, hash, mac, key_id"
 FAKE_KID = "f00dfacef00dface"
 
 
@@ -56,6 +63,7 @@ class Pristine:
     events: int  # last seq of SESSION
     evidence: dict[int, str]  # seq -> output digest, for SESSION
     types: dict[int, str]  # seq -> event type
+    store: str | None = None  # the PostgreSQL store (None: the home's SQLite file)
 
 
 @dataclass(frozen=True)
@@ -70,14 +78,20 @@ class Tamper:
         return f"{self.table}.{self.op}@{self.seq}"
 
 
-def build_pristine(base: Path) -> Pristine:
-    """A victim session with every kind of event, plus another session in the same home."""
+def build_pristine(base: Path, store: str | None = None) -> Pristine:
+    """A victim session with every kind of event, plus another session in the same home.
+
+    ``store`` a PostgreSQL URL: the home's journal is there (and ``<home>/store`` names it).
+    """
     root = base / "project"
     root.mkdir(parents=True)
     home = root / ".infomark"
+    if store is not None:
+        home.mkdir(mode=0o700)
+        remember_store(home, store)
     with (
-        Gatekeeper.open(home, SESSION, root=root) as gk,
-        Gatekeeper.open(home, "bystander", root=root) as other,
+        Gatekeeper.open(home, SESSION, root=root, store=store) as gk,
+        Gatekeeper.open(home, "bystander", root=root, store=store) as other,
     ):
         gk.new_turn("fix the parser")
         gk.ingest(ledger_block())
@@ -98,7 +112,28 @@ def build_pristine(base: Path) -> Pristine:
         }
         types = {e.seq: e.type for e in gk.events()}
     assert len(set(evidence.values())) == len(evidence), "outputs must be distinct"
-    return Pristine(home, root, events, evidence, types)
+    return Pristine(home, root, events, evidence, types, store)
+
+
+def copy_home(p: Pristine, dest: Path) -> Path:
+    """``cp -r`` of the pristine home (and, on PostgreSQL, of its store) under ``dest``."""
+    home = dest / ".infomark"
+    shutil.copytree(p.home, home)
+    if p.store is not None:
+        url = clone_schema(p.store)
+        (home / f"store-{fingerprint(p.store)}.created").rename(
+            home / f"store-{fingerprint(url)}.created"
+        )
+        remember_store(home, url)
+    return home
+
+
+def raw_db(home: Path) -> RawDb:
+    """Plain SQL on a home's store (no key): its ledger.db, or the store its file names."""
+    path = home / "store"
+    if path.exists():
+        return RawDb("pg", path.read_text().strip())
+    return RawDb("sqlite", home / "ledger.db")
 
 
 def all_tampers(p: Pristine) -> list[Tamper]:
@@ -134,7 +169,7 @@ def _edited_payload(payload: str) -> str:
     return canonical_json(data).decode()
 
 
-def _rehash(db: sqlite3.Connection, seq: int, kid: str | None) -> None:
+def _rehash(db: RawDb, seq: int, kid: str | None) -> None:
     row = db.execute(
         "SELECT session, seq, type, payload, ts, prev_hash, key_id FROM events "
         "WHERE session = ? AND seq = ?",
@@ -149,7 +184,7 @@ def _rehash(db: sqlite3.Connection, seq: int, kid: str | None) -> None:
     )
 
 
-def _event(db: sqlite3.Connection, t: Tamper) -> None:
+def _event(db: RawDb, t: Tamper) -> None:
     where = " WHERE session = 'victim' AND seq = ?"
     seq = t.seq
     simple = {
@@ -180,17 +215,17 @@ def _event(db: sqlite3.Connection, t: Tamper) -> None:
         db.execute("UPDATE events SET seq = ?" + where, (seq, int(seq or 0) + 1))
         db.execute("UPDATE events SET seq = ?" + where, (int(seq or 0) + 1, -1))
     elif t.op in ("append_copy", "append_forged"):
-        row = db.execute("SELECT * FROM events" + where, (seq,)).fetchone()
+        row = db.execute(f"SELECT {_COLS} FROM events" + where, (seq,)).fetchone()
         cols = list(row)
         cols[1] = int(seq or 0) + 1
         if t.op == "append_forged":
             cols[3] = canonical_json({"forged": True}).decode()
             cols[5] = row[6]  # chains to the real last event
             cols[6] = event_hash(row[6], SESSION, cols[1], cols[2], cols[3], cols[4], cols[8])
-        db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", cols)
+        db.execute(f"INSERT INTO events({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", cols)
 
 
-def _head(db: sqlite3.Connection, t: Tamper) -> None:
+def _head(db: RawDb, t: Tamper) -> None:
     where = " WHERE session = 'victim'"
     if t.op == "delete":
         db.execute("DELETE FROM heads" + where)
@@ -201,7 +236,7 @@ def _head(db: sqlite3.Connection, t: Tamper) -> None:
         db.execute(f"UPDATE heads SET {t.op} = ?" + where, (_flip(value),))
 
 
-def _evidence(db: sqlite3.Connection, t: Tamper) -> None:
+def _evidence(db: RawDb, t: Tamper) -> None:
     where = " WHERE session = 'victim' AND seq = ?"
     row = db.execute("SELECT ref, session, seq, record, mac FROM evidence" + where, (t.seq,))
     ref, _session, seq, record, mac = row.fetchone()
@@ -223,13 +258,24 @@ def _evidence(db: sqlite3.Connection, t: Tamper) -> None:
         db.execute("DELETE FROM evidence" + where, (seq,))
     elif t.op == "insert_copy":
         db.execute(
-            "INSERT INTO evidence VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO evidence(ref, session, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
             ("ev_" + f"{random.Random(seq).getrandbits(96):024x}", SESSION, seq, record, mac),
         )
 
 
 def _blob(p: Pristine, home: Path, t: Tamper) -> None:
     digest = p.evidence[int(t.seq or 0)].removeprefix("sha256:")
+    if p.store is not None:  # PostgreSQL: the blobs are rows of the store
+        sql = {
+            "edit": ("UPDATE blobs SET data = ? WHERE digest = ?", (b"forged output", digest)),
+            "delete": ("DELETE FROM blobs WHERE digest = ?", (digest,)),
+            "truncate": ("UPDATE blobs SET data = substring(data from 1 for 3) "
+                         "WHERE digest = ?", (digest,)),
+        }[t.op]  # fmt: skip
+        with raw_db(home) as db:
+            assert db.execute(*sql).rowcount == 1
+            db.commit()
+        return
     path = home / "blobs" / digest[:2] / digest[2:]
     if t.op == "edit":
         path.write_bytes(b"forged output")
@@ -241,18 +287,13 @@ def _blob(p: Pristine, home: Path, t: Tamper) -> None:
 
 def apply_tamper(p: Pristine, t: Tamper, dest: Path) -> Path:
     """Copy the pristine home to ``dest`` and apply ``t`` there; return the copy."""
-    home = dest / ".infomark"
-    shutil.copytree(p.home, home)
+    home = copy_home(p, dest)
     if t.table == "blobs":
         _blob(p, home, t)
         return home
-    db = sqlite3.connect(home / "ledger.db", isolation_level=None)
-    try:
-        db.execute("BEGIN")
+    with raw_db(home) as db:
         {"events": _event, "heads": _head, "evidence": _evidence}[t.table](db, t)
-        db.execute("COMMIT")
-    finally:
-        db.close()
+        db.commit()
     return home
 
 
@@ -298,10 +339,10 @@ def judge(t: Tamper, problems: list[dict[str, Any]]) -> Outcome:
     return Outcome(t, detected, named, ok, detail)
 
 
-def campaign(base: Path, *, cli_every: int = 1) -> dict[str, Any]:
+def campaign(base: Path, *, cli_every: int = 1, store: str | None = None) -> dict[str, Any]:
     """Every tamper in process; every ``cli_every``-th one through the real CLI too."""
     started = time.perf_counter()
-    p = build_pristine(base / "pristine")
+    p = build_pristine(base / "pristine", store)
     tampers = all_tampers(p)
     results: list[Outcome] = []
     cli_runs = cli_agree = 0

@@ -19,12 +19,14 @@ from rel_support import EXE, child_env, ledger_block
 from infomark.gatekeeper import Gatekeeper
 
 
+@pytest.mark.usefixtures("backend")  # on SQLite and on PostgreSQL
 def test_eight_writers_on_one_home(tmp_path: Path) -> None:
     figures = race(tmp_path, writers=8, ops=20, shared=4)
     assert figures["problems"] == []
     assert figures["calls"] == 160
 
 
+@pytest.mark.usefixtures("backend")
 def test_eight_writers_on_one_session(tmp_path: Path) -> None:
     figures = race(tmp_path, writers=8, ops=10, shared=8, seed=5)
     assert figures["problems"] == []

@@ -1,5 +1,5 @@
 """Crashes: writers SIGKILLed at seeded points lose no committed event, leave every chain
-verifiable, and a fresh process sees the state a full replay gives."""
+verifiable, and a fresh process sees the state a full replay gives; on both backends."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from rel_crash import crash_campaign
 
 
+@pytest.mark.usefixtures("backend")  # on SQLite and on PostgreSQL
 def test_sigkilled_writers_lose_no_committed_event(tmp_path: Path) -> None:
     figures = crash_campaign(tmp_path, rounds=2, max_lines=12, seed=3)
     assert figures["problems"] == []

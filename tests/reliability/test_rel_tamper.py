@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -28,8 +27,11 @@ from rel_tamper import (
     audit_inprocess,
     build_pristine,
     campaign,
+    copy_home,
     judge,
+    raw_db,
 )
+from store_backends import Backend
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.audit import verify_session
@@ -41,8 +43,9 @@ from infomark.ledger.journal import GENESIS, event_hash
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
-    return build_pristine(tmp_path_factory.mktemp("pristine"))
+def pristine(tmp_path_factory: pytest.TempPathFactory, module_backend: Backend) -> Pristine:
+    """Once per backend: every test that tampers runs on SQLite and on PostgreSQL."""
+    return build_pristine(tmp_path_factory.mktemp("pristine"), module_backend.url)
 
 
 def _sample(p: Pristine) -> set[int]:
@@ -78,8 +81,7 @@ def test_the_op_list_is_complete(pristine: Pristine) -> None:
 
 
 def test_control_the_pristine_home_verifies(pristine: Pristine, tmp_path: Path) -> None:
-    home = tmp_path / ".infomark"
-    shutil.copytree(pristine.home, home)
+    home = copy_home(pristine, tmp_path)
     assert audit_inprocess(home) == []
     code, problems, err = audit_cli(home)
     assert (code, problems) == (0, []), err
@@ -134,8 +136,7 @@ def test_cli_audit_verify_names_the_first_bad_event(
 
 
 def test_changed_key_is_reported_as_key_mismatch(pristine: Pristine, tmp_path: Path) -> None:
-    home = tmp_path / ".infomark"
-    shutil.copytree(pristine.home, home)
+    home = copy_home(pristine, tmp_path)
     env = {"INFOMARK_KEY": secrets.token_hex(32)}
     proc = run_cli("audit", "--verify", "--json", "--home", str(home), "--session", SESSION,
                    env=env)  # fmt: skip
@@ -176,10 +177,9 @@ def test_regression_d4_keyless_rewrite_is_not_reported_as_a_key_change(
     """D4: without the key, turn the first denial into an allow, re-chain the tail under a
     made-up key id and point the head at it: the audit must name the edited event, not
     call the whole thing an intact chain signed with another key."""
-    home = tmp_path / ".infomark"
-    shutil.copytree(pristine.home, home)
+    home = copy_home(pristine, tmp_path)
     target = min(s for s, t in pristine.types.items() if t == "decision")
-    db = sqlite3.connect(home / "ledger.db")
+    db = raw_db(home)
     rows = db.execute(
         "SELECT seq, type, payload, ts, prev_hash FROM events WHERE session = ? AND seq >= ? "
         "ORDER BY seq",

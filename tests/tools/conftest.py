@@ -74,16 +74,28 @@ def new_session(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def _env() -> dict[str, str]:
+def _env(store: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INFOMARK_")}
     env["PYTHONUNBUFFERED"] = "1"
+    if store is not None:
+        env["INFOMARK_STORE"] = store
     return env
 
 
-def start_service(base: Path, *extra: str) -> Service:
-    project = base / "project"
-    project.mkdir(parents=True)
-    home = project / ".infomark"
+def start_service(
+    base: Path,
+    *extra: str,
+    store: str | None = None,
+    home: Path | None = None,
+    project: Path | None = None,
+) -> Service:
+    """``infomark serve`` on ``base/project``; ``store`` a PostgreSQL URL (the service's
+    ``INFOMARK_STORE``); ``home`` another home than ``base/project/.infomark``; ``project``
+    another (existing) project root."""
+    if project is None:
+        project = base / "project"
+        project.mkdir(parents=True)
+    home = home or project / ".infomark"
     cmd = [
         sys.executable,
         "-m",
@@ -101,7 +113,7 @@ def start_service(base: Path, *extra: str) -> Service:
     proc = subprocess.Popen(
         cmd,
         cwd=project,
-        env=_env(),
+        env=_env(store),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

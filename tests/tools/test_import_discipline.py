@@ -25,6 +25,8 @@ HEAVY = (
     "mcp",
     "cryptography",
     "anyio",
+    "psycopg",  # the PostgreSQL store (issue 19): only when a home's store is a URL
+    "psycopg_pool",
 )
 
 _SCRIPT = """
@@ -125,6 +127,8 @@ PRETOOL_MODULES = {
     "infomark.ledger.report",
     "infomark.ledger.semantics",
     "infomark.ledger.state",
+    "infomark.ledger.store",  # which store a home uses (issue 19; PostgreSQL loads only for a URL)
+    "infomark.ledger.store_base",  # the journal seam both backends share (issue 19)
     "infomark.tools",
     "infomark.tools.hooks",
     "infomark.tools.hooks.answer",

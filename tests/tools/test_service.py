@@ -1,4 +1,8 @@
-"""The HTTP service over the wire: auth, errors, streaming, hooks, OpenAPI (real uvicorn)."""
+"""The HTTP service over the wire: auth, errors, streaming, hooks, OpenAPI (real uvicorn).
+
+Every test that talks to a server runs twice: on a home with its SQLite file, and on a
+PostgreSQL store (``module_backend``: one schema for the module's shared server).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from store_backends import Backend, drop_schema, new_schema
 
 from infomark.tools.serve import _bind, is_loopback
 from infomark.tools.service import (
@@ -35,12 +40,50 @@ from infomark.tools.service import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from conftest import Service
 
 REPO = Path(__file__).resolve().parents[2]
 OPENAPI_FILE = REPO / "docs" / "openapi.json"
 REGENERATE = ".venv/bin/python -m infomark.tools.service openapi docs/openapi.json"
 HAS_HOOK = importlib.util.find_spec("infomark.tools.hooks.claude_code") is not None
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory, module_backend: Backend) -> Iterator[Service]:
+    """One server per module and backend; tests keep apart by their own session ids."""
+    from conftest import start_service, stop_service
+
+    svc = start_service(tmp_path_factory.mktemp("svc"), store=module_backend.url)
+    yield svc
+    stop_service(svc)
+
+
+@pytest.fixture
+def spawn(tmp_path: Path, module_backend: Backend) -> Iterator[Callable[..., Service]]:
+    """A private server with extra ``serve`` flags, on the module's backend (a store of its
+    own: a fresh schema on PostgreSQL)."""
+    from conftest import start_service, stop_service
+
+    started: list[Service] = []
+    schemas: list[str] = []
+
+    def start(*extra: str) -> Service:
+        url = None
+        if module_backend.pg:
+            schema, url = new_schema()
+            schemas.append(schema)
+        svc = start_service(tmp_path / f"svc{len(started)}", *extra, store=url)
+        started.append(svc)
+        return svc
+
+    yield start
+    for svc in started:
+        if svc.proc.poll() is None:
+            stop_service(svc)
+    for schema in schemas:
+        drop_schema(schema)
 
 
 @pytest.fixture

@@ -34,7 +34,6 @@ from infomark.kernel.protocol import render_protocol
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.inbox import Inbox, LeaseLost, Message, new_holder
-from infomark.ledger.journal import Journal
 from infomark.tools.runner.agentfile import AgentSpec
 from infomark.tools.runner.model import ChatResult, ModelClient, RawToolCall
 from infomark.tools.runner.result import RunResult
@@ -170,7 +169,7 @@ class Runner:
 
     def _beat(self) -> None:
         every = max(0.05, self.spec.idle.lease_ttl_seconds / 4)
-        journal = Journal(self.gk.store.journal.path, self.gk.store.key)
+        journal = self.gk.store.journal.reopen()
         inbox = Inbox(journal)
         try:
             while not self._beat_stop.wait(every):

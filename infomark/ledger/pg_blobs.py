@@ -1,0 +1,52 @@
+"""Tool outputs in a PostgreSQL store (the ``blobs`` table), for every host to read."""
+
+from __future__ import annotations
+
+import hashlib
+
+from infomark.ledger.pg import PgJournal
+
+__all__ = ["PgBlobStore"]
+
+
+class PgBlobStore:
+    """Tool outputs in the store's ``blobs`` table, content-addressed by SHA-256 as the
+    files of :class:`~infomark.ledger.blobs.BlobStore` are: every host reads every blob.
+    Each ``put`` commits before the event that points to it (outside a write), or with it."""
+
+    def __init__(self, journal: PgJournal) -> None:
+        self._journal = journal
+
+    def put(self, data: bytes) -> str:
+        hexd = hashlib.sha256(data).hexdigest()
+        j = self._journal
+        if len(data) > 65536 and j._one("SELECT size FROM blobs WHERE digest = ?", (hexd,)):
+            return "sha256:" + hexd  # already stored: the big payload is not sent again
+        j._retry(
+            lambda: j._db.execute(
+                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)",
+                (hexd, len(data), data),
+            )
+        )
+        return "sha256:" + hexd
+
+    def put_text(self, text: str) -> tuple[str, int]:
+        data = text.encode("utf-8", "surrogatepass")
+        return self.put(data), len(data)
+
+    def get(self, digest: str) -> bytes | None:
+        hexd = digest.removeprefix("sha256:")
+        row = self._journal._one("SELECT data FROM blobs WHERE digest = ?", (hexd,))
+        return None if row is None else bytes(row[0])
+
+    def exists(self, digest: str) -> bool:
+        """Whether the blob is there (not whether it is intact: :meth:`verify`)."""
+        hexd = digest.removeprefix("sha256:")
+        return self._journal._one("SELECT 1 FROM blobs WHERE digest = ?", (hexd,)) is not None
+
+    def verify(self, digest: str) -> bool | None:
+        """True when the blob matches its digest, False when it does not, None when missing."""
+        data = self.get(digest)
+        if data is None:
+            return None
+        return "sha256:" + hashlib.sha256(data).hexdigest() == digest

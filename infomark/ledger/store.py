@@ -1,0 +1,141 @@
+"""Which store a home uses, and opening it (standard library only until PostgreSQL is chosen).
+
+The store is chosen, first match wins, by:
+
+1. an explicit value (``--store``, ``Gatekeeper.open(store=…)``);
+2. ``$INFOMARK_STORE``;
+3. ``store = "…"`` in the configuration (the facade passes it as the explicit value when
+   the environment names none);
+4. ``<home>/store``, written by ``infomark init --store URL`` (so every later command,
+   hook and service of that home finds it);
+5. else the home's own SQLite file, ``<home>/ledger.db``: the embedded default.
+
+A value is ``sqlite`` (the default, said explicitly) or a ``postgresql://`` /
+``postgres://`` URL. psycopg is imported only when a PostgreSQL store is opened
+(``pip install 'infomark[postgres]'``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from infomark.kernel.errors import ConfigError
+from infomark.ledger.blobs import BlobStore
+from infomark.ledger.journal import Journal
+from infomark.ledger.keys import check_private, write_private
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from infomark.ledger.blobs import Blobs
+    from infomark.ledger.keys import Key
+    from infomark.ledger.store_base import BaseJournal
+
+__all__ = [
+    "STORE_ENV",
+    "check_store",
+    "is_postgres",
+    "open_blobs",
+    "open_journal",
+    "pick_store",
+    "redacted",
+    "remember_store",
+    "resolve_store",
+]
+
+STORE_ENV = "INFOMARK_STORE"
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(store: str | None) -> bool:
+    return bool(store) and str(store).startswith(_SCHEMES)
+
+
+def check_store(value: str, where: str) -> str | None:
+    """``value`` as a store: None for SQLite, the URL for PostgreSQL; else a ConfigError."""
+    text = value.strip()
+    if text in ("", "sqlite"):
+        return None
+    if is_postgres(text):
+        return text
+    raise ConfigError(
+        f'{where}: store must be "sqlite" or a postgresql:// URL, not {redacted(text)!r}'
+    )
+
+
+def redacted(store: str | None) -> str:
+    """The store for messages: never a password."""
+    if not store:
+        return "sqlite"
+    if not is_postgres(store):
+        return store[:80]
+    from infomark.ledger.pg_schema import redact  # no psycopg: loaded for a URL only
+
+    return redact(store)
+
+
+def pick_store(explicit: str | None, configured: str | None = None) -> str | None:
+    """The first of ``explicit``, ``$INFOMARK_STORE`` and the configuration's ``store``
+    (whose default, ``sqlite``, defers to ``<home>/store``); None: ask the home."""
+    if explicit:
+        return explicit
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return env
+    return None if configured in (None, "", "sqlite") else configured
+
+
+def resolve_store(home: Path, explicit: str | None = None) -> str | None:
+    """The store URL of ``home`` (None: its SQLite file), by the order in the docstring."""
+    if explicit:
+        return check_store(explicit, "--store")
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return check_store(env, STORE_ENV)
+    path = home / "store"
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    check_private(path)  # it may hold a password
+    return check_store(text, str(path))
+
+
+def remember_store(home: Path, url: str | None) -> None:
+    """``<home>/store`` (0600) names the store for every later opener of this home."""
+    path = home / "store"
+    if url is None:
+        path.unlink(missing_ok=True)
+        return
+    if path.exists():
+        if path.read_text("utf-8").strip() == url:
+            return
+        path.unlink()
+    write_private(path, (url + "\n").encode())
+
+
+def open_journal(home: Path, key: Key, store: str | None = None) -> BaseJournal:
+    """The journal of ``home`` on its store (``store`` as resolved by :func:`resolve_store`)."""
+    url = resolve_store(home, store)
+    if url is None:
+        return Journal(home / "ledger.db", key)
+    try:
+        from infomark.ledger.pg import PgJournal
+    except ImportError:
+        raise ConfigError(
+            "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
+        ) from None
+    return PgJournal(home, key, url)
+
+
+def open_blobs(home: Path, journal: BaseJournal) -> Blobs:
+    """Where tool outputs go: ``<home>/blobs`` for SQLite, the store's table for PostgreSQL."""
+    if journal.kind == "postgresql":
+        from infomark.ledger.pg import PgJournal
+        from infomark.ledger.pg_blobs import PgBlobStore
+
+        assert isinstance(journal, PgJournal)
+        return PgBlobStore(journal)
+    return BlobStore(home / "blobs")
