@@ -335,21 +335,12 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"{block.kind} for {block.claim_id} has no evidence_ref; "
             f"{RejectReason.MISSING_EVIDENCE.hint}",
         )
-    claim = state.claims.get(block.claim_id or "")
-    if claim is None:
-        return reject(
-            RejectReason.UNKNOWN_CLAIM,
-            f"no claim {block.claim_id!r} in the active ledger; {RejectReason.UNKNOWN_CLAIM.hint}",
-        )
-    if not (claim.falsifier or "").strip():
-        return reject(
-            RejectReason.MISSING_FALSIFIER,
-            f"claim {claim.id} has no falsifier; {RejectReason.MISSING_FALSIFIER.hint}",
-        )
-    ev, why = ctx.verify_ref(block.evidence_ref)
-    if ev is None:
-        assert why is not None
-        return reject(why, f"{block.evidence_ref}: {why.hint}")
+    from infomark.ledger.stamp_reject import claim_and_evidence
+
+    found = claim_and_evidence(state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject)
+    if found is None:
+        return None
+    claim, ev = found
     if ev.tool_class == ToolClass.DELEGATION:
         return reject(
             RejectReason.DELEGATED_EVIDENCE,

@@ -1,16 +1,19 @@
-"""One way to refuse a stamp: journal ``stamp_rejected`` and tell the ingest report."""
+"""What every stamp kind shares: its refusal (``stamp_rejected``) and its first checks."""
 
 from __future__ import annotations
+
+from infomark.kernel.reasons import RejectReason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # nothing at run time: the hook path stays free of pydantic
     from collections.abc import Callable, Mapping
 
-    from infomark.kernel.reasons import RejectReason
     from infomark.ledger.blocks import DivergenceBlock, StampBlock
+    from infomark.ledger.evidence import Evidence
     from infomark.ledger.report import IngestReport
+    from infomark.ledger.state import ClaimState, SessionState
 
-__all__ = ["reject_stamp"]
+__all__ = ["claim_and_evidence", "reject_stamp"]
 
 
 def reject_stamp(
@@ -41,3 +44,33 @@ def reject_stamp(
             "kind": block.kind,
         }
     )
+
+
+def claim_and_evidence(
+    state: SessionState,
+    verify_ref: Callable[[str], tuple[Evidence | None, RejectReason | None]],
+    claim_id: str | None,
+    evidence_ref: str,
+    reject: Callable[[RejectReason, str], None],
+) -> tuple[ClaimState, Evidence] | None:
+    """The stamped claim (declared, with a falsifier) and its verified evidence, or None after
+    ``reject`` was told why: the checks oracle, inference and source stamps share, in order."""
+    claim = state.claims.get(claim_id or "")
+    if claim is None:
+        reject(
+            RejectReason.UNKNOWN_CLAIM,
+            f"no claim {claim_id!r} in the active ledger; {RejectReason.UNKNOWN_CLAIM.hint}",
+        )
+        return None
+    if not (claim.falsifier or "").strip():
+        reject(
+            RejectReason.MISSING_FALSIFIER,
+            f"claim {claim.id} has no falsifier; {RejectReason.MISSING_FALSIFIER.hint}",
+        )
+        return None
+    ev, why = verify_ref(evidence_ref)
+    if ev is None:
+        assert why is not None
+        reject(why, f"{evidence_ref}: {why.hint}")
+        return None
+    return claim, ev
