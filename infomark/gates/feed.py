@@ -10,10 +10,11 @@ says "no change" on its own authority:
   ``/proc/PID/stat``) and the boot; the peer of the socket (``SO_PEERCRED``) must be exactly
   that process. A watcher the agent killed and replaced — even one running our code, on the
   same socket name — is another process, so the compare walks.
-- The window is pinned too: the token taken before the call names the watcher, and the answer
-  after the call must come from that same process (one that lived through the whole call);
-  otherwise, or on any error, timeout, overflow or incomplete window, :func:`since` returns
-  None and the caller walks the whole tree.
+- The window is pinned too: the token taken before the call names the watcher and the time,
+  and the answer after the call must come from that same process, which vouches only for a
+  window that began after all its watches were in place (so it lived through the whole
+  call); otherwise, or on any error, timeout, overflow or incomplete window, :func:`since`
+  returns None and the caller walks the whole tree.
 
 Standard library only, without the ``socket`` module (``_socket`` is the C module under it;
 the hook's start-up pays for neither ``socket`` nor ``subprocess`` unless it launches).
@@ -27,6 +28,7 @@ import json
 import os
 import struct
 import sys
+import time
 from pathlib import Path
 
 TYPE_CHECKING = False
@@ -168,26 +170,19 @@ def _index_count(git_dir: Path) -> int:
 
 
 def token(watch_dir: Path, top: Path, git_dir: Path, *, min_tracked: int) -> Token | None:
-    """The feed's position before a call, or None (then the compare walks).
+    """The feed's window start before a call, or None (then the compare walks).
 
-    Launches a watcher (without waiting for it) when the tree is big enough and none is
-    alive; a call that finds none starting or ready walks, the next ones use the feed.
+    No request: the token is the pinned watcher's identity and the ``CLOCK_MONOTONIC`` time
+    now; :func:`since` asks that process, and it vouches only for a window that started after
+    it was ready. With no live watcher (and a tree big enough), one is launched without
+    waiting for it: this call walks, the next ones use the feed.
     """
+    t = time.monotonic_ns()
     if sys.platform != "linux" or _index_count(git_dir) < min_tracked:
         return None
     pin = _read_pin(watch_dir, top)
-    if pin is not None:
-        reply = _ask(pin, {"op": "token"})
-        if reply is not None and isinstance(reply.get("seq"), int):
-            return {
-                "pid": pin["pid"],
-                "start": pin["start"],
-                "boot": pin["boot"],
-                "sock": pin["sock"],
-                "seq": reply["seq"],
-            }
-        if alive(pin):
-            return None  # starting up (or stuck): walk this time, do not start another
+    if pin is not None and alive(pin):
+        return {k: pin[k] for k in ("pid", "start", "boot", "sock")} | {"t": t}
     launch(watch_dir, top)
     return None
 
@@ -198,10 +193,10 @@ def since(watch_dir: Path, top: Path, tok: Token) -> list[str] | None:
     pin = _read_pin(watch_dir, top)
     if pin is None or any(pin.get(k) != tok.get(k) for k in ("pid", "start", "boot", "sock")):
         return None  # not the watcher that gave the token (replaced, restarted, or gone)
-    seq = tok.get("seq")
-    if not isinstance(seq, int):
+    t = tok.get("t")
+    if not isinstance(t, int):
         return None
-    reply = _ask(pin, {"op": "since", "seq": seq})
+    reply = _ask(pin, {"op": "since", "t": t})
     paths = reply.get("paths") if reply is not None else None
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         return None

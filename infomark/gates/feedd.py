@@ -7,10 +7,11 @@ falls back to the full walk — on every doubt: an overflowed queue, a watch it 
 the tree or the control directory ``CTL`` gone, a pin file ``PIN`` that no longer names this
 process (another watcher replaced it), or :data:`IDLE` seconds without a request.
 
-Requests: ``{"op": "token"}`` answers ``{"ok": true, "seq": N}`` (the window starts after
-event ``N``); ``{"op": "since", "seq": N}`` runs the barrier, then answers the candidate paths
-noted after ``N`` (``ok: false`` when the barrier timed out or the window is incomplete).
-Nothing a request says changes what the watcher remembers: a client can only read.
+One request: ``{"op": "since", "t": T}`` (``T``: ``CLOCK_MONOTONIC`` in ns, taken before
+the call) runs the barrier, then answers ``{"ok": true, "paths": [...]}``, the candidates read
+at or after ``T``; ``ok: false`` when the barrier timed out, or the watcher was not ready by
+``T``, or dropped candidates since. Nothing a request says changes what the watcher
+remembers: a client can only read.
 """
 
 from __future__ import annotations
@@ -45,18 +46,14 @@ def _answer(watch: TreeWatch, line: bytes) -> dict[str, object]:
     except ValueError:
         return {"ok": False, "error": "not JSON"}
     op = req.get("op") if isinstance(req, dict) else None
-    if op == "token":
-        watch.drain()
-        watch.rescan()
-        return {"ok": True, "seq": watch.seq}
     if op == "since":
-        seq = req.get("seq")
-        if not isinstance(seq, int) or isinstance(seq, bool):
-            return {"ok": False, "error": "seq must be an integer"}
+        t = req.get("t")
+        if not isinstance(t, int) or isinstance(t, bool):
+            return {"ok": False, "error": "t must be an integer"}
         if not watch.barrier():
             return {"ok": False, "error": "barrier timed out"}
         watch.rescan()
-        paths = watch.since(seq)
+        paths = watch.since(t)
         if paths is None:
             return {"ok": False, "error": "window incomplete"}
         return {"ok": True, "paths": paths}

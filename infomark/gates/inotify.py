@@ -4,8 +4,10 @@
 every directory that is an ancestor of a tracked path (names created, deleted, moved) and
 every tracked file's own inode (writes, truncation, attribute and link-count changes, also
 when they come through a hard link elsewhere, which a directory watch alone would not
-report). Every event becomes a *candidate*: a path that **may** have changed, numbered by a
-sequence; a directory event names the directory (``"dir/"``: everything tracked under it).
+report). Every event becomes a *candidate*: a path that **may** have changed, stamped with the
+``CLOCK_MONOTONIC`` time at which the watcher *read* it (never earlier than the event itself,
+so a window "since time T" misses no event that happened after T); a directory event names
+the directory (``"dir/"``: everything tracked under it).
 The feed never says a path is unchanged: the compare still ``lstat``s each candidate against
 the marker's change time (:mod:`infomark.gates.fingerprint`), so a spurious candidate costs
 one ``lstat`` and a missing one is the only failure, which is why every doubt ends the
@@ -108,9 +110,9 @@ class TreeWatch:
         if self.fd < 0:
             raise FeedBroken(f"inotify_init1: {os.strerror(ctypes.get_errno())}")
         self.dev = os.lstat(self.top).st_dev
-        self.seq = 0
-        self.floor = 0  # windows starting before this are incomplete (candidates dropped)
-        self.candidates: dict[str, int] = {}
+        self.floor = 0  # windows starting before this (ns) are incomplete: candidates dropped
+        self.candidates: dict[str, int] = {}  # path -> when it was read (monotonic ns)
+        self._now = 0  # the stamp of the batch being parsed
         self.paths: dict[int, set[str]] = {}  # wd -> the tree paths it watches ("" = top)
         self.dirs: set[int] = set()
         self.tracked: frozenset[str] = frozenset()
@@ -119,6 +121,7 @@ class TreeWatch:
         self.ctl_wd = self._add(ctl, _CTL)
         self._sentinels: set[str] = set()
         self.rescan(initial=True)
+        self.ready = time.monotonic_ns()  # every watch is in place: windows may start now
 
     # -- watches -----------------------------------------------------------------------------
 
@@ -182,6 +185,7 @@ class TreeWatch:
             self._watch(p, is_dir=False)
         self.tracked, self.ancestors, self.index_ident = paths, frozenset(ancestors), ident
         if not initial:
+            self._now = time.monotonic_ns()
             self._note(*new_files, *(d + "/" for d in new_dirs if d))
 
     def _index_path(self) -> str:
@@ -195,14 +199,11 @@ class TreeWatch:
     # -- events ------------------------------------------------------------------------------
 
     def _note(self, *paths: str) -> None:
-        if not paths:
-            return
-        self.seq += 1
         for p in paths:
-            self.candidates[p] = self.seq
+            self.candidates[p] = self._now
         if len(self.candidates) > CANDIDATE_LIMIT:
             self.candidates.clear()
-            self.floor = self.seq
+            self.floor = self._now + 1
 
     def drain(self) -> None:
         """Consume every queued event (non-blocking)."""
@@ -211,6 +212,7 @@ class TreeWatch:
                 data = os.read(self.fd, 1 << 16)
             except BlockingIOError:
                 return
+            self._now = time.monotonic_ns()  # after the read: not earlier than any event in it
             self._parse(data)
 
     def _parse(self, data: bytes) -> None:
@@ -289,11 +291,12 @@ class TreeWatch:
             self._sentinels.discard(name)
             os.unlink(path)
 
-    def since(self, seq: int) -> list[str] | None:
-        """Candidates noted after ``seq``; None when that window is no longer complete."""
-        if seq < self.floor:
+    def since(self, t: int) -> list[str] | None:
+        """Candidates read at or after ``t`` (monotonic ns); None when this watcher cannot
+        vouch for that window (not ready by then, or candidates since dropped)."""
+        if t < self.ready or t < self.floor:
             return None
-        return sorted(p for p, s in self.candidates.items() if s > seq)
+        return sorted(p for p, s in self.candidates.items() if s >= t)
 
     def close(self) -> None:
         os.close(self.fd)

@@ -67,11 +67,11 @@ def test_a_killed_watcher_means_the_full_walk(fed: Fed) -> None:
     assert tokened and change.method == "git-index" and truth == {"p0/m1.py"}
     assert set(change.files) == truth
     # the next call walks too (it starts another watcher once this one has fully exited)
-    again, _truth, tokened2 = fed.call("echo 2 >> p0/m2.py")
+    again, _truth, _tokened = fed.call("echo 2 >> p0/m2.py")
     pin = feed._read_pin(fed.watch, fed.root)
     if pin is not None:
         fed.started.append(pin["pid"])
-    assert not tokened2 and again.method == "git-index" and again.files == ("p0/m2.py",)
+    assert again.method == "git-index" and again.files == ("p0/m2.py",)
 
 
 def test_an_impostor_on_the_socket_is_not_believed(fed: Fed, tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_an_impostor_on_the_socket_is_not_believed(fed: Fed, tmp_path: Path) -> 
     change, truth, tokened = fed.call(command)
     _track_impostor(fed, tmp_path)
     # the impostor answers "ok, nothing changed" from the pinned name: the peer is not the pin
-    reply = feed._ask({**fed.pin, "pid": fed.pid}, {"op": "since", "seq": 0})
+    reply = feed._ask({**fed.pin, "pid": fed.pid}, {"op": "since", "t": 0})
     assert reply is None
     assert (
         tokened and change.method == "git-index" and change.files == ("p1/m1.py",) == tuple(truth)
@@ -108,8 +108,8 @@ def test_a_rewritten_pin_naming_the_impostor_is_not_believed(fed: Fed, tmp_path:
     assert json.loads(pin_file.read_text())["pid"] == pid  # the forgery is in place
     assert change.method == "git-index" and change.files == ("p2/m2.py",)
     # and the next call does not trust it either: its command line is not the watcher's
-    nxt, _truth, tokened = fed.call("echo again >> p2/m3.py")
-    assert not tokened and nxt.method == "git-index" and nxt.files == ("p2/m3.py",)
+    nxt, _truth, _tokened = fed.call("echo again >> p2/m3.py")
+    assert nxt.method == "git-index" and nxt.files == ("p2/m3.py",)
 
 
 def test_our_own_watcher_code_started_by_the_agent_is_another_process(fed: Fed) -> None:
@@ -154,7 +154,7 @@ def test_an_overflowed_queue_ends_the_watcher(fed: Fed) -> None:
     change, truth, tokened = fed.call(command)
     assert tokened and change.method == "git-index"
     assert set(change.files) == truth == {"p1/m0.py", "p1/m1.py", "p1/m5.py"}
-    assert feed._ask(fed.pin, {"op": "token"}) is None  # it saw the overflow and stopped serving
+    assert feed._ask(fed.pin, {"op": "since", "t": 0}) is None  # it saw the overflow: no answers
 
 
 def test_requests_from_the_agent_cannot_hide_a_change(fed: Fed, tmp_path: Path) -> None:
@@ -166,8 +166,8 @@ def test_requests_from_the_agent_cannot_hide_a_change(fed: Fed, tmp_path: Path) 
         "import json, sys\n"
         "from infomark.gates import feed\n"
         "pin = json.load(open(sys.argv[1]))\n"
-        "for req in ({'op': 'since', 'seq': 10**9}, {'op': 'token'}, {'op': 'forget'},\n"
-        "            {'op': 'since', 'seq': -1}, 'junk'):\n"
+        "for req in ({'op': 'since', 't': 10**20}, {'op': 'token'}, {'op': 'forget'},\n"
+        "            {'op': 'since', 't': -1}, 'junk'):\n"
         "    feed._ask(pin, req if isinstance(req, dict) else {'op': req})\n"
     )
     ctl = fed.pin["ctl"]
@@ -228,3 +228,14 @@ def test_the_watch_limit_breaks_the_watcher(fed: Fed, monkeypatch: pytest.Monkey
             assert watch.barrier()
     finally:
         watch.close()
+
+
+def test_a_window_older_than_the_watcher_is_not_vouched_for(fed: Fed) -> None:
+    """A watcher answers only for windows that began once all its watches were in place:
+    a token from before it was ready (a replayed old marker, or a watcher started during
+    the call) gets no answer, so the compare walks."""
+    found = fp.find_git_dir(fed.root)
+    assert found is not None
+    tok = feed.token(fed.watch, found[0], found[1], min_tracked=1)
+    assert tok is not None and feed.since(fed.watch, fed.root, tok) == []
+    assert feed.since(fed.watch, fed.root, {**tok, "t": 1}) is None
