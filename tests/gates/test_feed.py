@@ -167,3 +167,40 @@ def test_every_kind_of_write_is_found_by_the_feed(
             stop_all(f)
             with contextlib.suppress(OSError):
                 os.chmod(tmp, 0o700)
+
+
+def test_the_gatekeeper_reads_the_feed(
+    tmp_path: Path, home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the facade: an execute call that edits a tracked file is an
+    unannounced_mutation found by the feed (the session's watcher, in its home)."""
+    import subprocess
+    import sys
+
+    from helpers import ledger_text
+
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.calls import ToolCall, ToolOutcome
+
+    monkeypatch.setattr(fp, "FEED_MIN_TRACKED", 1)
+    make_repo_at = __import__("feed_support").make_repo
+    root = make_repo_at(project).resolve()
+    with Gatekeeper.open(home, "fed", root=root) as gk:
+        gk.ingest(ledger_text(("C1", "Guess", "pytest -q"), premises=("C1",)))
+        (home / "watch").mkdir(mode=0o700, exist_ok=True)
+        pin = feed.launch(home / "watch", root, wait=30)
+        assert pin is not None
+        f = Fed(root, home / "watch", pin, [pin["pid"]])  # type: ignore[list-item]
+        try:
+            (root / "tool.py").write_text("open('p1/m1.py', 'a').write('# fixed\\n')\n")
+            call = ToolCall("Bash", {"command": f"{sys.executable} tool.py"})
+            decision = gk.authorize(call)
+            assert decision.allowed
+            subprocess.run(call.input["command"], shell=True, cwd=root, check=True)
+            evidence = gk.record(call, ToolOutcome(""), call_id=decision.call_id)
+            notice = gk.after_tool_text(call, ToolOutcome(""), evidence)
+            assert "p1/m1.py" in notice
+            event = next(e.payload for e in gk.events() if e.type == "unannounced_mutation")
+            assert event["method"] == "feed" and event["files"] == ["p1/m1.py"]
+        finally:
+            stop_all(f)

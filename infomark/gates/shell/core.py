@@ -93,6 +93,8 @@ class Stdin:
     text: str | None = None  # here-doc / here-string / piped text, when known
     path: str | None = None  # `< path`
     label: str = ""
+    producer: str = ""  # the command writing into the pipe, as written (`base64 -d`)
+    decoded: str | None = None  # what a static `echo TEXT | base64 -d` produces, when known
 
 
 Handler = Callable[[str, list[Arg], "Env"], None]

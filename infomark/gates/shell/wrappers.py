@@ -232,6 +232,17 @@ def _h_exec_tool(name: str, args: list[Arg], env: Env) -> None:
     _run_rest(args[opts_end:], env)
 
 
+# Producers whose output is code nobody can read before it runs (the consumer is opaque).
+_RUNTIME_CODE = {
+    **dict.fromkeys(
+        "base64 base32 basenc xxd od uudecode openssl gpg age rev tr gzip gunzip zcat bzip2 "
+        "bunzip2 bzcat xz unxz xzcat lzma unlzma zstd unzstd zstdcat brotli".split(),
+        "decoded",
+    ),
+    **dict.fromkeys("curl wget fetch nc ncat socat aria2c".split(), "fetched"),
+}
+
+
 def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
     """Code read from stdin: a shell's is parsed when known, an interpreter's is opaque."""
     stdin = env.stdin()
@@ -241,8 +252,14 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
         env.execute(f"runs a script {stdin.label}")
     elif stdin.text is not None and what == "shell":
         env.nested(stdin.text, f"code {stdin.label}")
+    elif stdin.kind == "pipe" and stdin.producer:
+        word = stdin.producer.split()[0].rsplit("/", 1)[-1] if stdin.producer.split() else ""
+        how = _RUNTIME_CODE.get(word, "produced")
+        env.opaque(f"runs code {how} at run time by `{stdin.producer}`: unknown code (opaque)")
+        if stdin.decoded is not None:  # read it too: the decoded code may be worse than modify
+            env.nested(stdin.decoded, f"code decoded by `{stdin.producer}`")
     else:
-        env.modify(f"runs opaque inline code {stdin.label}")
+        env.opaque(f"runs unknown code {stdin.label} (opaque)")
 
 
 def _h_infomark(name: str, args: list[Arg], env: Env) -> None:
