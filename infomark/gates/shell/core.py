@@ -94,7 +94,7 @@ class Stdin:
     path: str | None = None  # `< path`
     label: str = ""
     producer: str = ""  # the command writing into the pipe, as written (`base64 -d`)
-    decoded: str | None = None  # what a static `echo TEXT | base64 -d` produces, when known
+    producer_input: str | None = None  # what the producer itself reads, when known
 
 
 Handler = Callable[[str, list[Arg], "Env"], None]

@@ -448,7 +448,7 @@ def _stdin_of(node: Node, src: bytes) -> Stdin:
                 _upstream_text(prev, src),
                 label="from a pipe",
                 producer=producer,
-                decoded=_decoded(prev, src),
+                producer_input=_stdin_of(prev, src).text if prev.type == "command" else None,
             )
         grand = parent.parent
         if grand is not None and grand.type == "heredoc_redirect":  # `cat <<X | cmd`
@@ -468,31 +468,6 @@ def _is_plain_cat(node: Node, src: bytes) -> bool:
         and _word(name, src).value == "cat"
         and not node.children_by_field_name("argument")
     )
-
-
-def _decoded(node: Node, src: bytes) -> str | None:
-    """What ``echo TEXT | base64 -d`` writes, when TEXT is static (for the nested reading of
-    decoded code; the consumer stays opaque whatever this says)."""
-    cmd = node.child_by_field_name("body") if node.type == "redirected_statement" else node
-    if cmd is None or cmd.type != "command":
-        return None
-    name_node = cmd.child_by_field_name("name")
-    if name_node is None or _word(name_node, src).value not in ("base64", "base32"):
-        return None
-    args = [a.value for a in _words(cmd.children_by_field_name("argument"), src)]
-    if args not in (["-d"], ["--decode"]):
-        return None
-    stdin = _stdin_of(cmd, src)
-    if stdin.text is None:
-        return None
-    import base64
-    import binascii
-
-    decode = base64.b64decode if _word(name_node, src).value == "base64" else base64.b32decode
-    try:
-        return decode("".join(stdin.text.split())).decode("utf-8", "replace")
-    except (binascii.Error, ValueError):
-        return None
 
 
 def _upstream_text(node: Node, src: bytes) -> str | None:

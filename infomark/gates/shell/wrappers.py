@@ -233,14 +233,30 @@ def _h_exec_tool(name: str, args: list[Arg], env: Env) -> None:
 
 
 # Producers whose output is code nobody can read before it runs (the consumer is opaque).
-_RUNTIME_CODE = {
-    **dict.fromkeys(
-        "base64 base32 basenc xxd od uudecode openssl gpg age rev tr gzip gunzip zcat bzip2 "
-        "bunzip2 bzcat xz unxz xzcat lzma unlzma zstd unzstd zstdcat brotli".split(),
-        "decoded",
-    ),
-    **dict.fromkeys("curl wget fetch nc ncat socat aria2c".split(), "fetched"),
-}
+_DECODERS = (
+    "base64", "base32", "basenc", "xxd", "od", "uudecode", "openssl", "gpg", "age", "rev", "tr",
+    "gzip", "gunzip", "zcat", "bzip2", "bunzip2", "bzcat", "xz", "unxz", "xzcat", "lzma",
+    "unlzma", "zstd", "unzstd", "zstdcat", "brotli",
+)  # fmt: skip
+_FETCHERS = ("curl", "wget", "fetch", "nc", "ncat", "socat", "aria2c")
+_RUNTIME_CODE = {**dict.fromkeys(_DECODERS, "decoded"), **dict.fromkeys(_FETCHERS, "fetched")}
+
+
+def _decoded(producer: str, text: str | None) -> str | None:
+    """What ``echo TEXT | base64 -d`` (or ``base32``) writes, when TEXT is known: read as well
+    as the opaque finding, it can only add (``rm -rf`` inside is destructive)."""
+    if text is None or producer.split() not in (
+        [w, f] for w in ("base64", "base32") for f in ("-d", "--decode")
+    ):
+        return None
+    import base64
+    import binascii
+
+    decode = base64.b64decode if producer.startswith("base64") else base64.b32decode
+    try:
+        return decode("".join(text.split())).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
@@ -256,8 +272,9 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
         word = stdin.producer.split()[0].rsplit("/", 1)[-1] if stdin.producer.split() else ""
         how = _RUNTIME_CODE.get(word, "produced")
         env.opaque(f"runs code {how} at run time by `{stdin.producer}`: unknown code (opaque)")
-        if stdin.decoded is not None:  # read it too: the decoded code may be worse than modify
-            env.nested(stdin.decoded, f"code decoded by `{stdin.producer}`")
+        decoded = _decoded(stdin.producer, stdin.producer_input)
+        if decoded is not None:  # read it too: the decoded code may be worse than modify
+            env.nested(decoded, f"code decoded by `{stdin.producer}`")
     else:
         env.opaque(f"runs unknown code {stdin.label} (opaque)")
 
