@@ -29,6 +29,7 @@ import os
 import select
 import struct
 import time
+from pathlib import Path
 
 from infomark.gates.fingerprint import tracked_paths
 
@@ -168,7 +169,7 @@ class TreeWatch:
             ident = (0, 0, 0)
         if ident == self.index_ident:
             return
-        listed = tracked_paths(__import__("pathlib").Path(self.top), None)
+        listed = tracked_paths(Path(self.top), None)
         if listed is None:
             raise FeedBroken(f"{self.top} is no longer a git work tree")
         paths = frozenset(listed[1])

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from feed_support import Fed, fed, git, start_fed, stop_all
+from feed_support import Fed, fed, git, make_repo, start_fed, stop_all
+from helpers import ledger_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infomark.gatekeeper import Gatekeeper
 from infomark.gates import feed
 from infomark.gates import fingerprint as fp
+from infomark.ledger.calls import ToolCall, ToolOutcome
 
 __all__ = ["fed"]  # the fixture, imported
 
@@ -174,17 +179,8 @@ def test_the_gatekeeper_reads_the_feed(
 ) -> None:
     """Through the facade: an execute call that edits a tracked file is an
     unannounced_mutation found by the feed (the session's watcher, in its home)."""
-    import subprocess
-    import sys
-
-    from helpers import ledger_text
-
-    from infomark.gatekeeper import Gatekeeper
-    from infomark.ledger.calls import ToolCall, ToolOutcome
-
     monkeypatch.setattr(fp, "FEED_MIN_TRACKED", 1)
-    make_repo_at = __import__("feed_support").make_repo
-    root = make_repo_at(project).resolve()
+    root = make_repo(project).resolve()
     with Gatekeeper.open(home, "fed", root=root) as gk:
         gk.ingest(ledger_text(("C1", "Guess", "pytest -q"), premises=("C1",)))
         (home / "watch").mkdir(mode=0o700, exist_ok=True)
