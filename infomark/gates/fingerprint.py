@@ -13,7 +13,13 @@ check cannot be fooled by timestamps the agent chooses.
 parsed here, and its path list cached by the index's own stat data); otherwise a bounded walk
 of the root (:data:`WALK_LIMIT` entries, skipping VCS, virtualenv and cache directories). A
 walk that hits the bound reports itself incomplete, and the gate treats the tree as
-unwatchable. Standard library only (hot path).
+unwatchable.
+
+In a git work tree of :data:`FEED_MIN_TRACKED` files or more on Linux, :func:`mark` also takes
+a token of the change feed (:mod:`infomark.gates.feed`), and :func:`changes_since` then
+``lstat``s only the tracked paths the feed's watcher says may have changed; whenever the feed
+cannot vouch for the whole window, it scans every tracked file as above. Standard library
+only (hot path).
 """
 
 from __future__ import annotations

@@ -148,7 +148,10 @@ class TreeWatch:
                 return
             except OSError as exc:
                 raise FeedBroken(f"{path}: {exc.strerror}") from None
-        wd = self._add(path, _DIR if is_dir else _SELF)
+        mask = _DIR if is_dir else _SELF
+        if not is_dir and os.path.isdir(path) and not os.path.islink(path):
+            mask = _SELF | _NAMES  # a tracked directory (a submodule): its entries change it
+        wd = self._add(path, mask)
         if wd < 0:
             return
         self.paths.setdefault(wd, set()).add(rel)
@@ -247,6 +250,8 @@ class TreeWatch:
             self._note(*(b + "/" if wd in self.dirs else b for b in bases))
             return
         for base in bases:
+            if base in self.tracked:
+                self._note(base)  # a tracked directory (a submodule) whose entries changed
             rel = base + "/" + name if base else name
             is_dir = bool(mask & IN_ISDIR)
             self._note(rel + "/" if is_dir else rel)

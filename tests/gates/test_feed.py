@@ -76,6 +76,19 @@ def test_the_feed_finds_every_change_the_full_scan_finds(fed: Fed, name: str) ->
             assert walk, f"{command} changed nothing the scan sees: the test would be vacuous"
 
 
+def test_a_tracked_directory_a_submodule_is_watched_as_the_scan_sees_it(fed: Fed) -> None:
+    """A gitlink (a submodule's entry, mode 160000) is a tracked directory: the scan sees its
+    change time move when an entry is added or removed, so the feed must name it then."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    (fed.root / "mod").mkdir()
+    git(fed.root, "update-index", "--add", "--cacheinfo", f"160000,{sha},mod")
+    change, truth, _ = fed.call("true")  # the watcher takes the new entry in
+    for command in ("touch mod/new", "rm mod/new", "echo x > mod/other"):
+        change, truth, tokened = fed.call(command)
+        assert tokened and change.method == "feed", command
+        assert truth == {"mod"} and truth <= set(change.files) <= fed.scanned, command
+
+
 def test_a_small_tree_starts_no_watcher(tmp_path: Path) -> None:
     root = tmp_path / "r"
     root.mkdir()
