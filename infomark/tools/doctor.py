@@ -23,6 +23,7 @@ __all__ = [
     "Finding",
     "config_findings",
     "environment_findings",
+    "has_journal",
     "home_findings",
     "journal_activity",
     "reach_findings",
@@ -75,10 +76,30 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def _store(home: Path) -> str | None:
+    """The home's PostgreSQL store URL (None: its SQLite file), by the store rules
+    (``--store`` aside: ``$INFOMARK_STORE``, then ``<home>/store``). Raises ConfigError."""
+    from infomark.ledger.store import resolve_store
+
+    return resolve_store(home)
+
+
+def has_journal(home: Path) -> bool:
+    """Is there a home with a journal: its ``ledger.db``, or a home whose store is PostgreSQL."""
+    from infomark.kernel.errors import InfomarkError
+
+    if (home / "ledger.db").is_file():
+        return True
+    try:
+        return home.is_dir() and _store(home) is not None
+    except InfomarkError:
+        return home.is_dir()  # journal_activity says why the store cannot be used
+
+
 def home_findings(home: Path, root: Path) -> list[Finding]:
     """The home: it exists, it is private, its secrets are 0600 and out of the agent's reach."""
     out: list[Finding] = []
-    if not (home / "ledger.db").is_file():
+    if not has_journal(home):
         out.append(
             Finding(
                 "home",
@@ -301,16 +322,16 @@ def _fired_by_denial(p: dict[str, Any]) -> bool:
 def journal_activity(home: Path) -> Activity:
     """Every session's story, hook errors, evidence refs and packs; never written to."""
     from infomark.kernel.errors import InfomarkError
-    from infomark.ledger.journal import Journal
     from infomark.ledger.keys import load_key
+    from infomark.ledger.store import open_journal
     from infomark.ledger.timeline import summarize
 
     act = Activity()
-    if not (home / "ledger.db").is_file():
+    if not has_journal(home):
         act.readable, act.why = False, f"no journal at {home / 'ledger.db'}"
         return act
-    try:
-        journal = Journal(home / "ledger.db", load_key(home, create=False))
+    try:  # the home's store, SQLite or PostgreSQL (ledger/store.py)
+        journal = open_journal(home, load_key(home, create=False))
     except (InfomarkError, OSError) as exc:
         act.readable, act.why = False, str(exc)
         return act
