@@ -10,9 +10,13 @@ classifier and self-protection rules, with the commands an agent would try.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import shutil
 import stat
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,12 @@ __all__ = [
     "has_journal",
     "home_findings",
     "journal_activity",
+    "option_value",
     "reach_findings",
+    "read_json",
+    "runnable",
+    "service_up",
+    "settings_env_findings",
 ]
 
 STATUSES = ("ok", "info", "warning", "problem")
@@ -352,3 +361,85 @@ def journal_activity(home: Path) -> Activity:
         journal.close()
     act.sessions.sort(key=lambda s: (s.last_activity, s.session), reverse=True)
     return act
+
+
+# --------------------------------------------------------------------------- host files
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """A host's JSON file (empty: ``{}``), or the reason it cannot be read."""
+    try:
+        return json.loads(path.read_text("utf-8") or "{}"), None
+    except (OSError, ValueError) as exc:
+        return None, str(exc)
+
+
+def runnable(argv0: str) -> bool:
+    """Can this command be started (a path that is executable, or a name on PATH)?"""
+    if os.sep in argv0:
+        return os.path.isfile(argv0) and os.access(argv0, os.X_OK)
+    return shutil.which(argv0) is not None
+
+
+def option_value(argv: list[str], name: str) -> str | None:
+    """The value of ``name`` in ``argv`` (``--name V`` or ``--name=V``), if given."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def service_up(url: str) -> bool:
+    """Does ``GET URL/v1/health`` answer 200 (no token needed, no proxy)?"""
+    base = url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        return False
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(base + "/v1/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
+def settings_env_findings(area: str, path: Path, env: object, home: Path) -> list[Finding]:
+    """The ``env`` a host's settings file gives what it starts: no secrets, no bypass, one home."""
+    out: list[Finding] = []
+    if not isinstance(env, dict):
+        return out
+    for var in ("INFOMARK_KEY", "INFOMARK_TOKEN"):
+        if env.get(var):
+            out.append(
+                Finding(
+                    area,
+                    "secret_in_env",
+                    "problem",
+                    f"{path} puts {var} in the environment of what it starts, which the agent "
+                    "can read (the file itself, and `env` in its shell)",
+                    f"remove {var} from {path}; infomark reads it from the home (0600)",
+                )
+            )
+    if env.get("INFOMARK_BYPASS_GROUNDING") == "1":
+        out.append(
+            Finding(
+                area,
+                "bypass",
+                "warning",
+                f"{path} sets INFOMARK_BYPASS_GROUNDING=1: grounding denials are let through",
+                f"remove INFOMARK_BYPASS_GROUNDING from {path}",
+            )
+        )
+    other = env.get("INFOMARK_HOME")
+    if isinstance(other, str) and other and Path(other).resolve() != home.resolve():
+        out.append(
+            Finding(
+                area,
+                "home_mismatch",
+                "warning",
+                f"{path} sets INFOMARK_HOME={other}, not the home checked here ({home})",
+                f"run `infomark doctor --home {shlex.quote(other)}` too",
+            )
+        )
+    return out
