@@ -72,7 +72,11 @@ Options:
   --home DIR         ledger home (default: $INFOMARK_HOME or <root>/.infomark)
   --root DIR         project root (default: the payload's cwd)
   --url SERVICE_URL  forward to a running `infomark serve`; judge locally if it is down
-  -h, --help         show this message and exit (stdin is not read)"""
+  -h, --help         show this message and exit (stdin is not read)
+
+Environment:
+  INFOMARK_OTEL=1    send this call's decision and evidence as OpenTelemetry spans after
+                     the answer (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT; docs/integrations.md)"""
 
 
 def run_hook(args: list[str]) -> int:
