@@ -321,7 +321,7 @@ def export_rows(
     exporter did not take them.
     """
     env = os.environ if env is None else env
-    if not otel_wanted(env):
+    if not rows or not otel_wanted(env):
         return 0
     exporters = _exporters(env, timeout_s)
     from opentelemetry.sdk.trace import TracerProvider

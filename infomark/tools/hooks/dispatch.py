@@ -105,7 +105,8 @@ def run_hook(args: list[str]) -> int:
     from infomark.ledger.journal import bound_store_waits
 
     bound_store_waits(STORE_WAIT_S)
-    otel = _otel_rows() if os.environ.get("INFOMARK_OTEL") else None  # off: one env lookup
+    # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service
+    otel = _otel_rows() if url is None and os.environ.get("INFOMARK_OTEL") else None
     dog = _Watchdog(home, root)
     dog.timer.start()
     raw = sys.stdin.buffer.read()
@@ -151,6 +152,8 @@ def _otel_send(rows: list[object], started: float) -> None:
     """The spans of this call, within what is left of the deadline (never changes the answer)."""
     import time
 
+    if not rows:
+        return
     budget = min(OTEL_EXPORT_S, DEADLINE_S - (time.monotonic() - started))
     try:
         if budget <= 0.05:
