@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -211,10 +212,19 @@ def _exporters(env: Mapping[str, str], timeout_s: float | None) -> list[Any]:
                     OTLPSpanExporter,
                 )
 
-                out.append(OTLPSpanExporter(timeout=timeout_s))
+                out.append(OTLPSpanExporter(endpoint=_endpoint(env), timeout=timeout_s))
     except ImportError as exc:
         raise _unavailable(exc) from None
     return out
+
+
+def _endpoint(env: Mapping[str, str]) -> str | None:
+    """The OTLP traces URL ``env`` names (None: the SDK's default, localhost:4318)."""
+    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if url:
+        return url
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    return base.rstrip("/") + "/v1/traces" if base else None
 
 
 def _resource() -> Any:
@@ -254,22 +264,19 @@ class ProcessExport:
 
     provider: Any
     parent: Any | None
-    exports: list[OtelExport] = field(default_factory=list)
+    #: The attached exports, held only by their ledgers (a closed ledger is not kept alive).
+    exports: weakref.WeakSet[OtelExport] = field(default_factory=weakref.WeakSet)
 
     def attach(self, ledger: Ledger) -> None:
         export = OtelExport(tracer=_tracer(self.provider), ledger=ledger, parent=self.parent)
         ledger.listeners.append(export)
-        self.exports.append(export)
-
-    @property
-    def spans(self) -> int:
-        return sum(e.spans for e in self.exports)
+        self.exports.add(export)
 
     def shutdown(self) -> None:
         """Stop attaching, detach, and send what is still batched (the SDK's own timeouts)."""
         while self.attach in ON_OPEN:
             ON_OPEN.remove(self.attach)
-        for export in self.exports:
+        for export in list(self.exports):
             export.close()
         if _ACTIVE and _ACTIVE[0] is self:
             _ACTIVE.clear()

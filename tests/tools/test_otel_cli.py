@@ -313,3 +313,35 @@ def test_run_exports_the_agents_decisions_evidence_and_finish(
     recorded = [s for s in spans if s.name.startswith("infomark.record ")]
     assert recorded and all(s.attributes.get("gen_ai.tool.call.id") for s in recorded)
     assert {s.attributes["infomark.session"] for s in spans} == {"demo"}
+
+
+def test_a_process_export_attaches_to_every_ledger_and_keeps_none_alive(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    import gc
+
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.calls import ToolCall
+    from infomark.ledger.engine import ON_OPEN
+    from infomark.tools.otel import start_process_export
+
+    env = {"INFOMARK_OTEL": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    export = start_process_export(env)
+    assert export is not None and start_process_export(env) is export  # once per process
+    try:
+        for n in range(3):  # a service opens and closes sessions all day
+            with Gatekeeper.open(tmp_path / "home", f"s{n}", root=tmp_path) as gk:
+                gk.authorize(ToolCall("Read", {"file_path": "a"}, tool_call_id=f"toolu_{n}"))
+        del gk
+        gc.collect()
+        assert len(export.exports) == 0  # closed ledgers are not kept alive by the export
+    finally:
+        export.shutdown()
+    assert export.attach not in ON_OPEN
+    spans = receiver.wait_for({"infomark.authorize Read"})
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in spans) == [
+        "toolu_0",
+        "toolu_1",
+        "toolu_2",
+    ]
+    assert start_process_export({}) is None  # off: nothing attaches
