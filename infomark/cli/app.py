@@ -76,7 +76,8 @@ def run(args: list[str]) -> int:
     as_json = "--json" in args
     otel = None
     try:
-        if os.environ.get("INFOMARK_OTEL"):  # spans of every ledger this command opens
+        # Spans of every ledger this command opens; doctor reads, and reports a bad setting.
+        if os.environ.get("INFOMARK_OTEL") and args[:1] != ["doctor"]:
             from infomark.tools.otel import start_process_export
 
             otel = start_process_export()

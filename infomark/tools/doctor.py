@@ -282,7 +282,51 @@ def environment_findings(env: dict[str, str] | None = None) -> list[Finding]:
         out.append(
             Finding("environment", "secret_in_env", "ok", "no key, token or bypass in the env")
         )
-    return out
+    return out + _otel_findings(env)
+
+
+def _otel_findings(env: dict[str, str]) -> list[Finding]:
+    """``INFOMARK_OTEL`` (docs/integrations.md): a value it can honour, and the packages."""
+    from infomark.kernel.errors import ConfigError
+    from infomark.tools.otel import otel_wanted
+
+    if not env.get("INFOMARK_OTEL"):
+        return []
+    try:
+        wanted = otel_wanted(env)
+    except ConfigError as exc:
+        return [Finding("environment", "otel", "problem", str(exc), "fix or unset the variable")]
+    if not wanted:
+        return [Finding("environment", "otel", "info", "OpenTelemetry export is off")]
+    missing = [
+        m for m in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http") if _no_module(m)
+    ]
+    if missing:
+        return [
+            Finding(
+                "environment",
+                "otel",
+                "problem",
+                f"INFOMARK_OTEL is on but {', '.join(missing)} cannot be imported: every "
+                "command refuses to run, and the hook exports nothing",
+                "pip install 'infomark[otel]', or unset INFOMARK_OTEL",
+            )
+        ]
+    where = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or "http://localhost:4318 (the default)"
+    )
+    return [Finding("environment", "otel", "ok", f"OpenTelemetry spans go to {where}")]
+
+
+def _no_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:
+        return True
 
 
 def config_findings(root: Path) -> list[Finding]:

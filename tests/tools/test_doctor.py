@@ -382,3 +382,15 @@ def test_doctor_reads_the_journal_on_either_store(tmp_path: Path, backend: Backe
     assert ran["status"] == "ok" and SID in ran["message"]
     assert [f["status"] for f in by_check(report, "tags_delivered")] == ["ok"]
     assert by_check(report, "home_exists") == []
+
+
+def test_the_otel_switch_is_checked(proj: Project) -> None:
+    code, report = proj.doctor(INFOMARK_OTEL="maybe")
+    assert code == 1 and "otel" in problems(report)
+    (bad,) = by_check(report, "otel")
+    assert "INFOMARK_OTEL='maybe' is neither on nor off" in bad["message"]
+    code, report = proj.doctor(INFOMARK_OTEL="1", OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    (ok,) = by_check(report, "otel")
+    assert ok["status"] == "ok" and "http://127.0.0.1:9" in ok["message"]
+    _, report = proj.doctor()
+    assert by_check(report, "otel") == []
