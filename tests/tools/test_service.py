@@ -327,7 +327,8 @@ def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
     assert ev["outcome"] == "PASS" and ev["evidence_class"] == "execution"
     assert ev["eligible_for"] == ["oracle_stamp", "inference_stamp"]
     assert ev["tag"] == (
-        f"[infomark evidence_ref={ev['evidence_ref']} tool=Bash outcome=PASS eligible=oracle_stamp]"
+        f"[infomark evidence_ref={ev['evidence_ref']} tool=Bash outcome=PASS "
+        "eligible=oracle_stamp,inference_stamp]"
     )
     assert ev["output_digest"].startswith("sha256:")
 
