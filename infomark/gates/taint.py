@@ -6,9 +6,8 @@ a mutation (``modify``), watched by the fingerprint (:mod:`infomark.gates.watch`
 
 *Revert*: ``git checkout -- FILES`` / ``git restore [--worktree] -- FILES`` naming only files an
 unannounced mutation changed is how the agent puts the tree back; it is allowed while the
-violation stands. Shell command lines only, read with :mod:`shlex` (best effort: a miss makes a
-call neither scratch nor a revert); loaded for shell tools. The precise rules are in
-docs/gates.md; the agent's own files are :mod:`infomark.gates.scratch`'s.
+violation stands. Shell command lines only, read with :mod:`shlex`; loaded for shell tools. The
+precise rules are in docs/gates.md; the agent's own files are :mod:`infomark.gates.scratch`'s.
 """
 
 from __future__ import annotations
