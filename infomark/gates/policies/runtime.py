@@ -58,8 +58,8 @@ from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
+from infomark.ledger.policy_patch import policy_patch
 from infomark.ledger.report import IngestReport
-from infomark.ledger.state import policy_patch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
