@@ -44,7 +44,12 @@ def site(tmp_path: Path) -> Iterator[Site]:
 
 
 def _run(
-    server: ScriptedModelServer, project: Path, home: Path, site: Site, change: Callable[[], Any]
+    server: ScriptedModelServer,
+    project: Path,
+    home: Path,
+    site: Site,
+    change: Callable[[], Any],
+    profile: str | None = None,
 ) -> list[str]:
     def stamp(req: Request) -> dict[str, Any]:
         (ref,) = evidence_refs(req)
@@ -69,7 +74,7 @@ def _run(
     server.state.default = reply("I stop here.")
     spec = AgentSpec(name="t", model=ModelSpec(url=server.url, name="s", retries=0), max_steps=6)
     (project / "a").write_text("a\n")
-    with Runner(spec, home=home, session="web", root=project) as runner:
+    with Runner(spec, home=home, session="web", root=project, profile=profile) as runner:
         runner.start("Note whether os.replace is atomic.")
     return results
 
@@ -121,6 +126,18 @@ def test_a_page_that_cannot_be_fetched_again_fails_closed(
     (decision,) = _decisions(home)
     assert decision["decision"] == "deny" and not (project / "notes.txt").exists()
     assert "could not be fetched again" in decision["reason"]
+    (div,) = _divergences(home)
+    assert div["cause"] == "source_unreachable"
+
+
+def test_the_observe_profile_journals_the_denial_it_would_be(
+    server: ScriptedModelServer, project: Path, home: Path, site: Site
+) -> None:
+    """observe denies nothing: the write runs, the stamp is revoked all the same."""
+    _run(server, project, home, site, site.pages.clear, profile="observe")
+    (decision,) = _decisions(home)
+    assert decision["decision"] == "allow" and "would deny" in decision["reason"]
+    assert (project / "notes.txt").read_text() == "atomic"
     (div,) = _divergences(home)
     assert div["cause"] == "source_unreachable"
 
