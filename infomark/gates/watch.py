@@ -211,7 +211,7 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
             },
         )
     if cov.watched:
-        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq)
+        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root)
 
 
 def _announced_since(ledger: Ledger, seq: int) -> set[str]:

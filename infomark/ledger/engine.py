@@ -48,9 +48,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Ledger", "call_digest"]
+__all__ = ["ON_OPEN", "Ledger", "call_digest"]
 
 _SNAPSHOT_EVERY = 64
+
+#: Called with every :class:`Ledger` this process opens, once it is ready: the process-wide
+#: OpenTelemetry export (``INFOMARK_OTEL``, :mod:`infomark.tools.otel`) attaches its listener
+#: here. Empty unless something registered; the hook path never does when OTel is off.
+ON_OPEN: list[Callable[[Ledger], None]] = []
 
 
 def call_digest(call: ToolCall) -> str:
@@ -96,6 +101,8 @@ class Ledger:
         self.listeners: list[Callable[[list[EventRow]], None]] = []
         self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
+        for on_open in ON_OPEN:
+            on_open(self)
 
     # -- projection -----------------------------------------------------------------
     def _load_state(self) -> SessionState:
