@@ -221,6 +221,7 @@ def test_install_claude_code_is_idempotent_and_keeps_other_hooks(tmp_path: Path)
     assert set(data["hooks"]) == {
         "SessionStart",
         "PreCompact",
+        "PostCompact",
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse",

@@ -36,6 +36,8 @@ _WHY_MISSING = {
     "PostToolUse": "results are not recorded and no evidence tag reaches the model",
     "PostToolUseFailure": "failed calls are not recorded as evidence",
     "SessionStart": "the protocol never reaches the model",
+    "PreCompact": "a compaction is not carried over before the host summarises",
+    "PostCompact": "a compaction is not closed (a host that sends only PostCompact goes uncounted)",
     "UserPromptSubmit": "turns, approvals and instruction packs never reach the ledger or model",
     "Stop": "the finish gate is off: the agent may stop on stale evidence",
     "SubagentStop": "subagents stop without the finish gate",

@@ -10,6 +10,11 @@ through the command hook (``infomark hook claude-code --url URL``), which reads 
 service token from ``<home>/token``: an http-type entry would need the token in
 Claude Code's environment, which every Bash call of the agent inherits. The service is
 checked before anything is written; when it is down later, the hook judges locally.
+
+Compaction: ``PreCompact`` carries the ledger over before the host summarises,
+``SessionStart`` (``source: compact``) re-injects the claim ids, ranks and live evidence
+refs, and ``PostCompact`` closes the compaction (and reports it when neither of the others
+did, on a host that sends only it); all three are installed (docs/integrations.md).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ BLOCK_ON_FAILURE = frozenset({"PreToolUse", "Stop", "SubagentStop"})
 HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
     ("SessionStart", None, 30),
     ("PreCompact", None, 30),
+    ("PostCompact", None, 30),
     ("UserPromptSubmit", None, 30),
     ("PreToolUse", "*", 30),
     ("PostToolUse", "*", 30),

@@ -18,6 +18,7 @@ nowhere to go and is dropped with a warning on stderr). Handshake-era sessions o
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import warnings
@@ -56,6 +57,10 @@ def resource_call(uri: str, call_id: str | None = None) -> ToolCall:
     if parts.scheme.lower() == "file":
         arguments["path"] = unquote(parts.path) or "/"
     return ToolCall(tool=RESOURCE_TOOL, input=arguments, tool_call_id=call_id)
+
+
+async def _inline(fn: Callable[..., Any], /, *args: Any) -> Any:
+    return fn(*args)
 
 
 def _contents_text(result: types.ReadResourceResult) -> str:
@@ -113,10 +118,22 @@ class Relay:
 class Forwarder:
     """The client's non-tool requests, answered by the downstream server."""
 
-    def __init__(self, gk: LedgerTools, downstream: ClientSession, relay: Relay) -> None:
+    def __init__(
+        self,
+        gk: LedgerTools,
+        downstream: ClientSession,
+        relay: Relay,
+        *,
+        run: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
         self.gk = gk
         self.downstream = downstream
         self.relay = relay
+        self._run = run if run is not None else _inline
+
+    async def _gk(self, fn: Callable[..., Any], /, *args: Any) -> Any:
+        """One gatekeeper call, the way the proxy runs them (its worker thread)."""
+        return await self._run(fn, *args)
 
     def handlers(self) -> dict[str, Any]:
         """``Server(...)`` keyword arguments for what the downstream server offers."""
@@ -208,7 +225,7 @@ class Forwarder:
         call_id = None if ctx.request_id is None else f"mcp-{ctx.request_id}"
         call = resource_call(uri, call_id)
         try:
-            decision = self.gk.authorize(call, tool_class="read")
+            decision = await self._gk(functools.partial(self.gk.authorize, tool_class="read"), call)
         except Exception as exc:  # fail closed: no decision, no read
             raise MCPError(
                 types.INTERNAL_ERROR, f"[infomark error] could not decide on {uri}: {exc}"
@@ -224,10 +241,10 @@ class Forwarder:
         except MCPError as exc:
             msg = f"the downstream server failed to read {uri}: {exc.error.message}"
             outcome = ToolOutcome(output=msg, error=msg, is_error=True)
-            self._record(call, outcome, started, decision.call_id)
+            await self._record(call, outcome, started, decision.call_id)
             raise
         outcome = ToolOutcome(output=_contents_text(result))
-        evidence = self._record(call, outcome, started, decision.call_id)
+        evidence = await self._record(call, outcome, started, decision.call_id)
         if evidence is None:
             return result
         tag = types.TextResourceContents(
@@ -237,7 +254,7 @@ class Forwarder:
         )
         return result.model_copy(update={"contents": [*result.contents, tag]})
 
-    def _record(
+    async def _record(
         self, call: ToolCall, outcome: ToolOutcome, started: float, call_id: str = ""
     ) -> Any:
         timed = ToolOutcome(
@@ -247,7 +264,8 @@ class Forwarder:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         try:
-            return self.gk.record(call, timed, tool_class="read", call_id=call_id or None)
+            record = functools.partial(self.gk.record, tool_class="read", call_id=call_id or None)
+            return await self._gk(record, call, timed)
         except Exception as exc:  # the read happened; say that its evidence is missing
             _warn(f"a resource read was not recorded as evidence: {exc}")
             return None

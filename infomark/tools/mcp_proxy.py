@@ -12,20 +12,30 @@ forwarded by :mod:`infomark.tools.mcp_forward` (a resource read is gated as a re
 A denial, or a hold for approval the proxy cannot put to a user, is a result with
 ``is_error`` set and the reason as text, never a JSON-RPC error.
 
+The proxy can re-fetch: before a mutation, the gatekeeper re-checks each page a grounded
+premise rests on (``Gatekeeper.refetch``), and the proxy answers by calling the same
+downstream web tool with the same arguments (:meth:`GatekeeperProxy.refetch`). Only a tool
+the gate classes as ``web`` is called again (a shell tool that ran ``curl`` is not re-run);
+anything else, an error result, a tool gone from the listing or no answer within
+:data:`REFETCH_TIMEOUT_S` cannot confirm the page, which then counts as changed. The
+gatekeeper's calls run on one worker thread at a time, so the event loop stays free to
+carry that downstream call.
+
 stdout is the protocol channel: nothing here prints to it; diagnostics go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -45,9 +55,24 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from infomark.gates.decision import Decision
+    from infomark.ledger.source_stamp import Refetch
     from infomark.tools.protocol import LedgerTools
 
+    class Refetching(Protocol):
+        """A gatekeeper the proxy can give its re-fetcher to (``Gatekeeper`` is one)."""
+
+        refetch: Refetch | None
+
+        def classify(
+            self, call: ToolCall, tool_class: str | None = None
+        ) -> tuple[str, tuple[str, ...], tuple[str, ...]]: ...
+
+    class _ProxiedGatekeeper(LedgerTools, Refetching, Protocol):
+        """What ``_serve`` needs: the ledger tools, and a re-fetcher slot."""
+
+
 __all__ = [
+    "REFETCH_TIMEOUT_S",
     "STARTUP_TIMEOUT_S",
     "GatekeeperProxy",
     "hold_note",
@@ -58,6 +83,11 @@ __all__ = [
 
 STARTUP_TIMEOUT_S = 120.0
 """How long the downstream server may take to start and answer its first listing."""
+
+REFETCH_TIMEOUT_S = 30.0
+"""How long a re-fetch of a premise's page may take; no answer by then counts as changed."""
+
+T = TypeVar("T")
 
 _INSTRUCTIONS = (
     "infomark gates these tools: each result ends with an [infomark evidence_ref=…] tag; "
@@ -84,6 +114,40 @@ class GatekeeperProxy:
         self._tools: list[types.Tool] = []
         self._annotations: dict[str, dict[str, Any]] = {}
         self._shadowed: set[str] = set()
+        self._one = anyio.CapacityLimiter(1)  # the gatekeeper: one call at a time
+        self._classify: Callable[[ToolCall], str] | None = None
+
+    async def _gk(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run one gatekeeper call on a worker thread (one at a time), off the event loop."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=self._one)
+
+    # -- re-fetching a premise's page ------------------------------------------------------
+    def can_refetch(self, gk: Refetching) -> None:
+        """Make this proxy ``gk``'s re-fetcher (``run_proxy`` does; see :meth:`refetch`)."""
+        self._classify = lambda call: gk.classify(call)[0]
+        gk.refetch = self.refetch
+
+    def refetch(self, tool: str, arguments: Mapping[str, object]) -> str | None:
+        """The page again: the same downstream web tool called with the same arguments.
+
+        Called by the gatekeeper inside :meth:`forward`'s authorize (a worker thread); None
+        when the page cannot be confirmed (not a web tool, no longer listed, an error
+        result), and a raise (no answer in time, called off a worker thread): the gatekeeper
+        counts both as a changed page.
+        """
+        if tool not in self._annotations or self._classify is None:
+            return None
+        call = ToolCall(tool=tool, input=dict(arguments), annotations=self._annotations[tool])
+        if self._classify(call) != "web":
+            return None  # a shell tool that ran curl is not run again
+        result = anyio.from_thread.run(self._call_again, tool, dict(arguments))
+        if result.is_error:
+            return None
+        return _result_text(result)  # exactly the text the first call recorded
+
+    async def _call_again(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        with anyio.fail_after(REFETCH_TIMEOUT_S):
+            return await self.downstream.call_tool(tool, arguments)
 
     # -- listing ------------------------------------------------------------------------
     async def refresh(self) -> list[types.Tool]:
@@ -133,7 +197,7 @@ class GatekeeperProxy:
         arguments = dict(params.arguments or {})
         try:
             if name in OWN_TOOL_NAMES:
-                return call_own_tool(self.gk, name, arguments)
+                return await self._gk(call_own_tool, self.gk, name, arguments)
             call_id = None if ctx.request_id is None else f"mcp-{ctx.request_id}"
             return await self.forward(name, arguments, call_id)
         except Exception as exc:
@@ -156,7 +220,7 @@ class GatekeeperProxy:
             annotations=self._annotations.get(name),
         )
         try:
-            decision = self.gk.authorize(call)
+            decision = await self._gk(self.gk.authorize, call)
         except Exception as exc:  # fail closed: no decision, no call
             return _text_result(
                 f"[infomark error] could not decide on {name}: {_describe(exc)}; not run",
@@ -174,9 +238,9 @@ class GatekeeperProxy:
             result = _text_result(msg, is_error=True)
         else:
             outcome = outcome_of(result, duration_ms=_since(started))
-        return self._recorded(call, outcome, result, decision.call_id)
+        return await self._recorded(call, outcome, result, decision.call_id)
 
-    def _recorded(
+    async def _recorded(
         self,
         call: ToolCall,
         outcome: ToolOutcome,
@@ -184,13 +248,15 @@ class GatekeeperProxy:
         call_id: str = "",
     ) -> types.CallToolResult:
         try:
-            evidence = self.gk.record(call, outcome, call_id=call_id or None)
+            evidence = await self._gk(
+                functools.partial(self.gk.record, call, outcome, call_id=call_id or None)
+            )
         except Exception as exc:  # the tool ran; say that its evidence is missing
             note = f"[infomark error] the result was not recorded as evidence: {_describe(exc)}"
             return _appended(result, [note])
         tail = [evidence_tag(evidence)]
         try:
-            extra = self.gk.after_tool_text(call, outcome, evidence)
+            extra = await self._gk(self.gk.after_tool_text, call, outcome, evidence)
         except Exception as exc:
             _warn(f"after_tool_text failed for {call.tool}: {_describe(exc)}")
             extra = ""
@@ -202,7 +268,7 @@ class GatekeeperProxy:
     def server(self, instructions: str | None = None) -> Server[Any]:
         """The low-level MCP server that answers the proxy's client."""
         text = _INSTRUCTIONS if not instructions else f"{instructions}\n\n{_INSTRUCTIONS}"
-        forwarder = Forwarder(self.gk, self.downstream, self.relay)
+        forwarder = Forwarder(self.gk, self.downstream, self.relay, run=self._gk)
         return Server(
             "infomark-mcp-proxy",
             version=__version__,
@@ -326,7 +392,7 @@ def _describe(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- running
 
 
-async def _serve(gk: LedgerTools, server_cmd: list[str]) -> None:
+async def _serve(gk: _ProxiedGatekeeper, server_cmd: list[str]) -> None:
     # The downstream server never sees INFOMARK_* (the key, the token, the bypass switch).
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=child_env())
     relay = Relay()
@@ -337,6 +403,7 @@ async def _serve(gk: LedgerTools, server_cmd: list[str]) -> None:
         ) as downstream,
     ):
         proxy = GatekeeperProxy(gk, downstream, relay)
+        proxy.can_refetch(gk)
         with anyio.fail_after(STARTUP_TIMEOUT_S):
             await downstream.initialize()
             await proxy.refresh()

@@ -1,6 +1,7 @@
 """The MCP proxy's own tools: the ledger as structured tool calls, no text parsing needed.
 
-``infomark_ledger`` declares claims, ``infomark_stamp`` binds evidence to a claim,
+``infomark_ledger`` declares claims, ``infomark_stamp`` binds evidence to a claim (an oracle
+run, an observation, or with ``kind: source`` a fetched web page, graded by its authority),
 ``infomark_divergence`` records a refutation, ``infomark_status`` reads the ledger and
 gate, and ``infomark_finish`` is the finish gate (may the agent stop now?) for clients
 that have no Stop hook. Each renders the block text the agent would have written (with the ledger
@@ -79,10 +80,17 @@ _STAMP_INPUT: dict[str, Any] = {
         "evidence_ref": {"type": "string", "description": "ev_… from an [infomark …] tag"},
         "kind": {
             "type": "string",
-            "enum": ["oracle", "inference"],
+            "enum": ["oracle", "inference", "source"],
             "default": "oracle",
             "description": "oracle: a run of the claim's oracle (→ Exact); "
-            "inference: an observation (→ Inferred)",
+            "inference: an observation (→ Inferred); source: a fetched web page (→ Inferred "
+            "from a primary authority, Hypothetical from a secondary one)",
+        },
+        "authority": {
+            "type": "string",
+            "enum": ["primary", "secondary"],
+            "description": "source stamps only: the authority you claim for the page; "
+            "infomark decides it from its domain rules and demotes a higher claim",
         },
         "result": {
             "type": "string",
@@ -134,7 +142,8 @@ def own_tools() -> list[types.Tool]:
             name="infomark_stamp",
             description="Bind runtime evidence (the evidence_ref of an [infomark …] tag) to a "
             "claim: an oracle stamp for a run of the claim's oracle, an inference stamp for "
-            "an observation.",
+            "an observation, a source stamp for a fetched web page (re-fetched before a "
+            "mutation: a changed page revokes it).",
             input_schema=_STAMP_INPUT,
             output_schema=_OBJECT_OUT,
             annotations=_META,
@@ -220,11 +229,16 @@ def _stamp(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     from infomark.ledger.blocks import StampBlock
     from infomark.ledger.render import render_stamp
 
-    keys = ("claim_id", "evidence_ref", "kind", "result", "artifact", "content_hash")
+    keys = ("claim_id", "evidence_ref", "kind", "result", "artifact", "content_hash", "authority")
     _only(args, keys, "infomark_stamp")
     kind = _string(args.get("kind", "oracle"), "kind")
-    if kind not in ("oracle", "inference"):
-        raise UserError(f"kind must be oracle or inference, not {kind!r}")
+    if kind not in ("oracle", "inference", "source"):
+        raise UserError(f"kind must be oracle, inference or source, not {kind!r}")
+    authority = _opt_string(args.get("authority"), "authority")
+    if kind == "source":
+        return _source_stamp(gk, args, authority)
+    if authority is not None:
+        raise UserError("only a source stamp takes an authority (kind=source); drop it")
     result = _opt_string(args.get("result"), "result")
     if kind == "oracle":
         result = (result or "PASS").upper()
@@ -244,6 +258,30 @@ def _stamp(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     report = gk.ingest(render_stamp(block), source="mcp").to_dict()
     if report["stamps_rejected"] or not report["stamps_applied"]:
         return _result(report, f"{block.kind} rejected: " + _rejections(report))
+    return _result(report)
+
+
+def _source_stamp(
+    gk: LedgerTools, args: Mapping[str, Any], authority: str | None
+) -> types.CallToolResult:
+    from infomark.ledger.blocks import StampBlock
+    from infomark.ledger.render import render_stamp
+
+    extra = [k for k in ("result", "artifact", "content_hash") if args.get(k) is not None]
+    if extra:
+        raise UserError(f"a source stamp takes no {', '.join(extra)}; drop it")
+    if authority is not None and authority.lower() not in ("primary", "secondary"):
+        raise UserError(f"authority must be primary or secondary, not {authority!r}")
+    block = StampBlock(
+        kind="source_stamp",
+        claim_id=_string(args.get("claim_id"), "claim_id"),
+        evidence_ref=_string(args.get("evidence_ref"), "evidence_ref"),
+        authority=authority,
+        span=_span(),
+    )
+    report = gk.ingest(render_stamp(block), source="mcp").to_dict()
+    if report["stamps_rejected"] or not report["stamps_applied"]:
+        return _result(report, "source_stamp rejected: " + _rejections(report))
     return _result(report)
 
 

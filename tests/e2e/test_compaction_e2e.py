@@ -50,7 +50,7 @@ def test_a_compaction_keeps_claim_ids_ranks_and_refs_verbatim(
     write_project(project)
     install_hooks(project)
     settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
-    assert "PreCompact" in settings["hooks"]  # the installer wires the compaction hook
+    assert {"PreCompact", "PostCompact"} <= set(settings["hooks"])  # the installer wires both
     refs: list[str] = []
 
     def stamp(request: MessagesRequest) -> Reply:
@@ -96,5 +96,6 @@ def test_a_compaction_keeps_claim_ids_ranks_and_refs_verbatim(
         kinds = [e.type for e in gk.events()]
         assert kinds.count("compaction_carried") == 1  # PreCompact carried it, once
         assert gk.state.policy["metrics"]["compactions"] == 1
+        assert gk.state.cursors.get("compaction_pending", 0) == 0  # PostCompact closed it
         assert gk.ledger().status("C1") == "Exact"
         assert gk.audit().verified is True

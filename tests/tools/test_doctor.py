@@ -251,6 +251,17 @@ def test_an_unmounted_hook_command_and_a_missing_event_are_problems(proj: Projec
     assert "PreToolUse" in missing["message"] and "infomark install claude-code" in missing["fix"]
 
 
+def test_an_install_without_the_compaction_hooks_says_so(proj: Project) -> None:
+    """Every installed event has a reason when it is missing (PreCompact had none: a crash)."""
+    data = json.loads(proj.settings().read_text())
+    del data["hooks"]["PreCompact"], data["hooks"]["PostCompact"]  # an older install
+    proj.settings().write_text(json.dumps(data))
+    code, report = proj.doctor()
+    assert code == 1
+    missing = {f["message"].split(":")[0] for f in by_check(report, "hook_missing")}
+    assert missing == {"no infomark hook for PreCompact", "no infomark hook for PostCompact"}
+
+
 def test_an_http_session_start_entry_and_a_token_from_the_env_are_problems(proj: Project) -> None:
     data = json.loads(proj.settings().read_text())
     data["hooks"]["SessionStart"] = [

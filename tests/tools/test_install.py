@@ -77,3 +77,68 @@ def test_a_changed_entry_is_rewritten(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["changed"] is True
     restored = json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]
     assert restored["onFailure"] == "block"
+
+
+def test_an_install_from_before_postcompact_gains_it_once(tmp_path: Path) -> None:
+    install(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    assert [g["hooks"][0]["timeout"] for g in data["hooks"]["PostCompact"]] == [30]
+    del data["hooks"]["PostCompact"]  # what an older infomark installed
+    settings.write_text(json.dumps(data))
+    upgraded = install(tmp_path)
+    assert upgraded.stdout.startswith("installed infomark hooks into "), upgraded.stdout
+    assert "PostCompact" in json.loads(settings.read_text())["hooks"]
+    before = stamp(settings)
+    assert "nothing changed" in install(tmp_path).stdout and stamp(settings) == before
+    install(tmp_path, "--uninstall")
+    assert "hooks" not in json.loads(settings.read_text())
+
+
+def _run_installed(root: Path, event: str, **fields: object) -> subprocess.CompletedProcess[str]:
+    """Run the command the settings file registers for ``event``, as Claude Code does."""
+    data = json.loads((root / ".claude" / "settings.json").read_text())
+    (group,) = data["hooks"][event]
+    (entry,) = group["hooks"]
+    payload = {
+        "session_id": "sess-c",
+        "transcript_path": str(root / "t.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": event,
+        **fields,
+    }
+    return subprocess.run(
+        ["/bin/sh", "-c", entry["command"]],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_installed_compaction_hooks_carry_and_close_each_compaction(tmp_path: Path) -> None:
+    from infomark.gatekeeper import Gatekeeper
+
+    (tmp_path / "t.jsonl").write_text("")
+    install(tmp_path)
+    with Gatekeeper.open(tmp_path / ".infomark", "sess-c", root=tmp_path) as gk:
+        gk.ingest(
+            'claim_ledger:\n  claims:\n    - id: C1\n      text: "x"\n      status: Guess\n'
+            '      falsifier: "y"\n  premises_for_plan: [C1]\n'
+        )
+    for _ in range(2):  # Claude Code 2.1.328's order: PreCompact, SessionStart, PostCompact
+        pre = _run_installed(tmp_path, "PreCompact", trigger="manual")
+        assert (pre.returncode, pre.stdout) == (0, ""), pre.stderr
+        start = _run_installed(tmp_path, "SessionStart", source="compact")
+        assert start.returncode == 0, start.stderr
+        context = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "[infomark:carried]" in context and "C1" in context
+        post = _run_installed(tmp_path, "PostCompact", trigger="manual")
+        assert (post.returncode, post.stdout) == (0, ""), post.stderr
+        with Gatekeeper.open(tmp_path / ".infomark", "sess-c", root=tmp_path) as gk:
+            assert gk.state.cursors.get("compaction_pending", 0) == 0  # closed by PostCompact
+    with Gatekeeper.open(tmp_path / ".infomark", "sess-c", root=tmp_path) as gk:
+        assert gk.state.policy["metrics"]["compactions"] == 2  # each counted once
+        assert [e.type for e in gk.events()].count("compaction_carried") == 2

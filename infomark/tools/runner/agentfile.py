@@ -27,8 +27,10 @@ __all__ = [
     "parse_agent",
 ]
 
-BUILTIN_TOOLS = ("read", "write", "edit", "bash", "grep", "glob", "wait", "spawn_agent", "send")
-DEFAULT_TOOLS = ("read", "write", "edit", "bash", "grep", "glob", "wait")
+BUILTIN_TOOLS = (
+    "read", "write", "edit", "bash", "grep", "glob", "fetch", "wait", "spawn_agent", "send",
+)  # fmt: skip
+DEFAULT_TOOLS = ("read", "write", "edit", "bash", "grep", "glob", "fetch", "wait")
 _ENV_NAME_MAX = 128
 
 

@@ -13,14 +13,15 @@ Everything that a resume needs is a journal event of the session: ``run_started`
 message (``runner_message``), each model call (``model_called``, idle or working), each
 idle sleep (``waiting`` / ``woken`` / ``idle_settled``) and ``run_finished``.
 :mod:`infomark.tools.runner.resume` rebuilds a :class:`Runner` from them. One module, one
-job: the loop; it is long because the four hooks and the idle cycle are one state machine.
+job: the loop. The runner's other jobs are mixins, each in its module: the inbox lease
+(:mod:`~infomark.tools.runner.lease`), the tool set (:mod:`~infomark.tools.runner.toolset`,
+with :mod:`~infomark.tools.runner.fetch`, whose re-fetch is the gatekeeper's
+``refetch``) and the idle cycle (:mod:`~infomark.tools.runner.idle`).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -31,21 +32,17 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import render_protocol
-from infomark.kernel.tools import ToolClass
-from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.inbox import Inbox, LeaseLost, Message, new_holder
+from infomark.ledger.calls import ToolCall
+from infomark.ledger.inbox import Inbox, new_holder
 from infomark.tools.runner.agentfile import AgentSpec
+from infomark.tools.runner.fetch import page_refetch
+from infomark.tools.runner.idle import IdleMixin, Stop, operator_text
+from infomark.tools.runner.lease import LeaseMixin
 from infomark.tools.runner.model import ChatResult, ModelClient, RawToolCall
 from infomark.tools.runner.result import RunResult
-from infomark.tools.runner.schedule import (
-    Clock,
-    IdleSchedule,
-    PendingSleep,
-    SystemClock,
-    sleep_until,
-)
+from infomark.tools.runner.schedule import Clock, IdleSchedule, PendingSleep, SystemClock
 from infomark.tools.runner.subagents import Supervisor
-from infomark.tools.runner.tools import RunnerTool, file_tools, schema_of
+from infomark.tools.runner.toolset import ToolsMixin
 from infomark.wrapping import GatedResult, wrap_executor
 
 __all__ = ["RunResult", "Runner", "make_client"]
@@ -69,13 +66,7 @@ def make_client(spec: AgentSpec) -> ModelClient:
     )
 
 
-class _Stop(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Runner:
+class Runner(LeaseMixin, ToolsMixin, IdleMixin):
     """One agent session driven natively, with the gatekeeper inside every step."""
 
     def __init__(
@@ -119,6 +110,7 @@ class Runner:
         self._watch: dict[str, tuple[int, int]] = self._snapshot()
         self.supervisor = Supervisor(self, self._child)
         self.tools = self._build_tools()
+        self.gk.refetch = page_refetch(self.tools)  # the runner can re-fetch its own fetches
         self._gated = {
             name: wrap_executor(self.gk, t.run, tool_class=t.tool_class)
             for name, t in self.tools.items()
@@ -154,34 +146,6 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the lease ----------------------------------------------------------------------------
-    def open_inbox(self) -> None:
-        """Hold this session's inbox (from here on ``infomark send`` delivers to it)."""
-        self.inbox.acquire(
-            self.session,
-            holder=self.holder,
-            ttl=self.spec.idle.lease_ttl_seconds,
-            parent=self.parent,
-        )
-        self._beater = threading.Thread(target=self._beat, name=f"lease:{self.session}")
-        self._beater.daemon = True
-        self._beater.start()
-
-    def _beat(self) -> None:
-        every = max(0.05, self.spec.idle.lease_ttl_seconds / 4)
-        journal = self.gk.store.journal.reopen()
-        inbox = Inbox(journal)
-        try:
-            while not self._beat_stop.wait(every):
-                try:
-                    inbox.heartbeat(self.session, self.holder)
-                except LeaseLost:
-                    self._lease_lost.set()
-                    return
-        finally:
-            inbox.close()
-            journal.close()
-
     def _child(self, spec: AgentSpec, session: str) -> Runner:
         return Runner(
             spec,
@@ -191,78 +155,6 @@ class Runner:
             clock=self.clock,
             parent=self.session,
         )
-
-    def release(self, reason: str) -> None:
-        """Give the inbox up (sends are refused with ``finished`` from now on)."""
-        self._release(reason)
-
-    def _release(self, reason: str) -> None:
-        self._beat_stop.set()
-        self.inbox.release(self.session, self.holder, reason)
-
-    # -- tools --------------------------------------------------------------------------------
-    def _build_tools(self) -> dict[str, RunnerTool]:
-        b = self.spec.bash
-        hide = (self.spec.model.api_key_env,) if self.spec.model.api_key_env else ()
-        tools = file_tools(
-            self.root,
-            home=self.home,
-            bash_timeout=b.timeout_seconds,
-            output_cap=b.output_cap_chars,
-            hide_env=hide,
-        )
-        tools["wait"] = RunnerTool(
-            "wait",
-            "Sleep instead of polling: wakes early when an operator message arrives or when the "
-            "named sub-agents have finished (their results come back here). seconds is capped "
-            f"at {self.spec.idle.cap_seconds:g}.",
-            schema_of(
-                {
-                    "seconds": {"type": "number"},
-                    "agents": {"type": "array", "items": {"type": "string"}},
-                }
-            ),
-            self._wait_tool,
-            ToolClass.LEDGER.value,
-        )
-        tools.update(self.supervisor.tools())
-        return {name: tools[name] for name in self.spec.tools if name in tools}
-
-    def _wait_tool(self, call: ToolCall) -> ToolOutcome:
-        seconds = call.input.get("seconds", self.spec.idle.cap_seconds)
-        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
-            return ToolOutcome(error="wait: seconds must be a number ≥ 0", is_error=True)
-        agents = call.input.get("agents") or []
-        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
-            return ToolOutcome(
-                error="wait: agents must be a list of sub-agent names", is_error=True
-            )
-        unknown = [a for a in agents if a not in self.supervisor.children]
-        if unknown:
-            return ToolOutcome(
-                error=f"wait: no sub-agent named {', '.join(unknown)} (spawn it first)",
-                is_error=True,
-            )
-        delay = min(float(seconds), self.spec.idle.cap_seconds)
-        start = self.clock.now()
-        until = start + delay
-        self.emit("waiting", {"by": "wait_tool", "delay": delay, "until": until, "agents": agents})
-
-        def check() -> str | None:
-            if self.inbox.pending(self.session):
-                return "inbox"
-            if agents and self.supervisor.all_done(agents):
-                return "agents_done"
-            return None
-
-        reason = sleep_until(self.clock, until, check, poll=self.spec.idle.poll_seconds)
-        slept = self.clock.now() - start
-        self.emit("woken", {"by": "wait_tool", "reason": reason, "slept": slept})
-        lines = [f"woke after {slept:.1f}s: {reason}"]
-        if reason == "inbox":
-            lines.append("an operator message is waiting; it is delivered with the next turn")
-        lines += self.supervisor.results(agents)
-        return ToolOutcome(output="\n".join(lines))
 
     # -- the four hooks ------------------------------------------------------------------------
     def _system(self) -> dict[str, Any]:
@@ -279,10 +171,10 @@ class Runner:
 
     def _before_model_call(self) -> None:
         if self._lease_lost.is_set():
-            raise _Stop("lease_lost")
+            raise Stop("lease_lost")
         got = self.inbox.read(self.session, self.holder)
         if got:
-            self._push({"role": "user", "content": _operator_text(got)})
+            self._push({"role": "user", "content": operator_text(got)})
 
     def _after_model_response(self, res: ChatResult) -> None:
         calls = {"idle" if self._idle_turn else "working"}
@@ -446,7 +338,7 @@ class Runner:
                 else:
                     self.schedule.empty_wake()
                 self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
-        except _Stop as stop:
+        except Stop as stop:
             reason = stop.reason
         except KeyboardInterrupt:
             reason = "stopped"
@@ -457,77 +349,3 @@ class Runner:
                 self.supervisor.stop_all()
                 self._release(reason)
         return self.result
-
-    # -- idle -----------------------------------------------------------------------------------
-    def _snapshot(self) -> dict[str, tuple[int, int]]:
-        out: dict[str, tuple[int, int]] = {}
-        if not self.spec.idle.watch:
-            return out
-        for dirpath, dirnames, files in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d not in (".git", ".infomark", "__pycache__")]
-            for f in files:
-                p = Path(dirpath) / f
-                rel = os.path.relpath(p, self.root)
-                if any(fnmatch.fnmatch(rel, w) for w in self.spec.idle.watch):
-                    try:
-                        st = p.stat()
-                    except OSError:
-                        continue
-                    out[rel] = (st.st_mtime_ns, st.st_size)
-        return out
-
-    def _wake_reason(self) -> str | None:
-        if self._lease_lost.is_set():
-            return "lease_lost"
-        if self.inbox.pending(self.session):
-            return "inbox"
-        if self.spec.idle.watch:
-            now = self._snapshot()
-            if now != self._watch:
-                self._watch = now
-                return "file_change"
-        return None
-
-    def _idle_cycle(self, pending: PendingSleep | None) -> tuple[str, str] | None:
-        """Sleep on the schedule; ``(reason, operator prompt)`` on wake, None to stop."""
-        max_wakes = self.spec.idle.max_wakes
-        if max_wakes and self.idle_wakes >= max_wakes:
-            return None
-        start = self.clock.now()
-        if pending is None:
-            delay = self.schedule.delay()
-            until = start + delay
-            self.emit("waiting", {"by": "idle", "until": until, **self.schedule.to_dict()})
-        else:
-            until = pending.until
-        reason = sleep_until(
-            self.clock,
-            until,
-            self._wake_reason,
-            poll=self.spec.idle.poll_seconds,
-        )
-        if reason == "lease_lost":
-            raise _Stop("lease_lost")
-        if reason != "timer":
-            self.schedule.reset()
-        slept = self.clock.now() - start
-        self.emit(
-            "woken",
-            {"by": "idle", "reason": reason, "slept": round(slept, 3), **self.schedule.to_dict()},
-        )
-        self.idle_wakes += 1
-        got = self.inbox.read(self.session, self.holder, where="idle_wake")
-        if got:
-            return reason, _operator_text(got)
-        if reason == "file_change":
-            return reason, "[infomark idle] woken: a watched file changed. Look, then continue."
-        return reason, (
-            f"[infomark idle] woken by the timer after {slept:.0f}s; nothing new arrived. "
-            "Continue if there is work; otherwise reply briefly (or call wait)."
-        )
-
-
-def _operator_text(messages: list[Message]) -> str:
-    return "\n\n".join(
-        f"[operator message from {m.sender} via infomark send, #{m.id}]\n{m.text}" for m in messages
-    )
