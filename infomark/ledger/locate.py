@@ -407,6 +407,7 @@ def _ends_continuation(body: str) -> bool:
 def _object_keyword(raw: list[str], index: int, column: int) -> str | None:
     """The block keyword that is the first key of the ``{`` object at ``raw[index][column]``."""
     line = _line(raw, index)
+    start_index = index
     p = column + 1
     for _ in range(_OBJECT_LOOKAHEAD + 1):
         while p < len(line) and line[p] in " \t":
@@ -421,7 +422,14 @@ def _object_keyword(raw: list[str], index: int, column: int) -> str | None:
     else:
         return None
     found = keyword_at(line, p, quoted=True)
-    return None if found is None else found[0]
+    if found is None:
+        return None
+    later, bare = index > start_index, line[p] not in "\"'"
+    if later and bare and p <= column and not line[found[1].after :].strip():
+        # a bare ``claim_ledger:`` alone on a later line, not indented under the "{", heads a
+        # block of its own: the "{" above it was prose, not the object's opening
+        return None
+    return found[0]
 
 
 def _object_end(raw: list[str], first: int, column: int, fence: _Fence | None) -> int:

@@ -3,7 +3,7 @@ after any prose, with LF or CRLF line ends, inside a Markdown fence, after a val
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from infomark.ledger.parser import parse_message
@@ -23,6 +23,8 @@ def errors_at(text: str) -> list[tuple[int, int]]:
 
 
 @given(PROSE, st.sampled_from(["\n", "\r\n"]), st.booleans())
+@example(["{"], "\n", False)  # a lone "{" of prose is not the opening of a JSON ledger
+@example(["  {", "["], "\r\n", False)
 def test_the_error_is_at_its_line_after_any_prose(
     prose: list[str], newline: str, fenced: bool
 ) -> None:
