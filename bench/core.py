@@ -350,6 +350,7 @@ def bench_growth() -> None:
         return os.path.getsize(db_path), int(rows or 0)
 
     calls = n(200, 60)
+    recorded = 0
     f0, r0 = size()
     for i in range(calls):
         tool = ("Read", "Bash", "Edit", "Grep")[i % 4]
@@ -358,15 +359,18 @@ def bench_growth() -> None:
             inp = {"command": f"pytest -q tests/test_{i % 11}.py"}
         elif tool == "Edit":
             inp.update(old_string="a", new_string="b")
-        gk.authorize(ToolCall(tool, inp))
-        gk.record(ToolCall(tool, inp), ToolOutcome(f"output {i}\n" * 20, 0))
+        decision = gk.authorize(ToolCall(tool, inp))
+        if decision.allowed:  # as a host does: only an authorized call runs and is recorded
+            out = ToolOutcome(f"output {i}\n" * 20, 0)
+            gk.record(ToolCall(tool, inp), out, call_id=decision.call_id)
+            recorded += 1
         if i % 10 == 9:
             gk.new_turn(f"prompt {i}")
     f1, r1 = size()
     gk.close()
     add("journal growth per tool call (default policy layer)",
         f"{(r1 - r0) / calls / 1024:.2f} KB events", f"{(f1 - f0) / calls / 1024:.2f} KB file",
-        f"over {calls} calls (authorize + record + policy)")  # fmt: skip
+        f"over {calls} calls ({recorded} recorded, the edits denied: no ledger)")  # fmt: skip
 
 
 def _message_3kb() -> str:

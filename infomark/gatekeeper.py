@@ -40,7 +40,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.gates.policies.runtime import PolicyRuntime, PolicyStep
     from infomark.gates.views import GateView, LedgerView
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
@@ -175,7 +175,9 @@ class Gatekeeper:
             if not report.skipped:
                 self._track()
                 if report.changed:
-                    report.instructions = self.policy.after_ingest(self._ledger, report)
+                    report.instructions = self._commit(
+                        self.policy.after_ingest(self._ledger, report)
+                    )
         return report
 
     def classify(
@@ -395,7 +397,7 @@ class Gatekeeper:
                     self._ledger, str(pending["grading"]), by="ask_prompt", note=""
                 )
             self._track()
-            text = self.policy.after_tool(self._ledger, call, outcome, evidence)
+            text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)
@@ -414,7 +416,9 @@ class Gatekeeper:
         grading_flow.check(self._ledger, self.config)
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
-            result = self.policy.finalize(self._ledger, final_text, result)
+            step = self.policy.finalize(self._ledger, final_text, result)
+            self._commit(step)
+            result = step.finish or result
             self._ledger.emit("finish_decision", result.to_dict())
             if result.cap_reached:
                 self._ledger.emit("finish_cap_reached", {"cap": self.config.finish_refusal_cap})
@@ -457,7 +461,7 @@ class Gatekeeper:
             )
             self._ledger.emit("turn_started", {"prompt_digest": d})
             moves.resume(self._ledger, self.config)  # the user answered: the work resumes
-            return self.policy.on_prompt(self._ledger, prompt or "")
+            return self._commit(self.policy.on_prompt(self._ledger, prompt or ""))
 
     def move(self, gate: str) -> dict[str, Any]:
         """Request a gate move as the agent would with a ``gate:`` line."""
@@ -517,12 +521,13 @@ class Gatekeeper:
                 from infomark.ledger.carry import carry_over
 
                 carry_over(self._ledger)
-            return self.policy.host_report(
+            step = self.policy.host_report(
                 self._ledger,
                 tokens_used=tokens_used,
                 context_window=context_window,
                 compacted=compacted,
             )
+            return self._commit(step)
 
     def compaction_context(self) -> str:
         """What to re-inject after the host compacted its context: every claim id with its
@@ -565,7 +570,13 @@ class Gatekeeper:
     def _after_decision(self, call: ToolCall, decision: Decision) -> str:
         if decision.allowed:
             return ""
-        return self.policy.after_decision(self._ledger, call, decision)
+        return self._commit(self.policy.after_decision(self._ledger, call, decision))
+
+    def _commit(self, step: PolicyStep) -> str:
+        """Emit the policy layer's events in the open transaction; the text it delivers."""
+        for type_, payload in step.events:
+            self._ledger.emit(type_, payload)
+        return step.text
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(

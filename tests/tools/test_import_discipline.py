@@ -124,6 +124,7 @@ PRETOOL_MODULES = {
     "infomark.ledger.keys",
     "infomark.ledger.lineage",
     "infomark.ledger.manifest",
+    "infomark.ledger.policy_delta",  # the reducer of policy_updated (split from state, issue 13)
     "infomark.ledger.report",
     "infomark.ledger.semantics",
     "infomark.ledger.state",
