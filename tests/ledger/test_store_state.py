@@ -323,3 +323,24 @@ def test_a_large_text_output_is_hashed_and_stored_in_chunks_exactly(tmp_path: Pa
         assert led.blobs.get(ev.output_digest) == raw
     assert verify_session(led) == []
     led.close()
+
+
+@pytest.mark.sqlite_only  # blob files
+@settings(max_examples=25, deadline=None)
+@given(
+    head=st.text(max_size=40),
+    filler=st.sampled_from(["a", "é", "\u20ac", "\U0001f600", "\ud800"]),
+    size=st.integers(0, 3 * 48 * 1024),
+)
+def test_a_large_text_is_hashed_and_stored_as_its_utf8(
+    tmp_path_factory: pytest.TempPathFactory, head: str, filler: str, size: int
+) -> None:
+    """Chunked encoding (48 Ki characters of ASCII, 16 Ki otherwise) across every boundary."""
+    from infomark.ledger.blobs import BlobStore
+
+    blobs = BlobStore(tmp_path_factory.mktemp("b"))
+    text = head + filler * size
+    raw = text.encode("utf-8", "surrogatepass")
+    digest, n = blobs.put_text(text)
+    assert (digest, n) == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
+    assert blobs.get(digest) == raw
