@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +197,21 @@ def bench_hook_events() -> None:
               "bare `python -I -S -c pass`")  # fmt: skip
 
 
+def _paired(led: Any, calls: list[Any]) -> Iterator[str]:
+    """Journal an allow decision for each call (what authorize() writes), up front and
+    untimed; yields their call ids in order (record() refuses an unpaired result)."""
+    from infomark.ledger.engine import call_digest
+
+    ids = []
+    with led.transaction():
+        for i, call in enumerate(calls):
+            cid = f"bench_{led.state.seq}_{i}"
+            led.emit("decision", {"decision": "allow", "tool": call.tool, "call_id": cid,
+                                  "input_digest": call_digest(call)})  # fmt: skip
+            ids.append(cid)
+    return iter(ids)
+
+
 def bench_record() -> None:
     """record() with a distinct ~400-byte output each call, durable, vs raw sqlite3 + blob."""
     from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -205,12 +220,15 @@ def bench_record() -> None:
     d = TMP / "record"
     led = Ledger(d / "home", "bench", root=d)
     counter = iter(range(10**9))
+    pairs = n(150, 40)
+    ids = _paired(led, [ToolCall("bash", {"command": f"pytest -q {i}"}) for i in range(pairs + 2)])
 
     def ours() -> None:
         i = next(counter)
         led.record(
             ToolCall("bash", {"command": f"pytest -q {i}"}),
             ToolOutcome(f"{i} passed\n" + "x" * 400, 0),
+            call_id=next(ids),
         )
 
     db = sqlite3.connect(d / "raw.db", isolation_level=None)
@@ -236,7 +254,7 @@ def bench_record() -> None:
         db.execute("INSERT INTO t VALUES ('s', ?, ?)", (i, payload))
         db.execute("COMMIT")
 
-    p = paired(ours, base, pairs=n(150, 40))
+    p = paired(ours, base, pairs=pairs)
     timed_row("record(), distinct outputs, durable", p.ours, p.base, p.ratio,
               "raw sqlite3 insert+commit + one fsync'd blob write")  # fmt: skip
     led.close()
@@ -257,8 +275,11 @@ def bench_hash() -> None:
     def base() -> None:
         hashlib.sha256(data).hexdigest()
 
+    big = ToolCall("bash", {"command": "cat big"})
+    ids = _paired(led, [big] * (n(9, 3) + 1))
+
     def through_record() -> None:  # the same output again: record() hashes, the blob exists
-        led.record(ToolCall("bash", {"command": "cat big"}), ToolOutcome(text, 0))
+        led.record(big, ToolOutcome(text, 0), call_id=next(ids))
 
     def cpu(fn: Callable[[], object]) -> float:  # both sides are one thread of CPU work
         t0 = time.process_time()
@@ -272,8 +293,11 @@ def bench_hash() -> None:
         f"{100 / p.ratio:.0f} % of hashlib.sha256")  # fmt: skip
     counter = iter(range(10**9))
 
+    distinct = [ToolCall("bash", {"command": f"cat big {i}"}) for i in range(n(3, 2) + 2)]
+    ids, calls = _paired(led, distinct), iter(distinct)
+
     def ours() -> None:
-        led.record(ToolCall("bash", {"command": f"cat big {next(counter)}"}), ToolOutcome(text, 0))
+        led.record(next(calls), ToolOutcome(text, 0), call_id=next(ids))
 
     def base_durable() -> None:
         hashlib.sha256(data).hexdigest()

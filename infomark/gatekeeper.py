@@ -244,7 +244,8 @@ class Gatekeeper:
             extra=self.host_files,
             cwd=call.cwd,
         )
-        with self._ledger.transaction():
+        # A call that changes nothing commits its decision without an fsync (Ledger.transaction)
+        with self._ledger.transaction(durable=c.tool_class.mutates or bypass):
             watch.refresh(self._ledger)
             decision = authorize_call(
                 self._ledger.state,
@@ -311,6 +312,8 @@ class Gatekeeper:
             if grading is not None:
                 payload["grading"] = grading
             self._ledger.emit("decision", payload)
+            if not _fails_closed(decision, c, approval_of, grading):
+                self._ledger.require_sync()
             watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
                 self._ledger.emit(
@@ -629,6 +632,18 @@ def _clip_input(call: ToolCall, limit: int = 2000) -> str:
     except (TypeError, ValueError):
         text = repr(call.input)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _fails_closed(decision: Decision, c: Classification, approval_of: str, grading: object) -> bool:
+    """Whether losing this decision's commit (a power loss before the next fsync) is
+    harmless: a deny (nothing ran), or an allow of a call that changes nothing (its
+    result is then refused, never evidence). Mutations, approvals spent, bypasses,
+    holds and grading edits always wait for the disk."""
+    if approval_of or decision.bypass or grading is not None:
+        return False
+    if decision.verdict is Verdict.DENY:
+        return True
+    return decision.verdict is Verdict.ALLOW and not c.tool_class.mutates
 
 
 def _input_digest(call: ToolCall) -> str:
