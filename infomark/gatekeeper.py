@@ -38,7 +38,7 @@ from infomark.gates.protect import guard_decision, protected, session_cwd
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
-from infomark.kernel.tools import Classification
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
@@ -247,7 +247,7 @@ class Gatekeeper:
             cwd=call.cwd,
         )
         # A call that changes nothing commits its decision without an fsync (Ledger.transaction)
-        with self._ledger.transaction(durable=c.tool_class.mutates or bypass):
+        with self._ledger.transaction(durable=c.tool_class not in _CHANGES_NOTHING or bypass):
             watch.refresh(self._ledger)
             decision = authorize_call(
                 self._ledger.state,
@@ -553,6 +553,10 @@ class Gatekeeper:
         return merge_session(self._ledger, self.config.session_prefix + session)
 
 
+#: Classes whose calls change nothing (a run, a sub-agent or an unknown tool may).
+_CHANGES_NOTHING = frozenset({ToolClass.READ, ToolClass.SEARCH, ToolClass.WEB, ToolClass.LEDGER})
+
+
 def _fails_closed(decision: Decision, c: Classification, approval_of: str, grading: object) -> bool:
     """Whether losing this decision's commit (a power loss before the next fsync) is
     harmless: a deny (nothing ran), or an allow of a call that changes nothing (its
@@ -562,7 +566,7 @@ def _fails_closed(decision: Decision, c: Classification, approval_of: str, gradi
         return False
     if decision.verdict is Verdict.DENY:
         return True
-    return decision.verdict is Verdict.ALLOW and not c.tool_class.mutates
+    return decision.verdict is Verdict.ALLOW and c.tool_class in _CHANGES_NOTHING
 
 
 def __getattr__(name: str) -> object:

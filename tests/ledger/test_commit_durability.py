@@ -60,6 +60,12 @@ def test_an_allowed_mutation_waits_for_the_disk(gk: Gatekeeper) -> None:
     assert gk.store.journal.last_commit_synced is True
 
 
+def test_an_allowed_run_waits_for_the_disk(gk: Gatekeeper) -> None:
+    """A command may write (``python fix.py``): its decision is durable like a mutation's."""
+    decision = gk.authorize(ToolCall("Bash", {"command": "pytest -q"}))
+    assert decision.allowed and gk.store.journal.last_commit_synced is True
+
+
 def test_a_bypass_waits_for_the_disk(gk: Gatekeeper) -> None:
     decision = gk.authorize(EDIT, bypass=True)
     assert decision.bypass and gk.store.journal.last_commit_synced is True
