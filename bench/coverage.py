@@ -24,7 +24,7 @@ from pathlib import Path
 from bench._timing import Paired, paired
 from bench.core import row, timed_row
 from infomark.gatekeeper import Gatekeeper
-from infomark.gates import fingerprint
+from infomark.gates import feed, fingerprint
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 _GIT_ENV = {
@@ -67,44 +67,79 @@ def _cpu(fn: Callable[[], object]) -> float:
     )
 
 
-def measure_fingerprint(root: Path, pairs: int = 15) -> tuple[Paired, Paired]:
-    """(wall, CPU) of mark + changes_since against ``git status -uno``, interleaved B A B A."""
+def _cpu_with(pid: int) -> Callable[[Callable[[], object]], float]:
+    """:func:`_cpu` plus the CPU the process ``pid`` (the feed's watcher) spent meanwhile."""
+
+    def ticks() -> int:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    hz = os.sysconf("SC_CLK_TCK")
+
+    def measure(fn: Callable[[], object]) -> float:
+        before = ticks()
+        own = _cpu(fn)
+        return own + (ticks() - before) / hz
+
+    return measure
+
+
+def measure_fingerprint(root: Path, pairs: int = 15) -> dict[str, Paired]:
+    """Mark + compare, with the change feed and with the full scan, each interleaved with
+    ``git status -uno`` (B A B A): wall and CPU (the feed's CPU includes its watcher's)."""
     watch = Path(tempfile.mkdtemp(prefix="infomark-watch-"))
     fingerprint.tracked_paths(root, watch)  # the session's first call parses and caches
+    found = fingerprint.find_git_dir(root)
+    assert found is not None
+    pin = feed.launch(watch, found[0], wait=120)
+    assert pin is not None, "the watcher did not start"
     seq = [0]
 
-    def ours() -> None:
-        seq[0] += 1
-        fingerprint.mark(watch, "bench", seq=seq[0])
-        change = fingerprint.changes_since(watch, "bench", root)
-        assert change is not None and change.complete
+    def run(*, fed: bool) -> Callable[[], None]:
+        def go() -> None:
+            seq[0] += 1
+            fingerprint.mark(watch, "bench", seq=seq[0], root=root if fed else None)
+            change = fingerprint.changes_since(watch, "bench", root)
+            assert change is not None and change.complete
+            assert change.method == ("feed" if fed else "git-index"), change.method
+
+        return go
 
     def git() -> None:
         subprocess.run(
             ["git", "status", "--porcelain", "-z", "-uno"], cwd=root, capture_output=True
         )
 
-    return paired(ours, git, pairs=pairs), paired(ours, git, pairs=pairs, measure=_cpu)
+    try:
+        return {
+            "feed wall": paired(run(fed=True), git, pairs=pairs),
+            "feed CPU": paired(run(fed=True), git, pairs=pairs, measure=_cpu_with(pin["pid"])),
+            "walk wall": paired(run(fed=False), git, pairs=pairs),
+            "walk CPU": paired(run(fed=False), git, pairs=pairs, measure=_cpu),
+        }
+    finally:
+        feed.stop(watch, found[0])
 
 
 def bench_fingerprint() -> None:
     with tempfile.TemporaryDirectory(prefix="infomark-fp-") as tmp:
         root = make_repo(Path(tmp) / "repo")
-        wall, cpu = measure_fingerprint(root)
-        timed_row(
-            "fingerprint, 10k tracked files (mark+compare), wall",
-            wall.ours,
-            wall.base,
-            wall.ratio,
-            "git status -uno",
-        )
-        timed_row(
-            "fingerprint, 10k tracked files (mark+compare), CPU",
-            cpu.ours,
-            cpu.base,
-            cpu.ratio,
-            "git status -uno (user+sys, child)",
-        )
+        got = measure_fingerprint(root)
+        for name, what in (
+            ("feed", "change feed (watcher live)"),
+            ("walk", "full scan (no watcher)"),
+        ):
+            for kind, base in (("wall", "git status -uno"), ("CPU", "git status -uno (user+sys)")):
+                p = got[f"{name} {kind}"]
+                timed_row(
+                    f"fingerprint, 10k tracked files, {what}, {kind}",
+                    p.ours,
+                    p.base,
+                    p.ratio,
+                    base,
+                )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ How a block is run (unless the line before its fence is ``<!-- no-test -->``):
 * ``$ cat FILE`` for a file the sandbox does not have yet *creates* it with the text shown:
   a block shows its own input files;
 * only blocks whose every command starts with ``infomark``, ``cd``, ``echo``, ``cat``,
-  ``printf`` or ``chmod`` run here (``make bench`` has its own harness);
+  ``printf`` or ``chmod`` (after any ``VAR=value`` it sets) run here (``make bench`` has
+  its own harness);
 * ``<!-- setup: demo -->`` before the fence runs ``infomark demo --keep`` first and works in
   the project it keeps (the prose says so);
 * when a block shows any output, every command's output must match after normalisation
@@ -46,6 +47,14 @@ _MASKS = [
 ]
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*$")
+
+
+def _program(command: str) -> str:
+    """The command's program, after any ``VAR=value`` the line sets for it."""
+    return next((w for w in command.split() if not _ASSIGNMENT.match(w)), "")
+
+
 @dataclass(frozen=True)
 class Step:
     command: str
@@ -73,7 +82,7 @@ def examples() -> list[Example]:
                     steps.append(Step(line[2:], []))
                 elif steps:
                     steps[-1].expected.append(line)
-            if not steps or any(s.command.split()[0] not in RUNNABLE for s in steps):
+            if not steps or any(_program(s.command) not in RUNNABLE for s in steps):
                 continue
             assert not any("infomark serve" in s.command for s in steps), (
                 f"{fence.where}: a server never returns; mark the block {NO_TEST} (the "

@@ -74,7 +74,13 @@ def run(args: list[str]) -> int:
             reconfigure(errors="backslashreplace")
     _register()
     as_json = "--json" in args
+    otel = None
     try:
+        # Spans of every ledger this command opens; doctor reads, and reports a bad setting.
+        if os.environ.get("INFOMARK_OTEL") and args[:1] != ["doctor"]:
+            from infomark.tools.otel import start_process_export
+
+            otel = start_process_export()
         cli.main(args=args, prog_name="infomark", standalone_mode=False)
     except CliExit as exc:
         return exc.code
@@ -105,6 +111,9 @@ def run(args: list[str]) -> int:
         )
         click.echo(f"Error: {msg}", err=True)
         return _json_error(as_json, "internal_error", msg, EXIT_INTERNAL)
+    finally:
+        if otel is not None:
+            otel.shutdown()  # sends what is still batched
     return EXIT_OK
 
 

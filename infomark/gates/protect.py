@@ -310,12 +310,19 @@ def protected(
         if why is not None:
             return ("deny", "protected_home", f"{why} ({home_r}): {_WALK_HINT}")
     if opaque:
+        why = next((r for r in classification.reasons if "opaque" in r), "")
         return (
             "deny",
             "protected_opaque",
-            "infomark cannot tell statically which files this command names (a variable, a "
-            "command substitution, changed glob options, or a path computed at run time), so "
-            "it cannot rule out its own home or config; spell the paths out literally",
+            "infomark cannot tell statically which files this command names "
+            + (
+                f"({why})"
+                if why
+                else "(a variable, a command substitution, changed glob "
+                "options, or a path computed at run time)"
+            )
+            + ", so it cannot rule out its own home or config; spell the paths out literally, "
+            "or write the code to a file you can read first and run that file",
         )
     if not classification.tool_class.mutates:
         return None

@@ -1,4 +1,4 @@
-"""The agent's own files: scratch writes, tainted runs, and reverting an unannounced change.
+"""The agent's own files: scratch writes (tainted runs and reverts: :mod:`infomark.gates.taint`).
 
 *Scratch* (allowed while premises are ungrounded, journaled, shown by audit): a write whose
 every target is a new file the agent creates now, a file it created earlier in this session,
@@ -6,20 +6,15 @@ or a path in the temp directory outside the project, and none is protected. Edit
 file or one that existed before the session is a mutation. Deleting only paths the agent
 created is scratch too; deleting anything else stays what the classifier says.
 
-*Taint*: running a file the agent wrote or edited in this session (``python fix.py``,
-``./run.sh``, ``python -m fix``) runs the agent's own code, which may do anything: the call is
-a mutation (``modify``), watched by the fingerprint.
-
-*Revert*: ``git checkout -- FILES`` / ``git restore [--worktree] -- FILES`` naming only files an
-unannounced mutation changed is how the agent puts the tree back; it is allowed while the
-violation stands. Standard library only (hot path); the precise rules are in docs/gates.md.
+Which tools write local files, and which of them create one, is the kernel's tool table
+(``ToolSpec.file``, ``ToolSpec.creates``). Standard library only (hot path); the precise rules
+are in docs/gates.md.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -30,20 +25,15 @@ from infomark.kernel.tools import (
     Classification,
     ToolClass,
     lookup_tool,
-    normalise_tool_name,
-    split_mcp_name,
 )
 
 __all__ = [
     "DEFAULT_PROTECTED",
     "Scratch",
-    "is_revert",
     "new_targets",
     "norm_key",
-    "runs_in_background",
     "scratch_verdict",
     "shell_write_targets",
-    "tainted_by",
     "target_paths",
 ]
 
@@ -94,103 +84,6 @@ _PATH_KEYS = (
 _PATCH_PATH = lazy_compile(
     r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
 )
-_INTERPRETERS = frozenset(
-    {
-        "python",
-        "python3",
-        "py",
-        "pypy",
-        "pypy3",
-        "node",
-        "deno",
-        "bun",
-        "ts-node",
-        "tsx",
-        "ruby",
-        "perl",
-        "php",
-        "bash",
-        "sh",
-        "zsh",
-        "dash",
-        "ksh",
-        "fish",
-        "pwsh",
-        "powershell",
-        "Rscript",
-        "lua",
-        "julia",
-        "java",
-        "go",
-        "uv",
-        "poetry",
-        "pipenv",
-        "pytest",
-        "source",
-        ".",
-    }
-)
-# local file tools whose targets scratch may judge (normalised names); remote tools (GitHub's
-# create_or_update_file …) name paths in another repository and are never scratch
-_LOCAL_FILE_TOOLS = frozenset(
-    {
-        "write",
-        "edit",
-        "multiedit",
-        "notebookedit",
-        "editnotebook",
-        "writefile",
-        "writetofile",
-        "createfile",
-        "createnewfile",
-        "builtincreatenewfile",
-        "create",
-        "replace",
-        "editfile",
-        "searchreplace",
-        "replaceinfile",
-        "applydiff",
-        "insertcontent",
-        "searchandreplace",
-        "editexistingfile",
-        "builtineditexistingfile",
-        "singlefindandreplace",
-        "strreplaceeditor",
-        "strreplacebasededittool",
-        "strreplace",
-        "strreplaceedittool",
-        "texteditor",
-        "developertexteditor",
-        "applypatch",
-        "patch",
-        "createdirectory",
-        "movefile",
-        "mkdir",
-        "deletefile",
-        "delete",
-        "remove",
-        "rm",
-        "insert",
-        "move",
-        "rename",
-    }
-)
-# of those, the ones that create a file that is not there (an edit tool needs an existing one)
-_CREATING = frozenset(
-    {
-        "write",
-        "writefile",
-        "writetofile",
-        "createfile",
-        "createnewfile",
-        "builtincreatenewfile",
-        "create",
-        "createdirectory",
-        "mkdir",
-        "applypatch",
-    }
-)
-_SHELL_META = lazy_compile(r"[;&|<>`$(){}\n]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,11 +180,6 @@ def _plain(word: str) -> bool:
     return bool(word) and not word.startswith("-") and not _WORD_META.search(word)
 
 
-def _tool_key(tool: str) -> str:
-    mcp = split_mcp_name(tool)
-    return normalise_tool_name(mcp[1] if mcp is not None else tool)
-
-
 def target_paths(
     tool: str, tool_input: Mapping[str, object], classification: Classification
 ) -> tuple[str, ...] | None:
@@ -303,7 +191,7 @@ def target_paths(
             return None
         targets = shell_write_targets(command)
         return targets[0] if targets is not None else None
-    if _tool_key(tool) not in _LOCAL_FILE_TOOLS:
+    if spec is None or not spec.file:
         return None
     found: list[str] = []
     for key in _PATH_KEYS:
@@ -366,7 +254,7 @@ def scratch_verdict(
         return None
     own = set(created_before)
     spec = lookup_tool(tool)
-    creating = (spec is not None and spec.shell) or _tool_key(tool) in _CREATING
+    creating = spec is not None and (spec.shell or spec.creates)
     if spec is not None and spec.editor and tool_input.get("command") == "create":
         creating = True
     patterns = (*DEFAULT_PROTECTED, *protected)
@@ -416,113 +304,6 @@ def _first_new(key: str, root_real: str) -> str:
     return key
 
 
-def _words(command: str) -> list[list[str]]:
-    """Simple commands of ``command`` as word lists (best effort, for taint only)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:
-        tokens = command.split()
-    out: list[list[str]] = [[]]
-    for tok in tokens:
-        if tok and all(ch in ";&|()<>" for ch in tok):
-            out.append([])
-        else:
-            out[-1].append(tok)
-    return [w for w in out if w]
-
-
-_WRAPPERS = frozenset(
-    {
-        "nohup",
-        "setsid",
-        "env",
-        "timeout",
-        "nice",
-        "ionice",
-        "time",
-        "sudo",
-        "doas",
-        "exec",
-        "command",
-        "stdbuf",
-        "chrt",
-        "taskset",
-        "unbuffer",
-        "caffeinate",
-        "xvfb-run",
-    }
-)
-
-
-def _unwrap(words: list[str]) -> list[str]:
-    """Drop ``VAR=value`` prefixes and wrappers (``nohup``, ``timeout 5``, ``env -i`` …)."""
-    while words:
-        head = words[0]
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", head):
-            words = words[1:]
-        elif os.path.basename(head) in _WRAPPERS:
-            words = words[1:]
-            while words and (
-                words[0].startswith("-")
-                or re.fullmatch(r"[0-9.]+[smhd]?", words[0])
-                or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
-            ):
-                words = words[1:]
-        else:
-            break
-    return words
-
-
-def tainted_by(command: str, written: Iterable[str], root: Path) -> str | None:
-    """The file of the agent's own that ``command`` runs, or None.
-
-    A simple command runs a file when the file is its command word (``./fix.sh``), or an
-    argument of an interpreter or test runner (``python fix.py``, ``uv run fix.py``,
-    ``pytest test_fix.py``), or a module ``-m NAME`` resolving to ``NAME.py``.
-    """
-    own = set(written)
-    if not own:
-        return None
-    for words in _words(command):
-        words = _unwrap(words)
-        if not words:
-            continue
-        head = words[0]
-        candidates = [head]
-        if os.path.basename(head) in _INTERPRETERS or re.fullmatch(
-            r"python\d(\.\d+)?", os.path.basename(head)
-        ):
-            candidates += words[1:]
-            for i, w in enumerate(words[:-1]):
-                if w == "-m":
-                    candidates.append(words[i + 1].replace(".", "/") + ".py")
-        for i, c in enumerate(candidates):
-            if c == "-c" and i + 1 < len(candidates):
-                inner = tainted_by(candidates[i + 1], own, root)
-                if inner is not None:
-                    return inner
-            if c.startswith("-") or not c:
-                continue
-            key = norm_key(c, root)
-            if key in own:
-                return key
-    return None
-
-
-_BACKGROUND = frozenset(
-    {"nohup", "setsid", "disown", "screen", "tmux", "at", "batch", "systemd-run", "daemonize"}
-)
-
-
-def runs_in_background(command: str) -> bool:
-    """Whether part of ``command`` may outlive the call (``&``, ``nohup``, ``setsid`` …)."""
-    if re.search(r"(?<![&>|])&(?![&>])", command):
-        return True
-    return any(w and os.path.basename(w[0]) in _BACKGROUND for w in _words(command))
-
-
 def new_targets(keys: Iterable[str], root: Path, tracked: frozenset[str] | None) -> list[str]:
     """Of recorded path keys, those a write would create (absent and not tracked)."""
     root_real = os.path.realpath(str(root))
@@ -532,29 +313,3 @@ def new_targets(keys: Iterable[str], root: Path, tracked: frozenset[str] | None)
         if not os.path.lexists(full) and not (tracked is not None and key in tracked):
             out.append(_first_new(key, root_real) if not os.path.isabs(key) else key)
     return out
-
-
-def is_revert(command: str, files: Iterable[str], root: Path) -> bool:
-    """``git checkout -- F…`` / ``git restore [--worktree] [--] F…`` naming only ``files``."""
-    if _SHELL_META.search(command):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    if len(words) < 3 or words[0] != "git":
-        return False
-    rest = words[2:]
-    if words[1] == "checkout":
-        if not rest or rest[0] != "--":
-            return False
-        rest = rest[1:]
-    elif words[1] == "restore":
-        while rest and rest[0] in ("--worktree", "-W"):
-            rest = rest[1:]
-        if rest and rest[0] == "--":
-            rest = rest[1:]
-    else:
-        return False
-    wanted = set(files)
-    return bool(rest) and all(not w.startswith("-") and norm_key(w, root) in wanted for w in rest)

@@ -25,15 +25,7 @@ from infomark.gates.fingerprint import (
     still_modified,
     tracked_paths,
 )
-from infomark.gates.scratch import (
-    is_revert,
-    new_targets,
-    norm_key,
-    runs_in_background,
-    scratch_verdict,
-    tainted_by,
-    target_paths,
-)
+from infomark.gates.scratch import new_targets, norm_key, scratch_verdict, target_paths
 from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
 from infomark.ledger.calls import ToolCall
@@ -112,6 +104,41 @@ def _watchable(ledger: Ledger) -> bool:
     return True
 
 
+def _shell_cover(
+    ledger: Ledger, config: Config, c: Classification, command: str, *, deciding: bool
+) -> Cover | None:
+    """A revert, or a run of the agent's own file (taint), for a shell command; else None."""
+    from infomark.gates.taint import is_revert, runs_in_background, tainted_by
+
+    state = ledger.state
+    files = state.violation_files
+    if deciding and files and is_revert(command, files, ledger.root):
+        return Cover(c, revert=True)
+    if c.tool_class is not ToolClass.EXECUTE or not state.written_paths:
+        return None
+    own = tainted_by(command, state.written_paths, ledger.root)
+    if own is None:
+        return None
+    c = replace(
+        c,
+        tool_class=ToolClass.MODIFY,
+        reasons=(*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
+    )
+    if (
+        deciding
+        and config.scratch
+        and not plan_grounded(state)
+        and not runs_in_background(command)
+        and _watchable(ledger)
+    ):
+        return Cover(
+            c,
+            scratch=f"scratch run: runs the agent's own {own}; the tree is watched",
+            watched=True,
+        )
+    return Cover(c, watched=True)
+
+
 def cover(
     ledger: Ledger,
     config: Config,
@@ -130,30 +157,10 @@ def cover(
     )
     if declared:
         return Cover(c, watched=watched)
-    revert = deciding and command is not None and bool(state.violation_files)
-    if revert and command is not None and is_revert(command, state.violation_files, ledger.root):
-        return Cover(c, revert=True)
-    if command is not None and c.tool_class is ToolClass.EXECUTE and state.written_paths:
-        own = tainted_by(command, state.written_paths, ledger.root)
-        if own is not None:
-            c = replace(
-                c,
-                tool_class=ToolClass.MODIFY,
-                reasons=(*c.reasons, f"runs {own}, which the agent wrote in this session (taint)"),
-            )
-            if (
-                deciding
-                and config.scratch
-                and not plan_grounded(state)
-                and not runs_in_background(command)
-                and _watchable(ledger)
-            ):
-                return Cover(
-                    c,
-                    scratch=f"scratch run: runs the agent's own {own}; the tree is watched",
-                    watched=True,
-                )
-            return Cover(c, watched=True)
+    if command is not None:
+        shell = _shell_cover(ledger, config, c, command, deciding=deciding)
+        if shell is not None:
+            return shell
     if c.tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         return Cover(c, watched=watched)
     paths = target_paths(call.tool, call.input, c)
@@ -211,7 +218,7 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
             },
         )
     if cov.watched:
-        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq)
+        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root)
 
 
 def _announced_since(ledger: Ledger, seq: int) -> set[str]:

@@ -87,8 +87,9 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         _FENCE,
         "",
         "## Evidence",
-        "Only the runtime raises a claim into G. After each tool result you see a tag like",
-        "`[infomark evidence_ref=ev_… tool=bash outcome=PASS eligible=oracle_stamp]`.",
+        "Only the runtime raises a claim into G. Each tool result gets a tag like",
+        "`[infomark evidence_ref=ev_… tool=bash outcome=PASS "
+        "eligible=oracle_stamp,inference_stamp]`.",
         "Bind it with a line that starts with the keyword:",
         "- `oracle_stamp: claim_id=C1 evidence_ref=ev_… result=PASS` needs execution",
         "  evidence: a run of exactly the claim's `oracle:` command, run after declaring",

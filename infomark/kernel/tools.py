@@ -7,8 +7,15 @@ hook, the MCP proxy and the docs all read it, so the gate and the ledger cannot 
 name. Standard library only (hot path).
 
 Where a new tool name goes: add it to the row of its class in ``_ROWS`` below, with the host it
-comes from. Names are compared normalised (:func:`normalise_tool_name`); an MCP name
-``mcp__<server>__<tool>`` is looked up by its ``<tool>`` part.
+comes from (a local file tool gets the ``file`` flag, and ``creates`` when it makes new files:
+the scratch rules read them). Names are compared normalised (:func:`normalise_tool_name`); an
+MCP name ``mcp__<server>__<tool>`` is looked up by its ``<tool>`` part.
+
+Why this module is longer than 500 lines: most of it is the table, data written as Python
+rows (about 300 lines, one row a host and class, with the comments that say why a name has
+its class). It stays one module with the vocabulary it is written in, so the hook loads one
+module for both, from its bytecode, with nothing parsed at start-up; a data file would add a
+read and a parse to every hook process, and a module of its own a second import.
 """
 
 from __future__ import annotations
@@ -167,6 +174,9 @@ class ToolSpec:
     ``shell``: the call's ``command`` input is a shell command line, classified by the shell
     classifier (the class given here is only what a missing command fails closed to).
     ``editor``: a multi-command file editor; ``command: view`` only reads.
+    ``file``: a local file tool: its path inputs name the files it writes, so the scratch
+    rules may judge them (a remote tool, GitHub's ``create_or_update_file``, is not one).
+    ``creates``: of those, one that creates a file that is not there (an edit needs one).
     ``family``: the destructive family a destructive tool belongs to.
     """
 
@@ -177,6 +187,8 @@ class ToolSpec:
     hosts: tuple[str, ...]
     shell: bool = False
     editor: bool = False
+    file: bool = False
+    creates: bool = False
     family: str = ""
 
 
@@ -204,7 +216,7 @@ _WEBEV, _NONE = EvidenceClass.WEB, EvidenceClass.INELIGIBLE
 # mcp-git / mcp-github / mcp-memory / mcp-fetch / mcp-everything the reference MCP servers,
 # generic: common spellings of custom tools (and names infomark has always known). Aider has
 # no tool calls (it edits through its own edit formats and `/run`), so it adds no name.
-_Flags = str  # "" | "shell" | "editor" | "family=<f>"
+_Flags = str  # space-separated: "shell", "editor", "file", "creates", "family=<f>" (ToolSpec)
 _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...] = (
     # -- shell tools: the `command` is a shell command line -------------------------------
     (_X, _EXE, "cc opencode", "shell", ("Bash",)),
@@ -409,37 +421,31 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
     (_W, _WEBEV, "generic", "", ("browse", "http", "curl", "wget", "web")),
     # -- modify -------------------------------------------------------------------------
     # MultiEdit is also Continue's multi_edit
-    (_M, _NONE, "cc opencode", "", ("Write", "Edit", "MultiEdit", "NotebookEdit", "patch")),
-    (_M, _NONE, "codex agents", "", ("apply_patch",)),
-    (_M, _NONE, "gemini mcp-fs", "", ("write_file", "replace")),
-    (_M, _NONE, "cursor mcp-fs", "", ("edit_file", "search_replace", "reapply", "edit_notebook")),
+    (_M, _NONE, "cc opencode", "file creates", ("Write",)),
+    (_M, _NONE, "cc opencode", "file", ("Edit", "MultiEdit", "NotebookEdit", "patch")),
+    (_M, _NONE, "codex agents", "file creates", ("apply_patch",)),
+    (_M, _NONE, "gemini mcp-fs", "file creates", ("write_file",)),
+    (_M, _NONE, "gemini mcp-fs", "file", ("replace",)),
+    (_M, _NONE, "cursor mcp-fs", "file", ("edit_file", "search_replace", "edit_notebook")),
+    (_M, _NONE, "cursor", "", ("reapply",)),
+    (_M, _NONE, "cline", "file creates", ("write_to_file",)),
     (
         _M,
         _NONE,
         "cline",
-        "",
-        (
-            "write_to_file",
-            "replace_in_file",
-            "apply_diff",
-            "insert_content",
-            "search_and_replace",
-        ),
+        "file",
+        ("replace_in_file", "apply_diff", "insert_content", "search_and_replace"),
     ),
+    (_M, _NONE, "continue", "file creates", ("create_new_file", "builtin_create_new_file")),
     (
         _M,
         _NONE,
         "continue",
-        "",
-        (
-            "create_new_file",
-            "edit_existing_file",
-            "single_find_and_replace",
-            "builtin_create_new_file",
-            "builtin_edit_existing_file",
-        ),
+        "file",
+        ("edit_existing_file", "single_find_and_replace", "builtin_edit_existing_file"),
     ),
-    (_M, _NONE, "mcp-fs", "", ("create_directory", "move_file")),
+    (_M, _NONE, "mcp-fs", "file creates", ("create_directory",)),
+    (_M, _NONE, "mcp-fs", "file", ("move_file",)),
     (
         _M,
         _NONE,
@@ -469,32 +475,20 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
     ),
     (_M, _NONE, "mcp-memory", "", ("create_entities", "create_relations", "add_observations")),
     (_M, _NONE, "gemini", "", ("save_memory",)),
-    (_M, _NONE, "openhands goose", "editor", ("str_replace_editor", "developer__text_editor")),
+    (_M, _NONE, "openhands goose", "editor file", ("str_replace_editor", "developer__text_editor")),
     (_M, _NONE, "goose", "", ("developer__image_processor",)),
     (
         _M,
         _NONE,
         "generic",
-        "editor",
+        "editor file",
         ("str_replace_based_edit_tool", "str_replace", "str_replace_edit_tool", "text_editor"),
     ),
-    (
-        _M,
-        _NONE,
-        "generic",
-        "",
-        (
-            "create",
-            "move",
-            "rename",
-            "mkdir",
-            "create_file",
-            "insert",
-        ),
-    ),
+    (_M, _NONE, "generic", "file creates", ("create", "mkdir", "create_file")),
+    (_M, _NONE, "generic", "file", ("move", "rename", "insert")),
     # -- destructive --------------------------------------------------------------------
-    (_D, _NONE, "cursor", "family=file", ("delete_file",)),
-    (_D, _NONE, "generic", "family=file", ("delete", "remove", "rm")),
+    (_D, _NONE, "cursor", "family=file file", ("delete_file",)),
+    (_D, _NONE, "generic", "family=file file", ("delete", "remove", "rm")),
     (
         _D,
         _NONE,
@@ -532,15 +526,19 @@ _ROWS: tuple[tuple[ToolClass, EvidenceClass, str, _Flags, tuple[str, ...]], ...]
 
 def _spec(key: str, row: _Row, name: str) -> ToolSpec:
     cls, evidence, hosts, flags, _names = row
+    words = flags.split()
+    family = [w.removeprefix("family=") for w in words if w.startswith("family=")]
     return ToolSpec(
         name=key,
         spelling=name,
         tool_class=cls,
         evidence_class=evidence,
         hosts=tuple(hosts.split()),
-        shell=flags == "shell",
-        editor=flags == "editor",
-        family=flags.removeprefix("family=") if flags.startswith("family=") else "",
+        shell="shell" in words,
+        editor="editor" in words,
+        file="file" in words,
+        creates="creates" in words,
+        family=family[0] if family else "",
     )
 
 
@@ -593,7 +591,7 @@ _INDEX = _index()
 TOOL_TABLE: Mapping[str, ToolSpec] = _ToolTable(_INDEX)
 #: the normalised names whose ``command`` input is a shell command line
 SHELL_TOOL_NAMES: frozenset[str] = frozenset(
-    k for k, (row, _) in _INDEX.items() if row[3] == "shell"
+    k for k, (row, _) in _INDEX.items() if "shell" in row[3].split()
 )
 
 

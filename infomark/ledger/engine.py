@@ -32,14 +32,7 @@ from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.keys import Key, load_key
 from infomark.ledger.lineage import inherits
 from infomark.ledger.report import IngestReport
-from infomark.ledger.semantics import (
-    LedgerRules,
-    apply_divergence,
-    apply_ledger,
-    apply_stamp,
-    check_artifacts,
-    shell_text,
-)
+from infomark.ledger.semantics import LedgerRules, check_artifacts, shell_text
 from infomark.ledger.state import SessionState, apply, state_from_dict
 from infomark.ledger.store import open_blobs, open_journal
 from infomark.ledger.store_base import BaseJournal, EventRow
@@ -48,9 +41,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Ledger", "call_digest"]
+__all__ = ["ON_OPEN", "Ledger", "call_digest"]
 
 _SNAPSHOT_EVERY = 64
+
+#: Called with every :class:`Ledger` this process opens, once it is ready: the process-wide
+#: OpenTelemetry export (``INFOMARK_OTEL``, :mod:`infomark.tools.otel`) attaches its listener
+#: here. Empty unless something registered; the hook path never does when OTel is off.
+ON_OPEN: list[Callable[[Ledger], None]] = []
 
 
 def call_digest(call: ToolCall) -> str:
@@ -96,6 +94,8 @@ class Ledger:
         self.listeners: list[Callable[[list[EventRow]], None]] = []
         self._snap_seq = 0  # seq of the newest snapshot persisted (by any process)
         self._state = self._load_state()
+        for on_open in ON_OPEN:
+            on_open(self)
 
     # -- projection -----------------------------------------------------------------
     def _load_state(self) -> SessionState:
@@ -441,12 +441,16 @@ class Ledger:
             self._cursor((name, value))
 
     def _apply_blocks(self, blocks: list[Any], report: IngestReport) -> None:
+        # the judges load with the first block (off the hook's hot path, like the parser)
+        from infomark.ledger.claims import apply_ledger
+        from infomark.ledger.stamps import apply_divergence, apply_stamp
+
         for block in blocks:
             kind = block.kind
             if kind == "claim_ledger":
                 apply_ledger(self, block, report)
             elif kind in ("oracle_stamp", "inference_stamp"):
-                from infomark.ledger.source_stamp import guard_web  # off the hook's hot path
+                from infomark.ledger.source_stamp import guard_web
 
                 if not guard_web(self, block, report):  # web pages: source_stamp only
                     apply_stamp(self, block, report)

@@ -39,6 +39,7 @@ __all__ = [
     "outcome_for",
     "record_command",
     "ref_for",
+    "stamps_backed",
 ]
 
 REF_PATTERN = lazy_compile(r"ev_[0-9a-f]{24}")
@@ -204,9 +205,55 @@ class Evidence:
 
     @property
     def tag(self) -> str:
-        """The one-line tag the agent sees after the result (stable format)."""
-        eligible = self.eligible_for[0] if self.eligible_for else "none"
+        """The one-line tag the agent sees after the result (stable format): ``eligible=``
+        lists exactly the stamps this evidence can back (:func:`stamps_backed`), or ``none``.
+        Every surface prints this one (the hook, the CLI, the MCP proxy, ``wrap()``, HTTP)."""
+        backed = stamps_backed(self.evidence_class.value, self.outcome.value, self.record)
         return (
             f"[infomark evidence_ref={self.ref} tool={self.tool} "
-            f"outcome={self.outcome.value} eligible={eligible}]"
+            f"outcome={self.outcome.value} eligible={','.join(backed) or 'none'}]"
         )
+
+
+def _may_fetch(evidence_class: str, record: Mapping[str, Any]) -> bool:
+    """Cheap pre-check: could this record be a page fetch (web tool, or a URL in a shell)?"""
+    if evidence_class == EvidenceClass.WEB.value:
+        return True
+    inp = record.get("input")
+    if not isinstance(inp, Mapping):
+        return False
+    return any(
+        isinstance(v := inp.get(k), str) and "://" in v for k in ("command", "cmd", "script")
+    )
+
+
+def stamps_backed(
+    evidence_class: str, outcome: str, record: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
+    """The stamps an evidence of this class and outcome (and ``record``) can back, exactly.
+
+    A page fetch (a web tool such as ``WebFetch``, or a shell ``curl``/``wget`` of a URL:
+    :func:`infomark.ledger.sources.web_source` of ``record``) backs a ``source_stamp`` when it
+    fetched (PASS or OBSERVED) and is not a search, and nothing else. Otherwise an
+    oracle_stamp needs execution evidence: ``result=PASS`` a PASS run, ``result=FAIL`` or
+    ``EXPECTED_FAIL`` a FAIL run; an inference_stamp needs execution or observation evidence
+    whose outcome is PASS or OBSERVED; ERROR, web and ineligible evidence back nothing. A
+    stamp must still fit its claim (the declared oracle, the claim's age): the tag says what
+    the evidence can back, not which claim it fits. One case only the stamp finds out: a
+    ``Read`` of a file a fetch of this session wrote is refused as ``ineligible_evidence``.
+    """
+    if record is not None and _may_fetch(evidence_class, record):
+        from infomark.ledger.sources import web_source  # only for a possible fetch
+
+        page = web_source(record)
+        if page is not None:
+            fetched = outcome in ("PASS", "OBSERVED") and not page.search
+            return ("source_stamp",) if fetched else ()
+    out: list[str] = []
+    if evidence_class == "execution" and outcome == "PASS":
+        out.append("oracle_stamp")
+    if evidence_class == "execution" and outcome == "FAIL":
+        out.append("oracle_stamp(result=FAIL|EXPECTED_FAIL)")
+    if evidence_class in ("execution", "observation") and outcome in ("PASS", "OBSERVED"):
+        out.append("inference_stamp")
+    return tuple(out)

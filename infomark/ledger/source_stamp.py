@@ -29,7 +29,7 @@ from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
-from infomark.ledger.semantics import LedgerRules
+from infomark.ledger.semantics import LedgerContext, demote
 from infomark.ledger.sources import (
     CEILINGS,
     SourceRules,
@@ -39,7 +39,6 @@ from infomark.ledger.sources import (
     is_fetch_command,
     web_source,
 )
-from infomark.ledger.state import SessionState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,23 +65,16 @@ if not TYPE_CHECKING:  # the hook path imports no ``typing``; the protocol is fo
     SourceContext = object
 else:
 
-    class SourceContext(Protocol):
-        """What the source rules need from the engine (a ``Ledger``)."""
+    class SourceContext(LedgerContext, Protocol):
+        """What the source rules need from the engine (a ``Ledger``): the semantics'
+        context, and the session's name, blobs and journal."""
 
-        @property
-        def state(self) -> SessionState: ...
-        @property
-        def rules(self) -> LedgerRules: ...
-        @property
-        def root(self) -> Path: ...
         @property
         def session(self) -> str: ...
         @property
         def blobs(self) -> Blobs: ...
         @property
         def journal(self) -> BaseJournal: ...
-        def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
-        def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
 
 
 def _rules(ctx: SourceContext) -> SourceRules:
@@ -320,8 +312,7 @@ def recheck_sources(
         if now == ev.output_digest:
             continue
         claim = ctx.state.claims[cid]
-        written = InfoMark.parse(claim.written)
-        status = InfoMark.HYPOTHETICAL if written.grounded else written
+        status = demote(InfoMark.parse(claim.written))
         cause = "source_unreachable" if now is None else "source_changed"
         ctx.emit(
             "divergence",

@@ -10,9 +10,13 @@ classifier and self-protection rules, with the commands an agent would try.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import shutil
 import stat
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +27,15 @@ __all__ = [
     "Finding",
     "config_findings",
     "environment_findings",
+    "has_journal",
     "home_findings",
     "journal_activity",
+    "option_value",
     "reach_findings",
+    "read_json",
+    "runnable",
+    "service_up",
+    "settings_env_findings",
 ]
 
 STATUSES = ("ok", "info", "warning", "problem")
@@ -75,10 +85,30 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def _store(home: Path) -> str | None:
+    """The home's PostgreSQL store URL (None: its SQLite file), by the store rules
+    (``--store`` aside: ``$INFOMARK_STORE``, then ``<home>/store``). Raises ConfigError."""
+    from infomark.ledger.store import resolve_store
+
+    return resolve_store(home)
+
+
+def has_journal(home: Path) -> bool:
+    """Is there a home with a journal: its ``ledger.db``, or a home whose store is PostgreSQL."""
+    from infomark.kernel.errors import InfomarkError
+
+    if (home / "ledger.db").is_file():
+        return True
+    try:
+        return home.is_dir() and _store(home) is not None
+    except InfomarkError:
+        return home.is_dir()  # journal_activity says why the store cannot be used
+
+
 def home_findings(home: Path, root: Path) -> list[Finding]:
     """The home: it exists, it is private, its secrets are 0600 and out of the agent's reach."""
     out: list[Finding] = []
-    if not (home / "ledger.db").is_file():
+    if not has_journal(home):
         out.append(
             Finding(
                 "home",
@@ -252,7 +282,51 @@ def environment_findings(env: dict[str, str] | None = None) -> list[Finding]:
         out.append(
             Finding("environment", "secret_in_env", "ok", "no key, token or bypass in the env")
         )
-    return out
+    return out + _otel_findings(env)
+
+
+def _otel_findings(env: dict[str, str]) -> list[Finding]:
+    """``INFOMARK_OTEL`` (docs/integrations.md): a value it can honour, and the packages."""
+    from infomark.kernel.errors import ConfigError
+    from infomark.tools.otel import otel_wanted
+
+    if not env.get("INFOMARK_OTEL"):
+        return []
+    try:
+        wanted = otel_wanted(env)
+    except ConfigError as exc:
+        return [Finding("environment", "otel", "problem", str(exc), "fix or unset the variable")]
+    if not wanted:
+        return [Finding("environment", "otel", "info", "OpenTelemetry export is off")]
+    missing = [
+        m for m in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http") if _no_module(m)
+    ]
+    if missing:
+        return [
+            Finding(
+                "environment",
+                "otel",
+                "problem",
+                f"INFOMARK_OTEL is on but {', '.join(missing)} cannot be imported: every "
+                "command refuses to run, and the hook exports nothing",
+                "pip install 'infomark[otel]', or unset INFOMARK_OTEL",
+            )
+        ]
+    where = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or "http://localhost:4318 (the default)"
+    )
+    return [Finding("environment", "otel", "ok", f"OpenTelemetry spans go to {where}")]
+
+
+def _no_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:
+        return True
 
 
 def config_findings(root: Path) -> list[Finding]:
@@ -301,16 +375,16 @@ def _fired_by_denial(p: dict[str, Any]) -> bool:
 def journal_activity(home: Path) -> Activity:
     """Every session's story, hook errors, evidence refs and packs; never written to."""
     from infomark.kernel.errors import InfomarkError
-    from infomark.ledger.journal import Journal
     from infomark.ledger.keys import load_key
+    from infomark.ledger.store import open_journal
     from infomark.ledger.timeline import summarize
 
     act = Activity()
-    if not (home / "ledger.db").is_file():
+    if not has_journal(home):
         act.readable, act.why = False, f"no journal at {home / 'ledger.db'}"
         return act
-    try:
-        journal = Journal(home / "ledger.db", load_key(home, create=False))
+    try:  # the home's store, SQLite or PostgreSQL (ledger/store.py)
+        journal = open_journal(home, load_key(home, create=False))
     except (InfomarkError, OSError) as exc:
         act.readable, act.why = False, str(exc)
         return act
@@ -331,3 +405,85 @@ def journal_activity(home: Path) -> Activity:
         journal.close()
     act.sessions.sort(key=lambda s: (s.last_activity, s.session), reverse=True)
     return act
+
+
+# --------------------------------------------------------------------------- host files
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """A host's JSON file (empty: ``{}``), or the reason it cannot be read."""
+    try:
+        return json.loads(path.read_text("utf-8") or "{}"), None
+    except (OSError, ValueError) as exc:
+        return None, str(exc)
+
+
+def runnable(argv0: str) -> bool:
+    """Can this command be started (a path that is executable, or a name on PATH)?"""
+    if os.sep in argv0:
+        return os.path.isfile(argv0) and os.access(argv0, os.X_OK)
+    return shutil.which(argv0) is not None
+
+
+def option_value(argv: list[str], name: str) -> str | None:
+    """The value of ``name`` in ``argv`` (``--name V`` or ``--name=V``), if given."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def service_up(url: str) -> bool:
+    """Does ``GET URL/v1/health`` answer 200 (no token needed, no proxy)?"""
+    base = url.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        return False
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(base + "/v1/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
+def settings_env_findings(area: str, path: Path, env: object, home: Path) -> list[Finding]:
+    """The ``env`` a host's settings file gives what it starts: no secrets, no bypass, one home."""
+    out: list[Finding] = []
+    if not isinstance(env, dict):
+        return out
+    for var in ("INFOMARK_KEY", "INFOMARK_TOKEN"):
+        if env.get(var):
+            out.append(
+                Finding(
+                    area,
+                    "secret_in_env",
+                    "problem",
+                    f"{path} puts {var} in the environment of what it starts, which the agent "
+                    "can read (the file itself, and `env` in its shell)",
+                    f"remove {var} from {path}; infomark reads it from the home (0600)",
+                )
+            )
+    if env.get("INFOMARK_BYPASS_GROUNDING") == "1":
+        out.append(
+            Finding(
+                area,
+                "bypass",
+                "warning",
+                f"{path} sets INFOMARK_BYPASS_GROUNDING=1: grounding denials are let through",
+                f"remove INFOMARK_BYPASS_GROUNDING from {path}",
+            )
+        )
+    other = env.get("INFOMARK_HOME")
+    if isinstance(other, str) and other and Path(other).resolve() != home.resolve():
+        out.append(
+            Finding(
+                area,
+                "home_mismatch",
+                "warning",
+                f"{path} sets INFOMARK_HOME={other}, not the home checked here ({home})",
+                f"run `infomark doctor --home {shlex.quote(other)}` too",
+            )
+        )
+    return out

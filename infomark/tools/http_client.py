@@ -14,7 +14,8 @@ remote ledger is used exactly like a local one. :class:`AsyncClient` is the same
 (:mod:`infomark.kernel.session_id`) when the client is made.
 
 Each method is one line here: its request and decoding are written once, in
-:class:`~infomark.tools.client_core.Requests`; the two classes below differ only in how
+:class:`~infomark.tools.client_core.Requests` (the connection:
+:class:`~infomark.tools.client_base.ClientBase`); the two classes below differ only in how
 they send a :class:`~infomark.tools.client_core.Call`.
 
 Errors: :class:`ServiceUnavailable` when the service cannot be reached,
@@ -34,17 +35,15 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.tools.client_core import (
+from infomark.tools.client_base import (
     DEFAULT_URL,
     TIMEOUT,
     TOKEN_ENV,
-    Call,
     ClientBase,
-    RemoteEvent,
-    Requests,
     ServiceError,
     ServiceUnavailable,
 )
+from infomark.tools.client_core import Call, RemoteEvent, Requests
 from infomark.wrapping import GatedResult, gated_tool, outcome_of, result_of, wrap_executor
 
 __all__ = [

@@ -402,13 +402,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     server_cmd = list(args.server_cmd)
     if server_cmd[:1] == ["--"]:
         server_cmd = server_cmd[1:]
-    return run_proxy(
-        server_cmd,
-        home=args.home if args.home is not None else default_home(),
-        session=args.session or os.environ.get("INFOMARK_SESSION") or "mcp",
-        profile=args.profile,
-        root=Path.cwd(),
-    )
+    from infomark.tools.otel import shutdown_process_export, start_process_export
+
+    try:
+        start_process_export()  # INFOMARK_OTEL=1 (as `infomark mcp-proxy` does)
+    except InfomarkError as exc:
+        _warn(str(exc))
+        return exc.exit_code
+    try:
+        return run_proxy(
+            server_cmd,
+            home=args.home if args.home is not None else default_home(),
+            session=args.session or os.environ.get("INFOMARK_SESSION") or "mcp",
+            profile=args.profile,
+            root=Path.cwd(),
+        )
+    finally:
+        shutdown_process_export()
 
 
 if __name__ == "__main__":

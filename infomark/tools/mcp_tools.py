@@ -19,6 +19,7 @@ import mcp_types as types
 
 from infomark.kernel.errors import UserError
 from infomark.ledger.canonical import printable, scrub_surrogates
+from infomark.ledger.evidence import stamps_backed  # re-exported: the tag's one rule
 
 if TYPE_CHECKING:
     from infomark.ledger.blocks import Span
@@ -183,33 +184,10 @@ def call_own_tool(gk: LedgerTools, name: str, arguments: Mapping[str, Any]) -> t
 # --------------------------------------------------------------------------- evidence tags
 
 
-def stamps_backed(evidence_class: str, outcome: str) -> tuple[str, ...]:
-    """The stamps an evidence of this class and outcome can back, exactly.
-
-    An oracle_stamp needs execution evidence: ``result=PASS`` a PASS run, ``result=FAIL``
-    or ``EXPECTED_FAIL`` a FAIL run. An inference_stamp needs execution or observation
-    evidence whose outcome is PASS or OBSERVED. ERROR, web and ineligible evidence back
-    nothing. (``tests/tools/test_mcp_proxy.py`` checks this against the ledger's rules.)
-    """
-    out: list[str] = []
-    if evidence_class == "execution" and outcome == "PASS":
-        out.append("oracle_stamp")
-    if evidence_class == "execution" and outcome == "FAIL":
-        out.append("oracle_stamp(result=FAIL|EXPECTED_FAIL)")
-    if evidence_class in ("execution", "observation") and outcome in ("PASS", "OBSERVED"):
-        out.append("inference_stamp")
-    return tuple(out)
-
-
 def evidence_tag(evidence: Evidence) -> str:
-    """The tag the proxy appends: ``eligible=`` lists exactly what the evidence can back
-    (``oracle_stamp``, ``oracle_stamp(result=FAIL|EXPECTED_FAIL)``, ``inference_stamp``,
-    comma-separated), or ``none``."""
-    backed = stamps_backed(evidence.evidence_class.value, evidence.outcome.value)
-    return (
-        f"[infomark evidence_ref={evidence.ref} tool={evidence.tool} "
-        f"outcome={evidence.outcome.value} eligible={','.join(backed) or 'none'}]"
-    )
+    """The tag the proxy appends: :attr:`Evidence.tag`, whose ``eligible=`` lists exactly
+    what the evidence can back (:func:`~infomark.ledger.evidence.stamps_backed`)."""
+    return evidence.tag
 
 
 # --------------------------------------------------------------------------- handlers

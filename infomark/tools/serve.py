@@ -120,6 +120,9 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._on_stop()  # following event streams end now instead of at the timeout
         await super().shutdown(sockets=sockets)
+        from infomark.tools.otel import shutdown_process_export
+
+        shutdown_process_export()  # INFOMARK_OTEL: the batched spans, before uvicorn re-raises
 
 
 def _write_port_file(path: Path, data: dict[str, Any]) -> None:
@@ -212,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator-token-file", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
+        from infomark.tools.otel import start_process_export
+
+        start_process_export()  # INFOMARK_OTEL=1 (as `infomark serve` does)
         serve(
             args.home,
             args.host,

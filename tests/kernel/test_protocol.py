@@ -129,7 +129,9 @@ def test_ladder_and_grounding_set() -> None:
 
 def test_evidence_tag_and_stamp_formats() -> None:
     assert re.search(
-        r"\[infomark evidence_ref=ev_\S+ tool=bash outcome=PASS eligible=oracle_stamp\]", TEXT
+        r"\[infomark evidence_ref=ev_\S+ tool=bash outcome=PASS "
+        r"eligible=oracle_stamp,inference_stamp\]",
+        TEXT,
     )
     assert "`oracle_stamp: claim_id=C1 evidence_ref=ev_… result=PASS`" in TEXT
     assert "`inference_stamp: claim_id=C2 evidence_ref=ev_…`" in TEXT

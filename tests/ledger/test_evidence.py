@@ -63,7 +63,8 @@ def test_record_stores_output_content_addressed_and_tag(tmp_path: Path) -> None:
         )
         assert re.fullmatch(r"ev_[0-9a-f]{24}", ev.ref)
         assert ev.tag == (
-            f"[infomark evidence_ref={ev.ref} tool=bash outcome=PASS eligible=oracle_stamp]"
+            f"[infomark evidence_ref={ev.ref} tool=bash outcome=PASS "
+            "eligible=oracle_stamp,inference_stamp]"
         )
         assert led.blobs.get(ev.output_digest) == b"3 passed"
         assert led.verify_ref(ev.ref) == (ev, None)

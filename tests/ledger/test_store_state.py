@@ -21,8 +21,8 @@ from infomark.ledger.audit import build_audit, verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
-from infomark.ledger.policy_delta import policy_delta
-from infomark.ledger.state import SessionState, apply, policy_patch
+from infomark.ledger.policy_patch import policy_delta, policy_patch
+from infomark.ledger.state import SessionState, apply
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on SQLite and on PostgreSQL
 KEY = Key.from_bytes(b"t" * 32)

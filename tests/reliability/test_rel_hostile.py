@@ -20,10 +20,10 @@ from rel_support import examples, run_cli
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.blocks import ClaimBlock, LedgerBlock, ParsedMessage, Span
+from infomark.ledger.claims import apply_ledger
 from infomark.ledger.engine import Ledger
 from infomark.ledger.parser import parse_message
 from infomark.ledger.report import IngestReport
-from infomark.ledger.semantics import apply_ledger
 
 # Fragments of the block language and of what breaks naive parsers (no lone surrogates:
 # those are D2, tested on their own below).

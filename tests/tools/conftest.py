@@ -35,12 +35,13 @@ class _Output:
     lines: list[str] = field(default_factory=list)
     url: str | None = None
     ready: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
 
     def drain(self, stream: IO[str]) -> None:
         for line in stream:
             with self.lock:
                 self.lines.append(line.rstrip("\n"))
+                self.lock.notify_all()
             m = _READY_RE.search(line)
             if m and self.url is None:
                 self.url = m.group(1)
@@ -49,6 +50,13 @@ class _Output:
 
     def text(self) -> str:
         with self.lock:
+            return "\n".join(self.lines)
+
+    def wait_for(self, needle: str, timeout: float = _START_TIMEOUT) -> str:
+        """The output once a line holding ``needle`` has been read (the reader thread may
+        lag the server's write); bounded, woken by each new line, never a sleep."""
+        with self.lock:
+            self.lock.wait_for(lambda: any(needle in line for line in self.lines), timeout)
             return "\n".join(self.lines)
 
 
@@ -62,8 +70,9 @@ class Service:
     output: _Output
     reader: threading.Thread
 
-    def log(self) -> str:
-        return self.output.text()
+    def log(self, *, after: str | None = None) -> str:
+        """The server's output so far; with ``after``, once a line holding it was read."""
+        return self.output.text() if after is None else self.output.wait_for(after)
 
     def stop(self) -> int:
         """SIGTERM, wait, and return the exit status (uvicorn re-raises the signal: -15)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backends import Backend
 
 EXE = shutil.which("infomark") or str(Path(sys.executable).with_name("infomark"))
 SID = "0b5e8c1e-5d1f-4c8e-9a41-2f1f3c9d7a10"
@@ -365,3 +366,31 @@ def test_the_service_is_checked_with_the_homes_token(
     svc.stop()
     proc = p.run("doctor", "--json", "--home", str(svc.home), "--url", svc.url)
     assert proc.returncode == 1 and "service_up" in problems(json.loads(proc.stdout))
+
+
+def test_doctor_reads_the_journal_on_either_store(tmp_path: Path, backend: Backend) -> None:
+    """A home on PostgreSQL (``init --store``) has no ledger.db: doctor reads its store."""
+    p = Project(tmp_path)
+    init = ("init",) if backend.url is None else ("init", "--store", backend.url)
+    assert p.run(*init).returncode == 0
+    assert p.run("install", "claude-code").returncode == 0
+    drive_session(p)
+    assert (p.home / "ledger.db").exists() is (not backend.pg)
+    code, report = p.doctor()
+    assert code == 0, [f for f in report["findings"] if f["status"] == "problem"]
+    (ran,) = by_check(report, "ran")
+    assert ran["status"] == "ok" and SID in ran["message"]
+    assert [f["status"] for f in by_check(report, "tags_delivered")] == ["ok"]
+    assert by_check(report, "home_exists") == []
+
+
+def test_the_otel_switch_is_checked(proj: Project) -> None:
+    code, report = proj.doctor(INFOMARK_OTEL="maybe")
+    assert code == 1 and "otel" in problems(report)
+    (bad,) = by_check(report, "otel")
+    assert "INFOMARK_OTEL='maybe' is neither on nor off" in bad["message"]
+    code, report = proj.doctor(INFOMARK_OTEL="1", OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    (ok,) = by_check(report, "otel")
+    assert ok["status"] == "ok" and "http://127.0.0.1:9" in ok["message"]
+    _, report = proj.doctor()
+    assert by_check(report, "otel") == []

@@ -27,6 +27,9 @@ HEAVY = (
     "anyio",
     "psycopg",  # the PostgreSQL store (issue 19): only when a home's store is a URL
     "psycopg_pool",
+    "opentelemetry",  # the OTel export (INFOMARK_OTEL=1 only, after the answer is out)
+    "google",  # protobuf, for OTLP
+    "requests",
 )
 
 _SCRIPT = """
@@ -124,7 +127,6 @@ PRETOOL_MODULES = {
     "infomark.ledger.keys",
     "infomark.ledger.lineage",
     "infomark.ledger.manifest",
-    "infomark.ledger.policy_delta",  # the reducer of policy_updated (split from state, issue 13)
     "infomark.ledger.report",
     "infomark.ledger.semantics",
     "infomark.ledger.state",

@@ -278,11 +278,14 @@ def test_infomark_finish_allows_a_session_with_nothing_to_prove(gk: Gatekeeper) 
     assert not result.is_error and result.structured_content["allow"] is True
 
 
-_EVIDENCE = {  # evidence class → a call whose evidence has that class
-    "execution": ToolCall("bash", {"command": "pytest -q"}),
-    "observation": ToolCall("read", {"file_path": "a.py"}),
-    "web": ToolCall("webfetch", {"url": "https://example.org"}),
-    "ineligible": ToolCall("frobnicate", {"x": 1}),
+_EVIDENCE = {  # a case → (the evidence class of its call, the call)
+    "execution": ("execution", ToolCall("bash", {"command": "pytest -q"})),
+    "observation": ("observation", ToolCall("read", {"file_path": "a.py"})),
+    "web": ("web", ToolCall("webfetch", {"url": "https://example.org/spec"})),
+    "web-search": ("web", ToolCall("websearch", {"query": "rfc 9110"})),
+    # a run, but of a web page: only a source_stamp can bind it
+    "shell-fetch": ("execution", ToolCall("bash", {"command": "curl -s https://example.org/x"})),
+    "ineligible": ("ineligible", ToolCall("frobnicate", {"x": 1})),
 }
 _OUTCOMES = {
     "PASS": ToolOutcome("ok", exit_code=0),
@@ -296,18 +299,20 @@ _STAMPS = {  # what the tag can say → the stamp text that tries it
         "oracle_stamp: claim_id=C1 evidence_ref={ref} result=FAIL"
     ),
     "inference_stamp": "inference_stamp: claim_id=C1 evidence_ref={ref}",
+    "source_stamp": "source_stamp: claim_id=C1 evidence_ref={ref} authority=secondary",
 }
 
 
-@pytest.mark.parametrize("eclass", sorted(_EVIDENCE))
+@pytest.mark.parametrize("case", sorted(_EVIDENCE))
 @pytest.mark.parametrize("outcome", sorted(_OUTCOMES))
 def test_the_tag_says_exactly_what_the_ledger_accepts(
-    home: Path, project: Path, eclass: str, outcome: str
+    home: Path, project: Path, case: str, outcome: str
 ) -> None:
-    """Each stamp the tag lists is accepted by the ledger; each one it leaves out is refused."""
+    """Each stamp the tag lists is accepted by the ledger; each one it leaves out is refused.
+    The tag is the one every surface prints (the hook, the CLI, wrap(), HTTP, this proxy)."""
     from infomark.ledger.evidence import record_command
 
-    call = _EVIDENCE[eclass]
+    eclass, call = _EVIDENCE[case]
     ledger = (  # G1, the plan's premise, is grounded first: an unknown tool counts as modify
         'claim_ledger:\n  claims:\n    - id: C1\n      text: "x"\n      status: Guess\n'
         f"      falsifier: \"y\"\n      oracle: '{record_command(call)}'\n"
@@ -316,7 +321,7 @@ def test_the_tag_says_exactly_what_the_ledger_accepts(
         "  premises_for_plan: [G1]\n"
     )
     for n, (named, stamp) in enumerate(_STAMPS.items()):
-        with Gatekeeper.open(home, f"{eclass}-{outcome}-{n}", root=project) as gk:
+        with Gatekeeper.open(home, f"{case}-{outcome}-{n}", root=project) as gk:
             report = gk.ingest(ledger)
             assert report.ledger_updated, report.diagnostics
             assert gk.ingest(stamp_text("G1", run(gk, GROUND_ORACLE).ref)).stamps_applied
@@ -325,6 +330,7 @@ def test_the_tag_says_exactly_what_the_ledger_accepts(
             ev = gk.record(call, _OUTCOMES[outcome], call_id=decided.call_id)
             assert (ev.evidence_class.value, ev.outcome.value) == (eclass, outcome)
             accepted = bool(gk.ingest(stamp.format(ref=ev.ref)).stamps_applied)
-            backed = stamps_backed(eclass, outcome)
-            assert accepted == (named in backed), (eclass, outcome, named, backed)
-            assert evidence_tag(ev).endswith(f"eligible={','.join(backed) or 'none'}]")
+            backed = stamps_backed(eclass, outcome, ev.record)
+            assert accepted == (named in backed), (case, outcome, named, backed)
+            assert evidence_tag(ev) == ev.tag
+            assert ev.tag.endswith(f"eligible={','.join(backed) or 'none'}]")

@@ -170,7 +170,7 @@ def test_the_token_never_reaches_the_log(service: Service, http: httpx.Client) -
     sid = _sid()
     assert http.post(f"/v1/sessions/{sid}/authorize", json={"tool": "Read"}).status_code == 200
     assert http.get("/v1/health").status_code == 200  # the access line is written per request
-    log = service.log()
+    log = service.log(after="/v1/health")
     assert f"/v1/sessions/{sid}/authorize" in log  # the access log is on
     assert service.token not in log
     assert "authorization" not in log.lower() and "bearer" not in log.lower()
@@ -327,7 +327,8 @@ def test_record_answers_ref_tag_and_eligibility(http: httpx.Client) -> None:
     assert ev["outcome"] == "PASS" and ev["evidence_class"] == "execution"
     assert ev["eligible_for"] == ["oracle_stamp", "inference_stamp"]
     assert ev["tag"] == (
-        f"[infomark evidence_ref={ev['evidence_ref']} tool=Bash outcome=PASS eligible=oracle_stamp]"
+        f"[infomark evidence_ref={ev['evidence_ref']} tool=Bash outcome=PASS "
+        "eligible=oracle_stamp,inference_stamp]"
     )
     assert ev["output_digest"].startswith("sha256:")
 

@@ -4,7 +4,7 @@ Every method reads ``ledger.state`` (the caller holds its open ``ledger.transact
 computes the next values and returns a :class:`PolicyStep`: what to deliver, and the
 events to journal, which the caller emits in that same transaction: the informational
 events (``instruction_pack_added`` …) and one ``policy_updated`` with the deltas of the
-keys that changed (:mod:`infomark.ledger.policy_delta`). The runtime never writes to the
+keys that changed (:mod:`infomark.ledger.policy_patch`). The runtime never writes to the
 journal. Nothing depends on the wall clock: ages are counted in user prompts. Standard
 library only; each call does a few dictionary operations.
 
@@ -60,7 +60,7 @@ from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.policy_delta import policy_delta
+from infomark.ledger.policy_patch import policy_delta
 from infomark.ledger.report import IngestReport
 
 TYPE_CHECKING = False

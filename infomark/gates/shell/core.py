@@ -93,6 +93,8 @@ class Stdin:
     text: str | None = None  # here-doc / here-string / piped text, when known
     path: str | None = None  # `< path`
     label: str = ""
+    producer: str = ""  # the command writing into the pipe, as written (`base64 -d`)
+    producer_input: str | None = None  # what the producer itself reads, when known
 
 
 Handler = Callable[[str, list[Arg], "Env"], None]

@@ -442,7 +442,14 @@ def _stdin_of(node: Node, src: bytes) -> Stdin:
     if parent is not None and parent.type == "pipeline":
         prev = stmt.prev_named_sibling
         if prev is not None:
-            return Stdin("pipe", _upstream_text(prev, src), label="from a pipe")
+            producer = short(src[prev.start_byte : prev.end_byte].decode("utf-8", "replace"))
+            return Stdin(
+                "pipe",
+                _upstream_text(prev, src),
+                label="from a pipe",
+                producer=producer,
+                producer_input=_stdin_of(prev, src).text if prev.type == "command" else None,
+            )
         grand = parent.parent
         if grand is not None and grand.type == "heredoc_redirect":  # `cat <<X | cmd`
             owner = grand.parent

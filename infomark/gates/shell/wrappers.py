@@ -232,6 +232,33 @@ def _h_exec_tool(name: str, args: list[Arg], env: Env) -> None:
     _run_rest(args[opts_end:], env)
 
 
+# Producers whose output is code nobody can read before it runs (the consumer is opaque).
+_DECODERS = (
+    "base64", "base32", "basenc", "xxd", "od", "uudecode", "openssl", "gpg", "age", "rev", "tr",
+    "gzip", "gunzip", "zcat", "bzip2", "bunzip2", "bzcat", "xz", "unxz", "xzcat", "lzma",
+    "unlzma", "zstd", "unzstd", "zstdcat", "brotli",
+)  # fmt: skip
+_FETCHERS = ("curl", "wget", "fetch", "nc", "ncat", "socat", "aria2c")
+_RUNTIME_CODE = {**dict.fromkeys(_DECODERS, "decoded"), **dict.fromkeys(_FETCHERS, "fetched")}
+
+
+def _decoded(producer: str, text: str | None) -> str | None:
+    """What ``echo TEXT | base64 -d`` (or ``base32``) writes, when TEXT is known: read as well
+    as the opaque finding, it can only add (``rm -rf`` inside is destructive)."""
+    if text is None or producer.split() not in (
+        [w, f] for w in ("base64", "base32") for f in ("-d", "--decode")
+    ):
+        return None
+    import base64
+    import binascii
+
+    decode = base64.b64decode if producer.startswith("base64") else base64.b32decode
+    try:
+        return decode("".join(text.split())).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
     """Code read from stdin: a shell's is parsed when known, an interpreter's is opaque."""
     stdin = env.stdin()
@@ -241,8 +268,15 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
         env.execute(f"runs a script {stdin.label}")
     elif stdin.text is not None and what == "shell":
         env.nested(stdin.text, f"code {stdin.label}")
+    elif stdin.kind == "pipe" and stdin.producer:
+        word = stdin.producer.split()[0].rsplit("/", 1)[-1] if stdin.producer.split() else ""
+        how = _RUNTIME_CODE.get(word, "produced")
+        env.opaque(f"runs code {how} at run time by `{stdin.producer}`: unknown code (opaque)")
+        decoded = _decoded(stdin.producer, stdin.producer_input)
+        if decoded is not None:  # read it too: the decoded code may be worse than modify
+            env.nested(decoded, f"code decoded by `{stdin.producer}`")
     else:
-        env.modify(f"runs opaque inline code {stdin.label}")
+        env.opaque(f"runs unknown code {stdin.label} (opaque)")
 
 
 def _h_infomark(name: str, args: list[Arg], env: Env) -> None:

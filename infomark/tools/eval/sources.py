@@ -11,8 +11,8 @@ infomark journals.
   ``expect``, ``ref`` is the evidence ref the original session issued).
 * Claude Code transcript JSONL: user prompts, assistant text, ``tool_use`` / ``tool_result``
   pairs; a result that says ``[infomark denied: CODE]`` recorded a deny, any other an allow.
-* an infomark ledger home (a directory with ``ledger.db``): each session of the ``infomark run``
-  runtime, from its ``runner_message`` events, with its journaled decisions.
+* an infomark ledger home (its ``ledger.db``, or a PostgreSQL store): each session of the
+  ``infomark run`` runtime, from its ``runner_message`` events, with its journaled decisions.
 """
 
 from __future__ import annotations
@@ -286,11 +286,23 @@ def _jsonl(path: Path) -> Source:
     return Source(path.stem, str(path), [step_from_mapping(o, f"{path}:{n}") for n, o in lines])
 
 
-def _journal(home: Path, only: str | None) -> list[Source]:
-    from infomark.ledger.journal import Journal
-    from infomark.ledger.keys import load_key
+def _is_home(path: Path) -> bool:
+    """A ledger home: its SQLite ``ledger.db``, or a home whose store is PostgreSQL
+    (``<home>/store`` from ``infomark init --store``, or ``$INFOMARK_STORE`` and its key)."""
+    import os
 
-    journal = Journal(home / "ledger.db", load_key(home, create=False))
+    from infomark.ledger.store import STORE_ENV
+
+    if (path / "ledger.db").exists() or (path / "store").exists():
+        return True
+    return bool(os.environ.get(STORE_ENV)) and (path / "key").exists()
+
+
+def _journal(home: Path, only: str | None) -> list[Source]:
+    from infomark.ledger.keys import load_key
+    from infomark.ledger.store import open_journal
+
+    journal = open_journal(home, load_key(home, create=False))  # SQLite or PostgreSQL
     try:
         sessions = [only] if only else journal.sessions()
         out = []
@@ -390,7 +402,7 @@ def load_sources(paths: list[Path], *, session: str | None = None) -> list[Sourc
     """Every source under ``paths`` (directories: their scenario files, or a ledger home)."""
     out: list[Source] = []
     for p in paths:
-        if p.is_dir() and (p / "ledger.db").exists():
+        if p.is_dir() and _is_home(p):
             out += _journal(p, session)
         elif p.is_dir():
             found = sorted(p.rglob("*.scenario.toml"))

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from infomark.tools.hooks.answer import HookAnswer
 
-__all__ = ["DEADLINE_S", "STORE_WAIT_S", "run_hook"]
+__all__ = ["DEADLINE_S", "OTEL_EXPORT_S", "STORE_WAIT_S", "run_hook"]
 
 DEADLINE_S = 4.0  # below the 5 s the hook promises (interpreter start-up comes on top)
 STORE_WAIT_S = 2.5  # every lock wait of the journal, in total
+OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), after the answer
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
 )
@@ -71,7 +72,11 @@ Options:
   --home DIR         ledger home (default: $INFOMARK_HOME or <root>/.infomark)
   --root DIR         project root (default: the payload's cwd)
   --url SERVICE_URL  forward to a running `infomark serve`; judge locally if it is down
-  -h, --help         show this message and exit (stdin is not read)"""
+  -h, --help         show this message and exit (stdin is not read)
+
+Environment:
+  INFOMARK_OTEL=1    send this call's decision and evidence as OpenTelemetry spans after
+                     the answer (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT; docs/integrations.md)"""
 
 
 def run_hook(args: list[str]) -> int:
@@ -100,6 +105,8 @@ def run_hook(args: list[str]) -> int:
     from infomark.ledger.journal import bound_store_waits
 
     bound_store_waits(STORE_WAIT_S)
+    # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service
+    otel = _otel_rows() if url is None and os.environ.get("INFOMARK_OTEL") else None
     dog = _Watchdog(home, root)
     dog.timer.start()
     raw = sys.stdin.buffer.read()
@@ -125,4 +132,35 @@ def run_hook(args: list[str]) -> int:
     with dog.lock:
         dog.timer.cancel()
         _emit(answer)
+    if otel is not None:
+        _otel_send(*otel)
     return answer.exit_code
+
+
+def _otel_rows() -> tuple[list[object], float]:
+    """Collect what this call commits, to send as spans once the answer is out."""
+    import time
+
+    from infomark.ledger.engine import ON_OPEN
+
+    rows: list[object] = []
+    ON_OPEN.append(lambda ledger: ledger.listeners.append(rows.extend))
+    return rows, time.monotonic()
+
+
+def _otel_send(rows: list[object], started: float) -> None:
+    """The spans of this call, within what is left of the deadline (never changes the answer)."""
+    import time
+
+    if not rows:
+        return
+    budget = min(OTEL_EXPORT_S, DEADLINE_S - (time.monotonic() - started))
+    try:
+        if budget <= 0.05:
+            raise TimeoutError(f"no time left within the hook's {DEADLINE_S:g} s")
+        from infomark.tools.otel import export_rows
+
+        export_rows(rows, timeout_s=budget)  # type: ignore[arg-type]
+    except Exception as exc:
+        sys.stderr.write(f"infomark: OpenTelemetry export skipped: {exc}\n")
+        sys.stderr.flush()

@@ -10,9 +10,11 @@ a list of operations on nested values, so a call journals what changed, not a co
 * ``["c", path, drop, i]``     as ``"a"``, with the items of this patch's op ``i`` (an ``"a"``
   op): the same entry appended to two logs travels once.
 
-``"m"`` and ``"c"`` are newer than the other three; journals written before them hold only
-``"s"``, ``"d"`` and ``"a"``, which replay as they always did. Standard library only (the
-reducer runs on every hook call).
+:func:`policy_delta` computes a whole event's ``set`` and ``patch`` (the policy runtime),
+:func:`policy_patch` the operations for one value, :func:`apply_patch` applies a patch (the
+reducer, live and in a replay). ``"m"`` and ``"c"`` are newer than the other three;
+journals written before them hold only ``"s"``, ``"d"`` and ``"a"``, which replay as they
+always did. Standard library only.
 """
 
 from __future__ import annotations
