@@ -33,12 +33,12 @@ from infomark.gates.authorize import (
 )
 from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import PROFILES, Config, ledger_rules, load_config
-from infomark.gates.decision import Decision, FinishDecision
+from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
-from infomark.kernel.tools import Classification
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
@@ -52,7 +52,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from infomark.gates.policies.runtime import PolicyRuntime
+    from infomark.gates.policies.runtime import PolicyRuntime, PolicyStep
     from infomark.gates.views import GateView, LedgerView
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
@@ -180,7 +180,9 @@ class Gatekeeper:
             if not report.skipped:
                 self._track()
                 if report.changed:
-                    report.instructions = self.policy.after_ingest(self._ledger, report)
+                    report.instructions = self._commit(
+                        self.policy.after_ingest(self._ledger, report)
+                    )
         return report
 
     def classify(
@@ -244,7 +246,8 @@ class Gatekeeper:
             extra=self.host_files,
             cwd=call.cwd,
         )
-        with self._ledger.transaction():
+        # A call that changes nothing commits its decision without an fsync (Ledger.transaction)
+        with self._ledger.transaction(durable=c.tool_class not in _CHANGES_NOTHING or bypass):
             watch.refresh(self._ledger)
             decision = authorize_call(
                 self._ledger.state,
@@ -277,6 +280,8 @@ class Gatekeeper:
                 decision, call, input_digest=input_digest, approval_of=approval_of, grading=grading
             )
             self._ledger.emit("decision", payload)
+            if not _fails_closed(decision, c, approval_of, grading):
+                self._ledger.require_sync()
             watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
                 self._ledger.emit("bypass", bypass_event(decision, call))
@@ -335,7 +340,7 @@ class Gatekeeper:
                     self._ledger, str(pending["grading"]), by="ask_prompt", note=""
                 )
             self._track()
-            text = self.policy.after_tool(self._ledger, call, outcome, evidence)
+            text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)
@@ -354,7 +359,9 @@ class Gatekeeper:
         grading_flow.check(self._ledger, self.config)
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
-            result = self.policy.finalize(self._ledger, final_text, result)
+            step = self.policy.finalize(self._ledger, final_text, result)
+            self._commit(step)
+            result = step.finish or result
             blocked = result.code == "finished_blocked"
             why = moves.blocked_reason(self._ledger) if blocked else ""
             for type_, payload in finish_events(result, self.config, why, self._ledger.state.gate):
@@ -388,7 +395,7 @@ class Gatekeeper:
             )
             self._ledger.emit("turn_started", {"prompt_digest": d})
             moves.resume(self._ledger, self.config)  # the user answered: the work resumes
-            return self.policy.on_prompt(self._ledger, prompt or "")
+            return self._commit(self.policy.on_prompt(self._ledger, prompt or ""))
 
     def move(self, gate: str) -> dict[str, Any]:
         """Request a gate move as the agent would with a ``gate:`` line."""
@@ -448,12 +455,13 @@ class Gatekeeper:
                 from infomark.ledger.carry import carry_over
 
                 carry_over(self._ledger)
-            return self.policy.host_report(
+            step = self.policy.host_report(
                 self._ledger,
                 tokens_used=tokens_used,
                 context_window=context_window,
                 compacted=compacted,
             )
+            return self._commit(step)
 
     def compaction_context(self) -> str:
         """What to re-inject after the host compacted its context: every claim id with its
@@ -496,7 +504,13 @@ class Gatekeeper:
     def _after_decision(self, call: ToolCall, decision: Decision) -> str:
         if decision.allowed:
             return ""
-        return self.policy.after_decision(self._ledger, call, decision)
+        return self._commit(self.policy.after_decision(self._ledger, call, decision))
+
+    def _commit(self, step: PolicyStep) -> str:
+        """Emit the policy layer's events in the open transaction; the text it delivers."""
+        for type_, payload in step.events:
+            self._ledger.emit(type_, payload)
+        return step.text
 
     # -- wrapping executors -----------------------------------------------------------------
     def wrap(
@@ -537,6 +551,22 @@ class Gatekeeper:
 
         check_session_id(session)
         return merge_session(self._ledger, self.config.session_prefix + session)
+
+
+#: Classes whose calls change nothing (a run, a sub-agent or an unknown tool may).
+_CHANGES_NOTHING = frozenset({ToolClass.READ, ToolClass.SEARCH, ToolClass.WEB, ToolClass.LEDGER})
+
+
+def _fails_closed(decision: Decision, c: Classification, approval_of: str, grading: object) -> bool:
+    """Whether losing this decision's commit (a power loss before the next fsync) is
+    harmless: a deny (nothing ran), or an allow of a call that changes nothing (its
+    result is then refused, never evidence). Mutations, approvals spent, bypasses,
+    holds and grading edits always wait for the disk."""
+    if approval_of or decision.bypass or grading is not None:
+        return False
+    if decision.verdict is Verdict.DENY:
+        return True
+    return decision.verdict is Verdict.ALLOW and c.tool_class in _CHANGES_NOTHING
 
 
 def __getattr__(name: str) -> object:

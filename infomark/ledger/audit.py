@@ -96,6 +96,7 @@ def _verify(
     last_seq = 0
     n = 0
     esc, sha256, hdigest, compare = _STR, hashlib.sha256, _hmac_digest, hmac.compare_digest
+    escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
     for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in j.stream_rows(sess):
         n += 1
         if progress is not None and not n & 4095:
@@ -121,7 +122,13 @@ def _verify(
         try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
             if type(seq) is not int:
                 raise TypeError(seq)
-            text = f"{prev_hash}\n[{esc(s)},{seq},{esc(type_)},{esc(payload)},{esc(ts)},{esc(kid)}]"
+            # session, type and key id repeat row after row: each is escaped once
+            e_s, e_t, e_k = escaped.get(s), escaped.get(type_), escaped.get(kid)
+            if e_s is None or e_t is None or e_k is None:
+                e_s, e_t, e_k = esc(s), esc(type_), esc(kid)
+                if len(escaped) < 256:  # a garbled journal's odd values stay uncached
+                    escaped.update(((s, e_s), (type_, e_t), (kid, e_k)))
+            text = f"{prev_hash}\n[{e_s},{seq},{e_t},{esc(payload)},{esc(ts)},{e_k}]"
             recomputed = sha256(text.encode()).hexdigest()
         except (UnicodeEncodeError, TypeError, ValueError):
             recomputed = _safe_hash(prev_hash, s, seq, type_, payload, ts, kid)
@@ -251,7 +258,7 @@ def _evidence_ok(
         return False
     key = ledger.key
     if not hmac.compare_digest(
-        hmac.digest(key.secret, record_text.encode("utf-8"), "sha256").hex(), mac
+        _hmac_digest(key.secret, record_text.encode("utf-8"), "sha256").hex(), mac
     ):
         return False  # altered, or another key's record: the slow path says which
     at = record_text.rfind(_DIGEST)  # the top-level key: sorted after "input"

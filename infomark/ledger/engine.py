@@ -138,11 +138,20 @@ class Ledger:
 
     # -- transactions -----------------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[Ledger]:
-        """Serialise a command: lock, catch up, emit, commit (nested use joins the open one)."""
+    def transaction(self, *, durable: bool = True) -> Iterator[Ledger]:
+        """Serialise a command: lock, catch up, emit, commit (nested use joins the open one).
+
+        ``durable=False``: for events whose loss fails closed (an allow of a call that
+        changes nothing: a result recorded for a lost decision is refused, never evidence;
+        a deny: nothing ran). The commit survives any process crash; only an OS crash or
+        power loss before the next durable commit can drop it (SQLite: no fsync for it;
+        PostgreSQL commits stay synchronous). :meth:`require_sync` inside undoes it.
+        """
         if self._in_tx:
             yield self
             return
+        if not durable:
+            self.journal.relax_next()
         committed = False
         try:
             with self.journal.write(self.session):
@@ -188,6 +197,11 @@ class Ledger:
         apply(self._state, row.seq, row.type, row.payload)
         self._emitted.append(row)
         return row.seq
+
+    def require_sync(self) -> None:
+        """The open transaction (begun with ``durable=False``) needs the disk after all."""
+        if self._in_tx:
+            self.journal.require_sync()
 
     def emitted(self) -> list[EventRow]:
         """Events appended by the current (or last) transaction."""

@@ -125,6 +125,9 @@ class Journal(BaseJournal):
 
     def __init__(self, path: Path, key: Key) -> None:
         self._init_state(path, key)
+        self._relax_next = False  # the next transaction commits without an fsync
+        self._sync_after = False  # ... unless it turns out to need one
+        self.last_commit_synced = True  # whether the last commit waited for the disk
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -250,14 +253,19 @@ class Journal(BaseJournal):
         """A serialised write transaction (``BEGIN IMMEDIATE``); commits or rolls back whole."""
         if self._in_tx:
             raise StoreError("nested write transaction")
-        self._begin()
-        self._in_tx = True
-        self._touched = {}
+        relaxed, self._relax_next, self._sync_after = self._relax_next, False, False
+        if relaxed:  # set outside a transaction: SQLite refuses to change it inside one
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        committed = False
         try:
+            self._begin()
+            self._in_tx = True
+            self._touched = {}
             yield self._db
             if self._touched:
                 manifest.flush(self._db, self.key, self._touched)
             self._db.execute("COMMIT")
+            committed = True
         except sqlite3.OperationalError as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -268,6 +276,38 @@ class Journal(BaseJournal):
             raise
         finally:
             self._in_tx = False
+            if relaxed:
+                self._db.execute("PRAGMA synchronous=FULL")
+        self.last_commit_synced = not relaxed
+        if relaxed and committed and self._sync_after:
+            self._sync_wal()
+
+    def relax_next(self) -> None:
+        """Commit the next transaction without an fsync (``synchronous=NORMAL`` for it).
+
+        WAL mode keeps the journal consistent either way; such a commit survives a crash
+        of any process, and only an OS crash or a power loss before the next durable
+        commit (whose fsync carries every earlier frame of the WAL) can drop it.
+        """
+        if not self._in_tx:
+            self._relax_next = True
+
+    def require_sync(self) -> None:
+        """The open transaction turned out to need the disk: fsync the WAL after it."""
+        self._sync_after = True
+
+    def _sync_wal(self) -> None:
+        """What ``synchronous=FULL`` does after a commit: fsync the WAL (opened afresh, so
+        a WAL that was deleted and re-created is the one synced)."""
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:  # checkpointed and removed: the frames are in the file
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.last_commit_synced = True
 
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         """Home-level problems (manifest, marker), read in one consistent snapshot."""

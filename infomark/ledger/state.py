@@ -480,8 +480,7 @@ def _policy(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     if ops:
         from infomark.ledger.policy_patch import apply_patch  # only for nested updates
 
-        for op in ops:
-            apply_patch(state.policy, op)
+        apply_patch(state.policy, list(ops))
 
 
 _PATHS_CAP = 2000

@@ -168,6 +168,15 @@ class BaseJournal(ABC):
         """The store, for messages: the SQLite file, or the PostgreSQL URL without secrets."""
         return str(self.path)
 
+    def relax_next(self) -> None:
+        """Let the next transaction commit without waiting for the disk (SQLite: its WAL
+        frames reach it with the next durable commit). Here: a no-op, every commit waits."""
+        return None
+
+    def require_sync(self) -> None:
+        """The open transaction needs the disk after all (after :meth:`relax_next`)."""
+        return None
+
     @property
     def store_url(self) -> str | None:
         """What selects this store again (None: the home's own SQLite file)."""

@@ -16,9 +16,11 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, FinishDecision
 from infomark.gates.policies import FinalizeVerdict, PolicyRuntime
+from infomark.gates.policies.memory import MEMORY_FIELDS
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.report import IngestReport
+from infomark.ledger.state import SessionState, apply
 
 PACK_EVENTS = ("instruction_pack_added", "instruction_pack_removed")
 
@@ -113,6 +115,39 @@ class Session:
         return [
             {"type": e.type, **e.payload} for e in self.gk.events() if not types or e.type in types
         ]
+
+    def memory_updates(self) -> list[dict[str, Any]]:
+        """Each change of the working memory, read from the journal's ``policy_updated``.
+
+        ``version`` after the event, ``changed``: the memory fields its ``set``/``patch``
+        touched (in ``MEMORY_FIELDS`` order), ``memory`` the new values of those fields,
+        ``before``/``after`` the memory around it.
+        """
+        state = SessionState(session=self.gk.session)
+        out: list[dict[str, Any]] = []
+        for e in self.gk.events():
+            before = dict(state.policy.get("memory") or {})
+            apply(state, e.seq, e.type, e.payload)
+            after = dict(state.policy.get("memory") or {})
+            if e.type != "policy_updated" or after.get("version") == before.get("version"):
+                continue
+            whole = (e.payload.get("set") or {}).get("memory") or {}
+            touched = {k for k, v in whole.items() if before.get(k) != v}  # the first memory
+            for op in e.payload.get("patch") or ():
+                if op[1][0] == "memory":
+                    touched |= set(op[2]) if op[0] == "m" else {op[1][1]}
+            changed = [k for k in MEMORY_FIELDS if k in touched]
+            memory = {k: after[k] for k in changed}
+            out.append(
+                {
+                    "version": after["version"],
+                    "changed": changed,
+                    "memory": memory,
+                    "before": before,
+                    "after": after,
+                }
+            )
+        return out
 
     def pack_events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.events(*PACK_EVENTS) if e["name"] == name]

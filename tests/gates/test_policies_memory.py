@@ -9,6 +9,7 @@ from helpers import ledger_text, stamp
 from policies_support import Session
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.gates.policies.memory import MEMORY_FIELDS
 
 ORACLE = "pytest tests/test_pager.py -q"
 FAIL_OUT = "FAILED test_pager.py::test_last_page - assert 3 == 4\n1 failed"
@@ -71,7 +72,8 @@ def test_working_memory_snapshot(gk: Gatekeeper) -> None:
     s = Session(gk)
     _script(s)
     assert _scrub(gk.state.policy["memory"]) == EXPECTED_MEMORY
-    updates = s.events("working_memory_updated")
+    assert s.events("working_memory_updated") == []  # the patch is the only copy (issue 13)
+    updates = s.memory_updates()
     assert [u["version"] for u in updates] == [1, 2, 3, 4, 5, 6]
     assert updates[1]["changed"] == [
         "active_subgoal",
@@ -79,16 +81,17 @@ def test_working_memory_snapshot(gk: Gatekeeper) -> None:
         "pending_verification",
         "next_best_actions",
     ]
-    assert set(updates[1]["memory"]) == set(updates[1]["changed"])  # only the diff is journaled
+    for u in updates:  # only the diff is journaled: the fields touched are the fields changed
+        assert u["changed"] == [k for k in MEMORY_FIELDS if u["before"].get(k) != u["after"].get(k)]
 
 
 def test_working_memory_is_journaled_only_when_it_changed(gk: Gatekeeper) -> None:
     s = Session(gk)
     _script(s)
-    before = len(s.events("working_memory_updated"))
+    before = len(s.memory_updates())
     s.say("Thinking about the pager; no ledger blocks in this message.")
     s.host(tokens_used=10, context_window=1000)
-    assert len(s.events("working_memory_updated")) == before
+    assert len(s.memory_updates()) == before
 
 
 def test_working_memory_after_grounding_and_a_stale_edit(gk: Gatekeeper) -> None:
@@ -154,7 +157,7 @@ EXPECTED_DOCUMENT = {
             "notes": [],
             "instructions": [],
             "events": [
-                "working memory v1: goal, evidence, open_questions, recent_failures, "
+                "working memory updated: goal, evidence, open_questions, recent_failures, "
                 "pending_verification, next_best_actions"
             ],
             "continue": True,
@@ -164,7 +167,7 @@ EXPECTED_DOCUMENT = {
             "notes": [],
             "instructions": [],
             "events": [
-                "working memory v2: active_subgoal, open_questions, pending_verification, "
+                "working memory updated: active_subgoal, open_questions, pending_verification, "
                 "next_best_actions"
             ],
             "continue": True,
@@ -175,7 +178,7 @@ EXPECTED_DOCUMENT = {
             "instructions": ["repeated_failures"],
             "events": [
                 "pack repeated_failures added: 3 consecutive failed tool calls (threshold 3)",
-                "working memory v6: evidence",
+                "working memory updated: evidence",
             ],
             "continue": True,
         },

@@ -158,7 +158,10 @@ def test_policy_section_from_a_config_file(project: Path, home: Path) -> None:
 def test_run_phase_for_a_custom_runtime(gk: Gatekeeper) -> None:
     rt = PolicyRuntime(gk.config)
     with gk.store.transaction() as led:
-        rt.run_phase(led, "before_model_call", TurnContext(prompt="fix it"))
+        step = rt.run_phase(led, "before_model_call", TurnContext(prompt="fix it"))
+        assert gk.store.emitted() == []  # the runtime returns its events, it never writes them
+        for type_, payload in step.events:
+            led.emit(type_, payload)
     results = []
     for i in range(3):
         call = ToolCall("bash", {"command": "make"})
@@ -167,7 +170,11 @@ def test_run_phase_for_a_custom_runtime(gk: Gatekeeper) -> None:
         ev = record_paired(gk.store, call, outcome, tool_class="execute")
         results.append(ToolResult(call, outcome, ev, "execute"))
     with gk.store.transaction() as led:
-        hook = rt.run_phase(led, "after_tool_batch", TurnContext(tool_results=tuple(results)))
+        step = rt.run_phase(led, "after_tool_batch", TurnContext(tool_results=tuple(results)))
+        hook = step.hook
+        assert [t for t, _ in step.events] == ["instruction_pack_added", "policy_updated"]
+        for type_, payload in step.events:
+            led.emit(type_, payload)
     assert isinstance(hook, HookResult) and hook.continue_
     assert len(hook.instructions) == 1
     assert hook.instructions[0].startswith("[infomark:pack repeated_failures] Stop guessing: 3")
@@ -223,11 +230,9 @@ def test_every_pack_event_has_the_documented_payload(gk: Gatekeeper) -> None:
     for e in s.events("instruction_pack_removed"):
         assert e["why"] in ("expired", "evicted", "resolved")
     updates = s.events("policy_updated")
-    assert all(
-        set(u["set"])
-        <= {"metrics", "working_set", "packs", "memory", "triggers", "last_hook_results", "custom"}
-        for u in updates
-    )
+    keys = {"metrics", "working_set", "packs", "memory", "triggers", "last_hook_results", "custom"}
+    assert updates and all(set(u.get("set", {})) <= keys for u in updates)
+    assert all(op[0] in "smdac" and op[1][0] in keys for u in updates for op in u.get("patch", []))
 
 
 def test_the_runtime_holds_no_session_state(gk: Gatekeeper, home: Path, project: Path) -> None:

@@ -21,7 +21,7 @@ from infomark.ledger.audit import build_audit, verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
-from infomark.ledger.policy_patch import policy_patch
+from infomark.ledger.policy_patch import policy_delta, policy_patch
 from infomark.ledger.state import SessionState, apply
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on SQLite and on PostgreSQL
@@ -86,6 +86,7 @@ _ops = st.lists(
         st.tuples(st.just("cursor"), st.sampled_from("abc"), st.integers(0, 99)),
         st.tuples(st.just("turn"), st.none(), st.none()),
         st.tuples(st.just("policy"), st.sampled_from("xyz"), st.integers(0, 5)),
+        st.tuples(st.just("old_policy"), st.sampled_from("xyz"), st.integers(0, 5)),
         st.tuples(st.just("finish"), st.booleans(), st.none()),
         st.tuples(st.just("reopen"), st.none(), st.none()),
     ),
@@ -128,14 +129,21 @@ def test_live_state_equals_the_replay_from_zero(
                     led.emit("turn_started", {})
                 elif kind == "finish":
                     led.emit("finish_decision", {"allow": a})
-                else:
+                else:  # "p": counters and a capped log; "q": the same log (a "c" op)
                     new = json.loads(json.dumps(policy))
-                    new.setdefault("m", {})[a] = b
-                    new.setdefault("log", []).append(b)
-                    new["log"] = new["log"][-3:]
-                    led.emit(
-                        "policy_updated", {"set": {}, "patch": policy_patch(policy, new, ["p"])}
-                    )
+                    p = new.setdefault("p", {})
+                    p.setdefault("m", {})[a] = b
+                    p.setdefault("m", {})["n"] = p["m"].get("n", 0) + 1
+                    p["log"] = [*p.get("log", []), {"ref": f"ev_{b}", "what": "x" * 40}][-3:]
+                    new["q"] = {"log": list(p["log"]), "v": len(p["log"])}
+                    if kind == "policy":  # today's shape: set, m/s/a/c ops
+                        whole, patch = policy_delta(policy, new)
+                        body: dict[str, Any] = {"set": whole} if whole else {}
+                        led.emit("policy_updated", {**body, "patch": patch})
+                    else:  # the shape older journals hold: s/a/d ops only, and the memory
+                        led.emit("working_memory_updated", {"version": 1, "changed": ["q"]})
+                        old_set, old_patch = _old_delta(policy, new)
+                        led.emit("policy_updated", {"set": old_set, "patch": old_patch})
                     policy = new
         snap = led.journal.load_snapshot(session)
         if led.state.seq >= 3:
@@ -148,6 +156,37 @@ def test_live_state_equals_the_replay_from_zero(
     report = build_audit(again)
     assert report.verified, report.problems
     again.close()
+
+
+def _old_patch(old: Any, new: Any, path: list[str]) -> list[list[Any]]:
+    """How ``policy_updated`` patches were written before "m" and "c" (older journals)."""
+    ops: list[list[Any]] = []
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k, v in new.items():
+            if k not in old:
+                ops.append(["s", [*path, k], v])
+            elif old[k] != v or type(old[k]) is not type(v):
+                ops.extend(_old_patch(old[k], v, [*path, k]))
+        ops.extend(["d", [*path, k]] for k in old if k not in new)
+        return ops
+    if isinstance(old, list) and isinstance(new, list):
+        for drop in range(len(old) + 1):
+            kept = len(old) - drop
+            if kept <= len(new) and old[drop:] == new[:kept] and len(new) - kept < len(new):
+                return [["a", path, drop, new[kept:]]]
+    return [["s", path, new]]
+
+
+def _old_delta(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    whole: dict[str, Any] = {}
+    patch: list[Any] = []
+    for k, v in new.items():
+        if v != old.get(k):
+            if isinstance(old.get(k), dict) and isinstance(v, dict):
+                patch += _old_patch(old[k], v, [k])
+            else:
+                whole[k] = v
+    return whole, patch
 
 
 _json = st.recursive(
@@ -172,6 +211,35 @@ def test_policy_patches_rebuild_the_new_state_exactly(
     apply(state, 1, "policy_updated", {"set": {}, "patch": ops})
     assert state.policy["k"] == new
     assert old == json.loads(json.dumps(old))  # the live value was not mutated in place
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    old=st.dictionaries(st.sampled_from("abc"), st.dictionaries(st.sampled_from("xy"), _json)),
+    new=st.dictionaries(st.sampled_from("abc"), st.dictionaries(st.sampled_from("xy"), _json)),
+    shared=st.lists(st.text(min_size=40, max_size=50), min_size=1, max_size=3),
+)
+def test_policy_deltas_rebuild_the_new_state_exactly(
+    old: dict[str, Any], new: dict[str, Any], shared: list[str]
+) -> None:
+    """Top-level sets, nested m/s/d/a ops, and "c" ops: the same tail appended to two logs."""
+    for k in ("a", "b"):  # two logs that grow by the same entries
+        if isinstance(old.get(k), dict):
+            old[k]["log"] = ["the first entry"]
+            new[k] = {**(new.get(k) or {}), "log": ["the first entry", *shared]}
+    state = SessionState(session="s", policy=json.loads(json.dumps(old)))
+    whole, patch = policy_delta(old, new)
+    apply(state, 1, "policy_updated", json.loads(json.dumps({"set": whole, "patch": patch})))
+    assert state.policy == {k: v for k, v in new.items() if v is not None}
+    if isinstance(old.get("a"), dict) and isinstance(old.get("b"), dict):
+        assert any(op[0] == "c" for op in patch)  # the shared tail travelled once
+
+
+def test_a_patch_op_that_points_nowhere_is_a_garbled_row() -> None:
+    state = SessionState(session="s", policy={"a": {"log": []}})
+    for bad in (["c", ["a", "log"], 0, 5], ["c", ["a", "log"], 0, 0], ["s", ["a"]], ["x", ["a"]]):
+        with pytest.raises(ValueError):
+            apply(state, 1, "policy_updated", {"patch": [bad]})
 
 
 def test_an_appended_capped_log_is_journaled_as_its_tail() -> None:
@@ -255,3 +323,24 @@ def test_a_large_text_output_is_hashed_and_stored_in_chunks_exactly(tmp_path: Pa
         assert led.blobs.get(ev.output_digest) == raw
     assert verify_session(led) == []
     led.close()
+
+
+@pytest.mark.sqlite_only  # blob files
+@settings(max_examples=25, deadline=None)
+@given(
+    head=st.text(max_size=40),
+    filler=st.sampled_from(["a", "é", "\u20ac", "\U0001f600", "\ud800"]),
+    size=st.integers(0, 3 * 48 * 1024),
+)
+def test_a_large_text_is_hashed_and_stored_as_its_utf8(
+    tmp_path_factory: pytest.TempPathFactory, head: str, filler: str, size: int
+) -> None:
+    """Chunked encoding (48 Ki characters of ASCII, 16 Ki otherwise) across every boundary."""
+    from infomark.ledger.blobs import BlobStore
+
+    blobs = BlobStore(tmp_path_factory.mktemp("b"))
+    text = head + filler * size
+    raw = text.encode("utf-8", "surrogatepass")
+    digest, n = blobs.put_text(text)
+    assert (digest, n) == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
+    assert blobs.get(digest) == raw

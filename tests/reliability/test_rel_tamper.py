@@ -109,14 +109,14 @@ def test_single_tamper_is_detected_and_names_the_first_bad_event(
 
 
 CLI_SAMPLE = [
-    Tamper("events", "payload", 9, 9),
-    Tamper("events", "delete", 15, 15),
-    Tamper("events", "swap_next", 4, 4),
-    Tamper("events", "append_forged", 40, 41),
-    Tamper("heads", "mac", 40, None),
-    Tamper("evidence", "record", 13, 13),  # each record follows its authorization (issue 11)
-    Tamper("blobs", "edit", 23, 23),
-    Tamper("blobs", "delete", 29, 29),
+    Tamper("events", "payload", 7, 7),  # the first decision
+    Tamper("events", "delete", 12, 12),  # the policy_updated after the first record
+    Tamper("events", "swap_next", 3, 3),  # the ledger
+    Tamper("events", "append_forged", 33, 34),
+    Tamper("heads", "mac", 33, None),
+    Tamper("evidence", "record", 11, 11),  # each record follows its authorization (issue 11)
+    Tamper("blobs", "edit", 19, 19),
+    Tamper("blobs", "delete", 24, 24),
 ]
 
 
@@ -124,8 +124,9 @@ CLI_SAMPLE = [
 def test_cli_audit_verify_names_the_first_bad_event(
     pristine: Pristine, tmp_path: Path, t: Tamper
 ) -> None:
-    # 40: each record follows its decision (issue 11), the grounded Edit journals files_written
-    assert pristine.events == 40 and sorted(pristine.evidence) == [13, 23, 29], (
+    # 33: each record follows its decision (issue 11), the grounded Edit journals files_written,
+    # the working memory travels in policy_updated alone (issue 13)
+    assert pristine.events == 33 and sorted(pristine.evidence) == [11, 19, 24], (
         "the sample assumes this layout"
     )
     code, problems, err = audit_cli(apply_tamper(pristine, t, tmp_path))

@@ -23,7 +23,7 @@ from infomark.gates.policies.registry import (
     available_policies,
     register_policy,
 )
-from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime
+from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime, PolicyStep
 from infomark.gates.policies.settings import PolicySettings, validate_policy_config
 from infomark.gates.policies.triggers import TriggerSpec
 from infomark.gates.policies.view import context_view, state_document
@@ -53,6 +53,7 @@ __all__ = [
     "Policy",
     "PolicyRuntime",
     "PolicySettings",
+    "PolicyStep",
     "ToolResult",
     "TriggerSpec",
     "TurnContext",

@@ -1,10 +1,12 @@
 """The policy runtime: turn hooks over the ledger, persisted as ``policy_updated`` events.
 
-Every method runs inside the caller's open ``ledger.transaction()``: it reads
-``ledger.state.policy``, computes the next values, emits the informational
-events (``instruction_pack_added`` …) and one ``policy_updated`` with the keys
-that changed. Nothing depends on the wall clock: ages are counted in user
-prompts. Standard library only; each call does a few dictionary operations.
+Every method reads ``ledger.state`` (the caller holds its open ``ledger.transaction()``),
+computes the next values and returns a :class:`PolicyStep`: what to deliver, and the
+events to journal, which the caller emits in that same transaction: the informational
+events (``instruction_pack_added`` …) and one ``policy_updated`` with the deltas of the
+keys that changed (:mod:`infomark.ledger.policy_patch`). The runtime never writes to the
+journal. Nothing depends on the wall clock: ages are counted in user prompts. Standard
+library only; each call does a few dictionary operations.
 
 Where each method belongs (the Gatekeeper calls them):
 
@@ -58,14 +60,14 @@ from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.policy_patch import policy_patch
+from infomark.ledger.policy_patch import policy_delta
 from infomark.ledger.report import IngestReport
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
-__all__ = ["POLICY_KEYS", "PolicyRuntime"]
+__all__ = ["POLICY_KEYS", "PolicyRuntime", "PolicyStep"]
 
 #: The keys of ``state.policy`` this runtime owns.
 POLICY_KEYS = (
@@ -97,6 +99,7 @@ class _Work:
     hooks: dict[str, Any]
     custom: dict[str, Any]
     events: list[Event] = field(default_factory=list)
+    memory_line: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, policy: Mapping[str, Any], settings: PolicySettings) -> _Work:
@@ -135,28 +138,39 @@ class _Work:
             "custom": self.custom or None,
         }
 
-    def commit(self, ledger: Ledger) -> None:
-        for type_, payload in self.events:
-            ledger.emit(type_, payload)
-        whole: dict[str, Any] = {}
-        patch: list[list[Any]] = []
-        for k, v in self.values().items():
-            old = self.original[k]
-            if v == old:
-                continue
-            if isinstance(old, dict) and isinstance(v, dict):
-                patch.extend(policy_patch(old, v, [k]))  # only what changed inside
-            else:
-                whole[k] = v
-        if whole or patch:
-            body: dict[str, Any] = {"set": whole}
-            if patch:
-                body["patch"] = patch
-            ledger.emit("policy_updated", body)
+    def journal(self) -> tuple[Event, ...]:
+        """The events to emit: the informational ones, then one ``policy_updated`` (deltas)."""
+        whole, patch = policy_delta(self.original, self.values())
+        if not (whole or patch):
+            return tuple(self.events)
+        body: dict[str, Any] = {"set": whole} if whole else {}
+        if patch:
+            body["patch"] = patch
+        return (*self.events, ("policy_updated", body))
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStep:
+    """What one phase decided. The caller emits ``events`` in its open transaction.
+
+    ``text``: what the entry point delivers (packs added or renewed; for
+    :meth:`PolicyRuntime.on_prompt` the active packs); ``verdict`` (``before_finalize``)
+    and ``finish`` (``finalize``) when the phase has them.
+    """
+
+    events: tuple[Event, ...]
+    hook: HookResult
+    text: str = ""
+    verdict: FinalizeVerdict | None = None
+    finish: FinishDecision | None = None
+
+
+_NOTHING = PolicyStep((), HookResult())
 
 
 @dataclass(slots=True)
 class _Outcome:
+    events: tuple[Event, ...]
     hook: HookResult
     delivered: list[str]
     delivered_text: str
@@ -175,8 +189,6 @@ def _describe(event: Event) -> str:
         return f"pack {p['name']} {'renewed' if p['renewed'] else 'added'}: {p['reason']}"
     if type_ == "instruction_pack_removed":
         return f"pack {p['name']} removed ({p['why']})"
-    if type_ == "working_memory_updated":
-        return f"working memory v{p['version']}: {', '.join(p['changed'])}"
     if type_ == "trigger_fired":
         return f"trigger {p['name']} {'repeated' if p.get('repeat') else 'fired'}"
     return f"{type_.replace('_', ' ')} {p.get('name', '')}".strip()
@@ -211,83 +223,91 @@ class PolicyRuntime:
         return self._pack_settings[name]
 
     # -- the generic phase API ---------------------------------------------------------------
-    def run_phase(self, ledger: Ledger, phase: str, ctx: TurnContext | None = None) -> HookResult:
+    def run_phase(self, ledger: Ledger, phase: str, ctx: TurnContext | None = None) -> PolicyStep:
         """Run one phase: bookkeeping from ``ctx``, every policy, packs, triggers, memory.
 
-        Returns the combined result: notes, the texts to inject now (packs added or
-        renewed, trigger prompts), human-readable events, and ``continue_`` (False
-        at ``before_finalize`` when a trigger or a policy refuses the finish).
+        Returns the step: ``hook`` is the combined result (notes, the texts to inject now:
+        packs added or renewed, trigger prompts; human-readable events; ``continue_``, False
+        at ``before_finalize`` when a trigger or a policy refuses the finish), ``events``
+        what the caller emits in its transaction.
         """
-        return self._execute(ledger, phase, ctx or TurnContext()).hook
+        return self._step(self._execute(ledger, phase, ctx or TurnContext()))
 
-    # -- the Gatekeeper's entry points ----------------------------------------------------------
-    def on_prompt(self, ledger: Ledger, prompt: str) -> str:
+    # -- the Gatekeeper's entry points (each returns a step; the caller emits its events) ----
+    def on_prompt(self, ledger: Ledger, prompt: str) -> PolicyStep:
         """A new user prompt: count the turn, expire packs, reset per-prompt triggers.
 
-        Returns the active packs as context text ("" when none).
+        ``text``: the active packs as context text ("" when none).
         """
-        return self._execute(ledger, "before_model_call", TurnContext(prompt=prompt)).active_text
+        out = self._execute(ledger, "before_model_call", TurnContext(prompt=prompt))
+        return self._step(out, out.active_text)
 
     def after_tool(
         self, ledger: Ledger, call: ToolCall, outcome: ToolOutcome, evidence: Evidence
-    ) -> str:
-        """After one recorded tool result. Returns the packs added or renewed by it ("" if none)."""
+    ) -> PolicyStep:
+        """After one recorded tool result. ``text``: packs added or renewed by it ("" if none)."""
         result = ToolResult(call, outcome, evidence, evidence.tool_class or "unknown")
-        ctx = TurnContext(tool_results=(result,))
-        return self._execute(ledger, "after_tool_batch", ctx).delivered_text
+        return self.after_tool_batch(ledger, (result,))
 
-    def after_tool_batch(self, ledger: Ledger, results: Sequence[ToolResult]) -> str:
-        """Several results of one batch (custom runtimes); returns as :meth:`after_tool` does."""
+    def after_tool_batch(self, ledger: Ledger, results: Sequence[ToolResult]) -> PolicyStep:
+        """Several results of one batch (custom runtimes); as :meth:`after_tool`."""
         ctx = TurnContext(tool_results=tuple(results))
-        return self._execute(ledger, "after_tool_batch", ctx).delivered_text
+        return self._step(self._execute(ledger, "after_tool_batch", ctx))
 
-    def after_decision(self, ledger: Ledger, call: ToolCall, decision: Decision) -> str:
-        """After a decision; only a deny does anything. Returns text to append to the denial."""
+    def after_decision(self, ledger: Ledger, call: ToolCall, decision: Decision) -> PolicyStep:
+        """After a decision; only a deny does anything. ``text``: to append to the denial."""
         if decision.allowed:
-            return ""
+            return _NOTHING
         ctx = TurnContext(call=call, decision=decision)
-        return self._execute(ledger, "after_decision", ctx).delivered_text
+        return self._step(self._execute(ledger, "after_decision", ctx))
 
-    def after_ingest(self, ledger: Ledger, report: IngestReport) -> str:
-        """After a model response was parsed. Returns the packs added or renewed ("" if none)."""
+    def after_ingest(self, ledger: Ledger, report: IngestReport) -> PolicyStep:
+        """After a model response was parsed. ``text``: packs added or renewed ("" if none)."""
         if report.skipped:
-            return ""
+            return _NOTHING
         ctx = TurnContext(report=report)
-        return self._execute(ledger, "after_model_response", ctx).delivered_text
+        return self._step(self._execute(ledger, "after_model_response", ctx))
 
     def before_finalize(
         self, ledger: Ledger, final_text: str, finish: FinishDecision
-    ) -> FinalizeVerdict:
-        """Post-turn triggers and the finish-time packs; refuses when a trigger fires."""
+    ) -> PolicyStep:
+        """Post-turn triggers and the finish-time packs; ``verdict`` refuses when one fires."""
         ctx = TurnContext(final_text=final_text, finish=finish)
         out = self._execute(ledger, "before_finalize", ctx)
         trigger = out.trigger
         parts = [trigger.reason] if trigger is not None and trigger.refuse else []
         parts += [f"[infomark:policy {name}]\n{text}" for name, text in out.refusals]
-        return FinalizeVerdict(
+        verdict = FinalizeVerdict(
             allow=not parts,
             reason="\n\n".join(parts),
             fired=list(trigger.fired) if trigger is not None else [],
             instructions=out.delivered_text,
             packs=list(out.delivered),
         )
+        return PolicyStep(out.events, out.hook, out.delivered_text, verdict=verdict)
 
-    def finalize(self, ledger: Ledger, final_text: str, finish: FinishDecision) -> FinishDecision:
-        """The ledger's finish decision with the policy layer's verdict folded in.
+    def finalize(self, ledger: Ledger, final_text: str, finish: FinishDecision) -> PolicyStep:
+        """``finish``: the ledger's finish decision with the policy layer's verdict folded in.
 
         A refusing trigger or policy turns an allow into a refusal (``trigger_fired``)
         or adds its reason to a refusal; the verdict itself is kept in
         ``extra["policy"]``. A finish forced by the refusal cap stays forced: packs
         fired then repeat what the refusal already said.
         """
-        verdict = self.before_finalize(ledger, final_text, finish)
+        step = self.before_finalize(ledger, final_text, finish)
+        verdict = step.verdict
+        assert verdict is not None  # before_finalize always has one
         extra = {**finish.extra, "policy": verdict.to_dict()}
         if verdict.allow or finish.cap_reached:
-            return replace(finish, extra=extra)
-        reasons = [finish.reason] if not finish.allow else []
-        reasons.append(verdict.reason)
-        code = finish.code if not finish.allow else "trigger_fired"
-        return replace(finish, allow=False, reason="\n\n".join(reasons), code=code, extra=extra)
+            result = replace(finish, extra=extra)
+        else:
+            reasons = [finish.reason] if not finish.allow else []
+            reasons.append(verdict.reason)
+            code = finish.code if not finish.allow else "trigger_fired"
+            result = replace(
+                finish, allow=False, reason="\n\n".join(reasons), code=code, extra=extra
+            )
+        return replace(step, finish=result)
 
     def host_report(
         self,
@@ -296,12 +316,16 @@ class PolicyRuntime:
         tokens_used: int | None = None,
         context_window: int | None = None,
         compacted: bool = False,
-    ) -> str:
-        """Host-reported token usage and compaction. Returns packs added or renewed ("" if none)."""
+    ) -> PolicyStep:
+        """Host-reported token usage and compaction. ``text``: packs added or renewed."""
         ctx = TurnContext(
             tokens_used=tokens_used, context_window=context_window, compacted=compacted
         )
-        return self._execute(ledger, "host_report", ctx).delivered_text
+        return self._step(self._execute(ledger, "host_report", ctx))
+
+    @staticmethod
+    def _step(out: _Outcome, text: str | None = None) -> PolicyStep:
+        return PolicyStep(out.events, out.hook, out.delivered_text if text is None else text)
 
     def context_view(self, ledger: Ledger, budget: int = 1200) -> str:
         """What goes into the next model call: packs, working memory, a ledger summary."""
@@ -358,7 +382,7 @@ class PolicyRuntime:
             self._update_memory(work, ledger, ctx)
         notes += work.board.notes
         delivered = list(work.board.delivered)
-        human = [_describe(e) for e in work.events] + human
+        human = [_describe(e) for e in work.events] + work.memory_line + human
         proceed = not refusals and not (trigger is not None and trigger.refuse)
         work.hooks[phase] = {
             "turn": work.turn,
@@ -369,7 +393,7 @@ class PolicyRuntime:
         }
         delivered_text = work.board.render(delivered) if delivered else ""
         active_text = work.board.render()
-        work.commit(ledger)
+        events = work.journal()
         texts = [render_pack(p) for p in work.board.active if p["name"] in delivered]
         if trigger is not None and trigger.prompts:
             texts.append(trigger.reason)
@@ -379,7 +403,7 @@ class PolicyRuntime:
             events=tuple(human),
             continue_=proceed,
         )
-        return _Outcome(hook, delivered, delivered_text, active_text, refusals, trigger)
+        return _Outcome(events, hook, delivered, delivered_text, active_text, refusals, trigger)
 
     def _observe(self, work: _Work, ledger: Ledger, phase: str, ctx: TurnContext) -> None:
         """Phase bookkeeping: counters, working set, trigger delta, expiry."""
@@ -474,15 +498,6 @@ class PolicyRuntime:
             ledger.state, goal=goal, metrics=work.metrics, working_set=work.working_set
         )
         memory, changed = merge_memory(work.memory, fields, work.turn)
-        if changed:
+        if changed:  # journaled by policy_updated's patch under "memory", the only copy
             work.memory = memory
-            work.events.append(
-                (
-                    "working_memory_updated",
-                    {
-                        "version": memory["version"],
-                        "changed": changed,
-                        "memory": {k: memory[k] for k in changed},
-                    },
-                )
-            )
+            work.memory_line = [f"working memory updated: {', '.join(changed)}"]
