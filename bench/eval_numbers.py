@@ -35,10 +35,10 @@ def _iv(iv: dict[str, float | None]) -> str:
     return f"{100 * v:.0f}%{ci}"
 
 
-def row(seed: int, jobs: int) -> str:
+def row(seed: int, jobs: int, repeat: int = 1) -> str:
     suite = load_suite(ROOT / "evals" / "suite")
     policies = [load_policy(n) for n in ("observe", "default", "noise")]
-    res = run_eval(suite, policies, seed=seed, jobs=jobs)
+    res = run_eval(suite, policies, seed=seed, jobs=jobs, repeat=repeat)
     rep, _ = build_report(res)
     s = {x["policy"]: x for x in rep["summaries"]}
     c = rep["comparisons"][0]
@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.eval_numbers", description=__doc__)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     started = time.perf_counter()
-    table = HEAD + "".join(row(s, args.jobs) for s in args.seeds)
+    table = HEAD + "".join(row(s, args.jobs, args.repeat) for s in args.seeds)
     table += f"\n{len(args.seeds)} seeds, {time.perf_counter() - started:.0f} s.\n"
     print(table)
     if args.write:

@@ -5,7 +5,9 @@ it), and is driven by ``infomark run``'s runner: the same turn loop, tools, gate
 finish gate as a real run. The model side is a real HTTP server on 127.0.0.1 whose answers
 come from the agent under test through a :class:`RunObserver`, which measures the run. The
 agent is a scripted stochastic agent (``scripted``) or a real OpenAI-compatible endpoint
-(``openai:URL``), whose answers are forwarded unchanged.
+(``openai:URL``), whose answers are forwarded unchanged. With ``claude-code[:PATH]`` the run is
+the real Claude Code CLI with infomark's hooks instead of the runner, its model the same
+scripted agent (:mod:`infomark.tools.eval.claude_code`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import httpx
 
 from infomark.kernel.errors import InfomarkError, UserError
+from infomark.tools.eval import claude_code
 from infomark.tools.eval.agents import FailureRates, ScriptedAgent
 from infomark.tools.eval.grade import copy_tree
 from infomark.tools.eval.observer import RunObserver, RunRecord
@@ -146,15 +149,23 @@ def run_eval(
     if jobs < 1:
         raise UserError("--jobs must be 1 or more")
     rates = rates or FailureRates()
-    if agent != "scripted" and not agent.startswith("openai:"):
-        raise UserError(f"--agent {agent!r}: use scripted or openai:URL")
+    claude: Path | None = None
+    if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
+        claude = claude_code.claude_binary(agent)
+    elif agent != "scripted" and not agent.startswith("openai:"):
+        raise UserError(f"--agent {agent!r}: use scripted, openai:URL or claude-code[:PATH]")
     forward = (
-        _Forward(agent[len("openai:") :], model_name, api_key) if agent != "scripted" else None
+        _Forward(agent[len("openai:") :], model_name, api_key)
+        if agent.startswith("openai:")
+        else None
     )
+    label = "scripted" if claude is None else f"{claude_code.AGENT}:{claude}"
+    if forward is not None:
+        label = f"openai:{forward.url}"
     result = EvalResult(
         suite=str(suite.path),
         suite_digest=suite.digest(),
-        agent="scripted" if forward is None else f"openai:{forward.url}",
+        agent=label,
         seed=seed,
         repeat=repeat,
         policies=[p.to_dict() for p in policies],
@@ -183,6 +194,8 @@ def run_eval(
 
     def one(item: tuple[Task, int, Policy]) -> RunRecord:
         task, r, policy = item
+        if claude is not None:
+            return _run_claude(task, policy, r, seed, rates, claude, base, max_steps)
         return _run_one(
             task, policy, r, seed, rates, forward, server, observers, lock, base, max_steps
         )
@@ -256,4 +269,39 @@ def _run_one(
         with lock:
             observers.pop(session, None)
     obs.close(end)
+    return record
+
+
+def _run_claude(
+    task: Task,
+    policy: Policy,
+    repeat: int,
+    seed: int,
+    rates: FailureRates,
+    binary: Path,
+    base: Path,
+    max_steps: int,
+) -> RunRecord:
+    """One run through the real Claude Code CLI; the scripted agent plays its model."""
+    session = _session(task, policy, repeat)
+    run_dir = base / session
+    root = run_dir / "tree"
+    copy_tree(task.tree, root)
+    record = RunRecord(task.name, policy.name, repeat, seed, task.spec.short)
+    started = time.perf_counter()
+    end = "error"
+    obs: RunObserver | None = None
+    try:
+        env = claude_code.prepare(root, run_dir, policy)  # before the observer's first look
+        scripted = ScriptedAgent(task, rates, seed, repeat)
+        record.modes = list(scripted.modes)
+        obs = RunObserver(task, root, record, scripted.respond)
+        translator = claude_code.Translator(root, session, obs.respond)
+        end = claude_code.run_claude(binary, task, root, env, translator, record, max_steps)
+    except InfomarkError as exc:
+        record.error = str(exc)[:500]
+    finally:
+        record.wall_ms = round((time.perf_counter() - started) * 1000, 1)
+    if obs is not None:
+        obs.close(end)
     return record
