@@ -66,7 +66,7 @@ GUESSES = (
     "./run_tests.sh",
     "sh tests/run.sh",
     "npm test --silent",
-    "python3 -m pytest -q tests/",
+    "python3 -m unittest discover -s tests",
     "./test",
     "sh test.sh",
 )

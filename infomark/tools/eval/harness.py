@@ -12,6 +12,7 @@ scripted agent (:mod:`infomark.tools.eval.claude_code`).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -36,7 +37,7 @@ from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.loop import Runner
 from infomark.tools.runner.scripted import Request, ScriptedModelServer
 
-__all__ = ["EvalResult", "run_eval"]
+__all__ = ["EvalResult", "run_eval", "scratch_dir"]
 
 _INSTRUCTIONS = (
     "You fix one bug in a small project. Work in small steps, declare the claims your plan "
@@ -119,6 +120,18 @@ class _Forward:
         self.client.close()
 
 
+def scratch_dir() -> Path:
+    """A new directory for the runs' trees and homes, removed after the eval.
+
+    In memory (``/dev/shm``) when it exists and ``$TMPDIR`` is not set: the runs' journals
+    are throwaway, and each of their commits is an fsync on a disk (hundreds per run).
+    """
+    shm = Path("/dev/shm")
+    if "TMPDIR" not in os.environ and shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return Path(tempfile.mkdtemp(prefix="infomark-eval-", dir=shm))
+    return Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+
+
 def _session(task: Task, policy: Policy, repeat: int) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", f"{task.name}.{policy.name}")[:60] + f".r{repeat}"
 
@@ -181,7 +194,7 @@ def run_eval(
             raise InfomarkError(f"no run for session {req.session!r}")
         return obs.respond(req)
 
-    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+    base = Path(workdir) if workdir is not None else scratch_dir()
     server = ScriptedModelServer(default=dispatch).start()
     plan: list[tuple[Task, int, Policy]] = []
     for task in suite.tasks:
