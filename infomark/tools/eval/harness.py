@@ -126,7 +126,7 @@ def scratch_dir() -> Path:
     In memory (``/dev/shm``) when it exists and ``$TMPDIR`` is not set: the runs' journals
     are throwaway, and each of their commits is an fsync on a disk (hundreds per run).
     """
-    shm = Path("/dev/shm")
+    shm = Path("/dev/shm")  # noqa: S108 - mkdtemp below makes a private (0700) directory
     if "TMPDIR" not in os.environ and shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
         return Path(tempfile.mkdtemp(prefix="infomark-eval-", dir=shm))
     return Path(tempfile.mkdtemp(prefix="infomark-eval-"))
