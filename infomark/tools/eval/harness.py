@@ -35,6 +35,7 @@ from infomark.tools.eval.policy import Policy
 from infomark.tools.eval.suite import Suite, Task
 from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.loop import Runner
+from infomark.tools.runner.model import ModelClient
 from infomark.tools.runner.scripted import Request, ScriptedModelServer
 
 __all__ = ["EvalResult", "run_eval", "scratch_dir"]
@@ -266,11 +267,21 @@ def _run_one(
         model=ModelSpec(url=server.url, name="eval", retries=0, timeout_seconds=300),
     )
     cls = Runner if policy.finish_gate else _RecordingRunner
+    # plain HTTP to the harness's own server: no TLS context (loading the CA bundle costs
+    # 0.2 s of CPU per run)
+    client = ModelClient(
+        server.url, "eval", retries=0, timeout=300, transport=httpx.HTTPTransport(verify=False)
+    )
     started = time.perf_counter()
     end = "error"
     try:
         with cls(
-            spec, home=run_dir / "home", session=session, root=root, config=policy.config
+            spec,
+            home=run_dir / "home",
+            session=session,
+            root=root,
+            config=policy.config,
+            client=client,
         ) as runner:
             runner.gk.unattended = "eval harness: nobody answers"
             out = runner.start(task.spec.prompt)

@@ -92,7 +92,8 @@ def _resampled(n: int, seed: int, resamples: int) -> tuple[tuple[int, ...], ...]
 
 def _mean_of(per: Sequence[float]) -> Callable[[Sequence[int]], float]:
     """The mean over resampled items of a per-item value computed once."""
-    return lambda ix: _mean([per[i] for i in ix])
+    at = per.__getitem__
+    return lambda ix: sum(map(at, ix)) / len(ix) if ix else math.nan
 
 
 def _by_task(runs: Sequence[RunRecord], policy: str) -> dict[str, list[RunRecord]]:
@@ -133,8 +134,8 @@ def summarize(runs: Sequence[RunRecord], policy: str, *, seed: int) -> dict[str,
         dens = [sum(den(r) for r in g) for g in groups]
 
         def stat(ix: Sequence[int]) -> float | None:
-            d = sum(dens[i] for i in ix)
-            return None if d == 0 else sum(nums[i] for i in ix) / d
+            d = sum(map(dens.__getitem__, ix))
+            return None if d == 0 else sum(map(nums.__getitem__, ix)) / d
 
         return bootstrap(len(groups), stat, seed=seed)
 
@@ -181,8 +182,8 @@ def _cut(rows: Rows, field: Callable[[RunRecord], float], seed: int) -> Interval
     sums_b = [sum(field(r) for r in rb) for _, rb in rows]
 
     def stat(ix: Sequence[int]) -> float | None:
-        a = sum(sums_a[i] for i in ix)
-        b = sum(sums_b[i] for i in ix)
+        a = sum(map(sums_a.__getitem__, ix))
+        b = sum(map(sums_b.__getitem__, ix))
         return None if a == 0 else 1.0 - b / a
 
     return bootstrap(len(rows), stat, seed=seed)
