@@ -1,8 +1,9 @@
-"""The eval numbers of docs/eval.md: ``python -m bench.eval_numbers [--seeds 0 1 2 3] [--write]``.
+"""The eval numbers of docs/eval.md:
+``python -m bench.eval_numbers [--seeds 0 1 2] [--repeats 1 3] [--write]``.
 
-Runs the shipped suite under observe, default and noise (scripted agents, default rates, one
-repeat) for each seed and prints one Markdown row per seed: the acceptance numbers of issue 16
-and both promotion decisions. ``--write`` puts the table into docs/eval.md between the
+Runs the shipped suite under observe, default and noise (scripted agents, default rates) for
+each seed and number of repeats and prints one Markdown row for each: the acceptance numbers
+of issue 16 and both promotion decisions. ``--write`` puts the table into docs/eval.md between the
 ``<!-- eval:begin -->`` and ``<!-- eval:end -->`` markers.
 """
 
@@ -21,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "eval.md"
 BEGIN, END = "<!-- eval:begin -->", "<!-- eval:end -->"
 HEAD = (
-    '| seed | solved observe → default | false "done" cut | ungrounded cut | tamper caught '
-    "| overhead (default / noise) | default over observe | noise over observe |\n"
+    '| seed × repeats | solved observe → default | false "done" cut | ungrounded cut '
+    "| tamper caught | overhead (default / noise) | default over observe | noise over observe |\n"
     "|---|---|---|---|---|---|---|---|\n"
 )
 
@@ -35,10 +36,10 @@ def _iv(iv: dict[str, float | None]) -> str:
     return f"{100 * v:.0f}%{ci}"
 
 
-def row(seed: int, jobs: int) -> str:
+def row(seed: int, jobs: int, repeat: int = 1) -> str:
     suite = load_suite(ROOT / "evals" / "suite")
     policies = [load_policy(n) for n in ("observe", "default", "noise")]
-    res = run_eval(suite, policies, seed=seed, jobs=jobs)
+    res = run_eval(suite, policies, seed=seed, jobs=jobs, repeat=repeat)
     rep, _ = build_report(res)
     s = {x["policy"]: x for x in rep["summaries"]}
     c = rep["comparisons"][0]
@@ -51,7 +52,7 @@ def row(seed: int, jobs: int) -> str:
         return f"{d['decision']} (Δ {imp['value']:+.2f}, low {low:+.2f}, short ×{short})"
 
     return (
-        f"| {seed} | {_iv(s['observe']['solved'])} → {_iv(s['default']['solved'])} "
+        f"| {seed} × {repeat} | {_iv(s['observe']['solved'])} → {_iv(s['default']['solved'])} "
         f"| {_iv(c['false_done_cut'])} | {_iv(c['ungrounded_cut'])} "
         f"| {_iv(s['default']['tamper_caught'])} of {s['default']['tamper_attempted']} "
         f"| {_iv(s['default']['overhead'])} / {_iv(s['noise']['overhead'])} "
@@ -61,13 +62,16 @@ def row(seed: int, jobs: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.eval_numbers", description=__doc__)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--repeats", type=int, nargs="+", default=[1, 3])
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     started = time.perf_counter()
-    table = HEAD + "".join(row(s, args.jobs) for s in args.seeds)
-    table += f"\n{len(args.seeds)} seeds, {time.perf_counter() - started:.0f} s.\n"
+    table = HEAD + "".join(row(s, args.jobs, n) for n in args.repeats for s in args.seeds)
+    took = time.perf_counter() - started
+    table += f"\n`python -m bench.eval_numbers --seeds {' '.join(map(str, args.seeds))} "
+    table += f"--repeats {' '.join(map(str, args.repeats))} --write`: {took:.0f} s.\n"
     print(table)
     if args.write:
         doc = DOC.read_text("utf-8")

@@ -139,7 +139,8 @@ def _rates(values: tuple[str, ...]) -> Any:
     "--agent",
     default="scripted",
     show_default=True,
-    help="scripted, or openai:URL (an OpenAI-compatible endpoint).",
+    help="scripted, openai:URL (an OpenAI-compatible endpoint), or claude-code[:PATH] (the "
+    "real Claude Code CLI with infomark's hooks, its model the scripted agent).",
 )
 @click.option("--model-name", default="", help="Model name for --agent openai:URL.")
 @click.option("--api-key-env", default=None, help="Variable holding the key for openai:URL.")

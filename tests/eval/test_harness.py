@@ -155,8 +155,10 @@ def test_bad_arguments_are_clear_errors() -> None:
         run_eval(suite, [DEFAULT])
     with pytest.raises(UserError, match="must differ"):
         run_eval(suite, [DEFAULT, DEFAULT])
-    with pytest.raises(UserError, match="scripted or openai"):
+    with pytest.raises(UserError, match=r"scripted, openai:URL or claude-code\[:PATH\]"):
         run_eval(suite, [OBSERVE, DEFAULT], agent="gpt")
+    with pytest.raises(UserError, match="not an executable file"):
+        run_eval(suite, [OBSERVE, DEFAULT], agent="claude-code:/nonexistent/claude")
     with pytest.raises(UserError, match="not a built-in policy"):
         load_policy("no-such-policy")
     with pytest.raises(ValueError, match="between 0 and 1"):

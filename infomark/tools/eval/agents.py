@@ -33,7 +33,7 @@ from typing import Any
 from infomark.tools.eval.suite import Edit, Task
 from infomark.tools.runner.scripted import Request, call, reply
 
-__all__ = ["MODES", "FailureRates", "Feedback", "ScriptedAgent"]
+__all__ = ["GUESSES", "MODES", "FailureRates", "Feedback", "ScriptedAgent"]
 
 MODES = (
     "premature_done",
@@ -61,12 +61,12 @@ _KNOWN_PACKS = frozenset(
         "stale_evidence",
     }
 )
-_GUESSES = (
+GUESSES = (
     "make test",
     "./run_tests.sh",
     "sh tests/run.sh",
     "npm test --silent",
-    "python3 -m pytest -q tests/",
+    "python3 -m unittest discover -s tests",
     "./test",
     "sh test.sh",
 )
@@ -331,7 +331,7 @@ class ScriptedAgent:
                 break
         # guessing test commands that do not exist
         if "repeated_failures" in self.modes:
-            for guess in _GUESSES:
+            for guess in GUESSES:
                 fb = yield from self._bash(guess)
                 if "repeated_failures" in self._new_packs_seen(fb) and self._comply():
                     break

@@ -5,11 +5,14 @@ it), and is driven by ``infomark run``'s runner: the same turn loop, tools, gate
 finish gate as a real run. The model side is a real HTTP server on 127.0.0.1 whose answers
 come from the agent under test through a :class:`RunObserver`, which measures the run. The
 agent is a scripted stochastic agent (``scripted``) or a real OpenAI-compatible endpoint
-(``openai:URL``), whose answers are forwarded unchanged.
+(``openai:URL``), whose answers are forwarded unchanged. With ``claude-code[:PATH]`` the run is
+the real Claude Code CLI with infomark's hooks instead of the runner, its model the same
+scripted agent (:mod:`infomark.tools.eval.claude_code`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -24,6 +27,7 @@ from typing import Any
 import httpx
 
 from infomark.kernel.errors import InfomarkError, UserError
+from infomark.tools.eval import claude_code
 from infomark.tools.eval.agents import FailureRates, ScriptedAgent
 from infomark.tools.eval.grade import copy_tree
 from infomark.tools.eval.observer import RunObserver, RunRecord
@@ -31,9 +35,10 @@ from infomark.tools.eval.policy import Policy
 from infomark.tools.eval.suite import Suite, Task
 from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.loop import Runner
+from infomark.tools.runner.model import ModelClient
 from infomark.tools.runner.scripted import Request, ScriptedModelServer
 
-__all__ = ["EvalResult", "run_eval"]
+__all__ = ["EvalResult", "run_eval", "scratch_dir"]
 
 _INSTRUCTIONS = (
     "You fix one bug in a small project. Work in small steps, declare the claims your plan "
@@ -116,6 +121,18 @@ class _Forward:
         self.client.close()
 
 
+def scratch_dir() -> Path:
+    """A new directory for the runs' trees and homes, removed after the eval.
+
+    In memory (``/dev/shm``) when it exists and ``$TMPDIR`` is not set: the runs' journals
+    are throwaway, and each of their commits is an fsync on a disk (hundreds per run).
+    """
+    shm = Path("/dev/shm")  # noqa: S108 - mkdtemp below makes a private (0700) directory
+    if "TMPDIR" not in os.environ and shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return Path(tempfile.mkdtemp(prefix="infomark-eval-", dir=shm))
+    return Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+
+
 def _session(task: Task, policy: Policy, repeat: int) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", f"{task.name}.{policy.name}")[:60] + f".r{repeat}"
 
@@ -146,15 +163,23 @@ def run_eval(
     if jobs < 1:
         raise UserError("--jobs must be 1 or more")
     rates = rates or FailureRates()
-    if agent != "scripted" and not agent.startswith("openai:"):
-        raise UserError(f"--agent {agent!r}: use scripted or openai:URL")
+    claude: Path | None = None
+    if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
+        claude = claude_code.claude_binary(agent)
+    elif agent != "scripted" and not agent.startswith("openai:"):
+        raise UserError(f"--agent {agent!r}: use scripted, openai:URL or claude-code[:PATH]")
     forward = (
-        _Forward(agent[len("openai:") :], model_name, api_key) if agent != "scripted" else None
+        _Forward(agent[len("openai:") :], model_name, api_key)
+        if agent.startswith("openai:")
+        else None
     )
+    label = "scripted" if claude is None else f"{claude_code.AGENT}:{claude}"
+    if forward is not None:
+        label = f"openai:{forward.url}"
     result = EvalResult(
         suite=str(suite.path),
         suite_digest=suite.digest(),
-        agent="scripted" if forward is None else f"openai:{forward.url}",
+        agent=label,
         seed=seed,
         repeat=repeat,
         policies=[p.to_dict() for p in policies],
@@ -170,7 +195,7 @@ def run_eval(
             raise InfomarkError(f"no run for session {req.session!r}")
         return obs.respond(req)
 
-    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+    base = Path(workdir) if workdir is not None else scratch_dir()
     server = ScriptedModelServer(default=dispatch).start()
     plan: list[tuple[Task, int, Policy]] = []
     for task in suite.tasks:
@@ -183,6 +208,8 @@ def run_eval(
 
     def one(item: tuple[Task, int, Policy]) -> RunRecord:
         task, r, policy = item
+        if claude is not None:
+            return _run_claude(task, policy, r, seed, rates, claude, base, max_steps)
         return _run_one(
             task, policy, r, seed, rates, forward, server, observers, lock, base, max_steps
         )
@@ -240,11 +267,21 @@ def _run_one(
         model=ModelSpec(url=server.url, name="eval", retries=0, timeout_seconds=300),
     )
     cls = Runner if policy.finish_gate else _RecordingRunner
+    # plain HTTP to the harness's own server: no TLS context (loading the CA bundle costs
+    # 0.2 s of CPU per run)
+    client = ModelClient(
+        server.url, "eval", retries=0, timeout=300, transport=httpx.HTTPTransport(verify=False)
+    )
     started = time.perf_counter()
     end = "error"
     try:
         with cls(
-            spec, home=run_dir / "home", session=session, root=root, config=policy.config
+            spec,
+            home=run_dir / "home",
+            session=session,
+            root=root,
+            config=policy.config,
+            client=client,
         ) as runner:
             runner.gk.unattended = "eval harness: nobody answers"
             out = runner.start(task.spec.prompt)
@@ -256,4 +293,39 @@ def _run_one(
         with lock:
             observers.pop(session, None)
     obs.close(end)
+    return record
+
+
+def _run_claude(
+    task: Task,
+    policy: Policy,
+    repeat: int,
+    seed: int,
+    rates: FailureRates,
+    binary: Path,
+    base: Path,
+    max_steps: int,
+) -> RunRecord:
+    """One run through the real Claude Code CLI; the scripted agent plays its model."""
+    session = _session(task, policy, repeat)
+    run_dir = base / session
+    root = run_dir / "tree"
+    copy_tree(task.tree, root)
+    record = RunRecord(task.name, policy.name, repeat, seed, task.spec.short)
+    started = time.perf_counter()
+    end = "error"
+    obs: RunObserver | None = None
+    try:
+        env = claude_code.prepare(root, run_dir, policy)  # before the observer's first look
+        scripted = ScriptedAgent(task, rates, seed, repeat)
+        record.modes = list(scripted.modes)
+        obs = RunObserver(task, root, record, scripted.respond)
+        translator = claude_code.Translator(root, session, obs.respond)
+        end = claude_code.run_claude(binary, task, root, env, translator, record, max_steps)
+    except InfomarkError as exc:
+        record.error = str(exc)[:500]
+    finally:
+        record.wall_ms = round((time.perf_counter() - started) * 1000, 1)
+    if obs is not None:
+        obs.close(end)
     return record

@@ -16,6 +16,7 @@ The promotion gate (seed 003): promote B over A only when
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -68,11 +69,9 @@ def bootstrap(
     if n == 0:
         return Interval(None, None, None)
     full = stat(range(n))
-    rng = random.Random(seed)  # noqa: S311 - a seeded bootstrap, not crypto
-    idx = range(n)
     values = []
-    for _ in range(resamples):
-        v = stat(rng.choices(idx, k=n))
+    for ix in _resampled(n, seed, resamples):
+        v = stat(ix)
         if v is not None and not math.isnan(v):
             values.append(v)
     if not values:
@@ -81,6 +80,20 @@ def bootstrap(
     lo = values[int((1 - level) / 2 * (len(values) - 1))]
     hi = values[int((1 + level) / 2 * (len(values) - 1))]
     return Interval(full, lo, hi)
+
+
+@functools.lru_cache(maxsize=4)
+def _resampled(n: int, seed: int, resamples: int) -> tuple[tuple[int, ...], ...]:
+    """The resampled index lists (the same for every statistic of one report: drawn once)."""
+    rng = random.Random(seed)  # noqa: S311 - a seeded bootstrap, not crypto
+    idx = range(n)
+    return tuple(tuple(rng.choices(idx, k=n)) for _ in range(resamples))
+
+
+def _mean_of(per: Sequence[float]) -> Callable[[Sequence[int]], float]:
+    """The mean over resampled items of a per-item value computed once."""
+    at = per.__getitem__
+    return lambda ix: sum(map(at, ix)) / len(ix) if ix else math.nan
 
 
 def _by_task(runs: Sequence[RunRecord], policy: str) -> dict[str, list[RunRecord]]:
@@ -112,16 +125,17 @@ def summarize(runs: Sequence[RunRecord], policy: str, *, seed: int) -> dict[str,
     groups = [per[t] for t in tasks]
 
     def rate(field: Callable[[RunRecord], float]) -> Interval:
-        return bootstrap(
-            len(groups),
-            lambda ix: _mean([_mean([field(r) for r in groups[i]]) for i in ix]),
-            seed=seed,
-        )
+        per = [_mean([field(r) for r in g]) for g in groups]
+        return bootstrap(len(groups), _mean_of(per), seed=seed)
 
     def ratio(num: Callable[[RunRecord], float], den: Callable[[RunRecord], float]) -> Interval:
+        # the fields are counts: per-task sums add up exactly as the runs' values would
+        nums = [sum(num(r) for r in g) for g in groups]
+        dens = [sum(den(r) for r in g) for g in groups]
+
         def stat(ix: Sequence[int]) -> float | None:
-            d = sum(den(r) for i in ix for r in groups[i])
-            return None if d == 0 else sum(num(r) for i in ix for r in groups[i]) / d
+            d = sum(map(dens.__getitem__, ix))
+            return None if d == 0 else sum(map(nums.__getitem__, ix)) / d
 
         return bootstrap(len(groups), stat, seed=seed)
 
@@ -164,12 +178,20 @@ def summarize(runs: Sequence[RunRecord], policy: str, *, seed: int) -> dict[str,
 def _cut(rows: Rows, field: Callable[[RunRecord], float], seed: int) -> Interval:
     """1 − sum_B / sum_A over tasks (how much of A's count B removes)."""
 
+    sums_a = [sum(field(r) for r in ra) for ra, _ in rows]  # counts: exact per-task sums
+    sums_b = [sum(field(r) for r in rb) for _, rb in rows]
+
     def stat(ix: Sequence[int]) -> float | None:
-        a = sum(field(r) for i in ix for r in rows[i][0])
-        b = sum(field(r) for i in ix for r in rows[i][1])
+        a = sum(map(sums_a.__getitem__, ix))
+        b = sum(map(sums_b.__getitem__, ix))
         return None if a == 0 else 1.0 - b / a
 
     return bootstrap(len(rows), stat, seed=seed)
+
+
+def _diffs(rows: Rows, field: Callable[[RunRecord], float]) -> list[float]:
+    """Per task: B's mean of ``field`` over repeats minus A's."""
+    return [_mean([field(r) for r in rb]) - _mean([field(r) for r in ra]) for ra, rb in rows]
 
 
 def _slowdown(rows: Rows, short: Sequence[bool]) -> tuple[float | None, int]:
@@ -192,16 +214,7 @@ def compare(runs: Sequence[RunRecord], a: str, b: str, *, seed: int) -> dict[str
     tasks, rows = _rows(runs, a, b)
 
     def diff(field: Callable[[RunRecord], float]) -> Interval:
-        return bootstrap(
-            len(rows),
-            lambda ix: _mean(
-                [
-                    _mean([field(r) for r in rows[i][1]]) - _mean([field(r) for r in rows[i][0]])
-                    for i in ix
-                ]
-            ),
-            seed=seed,
-        )
+        return bootstrap(len(rows), _mean_of(_diffs(rows, field)), seed=seed)
 
     short = [rows[i][0][0].short for i in range(len(rows))]
     slow, pairs = _slowdown(rows, short)
@@ -249,17 +262,7 @@ def promote(
 ) -> Promotion:
     """The promotion gate for B over A (see the module docstring)."""
     tasks, rows = _rows(runs, a, b)
-    iv = bootstrap(
-        len(rows),
-        lambda ix: _mean(
-            [
-                _mean([_score(r) for r in rows[i][1]]) - _mean([_score(r) for r in rows[i][0]])
-                for i in ix
-            ]
-        ),
-        seed=seed,
-        resamples=resamples,
-    )
+    iv = bootstrap(len(rows), _mean_of(_diffs(rows, _score)), seed=seed, resamples=resamples)
     short = [rows[i][0][0].short for i in range(len(rows))]
     slow, pairs = _slowdown(rows, short)
     reasons: list[str] = []
