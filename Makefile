@@ -40,8 +40,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy infomark
 
+# pytest-xdist: one worker per core (CI has 2); a test file stays on one worker, so its
+# module-scoped fixtures (a started service, a shared schema) are built once.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -63,7 +63,7 @@ def gk(home: Path, project: Path) -> Iterator[Gatekeeper]:
 
 
 # -- the store backends (tests/store_backends.py) ---------------------------------------
-_PG_SKIPPED: list[str] = []
+_PG_SKIP = "POSTGRESQL NOT TESTED"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -74,8 +74,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         return
     reason = pg_unreachable()
     if reason is not None:
-        _PG_SKIPPED.append(request.node.nodeid)
-        pytest.skip(f"POSTGRESQL NOT TESTED: {reason}")
+        pytest.skip(f"{_PG_SKIP}: {reason}")
     schema, url = new_schema()
     monkeypatch.setenv("INFOMARK_STORE", url)
     try:
@@ -93,8 +92,7 @@ def module_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         return
     reason = pg_unreachable()
     if reason is not None:
-        _PG_SKIPPED.append(request.node.nodeid)
-        pytest.skip(f"POSTGRESQL NOT TESTED: {reason}")
+        pytest.skip(f"{_PG_SKIP}: {reason}")
     schema, url = new_schema()
     try:
         yield Backend("postgresql", url, schema)
@@ -117,11 +115,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+def _pg_skipped(terminalreporter: Any) -> int:
+    """The PostgreSQL tests skipped for want of a server, counted from the skip reports
+    (under pytest-xdist the skips happen in the workers; their reports reach this process)."""
+    count = 0
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        message = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else longrepr
+        count += _PG_SKIP in str(message)
+    return count
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _PG_SKIPPED:
+    skipped = _pg_skipped(terminalreporter)
+    if skipped:
         terminalreporter.write_sep("!", "POSTGRESQL BACKEND NOT TESTED", red=True, bold=True)
         terminalreporter.write_line(
-            f"{len(_PG_SKIPPED)} PostgreSQL test(s) SKIPPED: {pg_unreachable()}. Start "
+            f"{skipped} PostgreSQL test(s) SKIPPED: {pg_unreachable()}. Start "
             "PostgreSQL on 127.0.0.1:5432 (.ci/run does) or set INFOMARK_TEST_PG.",
             red=True,
             bold=True,

@@ -3,10 +3,13 @@
 ``claude_bin`` finds the binary (``$INFOMARK_CLAUDE_BIN`` or the e2e cache), installs it with
 ``scripts/install-claude-code.sh`` when npm is available, and otherwise skips the test. Under
 ``CI=true`` a missing or broken binary fails the test instead: CI must not go green by skipping.
+Under pytest-xdist each worker has its own session: they install one at a time (a file lock in
+the cache), so two npm runs never write the same prefix.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -56,11 +59,21 @@ def _install() -> Path:
     return Path(lines[-1])
 
 
+def _find_or_install() -> Path:
+    """The binary; the first process to get here installs it, the others wait and find it
+    (never a binary that another worker's npm is still writing)."""
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".install.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the process dies)
+        found = find_claude()
+        return found if found is not None else _install()
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The Claude Code binary, installed on first use; skip (fail under CI=true) without one."""
-    found = find_claude()
-    binary = found if found is not None else _install()
+    binary = _find_or_install()
     try:
         with tempfile.TemporaryDirectory(prefix="claude-home-") as home:
             version = subprocess.run(

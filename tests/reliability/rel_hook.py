@@ -76,6 +76,12 @@ class HookSession:
         content = [{"type": "text", "text": text}]
         self._append({"type": "assistant", "message": {"role": "assistant", "content": content}})
 
+    def tool_use(self, tool_use_id: str, name: str, tool_input: dict[str, Any]) -> None:
+        """An assistant ``tool_use`` block, written (as Claude Code does) before its PreToolUse
+        hook runs: a payload with this ``tool_use_id`` then finds it and never waits."""
+        block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+        self._append({"type": "assistant", "message": {"role": "assistant", "content": [block]}})
+
     def tool_result(self, tool_use_id: str, text: str) -> None:
         """A tool result as Claude Code writes it: a ``user`` entry (never assistant text)."""
         block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}

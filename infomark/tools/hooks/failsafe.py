@@ -87,8 +87,14 @@ def check_tail(journal: Any, session: str) -> None:
     """Verify what the projection is built from: the rows after the last valid snapshot
     (hash chain, MAC, gap-free seq) and the MACed head. A garbled or edited row would
     otherwise be skipped in silence and could drop the claim_ledger that holds the gate.
-    Costs at most one snapshot interval of HMACs."""
-    from infomark.ledger.journal import GENESIS, event_hash
+    Costs at most one snapshot interval of HMACs.
+
+    The rows and the head are two reads, and other hooks of the session append between
+    them (Claude Code runs the hooks of parallel tool calls at the same time): rows and head
+    commit together and the head is read second, so a head past the last row read means
+    rows committed since; they are read and verified too. A head behind the rows, or rows
+    that never catch up with it, is a mismatch."""
+    from infomark.ledger.journal import GENESIS
 
     snap = journal.load_snapshot(session)
     start = snap[0] if snap is not None else 0
@@ -101,27 +107,20 @@ def check_tail(journal: Any, session: str) -> None:
         if row is None:
             raise VerificationError(f"event {start} of session {session} is missing")
         prev = str(row[0])
-    rows = db.execute(
-        "SELECT seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
-        "WHERE session = ? AND seq > ? ORDER BY seq",
-        (session, start),
-    ).fetchall()
-    expected = start + 1
-    for seq, type_, payload, ts, prev_hash, hash_, mac, kid in rows:
-        recomputed = event_hash(prev, session, seq, type_, payload, ts, kid)
-        if (
-            seq != expected
-            or prev_hash != prev
-            or recomputed != hash_
-            or not journal.key.verify(str(hash_).encode(), str(mac))
-        ):
-            raise VerificationError(
-                f"event {seq} of session {session} does not verify (edited, deleted or "
-                "corrupted); run `infomark audit --verify`"
-            )
-        prev, expected = str(hash_), expected + 1
-    head = journal.head_row(session)
-    last = expected - 1
+    last = start
+    head = None
+    for _ in range(_CATCH_UP):
+        rows = db.execute(
+            "SELECT seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
+            "WHERE session = ? AND seq > ? ORDER BY seq",
+            (session, last),
+        ).fetchall()
+        prev, last = _verify_rows(journal, session, rows, prev, last)
+        if head is not None and last < head[0]:
+            break  # rows below a head read before them are missing: a mismatch
+        head = journal.head_row(session)
+        if head is None or head[0] <= last:
+            break  # nothing was committed between the two reads
     if head is None:
         if last:
             raise VerificationError(f"the head of session {session} is missing")
@@ -136,6 +135,31 @@ def check_tail(journal: Any, session: str) -> None:
             f"the head of session {session} (seq {seq}) does not match its last event "
             f"(seq {last}): the journal was truncated or rewritten; run `infomark audit --verify`"
         )
+
+
+_CATCH_UP = 20  # rounds of rows committed by other writers while the tail is checked
+
+
+def _verify_rows(
+    journal: Any, session: str, rows: list[Any], prev: str, last: int
+) -> tuple[str, int]:
+    """Check ``rows`` continue the chain after ``(last, prev)``; the new ``(prev, last)``."""
+    from infomark.ledger.journal import event_hash
+
+    for seq, type_, payload, ts, prev_hash, hash_, mac, kid in rows:
+        recomputed = event_hash(prev, session, seq, type_, payload, ts, kid)
+        if (
+            seq != last + 1
+            or prev_hash != prev
+            or recomputed != hash_
+            or not journal.key.verify(str(hash_).encode(), str(mac))
+        ):
+            raise VerificationError(
+                f"event {seq} of session {session} does not verify (edited, deleted or "
+                "corrupted); run `infomark audit --verify`"
+            )
+        prev, last = str(hash_), last + 1
+    return prev, last
 
 
 def explain(exc: BaseException, home: Path) -> str:
