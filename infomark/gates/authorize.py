@@ -321,12 +321,27 @@ def name_decision(decision: Decision, session: str, seq: int, tool_call_id: str 
     return replace(decision.with_id(did), call_id=tool_call_id or "call_" + did[4:])
 
 
+# Keys of a ``decision`` event left out when they hold their default; readers use ``.get``
+# with the same default (the wire form, Decision.to_dict(), keeps every key).
+_EVENT_DEFAULTS: tuple[tuple[str, object], ...] = (
+    ("bypass", False),
+    ("dryrun", False),
+    ("families", []),
+    ("instructions", ""),
+    ("ungrounded", []),
+)
+
+
 def decision_event(
     decision: Decision, call: ToolCall, *, input_digest: str, approval_of: str, grading: str | None
 ) -> dict[str, Any]:
     """The payload of the ``decision`` event that journals ``decision`` on ``call``."""
     payload = decision.to_dict()
-    payload["tool_call_id"] = call.tool_call_id
+    for key, default in _EVENT_DEFAULTS:  # the journal leaves defaults out (issue 13: size)
+        if payload.get(key, default) == default:
+            payload.pop(key, None)
+    if call.tool_call_id is not None:
+        payload["tool_call_id"] = call.tool_call_id
     payload["input_digest"] = input_digest
     payload["tool"] = call.tool
     if approval_of:
