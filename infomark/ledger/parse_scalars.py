@@ -15,7 +15,7 @@ from infomark.ledger.locate import BlockScalarHeader, Candidate, indent_width
 from infomark.ledger.parse_diagnose import SNIPPET, Problem
 
 if TYPE_CHECKING:
-    from lark import Token
+    from infomark.ledger.parse_lalr import Token
 
 __all__ = ["MAX_BLOCK_TOKENS", "ScalarReader", "is_dash", "skip_ws"]
 

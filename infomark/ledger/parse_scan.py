@@ -22,7 +22,7 @@ from infomark.ledger.parse_diagnose import Problem
 from infomark.ledger.parse_scalars import ScalarReader, is_dash, skip_ws
 
 if TYPE_CHECKING:
-    from lark import Token
+    from infomark.ledger.parse_lalr import Token
 
 __all__ = ["MAX_DEPTH", "Tokenizer"]
 
@@ -60,7 +60,7 @@ def _reason_separator(text: str, r: int) -> int | None:
 
 
 class Tokenizer(ScalarReader):
-    """Turns one candidate block into the lark tokens ``blocks.lark`` parses."""
+    """Turns one candidate block into the tokens ``blocks.lark`` parses."""
 
     def run(self) -> list[Token]:
         text = self.lines[0]
