@@ -14,10 +14,7 @@ same syntax error (the token and the terminals the state expected).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from infomark.ledger.parse_tree import Pos
+from typing import Any
 
 __all__ = ["Meta", "Token", "UnexpectedToken", "parse"]
 
@@ -77,7 +74,8 @@ class Meta:
         self.container_end_line: int | None = None
         self.container_end_column = 0
 
-    def pos(self) -> Pos:
+    def pos(self) -> tuple[int, int, int, int]:
+        """(line, column, end_line, end_column); 1:1 for a node that spans nothing."""
         if self.empty or self.line is None or self.end_line is None:
             return (1, 1, 1, 1)
         return (self.line, self.column, self.end_line, self.end_column)
