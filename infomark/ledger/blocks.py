@@ -12,7 +12,6 @@ here decides anything.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
 
 from infomark.kernel.errors import BlockSyntaxError
 from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
@@ -73,8 +72,9 @@ LEDGER_KEYS: tuple[str, ...] = ("claims", "premises_for_plan", "open_questions",
 LEDGER_ALIASES: dict[str, str] = {"premises": "premises_for_plan", "open": "open_questions"}
 """Short spellings of ledger keys."""
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from typing import Literal, TypeAlias
+    from typing import Any, Literal, TypeAlias
 
     StampKind: TypeAlias = Literal["oracle_stamp", "inference_stamp", "source_stamp"]
 else:

@@ -13,8 +13,15 @@ same syntax error (the token and the terminals the state expected).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    # one reduce rule: (origin, alias or "", expand1, symbol kinds "kdci", symbol names)
+    _Rule = tuple[str, str, bool, str, tuple[str, ...]]
+    _Item = tuple[int, Any, Any]  # (kind, value, meta): kind 0 token, 1 node, 2 helper
+    _Tables = tuple[tuple[_Rule, ...], tuple[dict[str, int], ...], int, int]
 
 __all__ = ["Meta", "Token", "UnexpectedToken", "parse"]
 
@@ -92,15 +99,12 @@ class UnexpectedToken(Exception):
         self.column = token.column
 
 
-# one reduce rule: (origin, alias or "", expand1, symbol kinds "kdci", symbol names)
-_Rule = tuple[str, str, bool, str, tuple[str, ...]]
-_Item = tuple[int, Any, Any]  # (kind, value, meta): kind 0 token, 1 node, 2 helper (list)
 _TOKEN, _NODE, _HELPER = 0, 1, 2
 
-_TABLES: tuple[tuple[_Rule, ...], tuple[dict[str, int], ...], int, int] | None = None
+_TABLES: _Tables | None = None
 
 
-def _tables() -> tuple[tuple[_Rule, ...], tuple[dict[str, int], ...], int, int]:
+def _tables() -> _Tables:
     """The generated tables, decoded once per process (~0.1 ms)."""
     global _TABLES
     if _TABLES is None:

@@ -8,8 +8,6 @@ The structure itself (which keyword takes which body) is decided by the grammar.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from infomark.ledger.blocks import KEY_PATTERN
 from infomark.ledger.locate import (
     block_scalar_header,
@@ -21,6 +19,7 @@ from infomark.ledger.locate import (
 from infomark.ledger.parse_diagnose import Problem
 from infomark.ledger.parse_scalars import ScalarReader, is_dash, skip_ws
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
     from infomark.ledger.parse_lalr import Token
 

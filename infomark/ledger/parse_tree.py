@@ -8,12 +8,12 @@ their positions in the message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from infomark.kernel.records import dataclass
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from infomark.ledger.parse_lalr import Meta
 

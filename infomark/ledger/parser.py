@@ -23,8 +23,6 @@ the tables (``scripts/gen_parse_table.py``).
 
 from __future__ import annotations
 
-from typing import cast
-
 from infomark.ledger.blocks import Block, Diagnostic, ParsedMessage
 from infomark.ledger.locate import Candidate, Suspect, locate, may_contain_blocks
 from infomark.ledger.parse_diagnose import Problem, internal_error, syntax_diagnostic
@@ -133,7 +131,7 @@ def _parse_candidate(candidate: Candidate) -> tuple[list[Block], list[Diagnostic
     except Problem as problem:
         return [], [problem.diagnostic(candidate.keyword)]
     try:
-        top = cast(Top, parse(tokens, build))
+        top: Top = parse(tokens, build)
     except UnexpectedToken as exc:
         return [], [syntax_diagnostic(exc, candidate)]
     builder = Builder(candidate)

@@ -247,6 +247,7 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
     assert "infomark.ledger.parser" in modules  # needed, so loaded: the lazy path works
     # the parser is standard library: generated LALR tables, records instead of pydantic
     assert _heavy(modules) == []
+    assert _slow(modules) == []  # nor typing, contextlib, dataclasses …
     parser = {m for m in modules if m.startswith("infomark.ledger.") and m not in PRETOOL_MODULES}
     assert parser >= PARSER_MODULES, sorted(parser)
 
