@@ -4,6 +4,13 @@
 agent's text, ``authorize`` each tool call, ``record`` each result, ask
 ``can_finish`` before the agent stops, ``audit`` at any time. Every decision is a
 journal event. Standard library at import; parser and pydantic load lazily.
+
+The facade orchestrates and commits; it does not decide. What a decision is, and the events
+that journal it, are the gates' (:mod:`~infomark.gates.authorize`, :mod:`~infomark.gates.finalize`,
+:mod:`~infomark.gates.refetch`, :mod:`~infomark.gates.grading_flow`, :mod:`~infomark.gates.watch`).
+Why this module is longer than 500 lines: it is the one class of the public API, one method a
+command or a view, each a short orchestration with the docstring users read; splitting the
+class across modules would put a module more on the hook's hot path for no new job.
 """
 
 from __future__ import annotations
@@ -14,25 +21,30 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from infomark.gates import grading_flow, watch
-from infomark.gates.authorize import BYPASS_ENV, authorize_call
-from infomark.gates.classify import classify_tool
-from infomark.gates.config import PROFILES, Config, load_config
-from infomark.gates.decision import Decision, FinishDecision, Verdict
-from infomark.gates.oracles import OracleJudge, ran_nothing
+from infomark.gates.authorize import (
+    BYPASS_ENV,
+    authorize_call,
+    bypass_event,
+    decision_event,
+    deny_unattended,
+    name_decision,
+    note_stale_sources,
+    operator_approved,
+)
+from infomark.gates.classify import classify_tool, declare_class
+from infomark.gates.config import PROFILES, Config, ledger_rules, load_config
+from infomark.gates.decision import Decision, FinishDecision
 from infomark.gates.protect import guard_decision, protected, session_cwd
-from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
-from infomark.kernel.tools import Classification, ToolClass
+from infomark.kernel.tools import Classification
 from infomark.ledger.calls import ToolCall, ToolOutcome
-from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.home import default_home, ensure_private_dir
 from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
-from infomark.ledger.semantics import LedgerRules
 from infomark.ledger.state import SessionState, held_key
 from infomark.ledger.store import pick_store
 
@@ -108,14 +120,7 @@ class Gatekeeper:
         ledger = Ledger(
             home_p,
             cfg.session_prefix + session,
-            rules=LedgerRules(
-                require_declared_oracle=cfg.require_declared_oracle,
-                reject_evidence_predating_claim=cfg.reject_evidence_predating_claim,
-                source_primary=cfg.sources_primary,
-                source_defaults=cfg.sources_defaults,
-                judge_oracle=OracleJudge(cfg.oracle_allow, home=home_p),
-                ran_nothing=ran_nothing,
-            ),
+            rules=ledger_rules(cfg, home_p),
             root=root_p,
             evidence_overrides=cfg.evidence_classes,
             store=pick_store(store, cfg.store),
@@ -194,14 +199,7 @@ class Gatekeeper:
             mcp_annotations=call.annotations,
             cwd=session_cwd(call.cwd),
         )
-        if tool_class is not None:
-            # A declared class replaces the class, never the families or paths the call names.
-            try:
-                declared = ToolClass(_CLASS_ALIASES.get(tool_class, tool_class))
-            except ValueError:
-                declared = ToolClass.UNKNOWN
-            return replace(c, tool_class=declared, reasons=(f"declared class {tool_class}",))
-        return c
+        return c if tool_class is None else declare_class(c, tool_class)
 
     def authorize(
         self,
@@ -231,7 +229,11 @@ class Gatekeeper:
         if bypass is None:
             bypass = os.environ.get(BYPASS_ENV) == "1"
         self._ledger.check_artifacts()
-        changed = self._recheck_sources() if c.tool_class.mutates else []
+        changed: list[dict[str, Any]] = []
+        if c.tool_class.mutates and self.refetch is not None:
+            from infomark.gates.refetch import recheck_premises
+
+            changed = recheck_premises(self._ledger, self.refetch)
         grading_flow.check(self._ledger, self.config, seed=True)
         guard = protected(
             call.tool,
@@ -257,93 +259,31 @@ class Gatekeeper:
             )
             if guard is not None:
                 decision = guard_decision(decision, *guard)
-            if changed and not decision.allowed:
-                pages = "; ".join(
-                    f"{ch['claim_id']} rests on {ch['evidence_ref']}, whose page "
-                    + ("could not be fetched again" if ch["digest"] is None else "changed since")
-                    for ch in changed
-                )
-                decision = replace(
-                    decision,
-                    reason=f"{decision.reason} (stale web source: {pages}; fetch "
-                    "the page again and re-stamp it)",
-                )
+            decision = note_stale_sources(decision, changed)
             grading = grading_flow.edit_target(self._ledger, call, cls_)
             if grading is not None:
                 decision = grading_flow.hold_edit(decision, grading, self.config.grading_policy)
-            input_digest = _input_digest(call)
+            input_digest = call_digest(call)
             approval_of = ""
-            if decision.verdict is Verdict.ASK and grading is None:  # grading: --grading
+            if grading is None:  # a held grading edit is approved with --grading instead
                 key = held_key(call.tool, input_digest)
-                approval_of = self._ledger.state.approved_calls.get(key, "")
-                if approval_of:  # the operator approved exactly this call: it runs, once
-                    decision = replace(
-                        decision,
-                        verdict=Verdict.ALLOW,
-                        code=DecisionCode.OPERATOR_APPROVED.value,
-                        reason=f"the operator approved this held call ({approval_of}, "
-                        f"{decision.code}); it runs once",
-                    )
-            if self.config.unattended and unattended is None:
-                unattended = "unattended = true in the config"
-            if unattended and decision.verdict is Verdict.ASK:
-                decision = replace(
-                    decision,
-                    verdict=Verdict.DENY,
-                    reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
-                    "answer, so it is denied)",
+                decision, approval_of = operator_approved(
+                    decision, self._ledger.state.approved_calls, key
                 )
+            decision = deny_unattended(decision, unattended, self.config)
             seq = self._ledger.journal.last_seq(self.session) + 1
-            did = "dec_" + hashlib.sha256(f"{self.session}\x00{seq}".encode()).hexdigest()[:16]
-            decision = replace(
-                decision.with_id(did), call_id=call.tool_call_id or "call_" + did[4:]
+            decision = name_decision(decision, self.session, seq, call.tool_call_id)
+            payload = decision_event(
+                decision, call, input_digest=input_digest, approval_of=approval_of, grading=grading
             )
-            payload = decision.to_dict()
-            payload["tool_call_id"] = call.tool_call_id
-            payload["input_digest"] = input_digest
-            payload["tool"] = call.tool
-            if approval_of:
-                payload["approval_of"] = approval_of
-            if decision.verdict is Verdict.ASK:  # what the operator sees before approving
-                payload["held_input"] = _clip_input(call)
-            if grading is not None:
-                payload["grading"] = grading
             self._ledger.emit("decision", payload)
             watch.after_decision(self._ledger, call, cov, decision)
             if decision.bypass:
-                self._ledger.emit(
-                    "bypass",
-                    {
-                        "decision_id": did,
-                        "tool": call.tool,
-                        "tool_class": cls_,
-                        "ungrounded": payload["ungrounded"],
-                        "env": BYPASS_ENV,
-                    },
-                )
+                self._ledger.emit("bypass", bypass_event(decision, call))
             extra = self._after_decision(call, decision)
             if extra:  # kept apart: the deny reason already says how to ground the premises
                 decision = replace(decision, instructions=extra)
         return decision
-
-    def _recheck_sources(self) -> list[dict[str, Any]]:
-        """Re-fetch the pages grounded premises rest on; revoke those that changed."""
-        if self.refetch is None:
-            return []
-        from infomark.ledger.source_stamp import recheck_sources, web_premises
-
-        self._ledger.refresh()
-        todo = web_premises(self._ledger)
-        if not todo:
-            return []
-        fetched: dict[str, str | bytes | None] = {}
-        for _, ev in todo:  # outside the write lock: this is network I/O
-            try:
-                fetched[ev.ref] = self.refetch(ev.tool, dict(ev.record.get("input") or {}))
-            except Exception:  # a fetch that fails cannot confirm the page: it counts as changed
-                fetched[ev.ref] = None
-        with self._ledger.transaction():
-            return recheck_sources(self._ledger, fetched)
 
     def record(
         self,
@@ -406,7 +346,7 @@ class Gatekeeper:
     def can_finish(self, final_text: str = "") -> FinishDecision:
         """May the agent stop now? Refusals are capped so an agent is never trapped."""
         from infomark.gates import moves
-        from infomark.gates.finalize import decide_finish
+        from infomark.gates.finalize import decide_finish, finish_events
 
         if final_text:
             self.ingest(final_text, source="final", dedupe=True)
@@ -415,20 +355,11 @@ class Gatekeeper:
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
             result = self.policy.finalize(self._ledger, final_text, result)
-            self._ledger.emit("finish_decision", result.to_dict())
-            if result.cap_reached:
-                self._ledger.emit("finish_cap_reached", {"cap": self.config.finish_refusal_cap})
-                self._ledger.emit(
-                    "finished_unverified",
-                    {"cap": self.config.finish_refusal_cap, "unresolved": result.reason[:4000]},
-                )
-            if result.code == "finished_blocked":
-                state = self._ledger.state
-                self._ledger.emit(
-                    "finished_blocked",
-                    {"gate": state.gate, "reason": moves.blocked_reason(self._ledger)},
-                )
-            elif result.allow:
+            blocked = result.code == "finished_blocked"
+            why = moves.blocked_reason(self._ledger) if blocked else ""
+            for type_, payload in finish_events(result, self.config, why, self._ledger.state.gate):
+                self._ledger.emit(type_, payload)
+            if result.allow and not blocked:
                 self._track(finished=True)
         return result
 
@@ -606,22 +537,6 @@ class Gatekeeper:
 
         check_session_id(session)
         return merge_session(self._ledger, self.config.session_prefix + session)
-
-
-_CLASS_ALIASES = {"meta": "ledger"}
-
-
-def _clip_input(call: ToolCall, limit: int = 2000) -> str:
-    """The call's input as canonical JSON, clipped, for ``infomark held``."""
-    try:
-        text = canonical_json(dict(call.input)).decode("utf-8", "replace")
-    except (TypeError, ValueError):
-        text = repr(call.input)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _input_digest(call: ToolCall) -> str:
-    return call_digest(call)
 
 
 def __getattr__(name: str) -> object:

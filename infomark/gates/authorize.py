@@ -2,24 +2,45 @@
 
 A pure function of (session state, classified call, config, bypass flag, and what the
 facade found about the call's own files): no clock, no I/O. The facade journals every
-decision it returns.
+decision it returns. The last words on a decision are here too, as pure functions the facade
+applies in order: a stale web source named in a denial (:func:`note_stale_sources`), an
+operator's approval of exactly this held call (:func:`operator_approved`), an unattended run
+(:func:`deny_unattended`); then its id (:func:`name_decision`) and the events that journal it
+(:func:`decision_event`, :func:`bypass_event`).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
+
 from infomark.gates.config import Config
-from infomark.gates.decision import Decision
+from infomark.gates.decision import Decision, Verdict
 from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
 from infomark.kernel.graph import DEFAULT_GRAPH
-from infomark.kernel.records import dataclass
+from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import ToolClass
+from infomark.ledger.calls import ToolCall
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.state import SessionState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["BYPASS_ENV", "authorize_call", "grounding_hint", "no_ledger_reason", "revert_hint"]
+__all__ = [
+    "BYPASS_ENV",
+    "authorize_call",
+    "bypass_event",
+    "decision_event",
+    "deny_unattended",
+    "grounding_hint",
+    "name_decision",
+    "no_ledger_reason",
+    "note_stale_sources",
+    "operator_approved",
+    "revert_hint",
+]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
 _ENFORCING = ("ledger", "strict")
@@ -235,3 +256,103 @@ def _mutating_gate(gate: str) -> bool:
 def _mutator() -> str:
     ids = [g.id for g in DEFAULT_GRAPH.gates if g.mutates]
     return ids[0] if ids else "no gate"
+
+
+# -- the last words on a decision, in the order the facade applies them ----------------------
+def note_stale_sources(decision: Decision, changed: list[dict[str, Any]]) -> Decision:
+    """A refusal names the web pages premises rest on that changed or could not be fetched."""
+    if not changed or decision.allowed:
+        return decision
+    pages = "; ".join(
+        f"{ch['claim_id']} rests on {ch['evidence_ref']}, whose page "
+        + ("could not be fetched again" if ch["digest"] is None else "changed since")
+        for ch in changed
+    )
+    return replace(
+        decision,
+        reason=f"{decision.reason} (stale web source: {pages}; fetch "
+        "the page again and re-stamp it)",
+    )
+
+
+def operator_approved(
+    decision: Decision, approved_calls: Mapping[str, str], key: str
+) -> tuple[Decision, str]:
+    """A held call the operator approved exactly (same tool, same input) runs, once.
+
+    Returns the decision and the approval's id ("" when there is none to use).
+    """
+    if decision.verdict is not Verdict.ASK:
+        return decision, ""
+    approval_of = approved_calls.get(key, "")
+    if not approval_of:
+        return decision, ""
+    return (
+        replace(
+            decision,
+            verdict=Verdict.ALLOW,
+            code=DecisionCode.OPERATOR_APPROVED.value,
+            reason=f"the operator approved this held call ({approval_of}, "
+            f"{decision.code}); it runs once",
+        ),
+        approval_of,
+    )
+
+
+def deny_unattended(decision: Decision, unattended: str | None, config: Config) -> Decision:
+    """Nobody can answer a hold in an unattended run (``unattended``: why, from the host; or
+    the config's ``unattended = true``): the hold becomes a denial with the same reason."""
+    if config.unattended and unattended is None:
+        unattended = "unattended = true in the config"
+    if not unattended or decision.verdict is not Verdict.ASK:
+        return decision
+    return replace(
+        decision,
+        verdict=Verdict.DENY,
+        reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
+        "answer, so it is denied)",
+    )
+
+
+def name_decision(decision: Decision, session: str, seq: int, tool_call_id: str | None) -> Decision:
+    """The decision's id (from the session and the seq it is journaled at) and the call id its
+    record must name (the host's ``tool_call_id`` when it has one)."""
+    did = "dec_" + hashlib.sha256(f"{session}\x00{seq}".encode()).hexdigest()[:16]
+    return replace(decision.with_id(did), call_id=tool_call_id or "call_" + did[4:])
+
+
+def decision_event(
+    decision: Decision, call: ToolCall, *, input_digest: str, approval_of: str, grading: str | None
+) -> dict[str, Any]:
+    """The payload of the ``decision`` event that journals ``decision`` on ``call``."""
+    payload = decision.to_dict()
+    payload["tool_call_id"] = call.tool_call_id
+    payload["input_digest"] = input_digest
+    payload["tool"] = call.tool
+    if approval_of:
+        payload["approval_of"] = approval_of
+    if decision.verdict is Verdict.ASK:  # what the operator sees before approving
+        payload["held_input"] = clip_input(call)
+    if grading is not None:
+        payload["grading"] = grading
+    return payload
+
+
+def bypass_event(decision: Decision, call: ToolCall) -> dict[str, Any]:
+    """The payload of the ``bypass`` event a decision made under the bypass flag adds."""
+    return {
+        "decision_id": decision.decision_id,
+        "tool": call.tool,
+        "tool_class": decision.tool_class,
+        "ungrounded": [{"id": i, "status": s} for i, s in decision.ungrounded],
+        "env": BYPASS_ENV,
+    }
+
+
+def clip_input(call: ToolCall, limit: int = 2000) -> str:
+    """The call's input as canonical JSON, clipped, for ``infomark held``."""
+    try:
+        text = canonical_json(dict(call.input)).decode("utf-8", "replace")
+    except (TypeError, ValueError):
+        text = repr(call.input)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -29,6 +29,7 @@ __all__ = [
     "Classification",
     "ToolClass",
     "classify_tool",
+    "declare_class",
     "normalise_tool_name",
     "unknown_tool_reason",
 ]
@@ -47,6 +48,18 @@ def unknown_tool_reason(raw: str) -> str:
         f'and strict profiles; classify it under [tools] in infomark.toml (e.g. `"{raw}" = '
         '"read"`; classes: read, search, web, execute, delegation, modify, destructive, ledger)'
     )
+
+
+def declare_class(c: Classification, tool_class: str) -> Classification:
+    """``c`` with the class an integration declared for the call (``"meta"`` is ``ledger``;
+    a name that is no class is ``unknown``): the class only, never the families or paths."""
+    declared = _OVERRIDE_ALIASES.get(tool_class)
+    if declared is None:
+        try:
+            declared = ToolClass(tool_class)
+        except ValueError:
+            declared = ToolClass.UNKNOWN
+    return replace(c, tool_class=declared, reasons=(f"declared class {tool_class}",))
 
 
 def classify_tool(

@@ -13,14 +13,16 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from infomark.gates.oracles import OracleJudge, ran_nothing
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
+from infomark.ledger.semantics import LedgerRules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PROFILES", "Config", "find_config_file", "load_config"]
+__all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
 PROFILES = ("ledger", "strict", "observe")
 
@@ -83,6 +85,18 @@ class Config:
             grading_files=tuple(d.get("grading_files") or ()),
             source=source,
         )
+
+
+def ledger_rules(config: Config, home: Path) -> LedgerRules:
+    """What the configuration asks of the ledger's stamp semantics in ``home``."""
+    return LedgerRules(
+        require_declared_oracle=config.require_declared_oracle,
+        reject_evidence_predating_claim=config.reject_evidence_predating_claim,
+        source_primary=config.sources_primary,
+        source_defaults=config.sources_defaults,
+        judge_oracle=OracleJudge(config.oracle_allow, home=home),
+        ran_nothing=ran_nothing,
+    )
 
 
 def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:

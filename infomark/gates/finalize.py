@@ -26,11 +26,16 @@ from infomark.gates.oracles import matches_any
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "BLOCKED_TERMINALS",
     "claims_completion",
     "completion_claims",
     "decide_finish",
+    "finish_events",
     "finish_problems",
     "fresh_exact_claims",
     "starting_state",
@@ -267,3 +272,19 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
         ungrounded=ungrounded,
         completion_claimed=completion,
     )
+
+
+def finish_events(
+    result: FinishDecision, config: Config, blocked_reason: str = "", gate: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
+    """The events that journal a finish decision: ``finish_decision``, and at the cap
+    ``finish_cap_reached`` and ``finished_unverified``; a blocked finish ``finished_blocked``
+    (with the gate and what the agent said, ``blocked_reason``)."""
+    events: list[tuple[str, dict[str, Any]]] = [("finish_decision", result.to_dict())]
+    if result.cap_reached:
+        cap = config.finish_refusal_cap
+        events.append(("finish_cap_reached", {"cap": cap}))
+        events.append(("finished_unverified", {"cap": cap, "unresolved": result.reason[:4000]}))
+    if result.code == "finished_blocked":
+        events.append(("finished_blocked", {"gate": gate, "reason": blocked_reason}))
+    return events
