@@ -126,10 +126,28 @@ def _pretool(cwd: Path) -> bytes:
 
 
 HOOK = [str(Path(sys.executable).with_name("infomark")), "hook", "claude-code"]
+_COMPILED: list[bool] = []
+
+
+def warm_bytecode() -> None:
+    """Current ``.pyc`` files for infomark, as an installed package has them.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as on the project's machine) an edited module would
+    otherwise be compiled from source by every hook process the bench starts.
+    """
+    if not _COMPILED:
+        import compileall
+
+        package = Path(__file__).resolve().parents[1] / "infomark"
+        compileall.compile_dir(package, quiet=1)
+        _COMPILED.append(True)
+
+
 BARE = [sys.executable, "-I", "-S", "-c", "pass"]
 
 
 def _hook_at(events: int) -> Callable[[], tuple[float, int]]:
+    warm_bytecode()
     home = grow(events)
     env = _hook_env(home)
     payload = _pretool(TMP)
@@ -161,7 +179,8 @@ def bench_hook() -> None:
 
 
 def bench_hook_events() -> None:
-    """PreToolUse after a new ledger block (the parser loads) and PostToolUse, vs bare."""
+    """PreToolUse after a new ledger block or stamp (the parser loads), PostToolUse, vs bare."""
+    warm_bytecode()
     bare = lambda: run_measured(BARE)  # noqa: E731
     d = TMP / "hook-events"
     d.mkdir()
@@ -170,24 +189,33 @@ def bench_hook_events() -> None:
     transcript.write_text("")
     counter = iter(range(10**9))
 
-    def after_ledger() -> tuple[float, int]:
-        i = next(counter)
-        text = (
+    def ledger_text(i: int) -> str:
+        return (
             f'claim_ledger:\n  claims:\n    - id: C{i}\n      text: "claim {i}"\n'
             f'      status: Hypothetical\n      falsifier: "f"\n      oracle: "make t"\n'
             f"  premises_for_plan: [C{i}]\n"
         )
-        content = [{"type": "text", "text": text}, {"type": "tool_use", "id": f"t{i}"}]
-        line = json.dumps({"type": "assistant", "message": {"content": content}})
-        with transcript.open("a") as f:
-            f.write(line + "\n")
-        payload = json.loads(_pretool(d))
-        payload.update(transcript_path=str(transcript), tool_use_id=f"t{i}")
-        return run_measured(HOOK, stdin=json.dumps(payload).encode(), env=env, cwd=str(d))
 
-    p = paired(after_ledger, bare, pairs=n(12, 6), measure=_wall)
-    timed_row("PreToolUse cold process after a new ledger block", p.ours, p.base, p.ratio,
-              "bare `python -I -S -c pass`")  # fmt: skip
+    def stamp_text(i: int) -> str:
+        return f"Read it.\n\ninference_stamp: claim_id=C{i} evidence_ref=ev_{i:024x}\n"
+
+    def after(text_of: Callable[[int], str]) -> Callable[[], tuple[float, int]]:
+        def run() -> tuple[float, int]:
+            i = next(counter)
+            content = [{"type": "text", "text": text_of(i)}, {"type": "tool_use", "id": f"t{i}"}]
+            line = json.dumps({"type": "assistant", "message": {"content": content}})
+            with transcript.open("a") as f:
+                f.write(line + "\n")
+            payload = json.loads(_pretool(d))
+            payload.update(transcript_path=str(transcript), tool_use_id=f"t{i}")
+            return run_measured(HOOK, stdin=json.dumps(payload).encode(), env=env, cwd=str(d))
+
+        return run
+
+    for what, text_of in (("ledger block", ledger_text), ("stamp", stamp_text)):
+        p = paired(after(text_of), bare, pairs=n(12, 6), measure=_wall)
+        timed_row(f"PreToolUse cold process after a new {what}", p.ours, p.base, p.ratio,
+                  "bare `python -I -S -c pass`")  # fmt: skip
     post = json.loads(_pretool(d))
     post.update(hook_event_name="PostToolUse", tool_response={"type": "text", "text": "x" * 400})
     data = json.dumps(post).encode()
@@ -484,6 +512,7 @@ def bench_shell() -> None:
 
 def bench_hook_bash() -> None:
     """PreToolUse on a Bash call (tree-sitter loads) vs a bare interpreter."""
+    warm_bytecode()
     d = TMP / "hookbash"
     d.mkdir()
     payload = json.loads(_pretool(d))

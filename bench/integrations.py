@@ -72,6 +72,7 @@ def bench_http_hook() -> None:
                      "the service path alone: route, session pool, durable commit")  # fmt: skip
             data = json.dumps(payload).encode()
             env = {**os.environ, "INFOMARK_HOME": str(home)}
+            core.warm_bytecode()
             hook = [*core.HOOK, "--url", url]
             p = paired(lambda: run_measured(hook, stdin=data, env=env, cwd=d),
                        lambda: run_measured(core.BARE), pairs=core.n(12, 6),

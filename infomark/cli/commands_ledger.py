@@ -76,7 +76,7 @@ def _refuse_syntax_errors(text: str) -> None:
     if not errors:
         return
     if opts()["json"]:
-        emit_json({"ingested": False, "diagnostics": [d.model_dump() for d in errors]})
+        emit_json({"ingested": False, "diagnostics": [d.to_dict() for d in errors]})
     else:
         for d in errors:
             click.echo(f"line {d.line}, column {d.column}: error: {d.message}", err=True)

@@ -1,21 +1,21 @@
-"""The block vocabulary and the pydantic models of blocks parsed out of assistant text.
+"""The block vocabulary and the records of blocks parsed out of assistant text.
 
 The vocabulary (block keywords, keys and their aliases, result and authority
 words, stamp kinds, gate names, id and key patterns) is written here once; the
-parser and the renderer import it. The models are the parser's output (a
-boundary), with source spans. The ledger semantics consume them; nothing here
-decides anything.
+parser and the renderer import it. The records are the parser's output, with
+source spans: frozen, slotted, keyword-only dataclasses (``kernel/records.py``,
+so a hook process that parses a block defines them in well under a millisecond;
+``asdict`` gives their plain data). The ledger semantics consume them; nothing
+here decides anything.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from infomark.kernel.errors import BlockSyntaxError
 from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
+from infomark.kernel.records import asdict, dataclass, field
 from infomark.ledger.locate import BLOCK_KEYWORDS
 
 __all__ = [
@@ -72,7 +72,13 @@ LEDGER_KEYS: tuple[str, ...] = ("claims", "premises_for_plan", "open_questions",
 LEDGER_ALIASES: dict[str, str] = {"premises": "premises_for_plan", "open": "open_questions"}
 """Short spellings of ledger keys."""
 
-StampKind = Literal["oracle_stamp", "inference_stamp", "source_stamp"]
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+    StampKind: TypeAlias = Literal["oracle_stamp", "inference_stamp", "source_stamp"]
+else:
+    StampKind = str
 STAMP_KINDS: tuple[StampKind, ...] = ("oracle_stamp", "inference_stamp", "source_stamp")
 
 STAMP_KEYS: dict[str, tuple[str, ...]] = {
@@ -100,11 +106,8 @@ GATE_NAMES: frozenset[str] = frozenset([gate.id for gate in DEFAULT_GRAPH.gates]
 # --------------------------------------------------------------------------- models
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Span(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
     """Where something stands in the message: 1-based line and column."""
 
     line: int
@@ -113,19 +116,25 @@ class Span(_Frozen):
     end_column: int
 
 
-class Diagnostic(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnostic:
     """A problem found while parsing. Errors mean the block was not applied."""
 
     line: int
     column: int
     message: str
     severity: Literal["error", "warning"] = "error"
-    expected: list[str] = Field(default_factory=list)
+    expected: list[str] = field(default_factory=list)
     text: str = ""  # the offending text (truncated to a readable length)
     block: str | None = None  # claim_ledger | oracle_stamp | … when known
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready), as ``IngestReport.diagnostics`` and ``--json`` carry it."""
+        return asdict(self)
 
-class ClaimBlock(_Frozen):
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimBlock:
     id: str
     text: str | None = None
     status: str | None = None  # as written; InfoMark.parse() judges it
@@ -135,21 +144,23 @@ class ClaimBlock(_Frozen):
     observe: str | None = None  # a path or search an inference_stamp's Read/Grep/run must match
     reason: str | None = None
     evidence: str | None = None
-    extra: dict[str, str] = Field(default_factory=dict)  # unknown keys, kept
+    extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept
     span: Span
 
 
-class LedgerBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerBlock:
     kind: Literal["claim_ledger"] = "claim_ledger"
-    claims: list[ClaimBlock] = Field(default_factory=list)
-    premises_for_plan: list[str] = Field(default_factory=list)
-    open_questions: list[str] = Field(default_factory=list)
-    done_when: list[str] = Field(default_factory=list)  # ids of the completion claims
-    extra: dict[str, str] = Field(default_factory=dict)
+    claims: list[ClaimBlock] = field(default_factory=list)
+    premises_for_plan: list[str] = field(default_factory=list)
+    open_questions: list[str] = field(default_factory=list)
+    done_when: list[str] = field(default_factory=list)  # ids of the completion claims
+    extra: dict[str, str] = field(default_factory=dict)
     span: Span
 
 
-class StampBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StampBlock:
     kind: StampKind
     claim_id: str | None = None
     evidence_ref: str | None = None
@@ -159,19 +170,21 @@ class StampBlock(_Frozen):
     content_hash: str | None = None
     authority: str | None = None  # source_stamp: primary | secondary when valid; else as written
     legacy: bool = False  # the short `oracle_stamp: C1 PASS` form
-    extra: dict[str, str] = Field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
     span: Span
 
 
-class DivergenceBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DivergenceBlock:
     kind: Literal["divergence_event"] = "divergence_event"
     claim_id: str | None = None
     evidence_ref: str | None = None
-    extra: dict[str, str] = Field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
     span: Span
 
 
-class GateBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateBlock:
     """A `gate: G4` line: the agent moves its position in the gate machine."""
 
     kind: Literal["gate"] = "gate"
@@ -180,7 +193,8 @@ class GateBlock(_Frozen):
     span: Span
 
 
-class QuestionBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionBlock:
     """A `question: "…"` line: the agent asks the user and is not done."""
 
     kind: Literal["question"] = "question"
@@ -188,17 +202,15 @@ class QuestionBlock(_Frozen):
     span: Span
 
 
-Block = Annotated[
-    LedgerBlock | StampBlock | DivergenceBlock | GateBlock | QuestionBlock,
-    Field(discriminator="kind"),
-]
+Block = LedgerBlock | StampBlock | DivergenceBlock | GateBlock | QuestionBlock
 
 
-class ParsedMessage(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedMessage:
     """Every block found in one message, in textual order, plus diagnostics."""
 
-    blocks: list[Block] = Field(default_factory=list)
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:

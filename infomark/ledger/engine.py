@@ -398,7 +398,7 @@ class Ledger:
                 parsed = parse_message(text)
             if parsed is not None:
                 for d in parsed.diagnostics:
-                    report.diagnostics.append(d.model_dump())
+                    report.diagnostics.append(d.to_dict())
                 self._apply_blocks(parsed.blocks, report)
             if parsed is not None or cursor is not None or dedupe:
                 payload: dict[str, Any] = {

@@ -7,9 +7,6 @@ errors; a block with an error is not returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal, cast
-
 from infomark.kernel.infomark import InfoMark
 from infomark.ledger.blocks import (
     AUTHORITIES,
@@ -23,6 +20,7 @@ from infomark.ledger.blocks import (
     LEDGER_KEYS,
     RESULTS,
     STAMP_KEYS,
+    STAMP_KINDS,
     Block,
     ClaimBlock,
     Diagnostic,
@@ -38,6 +36,11 @@ from infomark.ledger.locate import Candidate
 from infomark.ledger.parse_diagnose import short, snippet
 from infomark.ledger.parse_tree import Legacy, Map, Node, Pos, Scalar, Seq, Top
 from infomark.ledger.render import scalar_text
+
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
+if TYPE_CHECKING:  # annotations only: a hook process that parses a block never loads typing
+    from collections.abc import Iterable
+    from typing import Literal
 
 __all__ = ["MAX_BLOCK_DIAGNOSTICS", "Builder"]
 
@@ -76,6 +79,13 @@ def _flow_text(node: Node) -> str:
     if isinstance(node, Seq):
         return "[" + ", ".join(_flow_text(item) for item in node.items) + "]"
     return "{" + ", ".join(f"{key.value}: {_flow_text(value)}" for key, value in node.pairs) + "}"
+
+
+def _stamp_kind(keyword: str) -> StampKind:
+    for kind in STAMP_KINDS:
+        if kind == keyword:
+            return kind
+    raise ValueError(f"not a stamp keyword: {keyword!r}")  # the tokenizer admits no other
 
 
 class Builder:
@@ -401,7 +411,7 @@ class Builder:
                     text=authority,
                 )
         return StampBlock(
-            kind=cast(StampKind, keyword),
+            kind=_stamp_kind(keyword),
             claim_id=claim_id,
             evidence_ref=values.get("evidence_ref"),
             result=result,

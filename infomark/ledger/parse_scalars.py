@@ -9,13 +9,13 @@ emitted as one token that keeps its position in the original message.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from infomark.ledger.locate import BlockScalarHeader, Candidate, indent_width
 from infomark.ledger.parse_diagnose import SNIPPET, Problem
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from lark import Token
+    from infomark.ledger.parse_lalr import Token
 
 __all__ = ["MAX_BLOCK_TOKENS", "ScalarReader", "is_dash", "skip_ws"]
 

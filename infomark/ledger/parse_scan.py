@@ -8,8 +8,6 @@ The structure itself (which keyword takes which body) is decided by the grammar.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from infomark.ledger.blocks import KEY_PATTERN
 from infomark.ledger.locate import (
     block_scalar_header,
@@ -21,8 +19,9 @@ from infomark.ledger.locate import (
 from infomark.ledger.parse_diagnose import Problem
 from infomark.ledger.parse_scalars import ScalarReader, is_dash, skip_ws
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from lark import Token
+    from infomark.ledger.parse_lalr import Token
 
 __all__ = ["MAX_DEPTH", "Tokenizer"]
 
@@ -60,7 +59,7 @@ def _reason_separator(text: str, r: int) -> int | None:
 
 
 class Tokenizer(ScalarReader):
-    """Turns one candidate block into the lark tokens ``blocks.lark`` parses."""
+    """Turns one candidate block into the tokens ``blocks.lark`` parses."""
 
     def run(self) -> list[Token]:
         text = self.lines[0]

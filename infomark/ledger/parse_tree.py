@@ -1,24 +1,23 @@
-"""Tree building: the LALR grammar ``blocks.lark`` over the scanner's tokens, into nodes.
+"""Tree building: the nodes a block's parse becomes, one builder per rule of ``blocks.lark``.
 
-lark and the grammar load once, lazily, on the first block that needs them
-(:func:`machinery`), with a lexer that replays the pre-pass tokens, as lark
-recommends for an external tokenizer. One small builder per grammar rule turns
-the tree into plain nodes (:class:`Scalar`, :class:`Seq`, :class:`Map`, …) that
-carry their positions in the message.
+:func:`infomark.ledger.parse_lalr.parse` runs the grammar's LALR tables over the
+scanner's tokens and calls :func:`build` for every rule it reduces. The builders turn
+the tree into plain nodes (:class:`Scalar`, :class:`Seq`, :class:`Map`, …) that carry
+their positions in the message.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
-
 from infomark.kernel.records import dataclass
 
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from lark import Lark, Token, Transformer
+    from collections.abc import Callable
+    from typing import Any
 
-__all__ = ["Legacy", "Machinery", "Map", "Node", "Pos", "Scalar", "Seq", "Top", "machinery"]
+    from infomark.ledger.parse_lalr import Meta
+
+__all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top", "build"]
 
 Pos = tuple[int, int, int, int]  # line, column, end_line, end_column
 
@@ -58,93 +57,48 @@ class Top:
 Node = Scalar | Seq | Map | None
 
 
-@dataclass(frozen=True, slots=True)
-class Machinery:
-    parser: Lark
-    transformer: Transformer[Token, Any]
-    token: type[Token]
-    unexpected_input: type[Exception]
-    visit_error: type[Any]
-
-
-@functools.cache
-def machinery() -> Machinery:
-    """Load lark and the grammar once, on the first block that needs them."""
-    from lark import Lark, Token, Transformer
-    from lark.exceptions import UnexpectedInput, VisitError
-    from lark.lexer import Lexer, LexerState
-
-    class _ReplayLexer(Lexer):
-        """Replays the pre-pass tokens handed to ``Lark.parse`` as its input."""
-
-        __future_interface__ = 2
-
-        def __init__(self, lexer_conf: object) -> None:
-            pass
-
-        def lex(self, lexer_state: LexerState, parser_state: object) -> Iterator[Token]:
-            return iter(cast("list[Token]", lexer_state.text))
-
-    class _ToNodes(Transformer[Token, Any]):
-        """Tree → nodes. Dispatches in ``__default__``, which receives each node's meta."""
-
-        def __default__(self, data: Any, children: list[Any], meta: Any) -> Any:
-            return _RULES[str(data)](children, meta)
-
-    parser = Lark.open_from_package(
-        "infomark.ledger",
-        "blocks.lark",
-        parser="lalr",
-        lexer=_ReplayLexer,
-        propagate_positions=True,
-        strict=True,
-    )
-    return Machinery(parser, _ToNodes(), Token, UnexpectedInput, VisitError)
+def build(rule: str, children: list[Any], meta: Meta) -> Any:
+    """The node of one grammar rule (or alias): the driver's ``build`` callback."""
+    return RULES[rule](children, meta.pos())
 
 
 def _token_pos(token: Any) -> Pos:
     return (token.line, token.column, token.end_line, token.end_column)
 
 
-def _meta_pos(meta: Any) -> Pos:
-    if getattr(meta, "empty", True):
-        return (1, 1, 1, 1)
-    return (meta.line, meta.column, meta.end_line, meta.end_column)
+def _rule_top(children: list[Any], pos: Pos) -> Top:
+    return Top(str(children[0]), pos, children[1])
 
 
-def _rule_top(children: list[Any], meta: Any) -> Top:
-    return Top(str(children[0]), _meta_pos(meta), children[1])
-
-
-def _rule_gate(children: list[Any], meta: Any) -> Top:
+def _rule_gate(children: list[Any], pos: Pos) -> Top:
     reason = children[2] if len(children) > 2 else None
-    return Top(str(children[0]), _meta_pos(meta), children[1], reason)
+    return Top(str(children[0]), pos, children[1], reason)
 
 
-def _rule_pair(children: list[Any], meta: Any) -> tuple[Scalar, Node]:
+def _rule_pair(children: list[Any], pos: Pos) -> tuple[Scalar, Node]:
     key = children[0]
     return Scalar(str(key), _token_pos(key)), (children[1] if len(children) > 1 else None)
 
 
-_RULES: dict[str, Callable[[list[Any], Any], Any]] = {
-    "start": lambda children, meta: children[0],
+RULES: dict[str, Callable[[list[Any], Pos], Any]] = {
+    "start": lambda children, pos: children[0],
     "ledger": _rule_top,
     "stamp": _rule_top,
     "divergence": _rule_top,
     "gate": _rule_gate,
     "question": _rule_top,
-    "object": lambda children, meta: Top("object", _meta_pos(meta), children[0]),
-    "mapping": lambda children, meta: Map(children, _meta_pos(meta)),
-    "inline": lambda children, meta: Map(children, _meta_pos(meta)),
-    "flow_map": lambda children, meta: Map(children, _meta_pos(meta)),
+    "object": lambda children, pos: Top("object", pos, children[0]),
+    "mapping": lambda children, pos: Map(children, pos),
+    "inline": lambda children, pos: Map(children, pos),
+    "flow_map": lambda children, pos: Map(children, pos),
     "pair": _rule_pair,
     "inline_pair": _rule_pair,
     "flow_pair": _rule_pair,
-    "legacy": lambda children, meta: Legacy(children, _meta_pos(meta)),
-    "sequence": lambda children, meta: Seq(children, _meta_pos(meta)),
-    "flow_seq": lambda children, meta: Seq(children, _meta_pos(meta)),
-    "item": lambda children, meta: children[0],
-    "null": lambda children, meta: None,
-    "scalar": lambda children, meta: Scalar(str(children[0]), _token_pos(children[0])),
+    "legacy": lambda children, pos: Legacy(children, pos),
+    "sequence": lambda children, pos: Seq(children, pos),
+    "flow_seq": lambda children, pos: Seq(children, pos),
+    "item": lambda children, pos: children[0],
+    "null": lambda children, pos: None,
+    "scalar": lambda children, pos: Scalar(str(children[0]), _token_pos(children[0])),
 }
-"""One builder per grammar rule (and alias) of blocks.lark."""
+"""One builder per grammar rule (and alias) of blocks.lark: ``(children, span) → node``."""

@@ -143,6 +143,23 @@ PRETOOL_MODULES = {
     "infomark.tools.hooks.where",
 }
 
+# What parsing a block adds to a PreToolUse (a new ledger or stamp in the transcript).
+PARSER_MODULES = {
+    "infomark.ledger.blocks",
+    "infomark.ledger.locate",
+    "infomark.ledger.locate_keys",
+    "infomark.ledger.locate_suspects",
+    "infomark.ledger.parse_diagnose",
+    "infomark.ledger.parse_lalr",
+    "infomark.ledger.parse_model",
+    "infomark.ledger.parse_scalars",
+    "infomark.ledger.parse_scan",
+    "infomark.ledger.parse_table",
+    "infomark.ledger.parse_tree",
+    "infomark.ledger.parser",
+    "infomark.ledger.render",
+}
+
 
 def _slow(modules: object) -> list[str]:
     assert isinstance(modules, list)
@@ -228,7 +245,14 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
             "transcript_path": str(transcript),
         },
     )
-    assert "lark" in _heavy(result["modules"])  # needed, so loaded: the lazy path works
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    assert "infomark.ledger.parser" in modules  # needed, so loaded: the lazy path works
+    # the parser is standard library: generated LALR tables, records instead of pydantic
+    assert _heavy(modules) == []
+    assert _slow(modules) == []  # nor typing, contextlib, dataclasses …
+    parser = {m for m in modules if m.startswith("infomark.ledger.") and m not in PRETOOL_MODULES}
+    assert parser >= PARSER_MODULES, sorted(parser)
 
 
 def test_the_forwarding_hook_loads_neither_urllib_nor_the_local_hook(service: Service) -> None:

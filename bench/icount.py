@@ -1,0 +1,113 @@
+"""Hook processes counted in instructions: ``python -m bench.icount [--base DIR]``.
+
+Wall time on a shared two-core machine moves with everyone else's load; the number of
+instructions a process executes does not. Each case runs the real hook command once under
+``valgrind --tool=callgrind`` (a fresh home, warmed by one call first, bytecode current) and
+is divided by a bare ``python -I -S -c pass`` counted the same way. The hook's 4 s watchdog
+is lifted for the count (valgrind runs ~50× slower than the hardware); nothing else changes.
+``--base DIR`` counts another checkout of infomark (say ``git worktree add /tmp/base main``)
+with the same interpreter, for a before / after table.
+"""
+
+from __future__ import annotations
+
+import compileall
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_HOOK = (
+    "import sys; sys.argv = ['infomark', 'hook', 'claude-code']\n"
+    "import infomark.tools.hooks.dispatch as d; d.DEADLINE_S = 1e6\n"
+    "from infomark.cli.entry import main; main()\n"
+)
+_LEDGER = (
+    'claim_ledger:\n  claims:\n    - id: C{i}\n      text: "claim {i}"\n'
+    '      status: Hypothetical\n      falsifier: "f"\n      oracle: "make t"\n'
+    "  premises_for_plan: [C{i}]\n"
+)
+_STAMP = "Read it.\n\ninference_stamp: claim_id=C{i} evidence_ref=ev_{i:024x}\n"
+CASES = {
+    "PreToolUse, steady state": ("PreToolUse", None),
+    "PreToolUse after a new ledger block": ("PreToolUse", _LEDGER),
+    "PreToolUse after a new stamp": ("PreToolUse", _STAMP),
+    "PostToolUse (Read result)": ("PostToolUse", None),
+}
+
+
+def count(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> int:
+    with tempfile.NamedTemporaryFile(suffix=".cg") as out:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *argv],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            cwd=cwd,
+            check=True,
+        )
+    found = re.search(rb"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count from valgrind: {done.stderr[-400:]!r}")
+    return int(found.group(1))
+
+
+def case(event: str, text: str | None, tree: Path, work: Path) -> int:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = {**os.environ, "INFOMARK_HOME": str(work / "home"), "PYTHONPATH": str(tree)}
+    transcript = work / "t.jsonl"
+    transcript.write_text("")
+
+    def payload(i: int) -> bytes:
+        data: dict[str, object] = {
+            "session_id": "icount",
+            "transcript_path": str(transcript) if text else "",
+            "cwd": str(work),
+            "hook_event_name": event,
+            "tool_name": "Read",
+            "tool_input": {"file_path": "x"},
+            "tool_use_id": f"t{i}",
+        }
+        if event == "PostToolUse":
+            data["tool_response"] = {"type": "text", "text": "x" * 400}
+        if text:
+            said = {"type": "text", "text": text.format(i=i)}
+            content = [said, {"type": "tool_use", "id": f"t{i}"}]
+            with transcript.open("a") as f:
+                f.write(json.dumps({"type": "assistant", "message": {"content": content}}) + "\n")
+        return json.dumps(data).encode()
+
+    argv = [sys.executable, "-c", _HOOK]
+    subprocess.run(argv, input=payload(1), capture_output=True, env=env, cwd=work, check=True)
+    return count(argv, payload(2), env, str(work))
+
+
+def main(argv: list[str]) -> int:
+    trees = {"ours": ROOT}
+    if "--base" in argv:
+        trees = {"base": Path(argv[argv.index("--base") + 1]).resolve(), **trees}
+    for tree in trees.values():
+        compileall.compile_dir(tree / "infomark", quiet=1)
+    with tempfile.TemporaryDirectory(prefix="infomark-icount-") as tmp:
+        bare = count([sys.executable, "-I", "-S", "-c", "pass"], b"", dict(os.environ), tmp)
+        print(f"bare `python -I -S -c pass`: {bare / 1e6:.1f} M instructions")
+        print("| case | " + " | ".join(trees) + " |")
+        print("|---|" + "---|" * len(trees))
+        for name, (event, text) in CASES.items():
+            cells = []
+            for label, tree in trees.items():
+                n = case(event, text, tree, Path(tmp) / label)
+                cells.append(f"{n / 1e6:.1f} M = {n / bare:.2f}×")
+            print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
