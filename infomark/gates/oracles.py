@@ -83,13 +83,26 @@ def _cannot_fail(words: list[str]) -> bool:
     return False
 
 
+def _package_dir() -> str:
+    """Where the infomark package itself is installed (its source files)."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
 def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
+    """A word that names infomark: its CLI or module, its home, its variables, its files.
+
+    A directory that merely has the name ``infomark`` on the way to something else (a
+    checkout at ``~/src/infomark/.venv/bin/python``) is not infomark: only the word's own
+    name, a path that starts in a package directory ``infomark/``, ``.infomark``,
+    ``INFOMARK_*``, the home and the installed package's directory count.
+    """
     home_s = str(home) if home is not None else None
+    package = _package_dir()
     for w in words:
         low = w.lower()
-        if Path(w).name.lower() == "infomark" or low.startswith("infomark."):
+        if Path(w).name.lower() == "infomark" or low.startswith(("infomark.", "infomark/")):
             return True
-        if ".infomark" in low or "infomark_" in low or "infomark/" in low:
+        if ".infomark" in low or "infomark_" in low or package in w:
             return True
         if home_s and home_s in w:
             return True

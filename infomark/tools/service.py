@@ -14,9 +14,6 @@ reopens a session.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import json
 import os
 import sys
@@ -35,13 +32,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
 from infomark.kernel.session_id import is_session_id
-from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
 from infomark.ledger.store import pick_store, resolve_store
@@ -83,12 +78,11 @@ from infomark.tools.openapi import openapi_document, openapi_json
 from infomark.tools.operator_token import check_operator, load_operator_token
 from infomark.tools.protocol import SessionLike
 from infomark.tools.routes import API_PREFIX, API_VERSION, OPERATIONS, SESSION_PATTERN, Operation
+from infomark.tools.service_auth import BearerAuth, http_error, internal_error
 from infomark.tools.service_io import (
-    INTERNAL,
     ApiError,
     NdjsonStream,
     checked,
-    error_response,
     evidence_body,
     guarded,
     hook_http_body,
@@ -98,6 +92,7 @@ from infomark.tools.service_io import (
     query_int,
     read_body,
     read_model,
+    record_outcome,
 )
 from infomark.tools.service_pool import SessionPool
 
@@ -121,24 +116,6 @@ PROJECT_HEADER = "x-claude-project-dir"
 """An http hook may send ``$CLAUDE_PROJECT_DIR`` in this header; it wins over ``cwd``."""
 _EVENTS_BATCH = 500
 _guarded = guarded  # the name the tests (and older callers) use
-
-
-def _outcome(body: RecordRequest) -> ToolOutcome:
-    output: str | bytes = body.output
-    if body.output_encoding == "base64":
-        try:
-            output = base64.b64decode(body.output, validate=True)
-        except (binascii.Error, ValueError):
-            raise ApiError(
-                400, "invalid_request", "output: not valid base64 (output_encoding is base64)"
-            ) from None
-    return ToolOutcome(
-        output=output,
-        exit_code=body.exit_code,
-        error=body.error,
-        duration_ms=body.duration_ms,
-        is_error=body.is_error,
-    )
 
 
 def _event_batch(gk: SessionLike, after: int) -> list[dict[str, Any]]:
@@ -237,7 +214,7 @@ class _Service:
     async def record(self, request: Request) -> Response:
         s = path_session(request)
         body = await read_model(request, RecordRequest, self.limit)
-        call, outcome = body.call(), _outcome(body)
+        call, outcome = body.call(), record_outcome(body)
 
         def go(gk: SessionLike) -> dict[str, Any]:
             evidence = gk.record(
@@ -435,63 +412,6 @@ class _Service:
 
 
 # -- the app -------------------------------------------------------------------------------
-class _BearerAuth:
-    """Pure ASGI middleware: a valid bearer token on every route but ``GET /v1/health``."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self._token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._open(scope) or self._valid(scope):
-            await self.app(scope, receive, send)
-            return
-        response = error_response(
-            401,
-            "unauthorized",
-            "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-            "with the token from <home>/token",
-            headers={"www-authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
-
-    @staticmethod
-    def _open(scope: Scope) -> bool:
-        return scope["path"] == API_PREFIX + "/health" and scope["method"] in ("GET", "HEAD")
-
-    def _valid(self, scope: Scope) -> bool:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                scheme, _, given = value.partition(b" ")
-                if scheme.lower() != b"bearer":
-                    return False
-                return hmac.compare_digest(given.strip(), self._token)
-        return False
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 404:
-        return error_response(
-            404, "not_found", f"no route {request.url.path}; see GET /v1/openapi.json"
-        )
-    if status == 405:
-        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else None
-        return error_response(
-            405,
-            "method_not_allowed",
-            f"{request.method} is not allowed on {request.url.path}",
-            headers=headers,
-        )
-    detail = exc.detail if isinstance(exc, HTTPException) else INTERNAL
-    return error_response(status, "http_error", str(detail))
-
-
-async def _internal(request: Request, exc: Exception) -> Response:
-    # Only middleware bugs get here; the server logs the traceback after this response.
-    return error_response(500, "internal_error", INTERNAL)
-
-
 def create_app(
     home: Path | str,
     *,
@@ -552,9 +472,9 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error, 500: _internal},
+        exception_handlers={HTTPException: http_error, 500: internal_error},
     )
-    app.add_middleware(_BearerAuth, token=token)
+    app.add_middleware(BearerAuth, token=token)
     app.state.stopping = stopping
     return app
 

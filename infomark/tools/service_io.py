@@ -7,6 +7,8 @@ endpoint into one, and logs the unexpected ones server-side only.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -20,7 +22,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from infomark.kernel.errors import InfomarkError, StoreBusyError, UserError, VerificationError
 from infomark.kernel.session_id import InvalidSessionError, check_session_id
+from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Evidence
+from infomark.tools.api_models import RecordRequest
 
 __all__ = [
     "INTERNAL",
@@ -37,6 +41,7 @@ __all__ = [
     "query_int",
     "read_body",
     "read_model",
+    "record_outcome",
 ]
 
 log = logging.getLogger("infomark.service")
@@ -288,3 +293,22 @@ class NdjsonStream(Response):
         except Exception as exc:  # headers are sent: end the stream, log server-side
             log.error("events stream failed", exc_info=exc)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def record_outcome(body: RecordRequest) -> ToolOutcome:
+    """The tool outcome a record body carries (``output_encoding: base64`` decoded)."""
+    output: str | bytes = body.output
+    if body.output_encoding == "base64":
+        try:
+            output = base64.b64decode(body.output, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(
+                400, "invalid_request", "output: not valid base64 (output_encoding is base64)"
+            ) from None
+    return ToolOutcome(
+        output=output,
+        exit_code=body.exit_code,
+        error=body.error,
+        duration_ms=body.duration_ms,
+        is_error=body.is_error,
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import ledger_text, observed, read, run, stamp
 
+import infomark
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.gates.oracles import ran_nothing, weakness
@@ -151,6 +152,9 @@ STRONG = [
     "test -f README.md",
     "set -o pipefail; pytest -q | tee log.txt",
     "grep -n 'def add' calc.py",
+    # a checkout or venv that lives in a directory named infomark is not infomark itself
+    "/home/dev/src/infomark/.venv/bin/python check.py",
+    "/tmp/ci/infomark/.venv/bin/pytest -q tests/",
 ]
 
 
@@ -171,6 +175,13 @@ def test_weak_oracles_are_refused_at_declaration(gk: Gatekeeper, oracle: str) ->
             "infomark" in decision.reason or "ledger home" in decision.reason
         )
     assert gk.ledger().status("C1") == "Hypothetical"
+
+
+def test_an_oracle_that_runs_the_installed_package_files_is_weak() -> None:
+    """Spelling infomark's own files by their installed path is still calling infomark."""
+    package = Path(infomark.__file__).resolve().parent
+    assert weakness(f"python3 {package / 'cli' / 'entry.py'} record") is not None
+    assert weakness(f"cat {package / 'kernel' / 'reasons.py'}") is not None
 
 
 @pytest.mark.parametrize("oracle", STRONG)

@@ -1,0 +1,382 @@
+"""Verification: the journal's hash chain, MACs, head and evidence, recomputed from the rows.
+
+``verify_session`` streams one session's rows once, checks each link and MAC, re-hashes
+the evidence blobs, and names the first bad event; the projection it rebuilds on the way
+(``_Replay``, the same reducer as live state) feeds the audit report
+(:mod:`infomark.ledger.audit`, which re-exports ``verify_session`` and ``Problem``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from typing import Any
+
+from infomark.kernel.records import dataclass
+from infomark.ledger.canonical import canonical_json
+from infomark.ledger.engine import Ledger
+from infomark.ledger.lineage import issued_in
+from infomark.ledger.state import SessionState, apply
+from infomark.ledger.store_base import _STR, GENESIS, event_hash, loads_object
+
+__all__ = ["Problem", "verify_session"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    session: str
+    seq: int | None
+    # edited | missing | inserted | reordered | bad_mac | key_mismatch | head | evidence | blob
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "seq": self.seq,
+            "code": self.code,
+            "message": self.message,
+        }
+
+
+def verify_session(
+    ledger: Ledger,
+    session: str | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Problem]:
+    """Every problem found in one session's journal, in seq order (first bad first)."""
+    return _verify(ledger, session or ledger.session, progress, None)
+
+
+def _safe_hash(prev: str, s: Any, seq: Any, type_: Any, payload: Any, ts: Any, kid: Any) -> str:
+    """event_hash() of a row whose values may be garbled (never raises)."""
+    try:
+        return event_hash(prev, s, seq, type_, payload, ts, kid)
+    except (TypeError, ValueError, AttributeError):
+        return ""
+
+
+try:  # hmac.digest() without its per-call dispatch (this is what it calls for "sha256")
+    from _hashlib import hmac_digest as _hmac_digest
+except ImportError:  # pragma: no cover - a Python without OpenSSL
+    _hmac_digest = hmac.digest  # type: ignore[assignment]
+
+_NONE: list[tuple[Any, ...]] = []  # shared, never appended to
+_BLOB_CACHE = 4096  # digests already verified in this pass (bounded: memory stays flat)
+
+
+def _verify(
+    ledger: Ledger,
+    sess: str,
+    progress: Callable[[int, int], None] | None,
+    replay: _Replay | None,
+) -> list[Problem]:
+    """One streaming pass: chain, MACs, head, evidence index and blobs (and the replay).
+
+    Rows and the evidence index are read as two seq-ordered streams and merged, so memory
+    is flat in the number of events; each payload is parsed at most once and each blob is
+    read once.
+    """
+    j = ledger.journal
+    key = ledger.key
+    ours_kid = key.key_id
+    secret = key.secret
+    problems: list[Problem] = []
+    prev = GENESIS
+    expected = 1
+    other_key: set[str] = set()
+    ours = False  # an event signed by this key was seen
+    foreign: list[tuple[int, str]] = []
+    total = j.last_seq(sess) if progress is not None else 0
+    index = j.evidence_stream(sess)
+    pending = next(index, None)
+    blobs_ok: dict[str, None] = {}
+    last_seq = 0
+    n = 0
+    esc, sha256, hdigest, compare = _STR, hashlib.sha256, _hmac_digest, hmac.compare_digest
+    escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
+    for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in j.stream_rows(sess):
+        n += 1
+        if progress is not None and not n & 4095:
+            progress(n, total)
+        if seq != expected:
+            if seq > expected:
+                problems.append(
+                    Problem(sess, expected, "missing", f"event {expected} is missing (deleted)")
+                )
+            else:
+                problems.append(Problem(sess, seq, "inserted", f"event {seq} appears twice"))
+            expected = seq
+        if prev_hash != prev:
+            problems.append(
+                Problem(
+                    sess,
+                    seq,
+                    "reordered",
+                    f"event {seq} does not chain to the event before it "
+                    "(deleted, inserted or reordered)",
+                )
+            )
+        try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
+            if type(seq) is not int:
+                raise TypeError(seq)
+            # session, type and key id repeat row after row: each is escaped once
+            e_s, e_t, e_k = escaped.get(s), escaped.get(type_), escaped.get(kid)
+            if e_s is None or e_t is None or e_k is None:
+                e_s, e_t, e_k = esc(s), esc(type_), esc(kid)
+                if len(escaped) < 256:  # a garbled journal's odd values stay uncached
+                    escaped.update(((s, e_s), (type_, e_t), (kid, e_k)))
+            text = f"{prev_hash}\n[{e_s},{seq},{e_t},{esc(payload)},{esc(ts)},{e_k}]"
+            recomputed = sha256(text.encode()).hexdigest()
+        except (UnicodeEncodeError, TypeError, ValueError):
+            recomputed = _safe_hash(prev_hash, s, seq, type_, payload, ts, kid)
+        if recomputed != h:  # a public hash: plain comparison
+            problems.append(Problem(sess, seq, "edited", f"event {seq} ({type_}) was edited"))
+        elif kid != ours_kid:
+            other_key.add(kid)
+            foreign.append((seq, kid))
+        elif not compare(hdigest(secret, h.encode(), "sha256").hex(), mac):
+            problems.append(
+                Problem(sess, seq, "bad_mac", f"event {seq} has a MAC this key did not make")
+            )
+        else:
+            ours = True
+        here: list[tuple[Any, ...]] = _NONE
+        if pending is not None and pending[1] <= seq:
+            here = []
+            while pending is not None and pending[1] <= seq:
+                if pending[1] < seq:
+                    problems.append(
+                        Problem(
+                            sess,
+                            pending[1],
+                            "evidence",
+                            f"evidence {pending[0]} has no journal event",
+                        )
+                    )
+                else:
+                    here.append(pending)
+                pending = next(index, None)
+        parsed: dict[str, Any] | None = None
+        if (here or type_ == "evidence_recorded") and not (
+            len(here) == 1 and _evidence_ok(ledger, type_, payload, here[0], blobs_ok)
+        ):
+            parsed = loads_object(payload)
+            problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
+        if type_ == "merged_from":
+            parsed = parsed if parsed is not None else loads_object(payload)
+            problems.extend(_check_merged(ledger, sess, seq, parsed))
+        if replay is not None:
+            replay.apply(seq, type_, parsed if parsed is not None else loads_object(payload))
+        prev = h
+        expected = seq + 1
+        last_seq = seq
+    if progress is not None:
+        progress(n, total)
+    while pending is not None:
+        problems.append(
+            Problem(sess, pending[1], "evidence", f"evidence {pending[0]} has no journal event")
+        )
+        pending = next(index, None)
+    if ours:  # a mixed chain: the foreign-key events were rewritten without the key
+        problems.extend(
+            Problem(
+                sess,
+                seq,
+                "bad_mac",
+                f"event {seq} claims key id {kid}, but the rest of the chain is signed by this "
+                f"key ({key.key_id}): it was rewritten without the key",
+            )
+            for seq, kid in foreign
+        )
+    elif other_key:
+        problems.append(
+            Problem(
+                sess,
+                None,
+                "key_mismatch",
+                f"the chain is intact but was signed with key id(s) {sorted(other_key)}, "
+                f"not this key ({key.key_id}): the key changed or the ledger was copied",
+            )
+        )
+    head = j.head_row(sess)
+    if n and head is None:
+        problems.append(Problem(sess, None, "head", "the session head record is missing"))
+    elif head is not None:
+        hseq, hhash, hmac_ = head
+        if hseq != last_seq or hhash != prev:
+            problems.append(
+                Problem(
+                    sess,
+                    min(hseq, last_seq) + 1,
+                    "missing",
+                    f"the head says seq {hseq} but the journal ends at {last_seq}: "
+                    "events were removed from the end or appended outside infomark",
+                )
+            )
+        elif (ours or not other_key) and not hmac.compare_digest(
+            j.head_mac(sess, hseq, hhash), hmac_
+        ):
+            problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
+    problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
+    # The home manifest: a head put back, a session deleted, ledger.db replaced (after this
+    # session's own problems, so the first one named is still this session's first bad event).
+    home = [Problem(s_ or "(home)", q, code, msg) for s_, q, code, msg in j.verify_home()]
+    home.sort(key=lambda p: (p.session != sess, p.seq is None, p.seq or 0))
+    problems.extend(home)
+    return problems
+
+
+_HEAD, _TAIL = '{"mac":"', ',"ref":"'
+_DIGEST = '"output_digest":"'
+
+
+def _evidence_ok(
+    ledger: Ledger,
+    type_: str,
+    payload: str,
+    index_row: tuple[Any, ...],
+    blobs_ok: dict[str, None],
+) -> bool:
+    """The common case without parsing: an event exactly as record() writes it, its one
+    index row equal to it, the MAC ours and the blob intact. Anything else: False, and the
+    slow path names the problem."""
+    ref, _seq, record_text, mac = index_row
+    if (
+        type_ != "evidence_recorded"
+        or not isinstance(payload, str)
+        or not payload.startswith(_HEAD)
+        or payload[72:83] != '","record":'
+        or payload[-37:-29] != _TAIL
+        or payload[8:72] != mac
+        or payload[-29:-2] != ref
+        or payload[83:-37] != record_text
+        or ref != "ev_" + mac[:24]
+    ):
+        return False
+    key = ledger.key
+    if not hmac.compare_digest(
+        _hmac_digest(key.secret, record_text.encode("utf-8"), "sha256").hex(), mac
+    ):
+        return False  # altered, or another key's record: the slow path says which
+    at = record_text.rfind(_DIGEST)  # the top-level key: sorted after "input"
+    if at < 0:
+        return False
+    digest = record_text[at + 17 : at + 17 + 71]
+    if digest in blobs_ok:
+        return True
+    if ledger.blobs.verify(digest) is not True:
+        return False
+    if len(blobs_ok) >= _BLOB_CACHE:
+        blobs_ok.pop(next(iter(blobs_ok)))
+    blobs_ok[digest] = None
+    return True
+
+
+def _check_evidence(
+    ledger: Ledger,
+    sess: str,
+    seq: int,
+    type_: str,
+    payload: dict[str, Any],
+    here: list[tuple[Any, ...]],
+    blobs_ok: dict[str, None],
+) -> list[Problem]:
+    """The event at ``seq`` against the evidence index rows that name that seq."""
+    out: list[Problem] = []
+    event_ref = payload.get("ref") if type_ == "evidence_recorded" else None
+    event_record = payload.get("record")
+    event_text = (
+        canonical_json(event_record).decode("utf-8") if isinstance(event_record, dict) else None
+    )
+    matched = False
+    for ref, _seq, record_text, mac in here:
+        if type_ != "evidence_recorded":
+            out.append(Problem(sess, seq, "evidence", f"evidence {ref} has no journal event"))
+            continue
+        if record_text == event_text and event_record is not None:
+            record: Any = event_record  # the common case: the index holds the event's record
+        else:
+            try:
+                record = json.loads(record_text)
+            except (ValueError, RecursionError, TypeError):
+                record = None
+        if not isinstance(record, dict):
+            out.append(Problem(sess, seq, "evidence", f"evidence {ref} record is garbled"))
+            continue
+        text = record_text if record is event_record else canonical_json(record).decode()
+        exp_mac = ledger.key.mac(text.encode("utf-8"))
+        if record.get("key_id") == ledger.key.key_id and not (
+            hmac.compare_digest("ev_" + exp_mac[:24], ref) and hmac.compare_digest(exp_mac, mac)
+        ):
+            out.append(Problem(sess, seq, "evidence", f"evidence {ref} record was altered"))
+            continue
+        if event_ref != ref or text != event_text:
+            out.append(Problem(sess, seq, "evidence", f"evidence {ref} differs from its event"))
+            continue
+        matched = True
+        digest = str(record.get("output_digest"))
+        if digest in blobs_ok:
+            continue
+        ok = ledger.blobs.verify(digest)
+        if ok is False:
+            out.append(Problem(sess, seq, "blob", f"output blob of {ref} was altered"))
+        elif ok is None:
+            out.append(Problem(sess, seq, "blob", f"output blob of {ref} is missing"))
+        else:
+            if len(blobs_ok) >= _BLOB_CACHE:
+                blobs_ok.pop(next(iter(blobs_ok)))
+            blobs_ok[digest] = None
+    if type_ == "evidence_recorded" and not matched and not any(r[0] == event_ref for r in here):
+        if _inherited(ledger, sess, payload):
+            return out  # a fork's copy of its origin's evidence: the origin's own row holds it
+        elsewhere = ledger.journal.evidence_row(event_ref) if isinstance(event_ref, str) else None
+        where = "is missing" if elsewhere is None else "was moved"
+        out.append(Problem(sess, seq, "evidence", f"the evidence index row of {event_ref} {where}"))
+    return out
+
+
+def _inherited(ledger: Ledger, sess: str, event: dict[str, Any]) -> bool:
+    record = event.get("record")
+    if not isinstance(record, dict) or record.get("session") == sess:
+        return False
+    ref = event.get("ref")
+    return isinstance(ref, str) and ledger.verify_ref_in(ref, sess)[0] is not None
+
+
+def _check_merged(ledger: Ledger, sess: str, seq: int, payload: dict[str, Any]) -> list[Problem]:
+    """Every stamp a ``merged_from`` brought in must still verify against its fork's chain."""
+    out: list[Problem] = []
+    fork = str(payload.get("session", ""))
+    for claim in payload.get("claims", []):
+        stamp = claim.get("stamp") if isinstance(claim, dict) else None
+        if not isinstance(stamp, dict):
+            continue
+        ref = str(stamp.get("evidence_ref", ""))
+        ev = ledger.verify_ref_in(ref, fork)[0]
+        if ev is None or not issued_in(ledger.journal, ev.session, ev.seq, ref):
+            msg = f"merged evidence {ref} (from {fork}) does not verify against {fork}'s chain"
+            out.append(Problem(sess, seq, "evidence", msg))
+    return out
+
+
+class _Replay:
+    """The projection rebuilt during the verification pass (the same reducer as live)."""
+
+    def __init__(self, session: str) -> None:
+        self.state = SessionState(session=session)
+        self.bypasses: list[dict[str, Any]] = []
+        self.rejections: list[dict[str, Any]] = []
+
+    def apply(self, seq: int, type_: str, payload: dict[str, Any]) -> None:
+        try:
+            apply(self.state, seq, type_, payload)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.state.seq = seq  # a garbled row: verification names it
+        if type_ == "bypass":
+            self.bypasses.append({"seq": seq, **payload})
+        elif type_ == "stamp_rejected":
+            self.rejections.append({"seq": seq, **payload})
