@@ -169,8 +169,9 @@ class Gatekeeper:
         dedupe: bool = False,
     ) -> IngestReport:
         """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines."""
+        pre = self._ledger.preparse(text, dedupe=dedupe)  # outside the write lock
         with self._ledger.transaction():
-            report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe)
+            report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe, pre=pre)
             if report.ledger_updated:
                 grading_flow.declare(self._ledger, self.config)
             if report.gate_moves:

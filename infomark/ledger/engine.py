@@ -41,6 +41,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from infomark.ledger.blocks import ParsedMessage
+
+    #: :meth:`Ledger.preparse`'s answer: the text's digest, whether it may hold blocks,
+    #: and its parse (None when it holds none or is a known duplicate).
+    Preparsed = tuple[str, bool, ParsedMessage | None]
+
 __all__ = ["ON_OPEN", "Ledger", "call_digest"]
 
 _SNAPSHOT_EVERY = 64
@@ -363,6 +369,24 @@ class Ledger:
         return ev
 
     # -- ingest ----------------------------------------------------------------------------
+    def preparse(self, text: str, *, dedupe: bool = False) -> Preparsed:
+        """``(digest, may hold blocks, parsed)`` of ``text``, before any write lock is taken.
+
+        Other processes wait on the write lock, so the parse happens here; not at all when
+        the text is already known to be a duplicate (the check under the lock decides, and
+        parses there only in the rare case the two disagree).
+        """
+        from infomark.ledger.locate import may_contain_blocks
+
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        blocks = may_contain_blocks(text)
+        parsed = None
+        if blocks and not (dedupe and digest in self._state.ingested):
+            from infomark.ledger.parser import parse_message
+
+            parsed = parse_message(text)
+        return digest, blocks, parsed
+
     def ingest(
         self,
         text: str,
@@ -370,22 +394,15 @@ class Ledger:
         source: str = "assistant",
         cursor: tuple[str, int] | None = None,
         dedupe: bool = False,
+        pre: Preparsed | None = None,
     ) -> IngestReport:
-        """Parse assistant text and apply every block in order (one transaction)."""
-        from infomark.ledger.locate import may_contain_blocks
+        """Parse assistant text and apply every block in order (one transaction).
 
+        ``pre`` is :meth:`preparse`'s answer for ``text``, computed by a caller that takes
+        the write lock around this call (the facade), so the parse stays outside the lock.
+        """
         report = IngestReport()
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        parsed = None
-        # Parsed before the write lock is taken (other processes wait on that lock), and
-        # not at all when the text is already known to be a duplicate; the check under
-        # the lock decides, and parses there only in the rare case the two disagree.
-        seen = dedupe and digest in self._state.ingested
-        blocks = may_contain_blocks(text)
-        if blocks and not seen:
-            from infomark.ledger.parser import parse_message
-
-            parsed = parse_message(text)
+        digest, blocks, parsed = pre if pre is not None else self.preparse(text, dedupe=dedupe)
         with self.transaction():
             if dedupe and digest in self._state.ingested:
                 report.skipped = True

@@ -63,3 +63,25 @@ def test_a_duplicate_seen_only_by_another_process_is_still_skipped(
     assert parses[0] is False
     first.close()
     second.close()
+
+
+def test_the_facade_parses_before_it_takes_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gatekeeper.ingest wraps the engine's ingest in its own transaction (one commit with
+    the policy layer's events): the parse must still run before that lock (issue 9)."""
+    from infomark.gatekeeper import Gatekeeper
+
+    gk = Gatekeeper.open(tmp_path / "home", "s", root=tmp_path)
+    real = parser.parse_message
+    locked: list[bool] = []
+
+    def spy(text: str, *args: Any, **kwargs: Any) -> Any:
+        locked.append(gk._ledger.journal._in_tx)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(parser, "parse_message", spy)
+    report = gk.ingest(TEXT)
+    assert report.ledger_updated and gk.ledger().status("C1") == "Guess"
+    assert locked == [False]
+    gk.close()
