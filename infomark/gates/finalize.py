@@ -23,6 +23,7 @@ from infomark.gates.authorize import grounding_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
+from infomark.kernel.decisions import FinishCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
 
@@ -118,8 +119,8 @@ def finish_problems(
     problems: list[str] = []
     codes: list[str] = []
 
-    def add(code: str, text: str) -> None:
-        codes.append(code)
+    def add(code: FinishCode, text: str) -> None:
+        codes.append(code.value)
         problems.append(text)
 
     if state.grading_changed:
@@ -128,14 +129,14 @@ def finish_problems(
             for p, c in sorted(state.grading_changed.items())
         ]
         add(
-            "self_graded",
+            FinishCode.SELF_GRADED,
             "grading files changed after the claims were declared: "
             + "; ".join(parts)
             + ". Restore them, or ask the user to approve the change "
             "(`infomark approve --grading FILE`)",
         )
     if ungrounded:
-        add("ungrounded_premises", grounding_hint(list(ungrounded), state))
+        add(FinishCode.UNGROUNDED_PREMISES, grounding_hint(list(ungrounded), state))
     stale = tuple(
         c.id
         for c in state.claims.values()
@@ -150,7 +151,7 @@ def finish_problems(
             claim = state.claims[cid]
             cmds.append(f"{cid} (re-run `{claim.oracle}`)" if claim.oracle else cid)
         add(
-            "stale_evidence",
+            FinishCode.STALE_EVIDENCE,
             "evidence predates the last edit for: "
             + ", ".join(cmds)
             + "; re-run each oracle and stamp the new evidence_ref",
@@ -160,7 +161,7 @@ def finish_problems(
     ]
     if contradicted:
         add(
-            "oracle_failed",
+            FinishCode.ORACLE_FAILED,
             "the oracle of "
             + ", ".join(f"{c.id} (`{c.oracle}`)" for c in contradicted)
             + " failed after it was stamped; fix it and re-stamp, or revoke it with a "
@@ -182,7 +183,7 @@ def finish_problems(
                     else f"{cid} (not declared with an oracle)"
                 )
             add(
-                "completion_without_evidence",
+                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
                 "done_when claims need evidence newer than the last edit: " + ", ".join(hints),
             )
         elif not done:
@@ -193,7 +194,7 @@ def finish_problems(
             ]
             how = ("re-run " + ", ".join(rerun[:3])) if rerun else "run the oracle that proves it"
             add(
-                "completion_without_evidence",
+                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
                 "the work changed files but no claim is Exact on evidence produced after the "
                 f"last edit: {how} and bind it with oracle_stamp, or say you are not done with "
                 '`gate: BLOCKED reason="…"` or a question for the user',
@@ -202,7 +203,7 @@ def finish_problems(
             fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i)]
             if not any(f.oracle and matches_any(f.oracle, config.oracle_require) for f in fresh):
                 add(
-                    "required_oracle",
+                    FinishCode.REQUIRED_ORACLE,
                     "the operator requires a fresh PASS of "
                     + " or ".join(f"`{p}`" for p in config.oracle_require)
                     + ": declare a claim with that oracle, run it and stamp it",
@@ -214,18 +215,18 @@ def finish_problems(
         unmet = [cid for cid in state.done_when if not _fresh(state, cid)]
         if unmet:
             add(
-                "completion_without_evidence",
+                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
                 "you claim completion but the done_when claims are not Exact: "
                 + ", ".join(unmet)
                 + "; run their oracles and bind them with oracle_stamp, or say what is open",
             )
         elif not state.done_when and not fresh_exact_claims(state):
             add(
-                "completion_without_evidence",
+                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
                 "you claim completion but no claim is Exact on evidence: run the check that "
                 "proves it and bind it with oracle_stamp, or say what is still open",
             )
-    return (codes[0] if codes else "allowed"), problems, stale, ungrounded
+    return (codes[0] if codes else FinishCode.ALLOWED.value), problems, stale, ungrounded
 
 
 def _blocked(state: SessionState) -> bool:
@@ -239,25 +240,27 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
         return FinishDecision(
             True,
             f"finish allowed: the agent declared {state.gate} (journaled as finished_blocked)",
-            "finished_blocked",
+            FinishCode.FINISHED_BLOCKED.value,
             completion_claimed=completion,
         )
     code, problems, stale, ungrounded = finish_problems(state, final_text, config)
     if config.profile == "strict" and not problems and state.gate not in ("G9", "SUCCESS"):
-        code = "gate_position"
+        code = FinishCode.GATE_POSITION.value
         problems.append(
             f"strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "
             "write `gate: G9` once the oracle passed"
         )
     if not problems:
-        return FinishDecision(True, "finish allowed", "allowed", completion_claimed=completion)
+        return FinishDecision(
+            True, "finish allowed", FinishCode.ALLOWED.value, completion_claimed=completion
+        )
     cap = config.finish_refusal_cap
     if cap > 0 and state.finish_refusals + 1 > cap:
         return FinishDecision(
             True,
             f"finished UNVERIFIED after {cap} consecutive refusals (cap); "
             "unresolved: " + " ".join(problems),
-            "refusal_cap_reached",
+            FinishCode.REFUSAL_CAP_REACHED.value,
             stale=stale,
             ungrounded=ungrounded,
             completion_claimed=completion,
@@ -285,6 +288,6 @@ def finish_events(
         cap = config.finish_refusal_cap
         events.append(("finish_cap_reached", {"cap": cap}))
         events.append(("finished_unverified", {"cap": cap, "unresolved": result.reason[:4000]}))
-    if result.code == "finished_blocked":
+    if result.code == FinishCode.FINISHED_BLOCKED:
         events.append(("finished_blocked", {"gate": gate, "reason": blocked_reason}))
     return events

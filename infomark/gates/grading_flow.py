@@ -22,6 +22,7 @@ from infomark.gates.grading import (
     surface,
     surface_content,
 )
+from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import replace
 from infomark.ledger.calls import ToolCall
@@ -146,13 +147,13 @@ def hold_edit(decision: Decision, rel: str, policy: str) -> Decision:
         return replace(
             decision,
             verdict=Verdict.DENY,
-            code="grading_edit",
+            code=DecisionCode.GRADING_EDIT.value,
             reason=f'{what}: the agent may not change it (grading_policy = "refuse"); '
             "add a new test file instead, or ask the user",
         )
     return replace(
         decision,
         verdict=Verdict.ASK,
-        code="grading_edit",
+        code=DecisionCode.GRADING_EDIT.value,
         reason=f'{what}: held for the user\'s approval (grading_policy = "hold")',
     )

@@ -36,6 +36,7 @@ from pathlib import Path
 from infomark.gates.decision import Decision
 from infomark.gates.decision import Verdict as DecisionVerdict
 from infomark.gates.reach import reaches
+from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
@@ -284,7 +285,7 @@ def protected(
     if "infomark" in classification.families:
         return (
             "deny",
-            "protected_cli",
+            DecisionCode.PROTECTED_CLI.value,
             "the agent may not run infomark itself (it would mint evidence or approval); "
             "only the runtime records evidence, and only the user approves",
         )
@@ -301,19 +302,19 @@ def protected(
         if _within(path, home_r):
             return (
                 "deny",
-                "protected_home",
+                DecisionCode.PROTECTED_HOME.value,
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
     for walk in (*classification.walks, *_search_walks(tool, tool_input, shell, base)):
         why = reaches(walk, home_r)
         if why is not None:
-            return ("deny", "protected_home", f"{why} ({home_r}): {_WALK_HINT}")
+            return ("deny", DecisionCode.PROTECTED_HOME.value, f"{why} ({home_r}): {_WALK_HINT}")
     if opaque:
         why = next((r for r in classification.reasons if "opaque" in r), "")
         return (
             "deny",
-            "protected_opaque",
+            DecisionCode.PROTECTED_OPAQUE.value,
             "infomark cannot tell statically which files this command names "
             + (
                 f"({why})"
@@ -332,7 +333,7 @@ def protected(
         if hit is not None:
             return (
                 "deny",
-                "protected_transcript",
+                DecisionCode.PROTECTED_TRANSCRIPT.value,
                 f"{path} is (or holds) the host's transcript {hit}, which witnesses the "
                 "journal: the agent's tools may not change, move or delete it",
             )
@@ -341,18 +342,23 @@ def protected(
     for path in paths:
         k = _key(path)
         if k in configs:
-            return _ask("protected_config", f"{path} configures infomark")
+            return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} configures infomark")
         if Path(path).name.casefold() == "pyproject.toml" and (
             shell or _pyproject_changed(tool, tool_input, path)
         ):
             return _ask(
-                "protected_config",
+                DecisionCode.PROTECTED_CONFIG.value,
                 f"{path} may change [tool.infomark], infomark's configuration",
             )
         if _settings(path):
-            return _ask("protected_config", f"{path} holds the Claude Code hook settings")
+            return _ask(
+                DecisionCode.PROTECTED_CONFIG.value, f"{path} holds the Claude Code hook settings"
+            )
         if any(_within(path, where) for where in install):
-            return _ask("protected_install", f"{path} is part of infomark's own installation")
+            return _ask(
+                DecisionCode.PROTECTED_INSTALL.value,
+                f"{path} is part of infomark's own installation",
+            )
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["LEDGER_EXAMPLE", "DecisionCode"]
+__all__ = ["LEDGER_EXAMPLE", "DecisionCode", "FinishCode"]
 
 
 class DecisionCode(enum.StrEnum):
@@ -29,7 +29,26 @@ class DecisionCode(enum.StrEnum):
     PROTECTED_HOME = "protected_home"
     PROTECTED_CLI = "protected_cli"
     PROTECTED_CONFIG = "protected_config"
+    PROTECTED_INSTALL = "protected_install"  # infomark's own installed files
+    PROTECTED_OPAQUE = "protected_opaque"  # the paths a command names cannot be known statically
+    PROTECTED_TRANSCRIPT = "protected_transcript"  # the host's transcript, the journal's witness
+    GRADING_EDIT = "grading_edit"  # an edit of a declared oracle's test or its configuration
     OPERATOR_APPROVED = "operator_approved"  # a held call the operator approved, run once
+
+
+class FinishCode(enum.StrEnum):
+    """Why a finish was allowed or refused (the first problem found names it)."""
+
+    ALLOWED = "allowed"
+    FINISHED_BLOCKED = "finished_blocked"  # the agent declared BLOCKED or asked, after its edits
+    SELF_GRADED = "self_graded"  # grading files changed after the claims were declared
+    UNGROUNDED_PREMISES = "ungrounded_premises"
+    STALE_EVIDENCE = "stale_evidence"  # a stamp predates the last edit
+    ORACLE_FAILED = "oracle_failed"  # a stamped oracle failed later
+    COMPLETION_WITHOUT_EVIDENCE = "completion_without_evidence"
+    REQUIRED_ORACLE = "required_oracle"  # the operator's [oracles] require was not run fresh
+    GATE_POSITION = "gate_position"  # strict: finish only from G9
+    REFUSAL_CAP_REACHED = "refusal_cap_reached"  # finished UNVERIFIED through the cap
 
 
 #: the five-line claim_ledger a denial teaches (parsed by a test, so it stays valid)
