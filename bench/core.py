@@ -478,7 +478,9 @@ def bench_authorize() -> None:
     )
     gk.ingest(f"claim_ledger:\n  claims:\n{claims}  premises_for_plan: [C0, C1, C2]\n")
     for i in range(3):
-        ev = gk.record(ToolCall("bash", {"command": f"make t{i}"}), ToolOutcome("ok", 0))
+        run = ToolCall("bash", {"command": f"make t{i}"})
+        ok = gk.authorize(run)  # only an authorized call's result becomes evidence
+        ev = gk.record(run, ToolOutcome("ok", 0), call_id=ok.call_id)
         gk.ingest(f"oracle_stamp: claim_id=C{i} evidence_ref={ev.ref} result=PASS")
     edit = ToolCall("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"})
     state, cfg = gk.store.state, Config()

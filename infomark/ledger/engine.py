@@ -281,7 +281,8 @@ class Ledger:
                 record["call_id"] = cid
                 record["cwd"] = cwd or str(self.root)
                 command = call.command
-                record["oracle_key"] = shell_text(command) if command is not None else None
+                if command is not None:
+                    record["oracle_key"] = shell_text(command)
                 if finished is not None:  # stands for the command that ran in the background
                     record["command"] = str(finished.get("command") or "")
                     record["oracle_key"] = shell_text(record["command"])

@@ -138,7 +138,7 @@ def build_record(
         data = _output_bytes(outcome.output)
         output_digest, output_size = digest(data), len(data)
     inp = dict(call.input)
-    return {
+    record: dict[str, Any] = {
         "v": 1,
         "session": session,
         "seq": seq,
@@ -157,6 +157,15 @@ def build_record(
         "tool_class": tool_class,
         "key_id": key_id,
     }
+    for key in _OPTIONAL:  # absent rather than null (issue 13: journal size); read with .get
+        if record[key] is None:
+            del record[key]
+    return record
+
+
+#: record keys left out when they have no value (``Evidence.from_record`` and every reader
+#: use ``.get``; records written before keep their nulls and verify as they were signed)
+_OPTIONAL = ("tool_call_id", "error", "duration_ms")
 
 
 def ref_for(key: Key, record: Mapping[str, Any]) -> tuple[str, str]:
