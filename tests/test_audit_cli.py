@@ -7,7 +7,6 @@ the real console script, the HTML page is loaded in a real headless Chromium.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import browser
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -181,31 +181,8 @@ def test_report_markdown_for_a_pull_request(lead_home: Path, tmp_path: Path) -> 
     assert "`app.py`" in text
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("CI=true requires Debian's chromium for the report page test", pytrace=False)
-    pytest.skip("no chromium on PATH (apt-get install chromium)")
-
-
 def _browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ]
-    return subprocess.run(
-        [_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=False
-    )
+    return browser(*args, profile=profile, what="the report page test")
 
 
 def test_report_page_renders_in_a_real_browser(lead_home: Path, tmp_path: Path) -> None:

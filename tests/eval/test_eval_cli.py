@@ -9,7 +9,6 @@ default failure rates) is shared by the tests of this module.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import browser
 
 from infomark.kernel.reasons import RejectReason
 
@@ -176,31 +176,8 @@ def test_decisions_are_journaled_and_activation_needs_an_operator(run: dict[str,
     assert audit.returncode == 0, audit.stdout + audit.stderr
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("CI=true requires Debian's chromium for the eval page test", pytrace=False)
-    pytest.skip("no chromium on PATH (apt-get install chromium)")
-
-
 def _browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ]
-    return subprocess.run(
-        [_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=False
-    )
+    return browser(*args, profile=profile, what="the eval page test")
 
 
 def test_the_report_page_renders_in_a_real_browser(run: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from infomark.gates.policies.registry import DEFAULT_PACKS
 from infomark.tools.eval.suite import Edit, Task
 from infomark.tools.runner.scripted import Request, call, reply
 
@@ -48,19 +49,7 @@ _PACK = re.compile(r"\[infomark:pack ([A-Za-z0-9_.\-]+)\]")
 _REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")
 _OUTCOME = re.compile(r"\[infomark evidence_ref=ev_[0-9a-f]{24} tool=\S+ outcome=(\w+)")
 _REFUSED = re.compile(r"^\[infomark\] finish refused \(([a-z_]+)\)")
-_KNOWN_PACKS = frozenset(
-    {
-        "repeated_failures",
-        "read_heavy_drift",
-        "context_pressure",
-        "repeated_compaction",
-        "evidence_before_done",
-        "excessive_subagents",
-        "ungrounded_premises",
-        "stamp_rejected",
-        "stale_evidence",
-    }
-)
+_KNOWN_PACKS = frozenset(DEFAULT_PACKS)  # the packs a scripted agent is not distracted by
 GUESSES = (
     "make test",
     "./run_tests.sh",
