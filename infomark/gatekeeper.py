@@ -15,7 +15,6 @@ class across modules would put a module more on the hook's hot path for no new j
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import PROFILES, Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
@@ -389,11 +389,7 @@ class Gatekeeper:
         from infomark.gates import moves
 
         with self._ledger.transaction():
-            d = (
-                hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16]
-                if prompt
-                else None
-            )
+            d = sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16] if prompt else None
             self._ledger.emit("turn_started", {"prompt_digest": d})
             moves.resume(self._ledger, self.config)  # the user answered: the work resumes
             return self._commit(self.policy.on_prompt(self._ledger, prompt or ""))

@@ -7,13 +7,13 @@ by the file's sha256, so the hook path reads it with ``tomllib``/``json`` only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from infomark.gates.oracles import OracleJudge, ran_nothing
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.semantics import LedgerRules
@@ -128,7 +128,7 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
 
             text = raw.decode("utf-8", "replace")
             doc = read_runtime_config(text, source=str(path))
-            return path, doc, hashlib.sha256(raw).hexdigest()
+            return path, doc, sha256(raw).hexdigest()
         import tomllib  # only when a file exists: keeps the hook's start-up lean
 
         try:
@@ -142,7 +142,7 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
             if not isinstance(section, dict):
                 raise ConfigError(f"{path}: [tool.infomark] must be a table")
             doc = section
-        return path, doc, hashlib.sha256(raw).hexdigest()
+        return path, doc, sha256(raw).hexdigest()
     return None
 
 

@@ -23,13 +23,14 @@ the hook's start-up pays for neither ``socket`` nor ``subprocess`` unless it lau
 from __future__ import annotations
 
 import _socket
-import hashlib
 import json
 import os
 import struct
 import sys
 import time
 from pathlib import Path
+
+from infomark.kernel.digest import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ Token = dict[str, int | str]
 
 
 def _ident(top: Path) -> str:
-    return hashlib.sha256(str(top).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return sha256(str(top).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def pin_path(watch_dir: Path, top: Path) -> Path:

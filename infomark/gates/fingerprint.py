@@ -24,7 +24,6 @@ only (hot path).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import os
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 
 from infomark.kernel.contexts import suppress
+from infomark.kernel.digest import sha256
 from infomark.kernel.environ import agent_env
 from infomark.kernel.records import dataclass
 
@@ -164,7 +164,7 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
     ident = f"{index}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
     cache = None
     if cache_dir is not None:
-        cache = cache_dir / ("index-" + hashlib.sha256(str(index).encode()).hexdigest()[:16])
+        cache = cache_dir / ("index-" + sha256(str(index).encode()).hexdigest()[:16])
         try:
             cached = marshal.loads(cache.read_bytes())  # noqa: S302 - our 0600 cache; data only
             if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
@@ -202,7 +202,7 @@ def _ls_files(top: Path) -> list[str]:
 
 
 def _marker(watch_dir: Path, key: str) -> Path:
-    return watch_dir / (hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:24] + ".mark")
+    return watch_dir / (sha256(key.encode("utf-8", "replace")).hexdigest()[:24] + ".mark")
 
 
 def mark(watch_dir: Path, key: str, *, seq: int, root: Path | None = None) -> bool:

@@ -14,7 +14,6 @@ Standard library only; file I/O, no journal access (the facade emits the events)
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -22,7 +21,10 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from infomark.kernel.digest import sha256
+
 TYPE_CHECKING = False
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -180,7 +182,7 @@ def surface_content(root: Path, rel: str) -> str | None:
 def _digest(content: str | None) -> str | None:
     if content is None:
         return None
-    return "sha256:" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def grading_path(root: Path, path: str) -> str | None:

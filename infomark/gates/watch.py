@@ -10,7 +10,6 @@ and emits events, it never decides.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from infomark.gates.authorize import grounding_hint, revert_hint
@@ -26,6 +25,7 @@ from infomark.gates.fingerprint import (
     tracked_paths,
 )
 from infomark.gates.scratch import new_targets, norm_key, scratch_verdict, target_paths
+from infomark.kernel.digest import sha256
 from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
 from infomark.ledger.calls import ToolCall
@@ -195,7 +195,7 @@ def _key(ledger: Ledger, call: ToolCall) -> str:
     ident = call.tool_call_id
     if not ident:
         try:
-            ident = hashlib.sha256(canonical_json(dict(call.input))).hexdigest()
+            ident = sha256(canonical_json(dict(call.input))).hexdigest()
         except (TypeError, ValueError):
             ident = repr(call.input)
     return f"{ledger.session}\x00{call.tool}\x00{ident}"

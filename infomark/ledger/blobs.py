@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from infomark.kernel.digest import LARGE, sha256
+
 TYPE_CHECKING = False
+
 if TYPE_CHECKING:
     from typing import Protocol
 
@@ -73,7 +75,7 @@ class BlobStore:
         fsync also makes the rename durable on journaling filesystems). A blob already
         stored with the right size is not written again.
         """
-        hexd = hashlib.sha256(data).hexdigest()
+        hexd = sha256(data).hexdigest()
         if not self._stored(hexd, len(data)):
             self._write(hexd, (data,))
         return "sha256:" + hexd
@@ -87,7 +89,7 @@ class BlobStore:
         if len(text) <= _CHUNK:
             data = text.encode("utf-8", "surrogatepass")
             return self.put(data), len(data)
-        h = hashlib.sha256()
+        h = sha256(large=len(text) * 4 >= LARGE)  # len() in code points: up to 4 bytes each
         update = h.update
         size = 0
         for part in _encoded(text):
@@ -138,4 +140,4 @@ class BlobStore:
         data = self.get(digest)
         if data is None:
             return None
-        return "sha256:" + hashlib.sha256(data).hexdigest() == digest
+        return "sha256:" + sha256(data).hexdigest() == digest

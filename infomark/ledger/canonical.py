@@ -5,9 +5,9 @@ Standard library only: this is on the hook's start-up-sensitive path.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 
 TYPE_CHECKING = False
@@ -57,12 +57,12 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def digest(data: bytes) -> str:
     """A self-describing content digest: ``sha256:<hex>``."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + sha256(data).hexdigest()
 
 
 def normalize_command(command: str) -> str:

@@ -9,12 +9,11 @@ when the text may hold a block.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from infomark.kernel.contexts import contextmanager
+from infomark.kernel.digest import compare_digest, sha256
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.tools import ToolClass
@@ -351,8 +350,8 @@ class Ledger:
             return None, RejectReason.TAMPERED_EVIDENCE
         expect_ref, expect_mac = ref_for(self.key, record)
         if not (
-            hmac.compare_digest(expect_mac, mac)
-            and hmac.compare_digest(expect_ref, ref)
+            compare_digest(expect_mac, mac)
+            and compare_digest(expect_ref, ref)
             and record.get("session") == session
             and record.get("seq") == seq
         ):
@@ -379,7 +378,7 @@ class Ledger:
         """
         from infomark.ledger.locate import may_contain_blocks
 
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         blocks = may_contain_blocks(text)
         parsed = None
         if blocks and not (dedupe and digest in self._state.ingested):

@@ -7,12 +7,11 @@ logged: :class:`Key` hides it from ``repr``.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import stat
 from pathlib import Path
 
+from infomark.kernel.digest import HmacSha256, compare_digest, sha256_hex
 from infomark.kernel.errors import KeyFileError
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.home import ensure_private_dir
@@ -29,20 +28,24 @@ class Key:
 
     secret: bytes = field(repr=False)
     key_id: str
+    _hmac: HmacSha256 = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hmac", HmacSha256(self.secret))
 
     @classmethod
     def from_bytes(cls, secret: bytes) -> Key:
         if len(secret) < 16:
             raise KeyFileError("the key must be at least 16 bytes (32 recommended)")
-        kid = hashlib.sha256(b"infomark-key-id\x00" + secret).hexdigest()[:16]
+        kid = sha256_hex(b"infomark-key-id\x00" + secret)[:16]
         return cls(secret=secret, key_id=kid)
 
     def mac(self, data: bytes) -> str:
-        return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+        return self._hmac.hexdigest(data)
 
     def verify(self, data: bytes, mac_hex: str) -> bool:
         """Constant-time comparison of ``mac_hex`` with the MAC of ``data``."""
-        return hmac.compare_digest(self.mac(data), mac_hex)
+        return compare_digest(self.mac(data), mac_hex)
 
 
 def check_private(path: Path) -> None:

@@ -19,13 +19,12 @@ and needs a witness outside the home (docs/security.md).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from infomark.kernel.digest import compare_digest, sha256
 from infomark.ledger.keys import Key, write_private
 
 TYPE_CHECKING = False
@@ -61,7 +60,7 @@ Touched = dict[str, tuple[int, str, int, str]]  # session -> (old seq, old hash,
 
 def _term(session: str, seq: int, hash_: str) -> int:
     return int.from_bytes(
-        hashlib.sha256(f"{session}\x00{seq}\x00{hash_}".encode("utf-8", "surrogatepass")).digest()
+        sha256(f"{session}\x00{seq}\x00{hash_}".encode("utf-8", "surrogatepass")).digest()
     )
 
 
@@ -228,7 +227,7 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
         out.append((None, None, "manifest", "the home manifest is missing (deleted)"))
     else:
         h_db_id, sessions, events, digest, kid, mac = home
-        if kid == key.key_id and not hmac.compare_digest(
+        if kid == key.key_id and not compare_digest(
             key.mac(_body(h_db_id, sessions, events, digest, kid)), str(mac)
         ):
             out.append(

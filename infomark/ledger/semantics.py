@@ -12,10 +12,11 @@ judges themselves load when a block is ingested.
 
 from __future__ import annotations
 
-import hashlib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from infomark.kernel.digest import LARGE, sha256
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.records import dataclass
@@ -83,9 +84,9 @@ def artifact_digest(root: Path, artifact: str) -> str | None:
     path = Path(artifact)
     if not path.is_absolute():
         path = root / path
-    h = hashlib.sha256()
     try:
         with path.open("rb") as f:
+            h = sha256(large=os.fstat(f.fileno()).st_size >= LARGE)
             for chunk in iter(lambda: f.read(1 << 16), b""):
                 h.update(chunk)
     except (OSError, ValueError):

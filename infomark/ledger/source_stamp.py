@@ -21,10 +21,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from infomark.kernel.digest import sha256
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
@@ -277,7 +277,7 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
 
 def _digest(data: str | bytes) -> str:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return "sha256:" + sha256(raw).hexdigest()
 
 
 def web_premises(ctx: SourceContext) -> list[tuple[str, Evidence]]:

@@ -20,12 +20,12 @@ both backends: the bytes they cover are the same on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import StoreError
 from infomark.kernel.records import dataclass
 from infomark.ledger import manifest
@@ -119,7 +119,7 @@ def event_hash(
         body = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: canonical_json escapes them
         body = canonical_json([session, seq, type_, payload_json, ts, key_id])
-    return hashlib.sha256(prev_hash.encode() + b"\n" + body).hexdigest()
+    return sha256(prev_hash.encode() + b"\n" + body).hexdigest()
 
 
 def loads_object(text: object) -> dict[str, Any]:

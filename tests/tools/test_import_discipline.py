@@ -81,6 +81,9 @@ SLOW_STDLIB = (
     "email",
     "logging",
     "tempfile",
+    "hashlib",  # OpenSSL's start-up (~3 ms): infomark.kernel.digest, built-in SHA-256
+    "hmac",
+    "_hashlib",
 )
 
 # Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
@@ -107,6 +110,7 @@ PRETOOL_MODULES = {
     "infomark.kernel",
     "infomark.kernel.contexts",
     "infomark.kernel.decisions",
+    "infomark.kernel.digest",  # SHA-256 and HMAC without OpenSSL for small inputs
     "infomark.kernel.environ",
     "infomark.kernel.errors",
     "infomark.kernel.graph",

@@ -20,7 +20,6 @@ Where each method belongs (the Gatekeeper calls them):
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -55,6 +54,7 @@ from infomark.gates.policies.triggers import (
     record_activity,
     start_prompt,
 )
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -180,7 +180,7 @@ class _Outcome:
 
 
 def _key_for(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _describe(event: Event) -> str:

@@ -16,10 +16,10 @@ Standard library only (hot path).
 
 from __future__ import annotations
 
-import hmac
 import os
 from pathlib import Path
 
+from infomark.kernel.digest import compare_digest
 from infomark.kernel.errors import (
     ConfigError,
     KeyFileError,
@@ -129,7 +129,7 @@ def check_tail(journal: Any, session: str) -> None:
     if (
         seq != last
         or hash_ != prev
-        or not hmac.compare_digest(journal.head_mac(session, seq, hash_), mac)
+        or not compare_digest(journal.head_mac(session, seq, hash_), mac)
     ):
         raise VerificationError(
             f"the head of session {session} (seq {seq}) does not match its last event "
