@@ -23,7 +23,6 @@ backend is :mod:`infomark.ledger.pg`.
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 
 from infomark.kernel.contexts import contextmanager
@@ -43,6 +42,7 @@ from infomark.ledger.store_base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable, Iterator
     from pathlib import Path
     from typing import TypeVar
@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     from infomark.ledger.keys import Key
 
     _T = TypeVar("_T")
+else:
+    try:  # the C module: ``sqlite3`` only adds datetime adapters (~6 M instructions)
+        import _sqlite3 as sqlite3
+    except ImportError:  # pragma: no cover - a Python whose sqlite3 is not CPython's
+        import sqlite3
 
 __all__ = [
     "GENESIS",

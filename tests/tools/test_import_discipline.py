@@ -84,6 +84,9 @@ SLOW_STDLIB = (
     "hashlib",  # OpenSSL's start-up (~3 ms): infomark.kernel.digest, built-in SHA-256
     "hmac",
     "_hashlib",
+    "threading",  # the watchdog is a bare _thread
+    "datetime",  # sqlite3's adapters: the journal opens _sqlite3 itself
+    "sqlite3",
 )
 
 # Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
