@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from infomark.kernel.digest import sha256
+from infomark.kernel.lazyre import lazy_compile
 
 TYPE_CHECKING = False
 
@@ -105,9 +106,9 @@ _MAX_BYTES = 2_000_000
 
 # Sections of shared files that configure tests (the rest of the file is not grading).
 _SECTIONS: Mapping[str, re.Pattern[str]] = {
-    "pyproject.toml": re.compile(r"^\[tool\.(?:pytest|coverage|tox|hatch\.envs\.test)", re.M),
-    "setup.cfg": re.compile(r"^\[(?:tool:pytest|pytest|coverage:)", re.M),
-    "tox.ini": re.compile(r"^\[(?:pytest|tox|testenv)", re.M),
+    "pyproject.toml": lazy_compile(r"(?m)^\[tool\.(?:pytest|coverage|tox|hatch\.envs\.test)"),
+    "setup.cfg": lazy_compile(r"(?m)^\[(?:tool:pytest|pytest|coverage:)"),
+    "tox.ini": lazy_compile(r"(?m)^\[(?:pytest|tox|testenv)"),
 }
 
 
@@ -336,20 +337,20 @@ def scan_changes(
 
 _WHAT = (
     (
-        re.compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
+        lazy_compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
         "assertion",
     ),
-    (re.compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
-    (re.compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
-    (re.compile(r"addopts|-k\s|--deselect"), "test selection option"),
+    (lazy_compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
+    (lazy_compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
+    (lazy_compile(r"addopts|-k\s|--deselect"), "test selection option"),
 )
 
 
 # An assertion that cannot fail, and one made to pass whatever happens.
-_TRIVIAL = re.compile(
+_TRIVIAL = lazy_compile(
     r"^\s*assert\s*\(?\s*(?:True|1|not\s+False|\"[^\"]*\"|'[^']*')\s*\)?\s*(?:#.*)?$"
 )
-_WEAKENED = re.compile(r"\bor\s+True\b|\bor\s+1\b|pytest\.approx\(.*abs\s*=")
+_WEAKENED = lazy_compile(r"\bor\s+True\b|\bor\s+1\b|pytest\.approx\(.*abs\s*=")
 
 
 def _kind(line: str) -> str:

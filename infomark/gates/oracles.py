@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.reasons import RejectReason
 
 __all__ = ["OracleJudge", "matches_any", "ran_nothing", "weakness"]
@@ -27,10 +28,9 @@ _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _NOOP = frozenset({"true", ":", "echo", "printf", "pwd", "exit", "return", "yes", "sleep"})
 _SINKS = frozenset({"tee", "cat", "head", "tail", "less", "more", "sort", "uniq", "wc", "tr"})
 _SELECT_NOTHING = ("--collect-only", "--co", "--passWithNoTests", "--dry-run", "--list")
-_NO_TESTS = re.compile(
-    r"no tests ran|collected 0 items|\brunning 0 tests\b|\bRan 0 tests\b|\bno test files\b|"
-    r"No tests found|\b0 passing\b|\b0 examples\b|Tests:\s+0 total|\b0 tests? (?:passed|run)\b",
-    re.IGNORECASE,
+_NO_TESTS = lazy_compile(
+    r"(?i)no tests ran|collected 0 items|\brunning 0 tests\b|\bRan 0 tests\b|\bno test files\b|"
+    r"No tests found|\b0 passing\b|\b0 examples\b|Tests:\s+0 total|\b0 tests? (?:passed|run)\b"
 )
 
 

@@ -84,7 +84,7 @@ def _key(path: str) -> str:
 def resolve_path(path: str, cwd: Path) -> str:
     """What ``path`` names on the real file system, seen from ``cwd``."""
     path = os.path.expanduser(path.replace("$HOME", "~", 1) if path.startswith("$HOME") else path)
-    m = _PROC.match(path)
+    m = _PROC.match(path) if path.startswith("/proc/") else None
     if m and m.group(1) in ("self", "thread-self"):  # the agent's own process: its cwd/root
         path = (str(cwd) if m.group(2) == "cwd" else "/") + path[m.end() :]
     p = Path(path)

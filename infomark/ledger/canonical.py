@@ -33,9 +33,13 @@ def scrub_surrogates(text: str) -> str:
 
     Valid text is returned unchanged; the result always encodes as UTF-8.
     """
-    if not _SURROGATE.search(text):
+    if text.isascii():
         return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    try:
+        text.encode("utf-8")  # fails exactly when a lone surrogate is there
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def dumps(obj: Any, **kw: Any) -> str:

@@ -13,15 +13,15 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
 __all__ = ["HEAD_TAG", "TranscriptChunk", "read_new_text"]
 
-HEAD_TAG = re.compile(
+HEAD_TAG = lazy_compile(  # only a transcript with hook context uses it
     r"\[infomark evidence_ref=ev_[0-9a-f]+ [^\]]*\bhead=(\d{1,12}):([0-9a-f]{8})\]"
 )
 
