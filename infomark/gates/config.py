@@ -7,12 +7,12 @@ by the file's sha256, so the hook path reads it with ``tomllib``/``json`` only.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from infomark.gates.oracles import OracleJudge, ran_nothing
+from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
@@ -155,7 +155,7 @@ def load_config(root: Path, home: Path | None = None) -> Config:
     cache = home / "config.cache.json" if home is not None else None
     if cache is not None:
         try:
-            cached = json.loads(cache.read_text())
+            cached = jsonc.loads(cache.read_text())
             if cached.get("sha256") == sha and cached.get("path") == str(path):
                 return Config.from_dict(cached["config"], source=str(path))
         except (OSError, ValueError, KeyError, TypeError):
@@ -166,7 +166,7 @@ def load_config(root: Path, home: Path | None = None) -> Config:
     if cache is not None and cache.parent.is_dir():
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps({"sha256": sha, "path": str(path), "config": validated}))
+            tmp.write_text(jsonc.dumps({"sha256": sha, "path": str(path), "config": validated}))
             os.replace(tmp, cache)
         except OSError:
             tmp.unlink(missing_ok=True)

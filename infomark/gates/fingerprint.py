@@ -24,13 +24,13 @@ only (hot path).
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 import struct
 import time
 from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.digest import sha256
 from infomark.kernel.environ import agent_env
@@ -229,7 +229,7 @@ def mark(watch_dir: Path, key: str, *, seq: int, root: Path | None = None) -> bo
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data))
+            fh.write(jsonc.dumps(data))
     except OSError:
         return False
     return True
@@ -242,7 +242,7 @@ def clear_mark(watch_dir: Path, key: str) -> None:
 
 def _marker_data(watch_dir: Path, key: str) -> dict[str, object] | None:
     try:
-        data = json.loads(_marker(watch_dir, key).read_text(encoding="utf-8"))
+        data = jsonc.loads(_marker(watch_dir, key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else {}

@@ -14,13 +14,13 @@ Standard library only; file I/O, no journal access (the facade emits the events)
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 
@@ -137,7 +137,7 @@ def _sections(name: str, text: str) -> str | None:
     """The test-relevant part of a shared config file (None: it has none)."""
     if name == "package.json":
         try:
-            doc = json.loads(text)
+            doc = jsonc.loads(text)
         except ValueError:
             return text  # unparseable: the whole file counts
         if not isinstance(doc, dict):
@@ -152,7 +152,7 @@ def _sections(name: str, text: str) -> str | None:
             }.items()
             if v is not None
         }
-        return json.dumps(part, sort_keys=True) if part else None
+        return jsonc.dumps(part, sort_keys=True) if part else None
     pattern = _SECTIONS.get(name)
     if pattern is None:
         return text

@@ -5,8 +5,7 @@ Standard library only: this is on the hook's start-up-sensitive path.
 
 from __future__ import annotations
 
-import json
-
+from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 
@@ -44,6 +43,8 @@ def scrub_surrogates(text: str) -> str:
 
 def dumps(obj: Any, **kw: Any) -> str:
     """``json.dumps`` with UTF-8 text kept readable and lone surrogates escaped (printable)."""
+    import json  # indent, default: the CLI's output, not the hook's
+
     return scrub_surrogates(json.dumps(obj, ensure_ascii=False, **kw))
 
 
@@ -54,7 +55,7 @@ def canonical_json(obj: Any) -> bytes:
     escapes, so any Python str is storable and encodes the same for every reader;
     all other text is byte-for-byte the plain UTF-8 form.
     """
-    text = json.dumps(
+    text = jsonc.dumps(
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
     return scrub_surrogates(text).encode("utf-8")

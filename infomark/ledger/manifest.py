@@ -19,11 +19,11 @@ and needs a witness outside the home (docs/security.md).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.kernel.digest import compare_digest, sha256
 from infomark.ledger.keys import Key, write_private
 
@@ -65,7 +65,7 @@ def _term(session: str, seq: int, hash_: str) -> int:
 
 
 def _body(db_id: str, sessions: int, events: int, digest: str, key_id: str) -> bytes:
-    return json.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
+    return jsonc.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
 
 
 def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
@@ -82,7 +82,7 @@ def marker_path(db_path: Path) -> Path:
 
 
 def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
-    return json.dumps(["created", db_id, created, key_id]).encode()
+    return jsonc.dumps(["created", db_id, created, key_id]).encode()
 
 
 def init_manifest(db: Conn, key: Key) -> str:
@@ -114,7 +114,7 @@ def write_marker(db_path: Path, key: Key, db_id: str, created: str) -> None:
         return
     mac = key.mac(_marker_body(db_id, created, key.key_id))
     doc = {"db_id": db_id, "created": created, "key_id": key.key_id, "mac": mac}
-    write_private(path, json.dumps(doc).encode())
+    write_private(path, jsonc.dumps(doc).encode())
 
 
 def flush(db: Conn, key: Key, touched: Touched) -> None:
@@ -154,7 +154,7 @@ def flush(db: Conn, key: Key, touched: Touched) -> None:
 
 def _read_marker(path: Path) -> Mapping[str, Any] | None:
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc = jsonc.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):

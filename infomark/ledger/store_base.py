@@ -20,11 +20,11 @@ both backends: the bytes they cover are the same on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 
+from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import StoreError
 from infomark.kernel.records import dataclass
@@ -79,12 +79,12 @@ class EventRow:
         }
 
 
-_ENCODE = json.JSONEncoder(
+_ENCODE = jsonc.encoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode  # canonical_json's settings, built once (verification calls this per row)
+)  # canonical_json's settings, built once (verification calls this per row)
 
 
-_STR = json.encoder.encode_basestring  # that encoder's string escaping (C)
+_STR = jsonc.encode_basestring  # that encoder's string escaping (C)
 
 
 def event_body(
@@ -128,7 +128,7 @@ def loads_object(text: object) -> dict[str, Any]:
     Verification reports the row (its hash no longer matches); readers skip it.
     """
     try:
-        value = json.loads(text) if isinstance(text, str | bytes) else None
+        value = jsonc.loads(text) if isinstance(text, str | bytes) else None
     except (ValueError, RecursionError):
         value = None
     return value if isinstance(value, dict) else {"__garbled__": True}
@@ -305,7 +305,7 @@ class BaseJournal(ABC):
         seq, body, mac = int(row[0]), str(row[1]), str(row[2])
         if not self.key.verify(canonical_json(["snapshot", session, seq, body]), mac):
             return None  # not ours or tampered: fall back to a full replay
-        state: dict[str, Any] = json.loads(body)
+        state: dict[str, Any] = jsonc.loads(body)
         return seq, state
 
     def events(

@@ -33,14 +33,15 @@ HEAVY = (
 )
 
 _SCRIPT = """
-import io, json, sys
-payload = json.loads(sys.argv[1])
-sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode()))
+import io, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from infomark.cli.entry import main
 out = io.StringIO(); real = sys.stdout; sys.stdout = out
 code = main(["hook", "claude-code"])
 sys.stdout = real
-print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+modules = sorted(sys.modules)  # before this script's own json import
+import json
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 """
 
 
@@ -87,6 +88,7 @@ SLOW_STDLIB = (
     "threading",  # the watchdog is a bare _thread
     "datetime",  # sqlite3's adapters: the journal opens _sqlite3 itself
     "sqlite3",
+    "json",  # re and five compiles: infomark.kernel.jsonc drives _json itself
 )
 
 # Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
@@ -115,6 +117,7 @@ PRETOOL_MODULES = {
     "infomark.kernel.decisions",
     "infomark.kernel.digest",  # SHA-256 and HMAC without OpenSSL for small inputs
     "infomark.kernel.environ",
+    "infomark.kernel.jsonc",  # json.loads/dumps on _json: no json (re, 5 compiles) import
     "infomark.kernel.errors",
     "infomark.kernel.graph",
     "infomark.kernel.infomark",

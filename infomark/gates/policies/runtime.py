@@ -20,7 +20,6 @@ Where each method belongs (the Gatekeeper calls them):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -54,6 +53,7 @@ from infomark.gates.policies.triggers import (
     record_activity,
     start_prompt,
 )
+from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import dataclass, field, replace
@@ -104,7 +104,7 @@ class _Work:
     @classmethod
     def load(cls, policy: Mapping[str, Any], settings: PolicySettings) -> _Work:
         original = {k: policy.get(k) for k in POLICY_KEYS}
-        mine = json.loads(json.dumps(original))  # JSON in, JSON out: a cheap deep copy
+        mine = jsonc.loads(jsonc.dumps(original))  # JSON in, JSON out: a cheap deep copy
         triggers = mine["triggers"]
         if triggers is None and settings.triggers:
             triggers = empty_trigger_state()

@@ -15,12 +15,12 @@ closed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 from infomark.gates.config import Config
+from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.lazyre import lazy_compile
@@ -107,7 +107,7 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
                     output=out, error="interrupted", is_error=True, duration_ms=duration_ms
                 )
             return ToolOutcome(output=out, exit_code=0, duration_ms=duration_ms)
-        text = json.dumps(response, sort_keys=True, ensure_ascii=False)
+        text = jsonc.dumps(response, sort_keys=True, ensure_ascii=False)
         return ToolOutcome(output=text, duration_ms=duration_ms)
     return ToolOutcome(
         output="" if response is None else str(response),
@@ -307,7 +307,7 @@ def _malformed(payload: dict[str, Any]) -> str | None:
         return f"session_id {session[:80]!r} is not a valid session id"
     for key in ("tool_input", "tool_response"):
         try:
-            json.dumps(payload.get(key), allow_nan=False)
+            jsonc.dumps(payload.get(key), allow_nan=False)
         except (ValueError, TypeError, RecursionError):
             return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
     if event == "PreToolUse":

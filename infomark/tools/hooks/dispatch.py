@@ -9,11 +9,11 @@ let the call through.
 from __future__ import annotations
 
 import _thread
-import json
 import os
 import sys
 from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.tools.hooks.answer import HookAnswer
 
 __all__ = ["DEADLINE_S", "OTEL_EXPORT_S", "STORE_WAIT_S", "run_hook"]
@@ -28,7 +28,7 @@ _USAGE = (
 
 def _emit(answer: HookAnswer) -> None:
     if answer.stdout is not None:
-        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
+        sys.stdout.write(jsonc.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
         sys.stdout.flush()
     if answer.stderr:
         sys.stderr.write(answer.stderr.encode("utf-8", "backslashreplace").decode() + "\n")
@@ -127,7 +127,7 @@ def run_hook(args: list[str]) -> int:
     payload: object = None
     detail = ""
     try:
-        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        payload = jsonc.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
         if payload is None:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:

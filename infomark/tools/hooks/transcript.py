@@ -12,10 +12,10 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
@@ -72,7 +72,7 @@ def _parse(data: bytes, offset: int, tool_use_id: str | None) -> TranscriptChunk
     found = False
     for raw in data[: end + 1].splitlines():
         try:
-            entry = json.loads(raw)
+            entry = jsonc.loads(raw)
         except (ValueError, RecursionError):
             continue  # readers skip malformed lines
         if isinstance(entry, dict) and entry.get("type") == "attachment":
