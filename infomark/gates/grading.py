@@ -18,16 +18,18 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.paths import pure_name
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = [
     "CONFIG_NAMES",
@@ -166,14 +168,11 @@ def _sections(name: str, text: str) -> str | None:
     return "\n".join(out) if out else None
 
 
-def surface_content(root: Path, rel: str) -> str | None:
+def surface_content(root: StrPath, rel: str) -> str | None:
     """What of ``rel`` grades tests now (None: absent, or no test section in it)."""
-    path = root / rel
     try:
-        if path.stat().st_size > _MAX_BYTES:
-            data = path.read_bytes()[:_MAX_BYTES]
-        else:
-            data = path.read_bytes()
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read(_MAX_BYTES)  # the first _MAX_BYTES of a larger file
     except (OSError, ValueError):
         return None
     text = data.decode("utf-8", "replace")
@@ -186,10 +185,9 @@ def _digest(content: str | None) -> str | None:
     return "sha256:" + sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def grading_path(root: Path, path: str) -> str | None:
+def grading_path(root: StrPath, path: str) -> str | None:
     """``path`` relative to the root with ``/`` separators (None when it is outside)."""
-    p = Path(path)
-    p = p if p.is_absolute() else root / p
+    p = os.path.join(root, path)  # an absolute path stays itself
     try:
         rel = os.path.relpath(os.path.normpath(p), os.path.normpath(root))
     except ValueError:
@@ -231,7 +229,7 @@ _RUNNERS = frozenset(
 )
 
 
-def _oracle_files(root: Path, oracle: str) -> list[str]:
+def _oracle_files(root: StrPath, oracle: str) -> list[str]:
     try:
         words = shlex.split(oracle.replace("\n", " ; "))
     except ValueError:
@@ -242,7 +240,7 @@ def _oracle_files(root: Path, oracle: str) -> list[str]:
         if w in (";", "&&", "||", "|"):
             runner = False
             continue
-        base = Path(w).name
+        base = pure_name(w)
         if not runner and re.fullmatch(
             r"python3?(\.\d+)?|" + "|".join(map(re.escape, _RUNNERS)), base
         ):
@@ -252,13 +250,13 @@ def _oracle_files(root: Path, oracle: str) -> list[str]:
         if not runner or w.startswith("-") or not w:
             continue
         rel = grading_path(root, w)
-        if rel and rel != "." and (root / rel).is_file():
+        if rel and rel != "." and os.path.isfile(os.path.join(root, rel)):
             out.append(rel)
     return out
 
 
-def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
-    skip_home = home.resolve() if home is not None else None
+def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]]:
+    skip_home = os.path.realpath(home) if home is not None else None
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
@@ -266,7 +264,7 @@ def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
             for d in dirnames
             if d not in _SKIP_DIRS
             and not d.endswith(".egg-info")
-            and (skip_home is None or Path(dirpath, d).resolve() != skip_home)
+            and (skip_home is None or os.path.realpath(os.path.join(dirpath, d)) != skip_home)
         )
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
@@ -277,11 +275,11 @@ def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
 
 
 def surface(
-    root: Path,
+    root: StrPath,
     oracle: str,
     *,
     globs: Sequence[str] = DEFAULT_TEST_GLOBS,
-    home: Path | None = None,
+    home: StrPath | None = None,
     put: Callable[[bytes], str] | None = None,
 ) -> tuple[dict[str, str | None], dict[str, str]]:
     """``(path → digest or None, path → blob)`` of the grading surface for ``oracle``.
@@ -313,7 +311,7 @@ def surface(
 
 
 def scan_changes(
-    root: Path,
+    root: StrPath,
     baseline: Mapping[str, str | None],
     reported: Mapping[str, Mapping[str, Any]],
 ) -> list[tuple[str, str | None, str | None]]:

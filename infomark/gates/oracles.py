@@ -14,13 +14,18 @@ Pure functions; standard library only.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.paths import pure_name
 from infomark.kernel.reasons import RejectReason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = ["OracleJudge", "matches_any", "ran_nothing", "weakness"]
 
@@ -66,7 +71,7 @@ def _word(words: list[str]) -> tuple[str, list[str]]:
         i += 1
     if i >= len(words):
         return "", []
-    return Path(words[i]).name, words[i + 1 :]
+    return pure_name(words[i]), words[i + 1 :]
 
 
 def _cannot_fail(words: list[str]) -> bool:
@@ -85,10 +90,10 @@ def _cannot_fail(words: list[str]) -> bool:
 
 def _package_dir() -> str:
     """Where the infomark package itself is installed (its source files)."""
-    return str(Path(__file__).resolve().parent.parent)
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
+def _touches_infomark(words: Iterable[str], home: StrPath | None) -> bool:
     """A word that names infomark: its CLI or module, its home, its variables, its files.
 
     A directory that merely has the name ``infomark`` on the way to something else (a
@@ -96,11 +101,11 @@ def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
     name, a path that starts in a package directory ``infomark/``, ``.infomark``,
     ``INFOMARK_*``, the home and the installed package's directory count.
     """
-    home_s = str(home) if home is not None else None
+    home_s = os.fspath(home) if home is not None else None
     package = _package_dir()
     for w in words:
         low = w.lower()
-        if Path(w).name.lower() == "infomark" or low.startswith(("infomark.", "infomark/")):
+        if pure_name(w).lower() == "infomark" or low.startswith(("infomark.", "infomark/")):
             return True
         if ".infomark" in low or "infomark_" in low or package in w:
             return True
@@ -109,7 +114,7 @@ def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
     return False
 
 
-def weakness(command: str, *, home: Path | None = None) -> str | None:
+def weakness(command: str, *, home: StrPath | None = None) -> str | None:
     """Why ``command`` is a weak oracle (a sentence), or None when it can decide a claim."""
     segs = _segments(command)
     if segs is None:
@@ -157,7 +162,7 @@ def ran_nothing(output: bytes | str) -> bool:
 class OracleJudge:
     """The declaration-time judge the ledger calls (``LedgerRules.judge_oracle``)."""
 
-    def __init__(self, allow: Sequence[str] = (), home: Path | None = None) -> None:
+    def __init__(self, allow: Sequence[str] = (), home: StrPath | None = None) -> None:
         self.allow = tuple(allow)
         self.home = home
 

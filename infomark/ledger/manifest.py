@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from infomark.kernel import jsonc
 from infomark.kernel.digest import compare_digest, sha256
@@ -30,6 +29,8 @@ from infomark.ledger.keys import Key, write_private
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.ledger.conn import Conn
 
@@ -77,8 +78,9 @@ def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
     )
 
 
-def marker_path(db_path: Path) -> Path:
-    return db_path.with_name(db_path.stem + ".created")
+def marker_path(db_path: StrPath) -> str:
+    """``ledger.created`` beside ``ledger.db`` (``store-<id>.created`` for a store)."""
+    return os.path.splitext(os.fspath(db_path))[0] + ".created"
 
 
 def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
@@ -107,10 +109,10 @@ def init_manifest(db: Conn, key: Key) -> str:
     return db_id
 
 
-def write_marker(db_path: Path, key: Key, db_id: str, created: str) -> None:
+def write_marker(db_path: StrPath, key: Key, db_id: str, created: str) -> None:
     """``ledger.created`` beside the key, once: an existing marker is never replaced."""
     path = marker_path(db_path)
-    if path.exists():
+    if os.path.exists(path):
         return
     mac = key.mac(_marker_body(db_id, created, key.key_id))
     doc = {"db_id": db_id, "created": created, "key_id": key.key_id, "mac": mac}
@@ -152,9 +154,10 @@ def flush(db: Conn, key: Key, touched: Touched) -> None:
     )
 
 
-def _read_marker(path: Path) -> Mapping[str, Any] | None:
+def _read_marker(path: str) -> Mapping[str, Any] | None:
     try:
-        doc = jsonc.loads(path.read_text("utf-8"))
+        with open(path, encoding="utf-8") as f:
+            doc = jsonc.loads(f.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
@@ -162,12 +165,15 @@ def _read_marker(path: Path) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) else {}
 
 
-def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int | None, str, str]]:
+def verify_home(
+    db: Conn, db_path: StrPath, key: Key
+) -> list[tuple[str | None, int | None, str, str]]:
     """Every home-level problem as ``(session, seq, code, message)``; [] when consistent."""
     out: list[tuple[str | None, int | None, str, str]] = []
     meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
     db_id = str(meta[0]) if meta else None
     created = db.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()
+    marker_name = os.path.basename(marker_path(db_path))
     marker = _read_marker(marker_path(db_path))
     if marker is None:
         out.append(
@@ -175,12 +181,12 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
                 None,
                 None,
                 "replaced",
-                f"the marker {marker_path(db_path).name} beside the "
+                f"the marker {marker_name} beside the "
                 "key is missing: it was deleted, or the home was assembled by hand",
             )
         )
     elif not marker:
-        out.append((None, None, "replaced", f"{marker_path(db_path).name} is garbled"))
+        out.append((None, None, "replaced", f"{marker_name} is garbled"))
     else:
         body = _marker_body(
             str(marker.get("db_id")), str(marker.get("created")), str(marker.get("key_id"))
@@ -191,7 +197,7 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
                     None,
                     None,
                     "replaced",
-                    f"{marker_path(db_path).name} was altered (its MAC does not verify)",
+                    f"{marker_name} was altered (its MAC does not verify)",
                 )
             )
         elif marker.get("db_id") != db_id:

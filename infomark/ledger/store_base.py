@@ -35,8 +35,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from contextlib import AbstractContextManager
-    from pathlib import Path
     from typing import Any, TypeVar
+
+    from _typeshed import StrPath
 
     from infomark.ledger.conn import Conn
     from infomark.ledger.keys import Key
@@ -152,11 +153,11 @@ class BaseJournal(ABC):
 
     kind = "base"
     managed_schema = False
-    path: Path
+    path: StrPath
     key: Key
     _db: Conn
 
-    def _init_state(self, path: Path, key: Key) -> None:
+    def _init_state(self, path: StrPath, key: Key) -> None:
         self.path = path
         self.key = key
         self._in_tx = False

@@ -89,6 +89,9 @@ SLOW_STDLIB = (
     "datetime",  # sqlite3's adapters: the journal opens _sqlite3 itself
     "sqlite3",
     "json",  # re and five compiles: infomark.kernel.jsonc drives _json itself
+    "pathlib",  # with urllib.parse and ipaddress ~15 M instructions: os.path on str
+    "urllib",
+    "ipaddress",
 )
 
 # Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
@@ -122,6 +125,7 @@ PRETOOL_MODULES = {
     "infomark.kernel.graph",
     "infomark.kernel.infomark",
     "infomark.kernel.lazyre",
+    "infomark.kernel.paths",  # pathlib's answers on str, for the few that differ from os.path
     "infomark.kernel.reasons",
     "infomark.kernel.records",
     "infomark.kernel.session_id",

@@ -413,7 +413,7 @@ class PolicyRuntime:
             if work.triggers is not None:
                 work.events += start_prompt(work.triggers)
         elif phase == "after_tool_batch":
-            root = str(ledger.root)
+            root = ledger.root_dir
             for result in ctx.tool_results:
                 facts = tool_facts(result, root)
                 observe_tool(m, work.working_set, facts, result)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 from infomark.gates.config import Config
 from infomark.kernel import jsonc
@@ -42,6 +41,8 @@ from infomark.tools.hooks.where import hook_paths
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -285,7 +286,7 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _profile(root: Path, home: Path) -> str:
+def _profile(root: StrPath, home: StrPath) -> str:
     """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
@@ -333,8 +334,8 @@ def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed:
 def handle(
     payload: object,
     *,
-    home: Path | None = None,
-    root: Path | None = None,
+    home: StrPath | None = None,
+    root: StrPath | None = None,
     gatekeeper: Gatekeeper | None = None,
     config_error: ConfigError | None = None,
     event_hint: str | None = None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import _thread
 import os
 import sys
-from pathlib import Path
 
 from infomark.kernel import jsonc
 from infomark.tools.hooks.answer import HookAnswer
@@ -38,11 +37,11 @@ def _emit(answer: HookAnswer) -> None:
 class _Watchdog:
     """Answers in the hook's place when the deadline passes; exactly one answer goes out."""
 
-    def __init__(self, home: Path | None, root: Path | None) -> None:
+    def __init__(self, home: str | None, root: str | None) -> None:
         self.lock = _thread.allocate_lock()  # held by whoever writes the one answer
         self.event: str | None = None
-        self.home = home or Path(".infomark")
-        self.root = root or Path.cwd()
+        self.home = home or ".infomark"
+        self.root = root or os.getcwd()
         self._cancelled = _thread.allocate_lock()  # released by cancel(): the answer is out
         self._cancelled.acquire()
 
@@ -97,8 +96,8 @@ def run_hook(args: list[str]) -> int:
     if not args or args[0] not in ("claude-code", "claude"):
         print(_USAGE, file=sys.stderr)
         return 2
-    home: Path | None = None
-    root: Path | None = None
+    home: str | None = None
+    root: str | None = None
     url: str | None = None
     rest = args[1:]
     while rest:
@@ -106,9 +105,9 @@ def run_hook(args: list[str]) -> int:
         if flag in ("--home", "--root", "--url") and rest:
             value = rest.pop(0)
             if flag == "--home":
-                home = Path(value)
+                home = value or "."  # what Path("") named
             elif flag == "--root":
-                root = Path(value)
+                root = value or "."
             else:
                 url = value
         else:

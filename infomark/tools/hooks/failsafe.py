@@ -17,7 +17,6 @@ Standard library only (hot path).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from infomark.kernel.digest import compare_digest
 from infomark.kernel.errors import (
@@ -32,6 +31,8 @@ from infomark.tools.hooks.answer import HookAnswer, block, deny
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = [
     "ENFORCING",
@@ -96,8 +97,9 @@ def check_key(journal: Any) -> None:
     silently re-created): every stamp and MAC would otherwise restart under a new key."""
     row = journal._db.execute("SELECT key_id FROM events ORDER BY rowid DESC LIMIT 1").fetchone()
     if row is not None and str(row[0]) != journal.key.key_id:
+        home = os.path.dirname(journal.path)
         raise KeyChangedError(
-            f"the key in {journal.path.parent} (id {journal.key.key_id}) is not the key that "
+            f"the key in {home} (id {journal.key.key_id}) is not the key that "
             f"signed the journal (id {row[0]}): it was replaced or deleted. Restore the original "
             "key file (mode 600), or move the home aside and start a new one with `infomark init`"
         )
@@ -182,16 +184,17 @@ def _verify_rows(
     return prev, last
 
 
-def explain(exc: BaseException, home: Path) -> str:
+def explain(exc: BaseException, home: StrPath) -> str:
     """What broke, in one sentence, and what the user can do about it."""
     if isinstance(exc, KeyChangedError):
         return str(exc)
     if isinstance(exc, KeyFileError):
         return f"infomark's key is unusable: {exc}"
     if isinstance(exc, StoreBusyError):
+        db = os.path.join(home, "ledger.db")
         return (
-            f"the ledger {home / 'ledger.db'} is locked by another process: {exc}. Find it with "
-            f"`fuser {home / 'ledger.db'}` and stop it"
+            f"the ledger {db} is locked by another process: {exc}. Find it with "
+            f"`fuser {db}` and stop it"
         )
     if isinstance(exc, WitnessMismatchError):
         return str(exc)
@@ -210,7 +213,7 @@ def explain(exc: BaseException, home: Path) -> str:
     )
 
 
-def _read_only(payload: dict[str, Any], home: Path, root: Path) -> bool:
+def _read_only(payload: dict[str, Any], home: StrPath, root: StrPath) -> bool:
     """Whether the call only reads and touches nothing protected (judged with the defaults)."""
     try:
         from infomark.gates.classify import classify_tool
@@ -236,8 +239,8 @@ def failure_answer(
     profile: str,
     why: str,
     *,
-    home: Path,
-    root: Path,
+    home: StrPath,
+    root: StrPath,
 ) -> HookAnswer:
     """The answer to ``event`` when the gatekeeper could not judge it (``why`` says why)."""
     if profile not in ENFORCING:
@@ -262,7 +265,7 @@ def failure_answer(
 
 
 def unreadable_answer(
-    event: str | None, profile: str, detail: str, *, home: Path, root: Path
+    event: str | None, profile: str, detail: str, *, home: StrPath, root: StrPath
 ) -> HookAnswer:
     why = f"the hook input is not a usable Claude Code payload ({detail})"
     return failure_answer(event, None, profile, why, home=home, root=root)

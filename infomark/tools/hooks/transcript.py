@@ -13,7 +13,6 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from infomark.kernel import jsonc
 from infomark.kernel.lazyre import lazy_compile
@@ -38,9 +37,9 @@ class TranscriptChunk:
     heads: tuple[tuple[int, str], ...] = ()  # (seq, 8 hex) witnessed by the host, in order
 
 
-def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
+def _scan(path: str, offset: int, tool_use_id: str | None) -> TranscriptChunk:
     try:
-        with path.open("rb") as f:
+        with open(path, "rb") as f:
             size = f.seek(0, 2)
             if offset > size:  # the file was replaced or truncated: start over
                 offset = 0
@@ -104,7 +103,7 @@ def read_new_text(
     """Assistant text after ``offset``; waits (bounded) for the line of ``tool_use_id``."""
     if not path:
         return TranscriptChunk([], offset, False)
-    p = Path(path)
+    p = path
     deadline = time.monotonic() + wait
     texts: list[str] = []
     heads: list[tuple[int, str]] = []
