@@ -13,10 +13,7 @@ Standard library only; file I/O, no journal access (the facade emits the events)
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from infomark.kernel import jsonc
@@ -27,6 +24,7 @@ from infomark.kernel.paths import pure_name
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
     from _typeshed import StrPath
@@ -115,6 +113,8 @@ _SECTIONS: Mapping[str, re.Pattern[str]] = {
 
 
 def _name_matches(rel: str, patterns: Sequence[str]) -> bool:
+    import fnmatch  # fnmatch and shlex import re: only calls that need them load them
+
     parts = rel.split("/")
     name = parts[-1]
     for pat in patterns:
@@ -230,6 +230,9 @@ _RUNNERS = frozenset(
 
 
 def _oracle_files(root: StrPath, oracle: str) -> list[str]:
+    import re
+    import shlex
+
     try:
         words = shlex.split(oracle.replace("\n", " ; "))
     except ValueError:

@@ -13,10 +13,7 @@ Pure functions; standard library only.
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
-import shlex
 from collections.abc import Iterable, Sequence
 
 from infomark.kernel.lazyre import lazy_compile
@@ -41,6 +38,8 @@ _NO_TESTS = lazy_compile(
 
 def _segments(command: str) -> list[tuple[str, list[str]]] | None:
     """``(operator before it, words)`` per simple command; None when it cannot be split."""
+    import shlex  # shlex imports re: only calls that judge an oracle load it
+
     lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -64,6 +63,8 @@ def _segments(command: str) -> list[tuple[str, list[str]]] | None:
 
 def _word(words: list[str]) -> tuple[str, list[str]]:
     """The command word (after ``VAR=x`` assignments, ``env``, ``command``) and its args."""
+    import re
+
     i = 0
     while i < len(words) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]):
         i += 1
@@ -150,6 +151,8 @@ def weakness(command: str, *, home: StrPath | None = None) -> str | None:
 
 def matches_any(command: str, patterns: Sequence[str]) -> bool:
     """True when the oracle matches one of the operator's patterns (shell-style globs)."""
+    import fnmatch
+
     return any(fnmatch.fnmatchcase(command, p) for p in patterns)
 
 

@@ -13,9 +13,7 @@ are in docs/gates.md.
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import shlex
 from collections.abc import Iterable, Mapping
 
 from infomark.kernel.lazyre import lazy_compile
@@ -154,6 +152,8 @@ def shell_write_targets(command: str) -> tuple[tuple[str, ...], bool] | None:
         return ((target,), False) if _plain(target) else None
     if body.strip() or _WORD_META.search(head.replace(">", "")):
         return None
+    import shlex  # shlex imports re: only a shell write loads it
+
     try:
         words = shlex.split(head)
     except ValueError:
@@ -220,6 +220,8 @@ def target_paths(
 
 
 def _protected(key: str, patterns: Iterable[str]) -> bool:
+    import fnmatch  # it imports re: only a write judged for scratch loads it
+
     parts = key.split("/")
     for pat in patterns:
         pat = pat.rstrip("/")

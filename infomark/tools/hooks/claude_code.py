@@ -16,7 +16,6 @@ closed.
 from __future__ import annotations
 
 import math
-import re
 
 from infomark.gates.config import Config
 from infomark.kernel import jsonc
@@ -226,6 +225,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         return context("SessionStart", text)
     if event == "UserPromptSubmit":
         prompt = str(payload.get("prompt") or "")
+        import re
+
         phrase = re.escape(gk.config.approval_phrase.strip())
         if phrase and re.match(rf"\s*{phrase}\b", prompt, re.IGNORECASE):
             gk.approve(by="user", note=prompt[:200])
