@@ -228,13 +228,9 @@ def mark(watch_dir: StrPath, key: str, *, seq: int, root: StrPath | None = None)
     if root is not None and FEED_MIN_TRACKED is not None:
         found = find_git_dir(root)
         if found is not None:
-            from pathlib import Path
-
             from infomark.gates import feed  # lazy: only calls that are watched
 
-            tok = feed.token(
-                Path(watch_dir), Path(found[0]), Path(found[1]), min_tracked=FEED_MIN_TRACKED
-            )
+            tok = feed.token(watch_dir, found[0], found[1], min_tracked=FEED_MIN_TRACKED)
             if tok is not None:
                 data["feed"] = tok
     path = _marker(watch_dir, key)
@@ -347,11 +343,9 @@ def _feed_candidates(watch_dir: StrPath, key: str, top: str) -> list[str] | None
     tok = data.get("feed") if data else None
     if not isinstance(tok, dict):
         return None
-    from pathlib import Path
-
     from infomark.gates import feed  # lazy: only when the mark took a token
 
-    return feed.since(Path(watch_dir), Path(top), tok)
+    return feed.since(watch_dir, top, tok)
 
 
 def _scan_candidates(
