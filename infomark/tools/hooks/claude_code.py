@@ -15,8 +15,6 @@ closed.
 
 from __future__ import annotations
 
-import math
-
 from infomark.gates.config import Config
 from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
@@ -53,6 +51,9 @@ _EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
 
+_INF = float("inf")  # math.isfinite without importing math
+
+
 def tool_call_from(payload: dict[str, Any]) -> ToolCall:
     """Map a Claude Code tool payload to a ToolCall (``mcp__server__tool`` keeps its name)."""
     from infomark.ledger.calls import ToolCall
@@ -70,7 +71,7 @@ def tool_call_from(payload: dict[str, Any]) -> ToolCall:
 
 def _finite(value: Any) -> Any:
     """``Infinity`` / ``NaN`` (which json.loads accepts) as strings: evidence is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):  # not finite
         return repr(value)
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
