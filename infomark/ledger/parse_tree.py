@@ -1,7 +1,7 @@
 """Tree building: the nodes a block's parse becomes, one builder per rule of ``blocks.lark``.
 
 :func:`infomark.ledger.parse_lalr.parse` runs the grammar's LALR tables over the
-scanner's tokens and calls :func:`build` for every rule it reduces. The builders turn
+scanner's tokens and calls the builder in :data:`RULES` of every rule it reduces. They turn
 the tree into plain nodes (:class:`Scalar`, :class:`Seq`, :class:`Map`, …) that carry
 their positions in the message.
 """
@@ -15,9 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from infomark.ledger.parse_lalr import Meta
-
-__all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top", "build"]
+__all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top"]
 
 Pos = tuple[int, int, int, int]  # line, column, end_line, end_column
 
@@ -55,11 +53,6 @@ class Top:
 
 
 Node = Scalar | Seq | Map | None
-
-
-def build(rule: str, children: list[Any], meta: Meta) -> Any:
-    """The node of one grammar rule (or alias): the driver's ``build`` callback."""
-    return RULES[rule](children, meta.pos())
 
 
 def _token_pos(token: Any) -> Pos:
@@ -101,4 +94,5 @@ RULES: dict[str, Callable[[list[Any], Pos], Any]] = {
     "null": lambda children, pos: None,
     "scalar": lambda children, pos: Scalar(str(children[0]), _token_pos(children[0])),
 }
-"""One builder per grammar rule (and alias) of blocks.lark: ``(children, span) → node``."""
+"""One builder per grammar rule (and alias) of blocks.lark: ``(children, span) → node``;
+the driver's ``builders``."""
