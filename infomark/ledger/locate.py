@@ -32,8 +32,7 @@ more than the length of one line.
 
 from __future__ import annotations
 
-import re
-
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.locate_keys import (
     BLOCK_KEYWORDS,
@@ -67,6 +66,7 @@ __all__ = [
     "locate",
     "locate_blocks",
     "may_contain_blocks",
+    "quote_stop",
 ]
 
 TAB_STOP = 4
@@ -75,9 +75,7 @@ TAB_STOP = 4
 _BLOCK_FENCE_INFO = frozenset({"", "yaml", "yml"})
 _JSON_FENCE_INFO = frozenset({"json", "jsonc", "json5"})
 _OBJECT_LOOKAHEAD = 3  # lines searched after a lone "{" for its first key
-_DQ_STOP = re.compile(r'["\\]')
-_SQ_STOP = re.compile(r"'")
-_BLOCK_SCALAR_RE = re.compile(r"([|>])([+-]?)([1-9]?)([+-]?)(?:[ \t]+#.*)?[ \t]*")
+_BLOCK_SCALAR_RE = lazy_compile(r"([|>])([+-]?)([1-9]?)([+-]?)(?:[ \t]+#.*)?[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +144,8 @@ def column_width(line: str, index: int) -> int:
 
 def block_scalar_header(value: str) -> BlockScalarHeader | None:
     """Parse a ``|`` / ``>`` block-scalar header (``|``, ``>-``, ``|2+`` …), else None."""
+    if value[:1] not in ("|", ">"):  # most values: no pattern compiled for them
+        return None
     match = _BLOCK_SCALAR_RE.fullmatch(value)
     if match is None:
         return None
@@ -287,6 +287,16 @@ def _entry_value(line: str, start: int) -> tuple[str, int]:
     return line[pos:].rstrip(" \t"), owner
 
 
+def quote_stop(text: str, i: int, quote: str) -> int:
+    """Index of the next ``quote`` (or, in a double-quoted value, ``\\``) from ``i``; -1 if none."""
+    stop = text.find(quote, i)
+    if quote == '"':
+        escape = text.find("\\", i, None if stop == -1 else stop)
+        if escape != -1:
+            return escape
+    return stop
+
+
 class _Balance:
     """Tracks a quoted value or flow collection left open at the end of a line."""
 
@@ -313,10 +323,9 @@ class _Balance:
         n = len(text)
         while i < n:
             if self.quote:
-                stop = (_DQ_STOP if self.quote == '"' else _SQ_STOP).search(text, i)
-                if stop is None:
+                i = quote_stop(text, i, self.quote)
+                if i == -1:
                     return  # the quote stays open past the end of the line
-                i = stop.start()
                 if text[i] == "\\":
                     i += 2
                     continue

@@ -11,7 +11,6 @@ from infomark.kernel.infomark import InfoMark
 from infomark.ledger.blocks import (
     AUTHORITIES,
     BLOCK_KEYWORDS,
-    CLAIM_ID_PATTERN,
     CLAIM_KEYS,
     DIVERGENCE_KEYS,
     EXPECTATIONS,
@@ -31,6 +30,7 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
     StampKind,
+    is_claim_id,
 )
 from infomark.ledger.locate import Candidate
 from infomark.ledger.parse_diagnose import short, snippet
@@ -463,7 +463,7 @@ class Builder:
         return None
 
     def check_id(self, claim_id: str, pos: Pos, hint: str = "") -> bool:
-        if CLAIM_ID_PATTERN.fullmatch(claim_id) is not None:
+        if is_claim_id(claim_id):
             return True
         self.note(
             pos,
