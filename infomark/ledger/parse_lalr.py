@@ -110,16 +110,26 @@ def parse(tokens: Sequence[Token], builders: Mapping[str, Callable[[list[Any], S
                 spans.append((token.line, token.column, token.end_line, token.end_column))
                 break
             name, origin, mode, size, plan = rules[~action]
-            raw = values[-size:]
-            raw_spans = spans[-size:]
-            del stack[-size:]
-            del values[-size:]
-            del spans[-size:]
-            first, last_span = raw_spans[0], raw_spans[-1]
-            if first is None or last_span is None:
-                span = _outer(raw_spans)
+            if size == 1:  # most reductions: the one item's span is the span
+                del stack[-1]
+                if mode == _INLINED:  # a ?rule over one child: only the state changes
+                    stack.append(states[stack[-1]][origin])
+                    if kind == "$END" and stack[-1] == END_STATE:
+                        return values[-1]
+                    continue
+                raw = [values.pop()]
+                span = spans.pop()
             else:
-                span = (first[0], first[1], last_span[2], last_span[3])
+                raw = values[-size:]
+                raw_spans = spans[-size:]
+                del stack[-size:]
+                del values[-size:]
+                del spans[-size:]
+                first, last_span = raw_spans[0], raw_spans[-1]
+                if first is None or last_span is None:
+                    span = _outer(raw_spans)
+                else:
+                    span = (first[0], first[1], last_span[2], last_span[3])
             if plan is None:
                 kept = raw
             else:
