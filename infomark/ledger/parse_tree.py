@@ -8,48 +8,86 @@ their positions in the message.
 
 from __future__ import annotations
 
-from infomark.kernel.records import dataclass
-
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, ClassVar
 
 __all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top"]
 
 Pos = tuple[int, int, int, int]  # line, column, end_line, end_column
 
 
-@dataclass(slots=True)
-class Scalar:
-    value: str
-    pos: Pos
+class _Node:
+    """Equality and repr by fields, as the dataclasses these were (plain classes: a hook
+    process that parses a block defines them, and a record class costs ~10× more)."""
+
+    __slots__ = ()
+    _FIELDS: ClassVar[tuple[str, ...]] = ()  # in declaration order
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Node)
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__name__}({inner})"
 
 
-@dataclass(slots=True)
-class Seq:
-    items: list[Node]
-    pos: Pos
+class Scalar(_Node):
+    __slots__ = ("pos", "value")
+    _FIELDS = ("value", "pos")
+
+    def __init__(self, value: str, pos: Pos) -> None:
+        self.value = value
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Map:
-    pairs: list[tuple[Scalar, Node]]
-    pos: Pos
+class Seq(_Node):
+    __slots__ = ("items", "pos")
+    _FIELDS = ("items", "pos")
+
+    def __init__(self, items: list[Node], pos: Pos) -> None:
+        self.items = items
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Legacy:
-    words: list[Scalar]
-    pos: Pos
+class Map(_Node):
+    __slots__ = ("pairs", "pos")
+    _FIELDS = ("pairs", "pos")
+
+    def __init__(self, pairs: list[tuple[Scalar, Node]], pos: Pos) -> None:
+        self.pairs = pairs
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Top:
-    keyword: str
-    pos: Pos
-    body: Node | Legacy
-    reason: Scalar | None = None  # gate: BLOCKED reason="…"
+class Legacy(_Node):
+    __slots__ = ("pos", "words")
+    _FIELDS = ("words", "pos")
+
+    def __init__(self, words: list[Scalar], pos: Pos) -> None:
+        self.words = words
+        self.pos = pos
+
+
+class Top(_Node):
+    __slots__ = ("body", "keyword", "pos", "reason")
+    _FIELDS = ("keyword", "pos", "body", "reason")
+
+    def __init__(
+        self, keyword: str, pos: Pos, body: Node | Legacy, reason: Scalar | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.pos = pos
+        self.body = body
+        self.reason = reason  # gate: BLOCKED reason="…"
 
 
 Node = Scalar | Seq | Map | None
