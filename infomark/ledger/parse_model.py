@@ -35,7 +35,6 @@ from infomark.ledger.blocks import (
 from infomark.ledger.locate import Candidate
 from infomark.ledger.parse_diagnose import short, snippet
 from infomark.ledger.parse_tree import Legacy, Map, Node, Pos, Scalar, Seq, Top
-from infomark.ledger.render import scalar_text
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:  # annotations only: a hook process that parses a block never loads typing
@@ -75,6 +74,8 @@ def _flow_text(node: Node) -> str:
     if node is None:
         return '""'
     if isinstance(node, Scalar):
+        from infomark.ledger.render import scalar_text  # rare: a collection kept as text
+
         return scalar_text(node.value)
     if isinstance(node, Seq):
         return "[" + ", ".join(_flow_text(item) for item in node.items) + "]"
