@@ -287,14 +287,24 @@ def _entry_value(line: str, start: int) -> tuple[str, int]:
     return line[pos:].rstrip(" \t"), owner
 
 
-def quote_stop(text: str, i: int, quote: str) -> int:
-    """Index of the next ``quote`` (or, in a double-quoted value, ``\\``) from ``i``; -1 if none."""
-    stop = text.find(quote, i)
-    if quote == '"':
-        escape = text.find("\\", i, None if stop == -1 else stop)
-        if escape != -1:
-            return escape
-    return stop
+def quote_stop(text: str, i: int, quote: str, escape: int = -1) -> tuple[int, int]:
+    """The next ``quote`` (or, in a double-quoted value, ``\\``) from ``i``: (index or -1, memo).
+
+    ``escape`` is the memo a previous call on the same ``text`` returned (-1 at first):
+    where the next backslash is, so that a line of many escapes is searched once, not
+    once per escape, and the search for the quote stops at that backslash. Callers pass
+    increasing ``i``; the total work over a line is linear in its length.
+    """
+    if quote != '"':
+        return text.find(quote, i), escape
+    if escape < i:
+        escape = text.find("\\", i)
+        if escape == -1:
+            escape = len(text)  # none: never searched for again on this line
+    stop = text.find('"', i, escape)
+    if stop != -1:
+        return stop, escape
+    return (escape if escape < len(text) else -1), escape
 
 
 class _Balance:
@@ -321,9 +331,10 @@ class _Balance:
     def feed(self, text: str) -> None:
         i = 0
         n = len(text)
+        escape = -1
         while i < n:
             if self.quote:
-                i = quote_stop(text, i, self.quote)
+                i, escape = quote_stop(text, i, self.quote, escape)
                 if i == -1:
                     return  # the quote stays open past the end of the line
                 if text[i] == "\\":

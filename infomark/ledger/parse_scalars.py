@@ -151,8 +151,9 @@ class ScalarReader:
         while True:
             text = self.lines[k]
             joined = False
+            escape = -1
             while i < len(text):
-                stop = quote_stop(text, i, quote)  # the run of plain characters ends there
+                stop, escape = quote_stop(text, i, quote, escape)  # where plain characters end
                 if stop == -1:
                     stop = len(text)
                 if stop > i:

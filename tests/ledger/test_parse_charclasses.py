@@ -73,7 +73,21 @@ def test_quote_stop_is_the_search_for_the_quote(text: str, i: int, quote: str) -
     i = min(i, len(text))
     pattern = re.compile(r'["\\]' if quote == '"' else "'")
     found = pattern.search(text, i)
-    assert quote_stop(text, i, quote) == (-1 if found is None else found.start())
+    assert quote_stop(text, i, quote)[0] == (-1 if found is None else found.start())
+
+
+@given(TEXT, st.sampled_from(['"', "'"]))
+def test_quote_stops_along_a_line_with_the_memo_are_the_searches(text: str, quote: str) -> None:
+    """Walking a line from stop to stop with the memo finds what each search finds."""
+    pattern = re.compile(r'["\\]' if quote == '"' else "'")
+    i, escape = 0, -1
+    while i <= len(text):
+        stop, escape = quote_stop(text, i, quote, escape)
+        found = pattern.search(text, i)
+        assert stop == (-1 if found is None else found.start())
+        if stop == -1:
+            break
+        i = stop + 1
 
 
 @given(TEXT, st.integers(0, 4), st.integers(0, 14))
