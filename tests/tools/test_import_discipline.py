@@ -171,8 +171,7 @@ PARSER_MODULES = {
     "infomark.ledger.parse_table",
     "infomark.ledger.parse_tree",
     "infomark.ledger.parser",
-    "infomark.ledger.render",
-}
+}  # not render: the parser quotes with it only a collection it keeps as text
 
 
 def _slow(modules: object) -> list[str]:
