@@ -212,15 +212,25 @@ def bench_hook_events() -> None:
 
         return run
 
+    # one Read decided and recorded first: the session holds evidence, as in real use (a
+    # session without any also digests its test files on every call until it has some)
+    warm = json.loads(_pretool(d))
+    warm.update(tool_use_id="warm")
+    run_measured(HOOK, stdin=json.dumps(warm).encode(), env=env, cwd=str(d))
+    warm.update(hook_event_name="PostToolUse", tool_response={"type": "text", "text": "x"})
+    run_measured(HOOK, stdin=json.dumps(warm).encode(), env=env, cwd=str(d))
     for what, text_of in (("ledger block", ledger_text), ("stamp", stamp_text)):
         p = paired(after(text_of), bare, pairs=n(12, 6), measure=_wall)
         timed_row(f"PreToolUse cold process after a new {what}", p.ours, p.base, p.ratio,
                   "bare `python -I -S -c pass`")  # fmt: skip
-    post = json.loads(_pretool(d))
-    post.update(hook_event_name="PostToolUse", tool_response={"type": "text", "text": "x" * 400})
-    data = json.dumps(post).encode()
-    p = paired(lambda: run_measured(HOOK, stdin=data, env=env, cwd=str(d)), bare,
-               pairs=n(12, 6), measure=_wall)  # fmt: skip
+    def post() -> tuple[float, int]:  # the result of an authorized call (its PreToolUse untimed)
+        call = json.loads(_pretool(d))
+        call.update(tool_use_id=f"p{next(counter)}")
+        run_measured(HOOK, stdin=json.dumps(call).encode(), env=env, cwd=str(d))
+        call.update(hook_event_name="PostToolUse", tool_response={"type": "text", "text": "x" * 400})
+        return run_measured(HOOK, stdin=json.dumps(call).encode(), env=env, cwd=str(d))
+
+    p = paired(post, bare, pairs=n(12, 6), measure=_wall)
     timed_row("PostToolUse cold process (Read result)", p.ours, p.base, p.ratio,
               "bare `python -I -S -c pass`")  # fmt: skip
 
