@@ -223,11 +223,13 @@ def bench_hook_events() -> None:
         p = paired(after(text_of), bare, pairs=n(12, 6), measure=_wall)
         timed_row(f"PreToolUse cold process after a new {what}", p.ours, p.base, p.ratio,
                   "bare `python -I -S -c pass`")  # fmt: skip
+
     def post() -> tuple[float, int]:  # the result of an authorized call (its PreToolUse untimed)
         call = json.loads(_pretool(d))
         call.update(tool_use_id=f"p{next(counter)}")
         run_measured(HOOK, stdin=json.dumps(call).encode(), env=env, cwd=str(d))
-        call.update(hook_event_name="PostToolUse", tool_response={"type": "text", "text": "x" * 400})
+        result = {"type": "text", "text": "x" * 400}
+        call.update(hook_event_name="PostToolUse", tool_response=result)
         return run_measured(HOOK, stdin=json.dumps(call).encode(), env=env, cwd=str(d))
 
     p = paired(post, bare, pairs=n(12, 6), measure=_wall)
