@@ -10,7 +10,8 @@ connections stay bounded.
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
 loads that root's configuration once and keeps it until one of its files changes, and a
-session opened under an older configuration is reopened under the new one.
+session opened under an older configuration is reopened under the new one (an equal
+configuration is the same object: the hook route and the API routes share the session).
 """
 
 from __future__ import annotations
@@ -170,13 +171,25 @@ class SessionPool:
             if known is not None and known.fingerprint == fingerprint:
                 return known.config, known.error
             try:
-                entry = _ProjectConfig(fingerprint, load_config(root, self.home), None)
+                entry = _ProjectConfig(fingerprint, self._same(load_config(root, self.home)), None)
             except ConfigError as exc:
                 entry = _ProjectConfig(fingerprint, Config(), exc)
             if len(self._projects) >= _MAX_PROJECTS:  # many roots: forget, reload on use
                 self._projects.clear()
             self._projects[root] = entry
             return entry.config, entry.error
+
+    def _same(self, config: Config) -> Config:
+        """``config``, or the equal one the pool already holds (the service's own, or the
+        project's previous one): a session is reopened only when its configuration changed,
+        not when the API routes and the hook route hold two equal copies, nor when a file
+        was touched without changing what it says."""
+        if config == self.config:
+            return self.config
+        for known in self._projects.values():
+            if known.error is None and known.config == config:
+                return known.config
+        return config
 
     # -- listing and closing ------------------------------------------------------------
     async def summaries(self) -> list[dict[str, Any]]:
