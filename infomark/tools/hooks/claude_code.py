@@ -29,6 +29,7 @@ from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
 from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
 from infomark.tools.hooks.failsafe import (
+    TailMemo,
     WitnessMismatchError,
     check_key,
     check_tail,
@@ -367,7 +368,8 @@ def handle(
         if gatekeeper is not None:
             gk = gatekeeper
             check_key(gk.store.journal)
-            check_tail(gk.store.journal, gk.session)
+            memo = gk.tail_memo if isinstance(gk.tail_memo, TailMemo) else None
+            gk.tail_memo = check_tail(gk.store.journal, gk.session, memo)  # kept if it raises
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
             profile = LAST_PROFILE[0] = gk.config.profile
