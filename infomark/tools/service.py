@@ -403,6 +403,7 @@ class _Service:
                     root=root,
                     gatekeeper=cast("Gatekeeper", gk),
                     config_error=error,
+                    profile=config.profile if error is None else "ledger",  # as _profile reads it
                 )
 
             answer = await pool.run(str(sid), go, root=root, config=config)

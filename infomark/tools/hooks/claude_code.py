@@ -340,6 +340,7 @@ def handle(
     config_error: ConfigError | None = None,
     event_hint: str | None = None,
     detail: str = "",
+    profile: str | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
@@ -347,12 +348,14 @@ def handle(
     pool); it is not closed here. ``config_error``: the project's configuration is broken
     and ``gatekeeper`` runs on the defaults (mutations are denied, as below).
     ``event_hint``/``detail``: what the caller could still see of a payload it could not
-    parse (the event name, and why parsing failed).
+    parse (the event name, and why parsing failed). ``profile``: the configured profile when
+    the caller has loaded the configuration already (the pool's, ``ledger`` when it is
+    broken); else it is read here.
     """
     from infomark.gatekeeper import Gatekeeper
 
     home, root = _where(payload, home, root)
-    profile = _profile(root, home)
+    profile = profile or _profile(root, home)
     LAST_PROFILE[0] = profile
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
         why = detail or "expected a JSON object with a string hook_event_name"
