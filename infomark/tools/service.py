@@ -138,10 +138,10 @@ def _hook_root(request: Request, payload: Any, default: Path) -> Path:
     if isinstance(payload, dict):
         candidates.append(payload.get("cwd"))
     for value in candidates:
-        if isinstance(value, str) and value and "\x00" not in value:
-            path = Path(value)
-            if path.is_absolute() and path.is_dir():
-                return Path(os.path.realpath(path))
+        if not isinstance(value, str) or not value or "\x00" in value:
+            continue
+        if os.path.isabs(value) and os.path.isdir(value):
+            return Path(os.path.realpath(value))
     return default
 
 

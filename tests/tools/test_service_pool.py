@@ -3,6 +3,7 @@ the configuration it was opened with changed (a real Gatekeeper on a real SQLite
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -63,3 +64,29 @@ def test_a_changed_project_config_still_reopens_the_session(tmp_path: Path) -> N
     finally:
         pool.close()
     assert [c.profile for c in opened] == ["strict", "observe"]
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path: Path) -> None:
+    """An in-place rewrite of the same size with its modification time put back
+    (``touch -d``): the change time gives it away, and a file changed in the last
+    moments is read again on every call anyway (file times are coarse)."""
+    config_file = tmp_path / "infomark.toml"
+    opened: list[Config] = []
+    pool = _pool(tmp_path, opened)
+    old = (1_700_000_000, 1_700_000_000)
+
+    async def profile() -> str:
+        config, error = await pool.project_config(tmp_path)
+        assert error is None
+        return config.profile
+
+    try:
+        config_file.write_text('profile = "strict"\n')
+        os.utime(config_file, old)
+        assert anyio.run(profile) == "strict"
+        with config_file.open("r+") as f:  # same inode, same size
+            f.write('profile = "ledger"\n')
+        os.utime(config_file, old)
+        assert anyio.run(profile) == "ledger"
+    finally:
+        pool.close()
