@@ -458,9 +458,12 @@ def create_app(
         stopping=stopping,
         operator_token=operator,
     )
+    # The hook route first: the router tries each path in turn, and it is the one called on
+    # every tool call (no other path overlaps it, so the order changes nothing else).
+    ordered = sorted(OPERATIONS, key=lambda op: op.name != "claude_code_hook")
     routes = [
         Route(API_PREFIX + op.path, guarded(getattr(service, op.name)), methods=[op.method])
-        for op in OPERATIONS
+        for op in ordered
     ]
 
     @asynccontextmanager
