@@ -83,7 +83,7 @@ def _verified_calls(gk: Gatekeeper, root: Path) -> TailMemo:
     for tool, tool_input in (("Read", READ), ("Write", WRITE), ("Read", READ)):
         _, reason = _pre(gk, root, tool, tool_input)
         assert CANNOT_JUDGE not in reason, reason
-    memo = gk.tail_memo
+    memo = gk._tail_memo
     assert isinstance(memo, TailMemo)
     assert memo.start < memo.last < gk.store.journal.last_seq(gk.session)
     return memo
@@ -145,7 +145,7 @@ def test_a_rollback_to_an_older_valid_head_fails_closed_in_the_pool(
         check_tail(cold.store.journal, cold.session)  # what a fresh process sees: consistent
     _assert_fails_closed(pooled, tmp_path)
     with pytest.raises(TailRewrittenError):
-        check_tail(journal, session, pooled.tail_memo)  # type: ignore[arg-type]
+        check_tail(journal, session, pooled._tail_memo)  # type: ignore[arg-type]
 
 
 def test_parallel_writers_are_verified_not_refused(pooled: Gatekeeper, tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_parallel_writers_are_verified_not_refused(pooled: Gatekeeper, tmp_path:
                 assert verdict is None and CANNOT_JUDGE not in reason, reason
     verdict, reason = _pre(pooled, tmp_path, "Read", READ)
     assert verdict is None and not reason, reason
-    memo = pooled.tail_memo
+    memo = pooled._tail_memo
     assert isinstance(memo, TailMemo) and memo.start > 0  # past a snapshot
     assert memo.last == pooled.store.journal.last_seq(pooled.session) - 1  # all but its own
 

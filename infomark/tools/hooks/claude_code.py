@@ -371,8 +371,8 @@ def handle(
         if gatekeeper is not None:
             gk = gatekeeper
             check_key(gk.store.journal)
-            memo = gk.tail_memo if isinstance(gk.tail_memo, TailMemo) else None
-            gk.tail_memo = check_tail(gk.store.journal, gk.session, memo)  # kept if it raises
+            memo = gk._tail_memo if isinstance(gk._tail_memo, TailMemo) else None
+            gk._tail_memo = check_tail(gk.store.journal, gk.session, memo)  # kept if it raises
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
             profile = LAST_PROFILE[0] = gk.config.profile
