@@ -2,7 +2,8 @@
 
 Wall time on a shared two-core machine moves with everyone else's load; the number of
 instructions a process executes does not. Each case runs the real hook command once under
-``valgrind --tool=callgrind`` (a fresh home, warmed by one call first, bytecode current) and
+``valgrind --tool=callgrind`` (a fresh home, warmed by one Read decided and recorded first,
+bytecode current) and
 is divided by a bare ``python -I -S -c pass`` counted the same way. The hook's 4 s watchdog
 is lifted for the count (valgrind runs ~50× slower than the hardware); nothing else changes.
 ``--base DIR`` counts another checkout of infomark (say ``git worktree add /tmp/base main``)
@@ -65,19 +66,19 @@ def case(event: str, text: str | None, tree: Path, work: Path) -> int:
     transcript = work / "t.jsonl"
     transcript.write_text("")
 
-    def payload(i: int) -> bytes:
+    def payload(i: int, hook_event: str) -> bytes:
         data: dict[str, object] = {
             "session_id": "icount",
             "transcript_path": str(transcript) if text else "",
             "cwd": str(work),
-            "hook_event_name": event,
+            "hook_event_name": hook_event,
             "tool_name": "Read",
             "tool_input": {"file_path": "x"},
             "tool_use_id": f"t{i}",
         }
-        if event == "PostToolUse":
+        if hook_event == "PostToolUse":
             data["tool_response"] = {"type": "text", "text": "x" * 400}
-        if text:
+        elif text:
             said = {"type": "text", "text": text.format(i=i)}
             content = [said, {"type": "tool_use", "id": f"t{i}"}]
             with transcript.open("a") as f:
@@ -85,8 +86,17 @@ def case(event: str, text: str | None, tree: Path, work: Path) -> int:
         return json.dumps(data).encode()
 
     argv = [sys.executable, "-c", _HOOK]
-    subprocess.run(argv, input=payload(1), capture_output=True, env=env, cwd=work, check=True)
-    return count(argv, payload(2), env, str(work))
+
+    def run(data: bytes) -> None:
+        subprocess.run(argv, input=data, capture_output=True, env=env, cwd=work, check=True)
+
+    # Warm: one Read decided and its result recorded, so the session holds evidence (the
+    # steady state of a session; a fresh one also digests the test files on each call).
+    run(payload(1, "PreToolUse"))
+    run(payload(1, "PostToolUse"))
+    if event == "PostToolUse":
+        run(payload(2, "PreToolUse"))  # the result measured is that of an authorized call
+    return count(argv, payload(2, event), env, str(work))
 
 
 def main(argv: list[str]) -> int:

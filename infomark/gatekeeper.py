@@ -15,10 +15,8 @@ class across modules would put a module more on the hook's hot path for no new j
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from infomark.gates import grading_flow, watch
 from infomark.gates.authorize import (
@@ -35,6 +33,7 @@ from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import PROFILES, Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
@@ -42,7 +41,7 @@ from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.home import default_home, ensure_private_dir
+from infomark.ledger.home import default_home, default_home_dir, ensure_private_dir
 from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import SessionState, held_key
@@ -50,7 +49,10 @@ from infomark.ledger.store import pick_store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.gates.policies.runtime import PolicyRuntime, PolicyStep
     from infomark.gates.views import GateView, LedgerView
@@ -97,10 +99,10 @@ class Gatekeeper:
     @classmethod
     def open(
         cls,
-        home: Path | str | None = None,
+        home: StrPath | None = None,
         session: str = "default",
         *,
-        root: Path | str | None = None,
+        root: StrPath | None = None,
         config: Config | None = None,
         profile: str | None = None,
         store: str | None = None,
@@ -112,8 +114,8 @@ class Gatekeeper:
         else the home's SQLite file (:mod:`infomark.ledger.store`).
         """
         check_session_id(session)  # the rule every entry point shares
-        home_p = Path(home) if home is not None else default_home()
-        root_p = Path(root) if root is not None else Path.cwd()
+        home_p = os.fspath(home) if home is not None else default_home_dir()
+        root_p = os.fspath(root) if root is not None else os.getcwd()
         ensure_private_dir(home_p)  # before the config cache is written into it
         cfg = config or load_config(root_p, home_p)
         if profile is not None:
@@ -245,8 +247,8 @@ class Gatekeeper:
             call.tool,
             call.input,
             c,
-            home=self.home,
-            root=self._ledger.root,
+            home=self._ledger.home_dir,
+            root=self._ledger.root_dir,
             extra=self.host_files,
             cwd=call.cwd,
         )
@@ -392,11 +394,7 @@ class Gatekeeper:
         from infomark.gates import moves
 
         with self._ledger.transaction():
-            d = (
-                hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16]
-                if prompt
-                else None
-            )
+            d = sha256(prompt.encode("utf-8", "replace")).hexdigest()[:16] if prompt else None
             self._ledger.emit("turn_started", {"prompt_digest": d})
             moves.resume(self._ledger, self.config)  # the user answered: the work resumes
             return self._commit(self.policy.on_prompt(self._ledger, prompt or ""))
@@ -547,7 +545,9 @@ class Gatekeeper:
 
         check_session_id(as_session)
         fork_session(self._ledger, self.config.session_prefix + as_session, upto)
-        return Gatekeeper.open(self.home, as_session, root=self._ledger.root, config=self.config)
+        return Gatekeeper.open(
+            self._ledger.home_dir, as_session, root=self._ledger.root_dir, config=self.config
+        )
 
     def merge_from(self, session: str) -> dict[str, Any]:
         """Merge what the fork ``session`` settled after its fork point into this session."""

@@ -11,12 +11,12 @@ operator's approval of exactly this held call (:func:`operator_approved`), an un
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, Verdict
 from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
+from infomark.kernel.digest import sha256
 from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import ToolClass
@@ -317,7 +317,7 @@ def deny_unattended(decision: Decision, unattended: str | None, config: Config) 
 def name_decision(decision: Decision, session: str, seq: int, tool_call_id: str | None) -> Decision:
     """The decision's id (from the session and the seq it is journaled at) and the call id its
     record must name (the host's ``tool_call_id`` when it has one)."""
-    did = "dec_" + hashlib.sha256(f"{session}\x00{seq}".encode()).hexdigest()[:16]
+    did = "dec_" + sha256(f"{session}\x00{seq}".encode()).hexdigest()[:16]
     return replace(decision.with_id(did), call_id=tool_call_id or "call_" + did[4:])
 
 

@@ -7,13 +7,13 @@ by the file's sha256, so the hook path reads it with ``tomllib``/``json`` only.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from infomark.gates.oracles import OracleJudge, ran_nothing
+from infomark.kernel import jsonc
+from infomark.kernel.contexts import suppress
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.semantics import LedgerRules
@@ -21,6 +21,8 @@ from infomark.ledger.semantics import LedgerRules
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
@@ -87,7 +89,7 @@ class Config:
         )
 
 
-def ledger_rules(config: Config, home: Path) -> LedgerRules:
+def ledger_rules(config: Config, home: StrPath) -> LedgerRules:
     """What the configuration asks of the ledger's stamp semantics in ``home``."""
     return LedgerRules(
         require_declared_oracle=config.require_declared_oracle,
@@ -99,7 +101,7 @@ def ledger_rules(config: Config, home: Path) -> LedgerRules:
     )
 
 
-def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
+def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
     """``infomark.toml``, then ``infomark.yaml`` (a seed-style ``runtime_config:`` block),
     then ``[tool.infomark]`` in ``pyproject.toml``; None if none exists.
 
@@ -107,55 +109,57 @@ def find_config_file(root: Path) -> tuple[Path, dict[str, Any], str] | None:
     """
     explicit = os.environ.get("INFOMARK_CONFIG")
     candidates = (
-        [Path(explicit)]
+        [explicit]
         if explicit
         else [
-            root / "infomark.toml",
-            root / "infomark.yaml",
-            root / "infomark.yml",
-            root / "pyproject.toml",
+            os.path.join(root, "infomark.toml"),
+            os.path.join(root, "infomark.yaml"),
+            os.path.join(root, "infomark.yml"),
+            os.path.join(root, "pyproject.toml"),
         ]
     )
     for path in candidates:
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as f:
+                raw = f.read()
         except OSError:
             if explicit:
                 raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from None
             continue
-        if path.suffix in (".yaml", ".yml"):
+        if os.path.splitext(path)[1] in (".yaml", ".yml"):
             from infomark.gates.config_yaml import read_runtime_config
 
             text = raw.decode("utf-8", "replace")
             doc = read_runtime_config(text, source=str(path))
-            return path, doc, hashlib.sha256(raw).hexdigest()
+            return path, doc, sha256(raw).hexdigest()
         import tomllib  # only when a file exists: keeps the hook's start-up lean
 
         try:
             doc = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        if path.name == "pyproject.toml":
+        if os.path.basename(path) == "pyproject.toml":
             section = doc.get("tool", {}).get("infomark")
             if section is None:
                 continue
             if not isinstance(section, dict):
                 raise ConfigError(f"{path}: [tool.infomark] must be a table")
             doc = section
-        return path, doc, hashlib.sha256(raw).hexdigest()
+        return path, doc, sha256(raw).hexdigest()
     return None
 
 
-def load_config(root: Path, home: Path | None = None) -> Config:
+def load_config(root: StrPath, home: StrPath | None = None) -> Config:
     """Load, validate (cached by content hash) and return the configuration."""
     found = find_config_file(root)
     if found is None:
         return Config()
     path, doc, sha = found
-    cache = home / "config.cache.json" if home is not None else None
+    cache = os.path.join(home, "config.cache.json") if home is not None else None
     if cache is not None:
         try:
-            cached = json.loads(cache.read_text())
+            with open(cache, encoding="utf-8") as f:
+                cached = jsonc.loads(f.read())
             if cached.get("sha256") == sha and cached.get("path") == str(path):
                 return Config.from_dict(cached["config"], source=str(path))
         except (OSError, ValueError, KeyError, TypeError):
@@ -163,11 +167,13 @@ def load_config(root: Path, home: Path | None = None) -> Config:
     from infomark.gates.config_model import validate_config
 
     validated = validate_config(doc, source=str(path))
-    if cache is not None and cache.parent.is_dir():
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    if cache is not None and os.path.isdir(os.path.dirname(cache) or "."):
+        tmp = os.path.splitext(cache)[0] + f".{os.getpid()}.tmp"
         try:
-            tmp.write_text(json.dumps({"sha256": sha, "path": str(path), "config": validated}))
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(jsonc.dumps({"sha256": sha, "path": str(path), "config": validated}))
             os.replace(tmp, cache)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with suppress(OSError):
+                os.unlink(tmp)
     return Config.from_dict(validated, source=str(path))

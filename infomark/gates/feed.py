@@ -23,7 +23,6 @@ the hook's start-up pays for neither ``socket`` nor ``subprocess`` unless it lau
 from __future__ import annotations
 
 import _socket
-import hashlib
 import json
 import os
 import struct
@@ -31,9 +30,13 @@ import sys
 import time
 from pathlib import Path
 
+from infomark.kernel.digest import sha256
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = ["Token", "alive", "launch", "pin_path", "since", "stop", "token"]
 
@@ -44,7 +47,7 @@ Token = dict[str, int | str]
 
 
 def _ident(top: Path) -> str:
-    return hashlib.sha256(str(top).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return sha256(str(top).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def pin_path(watch_dir: Path, top: Path) -> Path:
@@ -169,7 +172,7 @@ def _index_count(git_dir: Path) -> int:
     return int(struct.unpack_from(">I", head, 8)[0])
 
 
-def token(watch_dir: Path, top: Path, git_dir: Path, *, min_tracked: int) -> Token | None:
+def token(watch_dir: StrPath, top: StrPath, git_dir: StrPath, *, min_tracked: int) -> Token | None:
     """The feed's window start before a call, or None (then the compare walks).
 
     No request: the token is the pinned watcher's identity and the ``CLOCK_MONOTONIC`` time
@@ -177,6 +180,7 @@ def token(watch_dir: Path, top: Path, git_dir: Path, *, min_tracked: int) -> Tok
     it was ready. With no live watcher (and a tree big enough), one is launched without
     waiting for it: this call walks, the next ones use the feed.
     """
+    watch_dir, top, git_dir = Path(watch_dir), Path(top), Path(git_dir)
     t = time.monotonic_ns()
     if sys.platform != "linux" or _index_count(git_dir) < min_tracked:
         return None
@@ -187,9 +191,10 @@ def token(watch_dir: Path, top: Path, git_dir: Path, *, min_tracked: int) -> Tok
     return None
 
 
-def since(watch_dir: Path, top: Path, tok: Token) -> list[str] | None:
+def since(watch_dir: StrPath, top: StrPath, tok: Token) -> list[str] | None:
     """Paths (relative to ``top``; ``dir/`` for a whole directory) that may have changed
     since ``tok``, from the same watcher process; None: walk the whole tree."""
+    watch_dir, top = Path(watch_dir), Path(top)
     pin = _read_pin(watch_dir, top)
     if pin is None or any(pin.get(k) != tok.get(k) for k in ("pid", "start", "boot", "sock")):
         return None  # not the watcher that gave the token (replaced, restarted, or gone)

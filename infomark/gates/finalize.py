@@ -17,8 +17,6 @@ fresh evidence is still refused.
 
 from __future__ import annotations
 
-import re
-
 from infomark.gates.authorize import grounding_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
@@ -45,15 +43,12 @@ __all__ = [
 BLOCKED_TERMINALS = ("BLOCKED", "WAITING_APPROVAL", "OUT_OF_SCOPE")
 
 # Completion language on word boundaries, only for sessions that changed nothing.
-_COMPLETION = lazy_compile(
-    r"\b(?:done|fixed|resolved|complete[ds]?|finished|implemented|works now|"
+_COMPLETION = lazy_compile(  # flags inline: this module does not import re (a hook's start-up)
+    r"(?i)\b(?:done|fixed|resolved|complete[ds]?|finished|implemented|works now|"
     r"all (?:the )?tests (?:now )?pass(?:es|ed|ing)?|tests (?:now )?pass(?:es|ed|ing)?|"
-    r"ready (?:to|for) (?:merge|review)|successfully)\b",
-    re.IGNORECASE,
+    r"ready (?:to|for) (?:merge|review)|successfully)\b"
 )
-_NEGATED = lazy_compile(
-    r"\b(?:not|n't|never|no longer|isn't|aren't|yet to be)\s+(?:\w+\s+)?$", re.IGNORECASE
-)
+_NEGATED = lazy_compile(r"(?i)\b(?:not|n't|never|no longer|isn't|aren't|yet to be)\s+(?:\w+\s+)?$")
 
 
 def claims_completion(text: str) -> bool:

@@ -24,17 +24,20 @@ only (hot path).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import marshal
 import os
 import struct
 import time
-from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
+from infomark.kernel.digest import sha256
 from infomark.kernel.environ import agent_env
 from infomark.kernel.records import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = [
     "FEED_MIN_TRACKED",
@@ -89,23 +92,27 @@ class TreeChange:
         return tuple(sorted({*self.modified, *self.deleted}))
 
 
-def find_git_dir(root: Path) -> tuple[Path, Path] | None:
+def find_git_dir(root: StrPath) -> tuple[str, str] | None:
     """``(work tree top, git dir)`` for the repository ``root`` is in, or None."""
-    here = root.resolve()
-    for top in (here, *here.parents):
-        dot = top / ".git"
-        if dot.is_dir():
+    top = os.path.realpath(root)
+    while True:
+        dot = os.path.join(top, ".git")
+        if os.path.isdir(dot):
             return top, dot
-        if dot.is_file():
+        if os.path.isfile(dot):
             try:
-                text = dot.read_text(encoding="utf-8", errors="replace").strip()
+                with open(dot, encoding="utf-8", errors="replace") as f:
+                    text = f.read().strip()
             except OSError:
                 return None
             if text.startswith("gitdir:"):
-                gd = Path(text[7:].strip())
-                return top, gd if gd.is_absolute() else (top / gd).resolve()
+                gd = text[7:].strip()
+                return top, gd if os.path.isabs(gd) else os.path.realpath(os.path.join(top, gd))
             return None
-    return None
+        parent = os.path.dirname(top)
+        if parent == top:
+            return None
+        top = parent
 
 
 def _parse_index(data: bytes) -> list[str]:
@@ -145,7 +152,7 @@ def _parse_index(data: bytes) -> list[str]:
     return out
 
 
-def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list[str]] | None:
+def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str, list[str]] | None:
     """``(work tree top, paths the git index lists)``, or None outside a git repository.
 
     The list is cached in ``cache_dir`` keyed by the index file's stat data, so a session
@@ -156,28 +163,31 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
     if found is None:
         return None
     top, git_dir = found
-    index = git_dir / "index"
+    index = os.path.join(git_dir, "index")
     try:
-        st = index.stat()
+        st = os.stat(index)
     except OSError:
         return top, []  # a fresh repository: nothing tracked yet
     ident = f"{index}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
     cache = None
     if cache_dir is not None:
-        cache = cache_dir / ("index-" + hashlib.sha256(str(index).encode()).hexdigest()[:16])
+        cache = os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
         try:
-            cached = marshal.loads(cache.read_bytes())  # noqa: S302 - our 0600 cache; data only
+            with open(cache, "rb") as f:
+                cached = marshal.loads(f.read())  # noqa: S302 - our 0600 cache; data only
             if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
                 return top, cached[1]
         except (OSError, ValueError, EOFError, TypeError, IndexError):
             pass
     try:
-        paths = _parse_index(index.read_bytes())
+        with open(index, "rb") as f:
+            data = f.read()
+        paths = _parse_index(data)
     except (OSError, ValueError, IndexError, struct.error):
         paths = _ls_files(top)
     if cache is not None:
         with suppress(OSError):
-            tmp = cache.with_suffix(".tmp")
+            tmp = cache + ".tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(marshal.dumps((ident, paths)))
@@ -185,7 +195,7 @@ def tracked_paths(root: Path, cache_dir: Path | None = None) -> tuple[Path, list
     return top, paths
 
 
-def _ls_files(top: Path) -> list[str]:
+def _ls_files(top: str) -> list[str]:
     import subprocess  # lazy: only an index this parser cannot read needs git itself
 
     try:
@@ -201,11 +211,13 @@ def _ls_files(top: Path) -> list[str]:
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def _marker(watch_dir: Path, key: str) -> Path:
-    return watch_dir / (hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:24] + ".mark")
+def _marker(watch_dir: StrPath, key: str) -> str:
+    return os.path.join(
+        watch_dir, sha256(key.encode("utf-8", "replace")).hexdigest()[:24] + ".mark"
+    )
 
 
-def mark(watch_dir: Path, key: str, *, seq: int, root: Path | None = None) -> bool:
+def mark(watch_dir: StrPath, key: str, *, seq: int, root: StrPath | None = None) -> bool:
     """Write the marker for one call (``key``): its change time is "before the call".
 
     With ``root`` in a big enough git work tree on Linux, the marker also holds the change
@@ -225,30 +237,31 @@ def mark(watch_dir: Path, key: str, *, seq: int, root: Path | None = None) -> bo
     # A new file each time, never O_TRUNC over the last one: truncating a file whose data is
     # not yet on disk makes ext4 write it out first (auto_da_alloc), ~10-20 ms under load.
     with suppress(FileNotFoundError):
-        path.unlink()
+        os.unlink(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data))
+            fh.write(jsonc.dumps(data))
     except OSError:
         return False
     return True
 
 
-def clear_mark(watch_dir: Path, key: str) -> None:
+def clear_mark(watch_dir: StrPath, key: str) -> None:
     with suppress(OSError):
-        _marker(watch_dir, key).unlink()
+        os.unlink(_marker(watch_dir, key))
 
 
-def _marker_data(watch_dir: Path, key: str) -> dict[str, object] | None:
+def _marker_data(watch_dir: StrPath, key: str) -> dict[str, object] | None:
     try:
-        data = json.loads(_marker(watch_dir, key).read_text(encoding="utf-8"))
+        with open(_marker(watch_dir, key), encoding="utf-8") as f:
+            data = jsonc.loads(f.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else {}
 
 
-def marker_seq(watch_dir: Path, key: str) -> int | None:
+def marker_seq(watch_dir: StrPath, key: str) -> int | None:
     """The journal seq recorded with the marker, or None when there is no marker."""
     data = _marker_data(watch_dir, key)
     if data is None:
@@ -257,20 +270,20 @@ def marker_seq(watch_dir: Path, key: str) -> int | None:
     return seq if isinstance(seq, int) else 0
 
 
-def marker_time(watch_dir: Path, key: str) -> int | None:
+def marker_time(watch_dir: StrPath, key: str) -> int | None:
     """The kernel change time of the marker for ``key`` (ns), or None."""
     try:
-        return _marker(watch_dir, key).stat().st_ctime_ns
+        return os.stat(_marker(watch_dir, key)).st_ctime_ns
     except OSError:
         return None
 
 
 def changes_since(
-    watch_dir: Path,
+    watch_dir: StrPath,
     key: str,
-    root: Path,
+    root: StrPath,
     *,
-    skip: tuple[Path, ...] = (),
+    skip: tuple[StrPath, ...] = (),
 ) -> TreeChange | None:
     """What changed under ``root`` since :func:`mark` for ``key``; None without a marker.
 
@@ -291,12 +304,12 @@ def changes_since(
         else:
             found, method = _scan_candidates(top, paths, candidates, low), "feed"
         complete = True
-        base = top.resolve()
-        rel_root = root.resolve()
+        base = os.path.realpath(top)
+        rel_root = os.path.realpath(root)
         if base != rel_root:
             found = [(_relative([p], base, rel_root)[0], t, d) for p, t, d in found]
     else:
-        found, complete = _walk(root.resolve(), low, skip)
+        found, complete = _walk(os.path.realpath(root), low, skip)
         method = "walk"
     return TreeChange(
         modified=tuple(sorted(p for p, _t, d in found if not d)),
@@ -307,19 +320,24 @@ def changes_since(
     )
 
 
-def _relative(paths: list[str], top: Path, root: Path) -> list[str]:
+def _relative(paths: list[str], top: str, root: str) -> list[str]:
+    """Tracked paths (relative to ``top``) relative to ``root``; both resolved, absolute."""
     if top == root:
         return paths
+    inside = root.rstrip("/") + "/"
     out = []
     for p in paths:
-        try:
-            out.append((top / p).relative_to(root).as_posix())
-        except ValueError:
-            out.append(str(top / p))  # tracked, outside the root: still the project's
+        full = os.path.join(top, p)
+        if full == root:
+            out.append(".")
+        elif full.startswith(inside):
+            out.append(full[len(inside) :])
+        else:
+            out.append(full)  # tracked, outside the root: still the project's
     return out
 
 
-def _feed_candidates(watch_dir: Path, key: str, top: Path) -> list[str] | None:
+def _feed_candidates(watch_dir: StrPath, key: str, top: str) -> list[str] | None:
     """What the change feed says may have changed in the call's window; None: walk."""
     data = _marker_data(watch_dir, key)
     tok = data.get("feed") if data else None
@@ -331,7 +349,7 @@ def _feed_candidates(watch_dir: Path, key: str, top: Path) -> list[str] | None:
 
 
 def _scan_candidates(
-    top: Path, paths: list[str], candidates: list[str], since: int
+    top: str, paths: list[str], candidates: list[str], since: int
 ) -> list[tuple[str, int, bool]]:
     """:func:`_scan_tracked` over the tracked paths the feed names (``dir/``: all under it)."""
     exact = {c for c in candidates if not c.endswith("/")}
@@ -345,7 +363,7 @@ def _scan_candidates(
     return _scan_tracked(top, picked, since)
 
 
-def _scan_tracked(top: Path, paths: list[str], since: int) -> list[tuple[str, int, bool]]:
+def _scan_tracked(top: str, paths: list[str], since: int) -> list[tuple[str, int, bool]]:
     """``(path, change time, deleted)`` of every tracked path changed since ``since``."""
     lstat = os.lstat
     base = str(top) + os.sep
@@ -366,22 +384,23 @@ def _scan_tracked(top: Path, paths: list[str], since: int) -> list[tuple[str, in
     return out
 
 
-def _gone_at(top: Path, rel: str) -> int | None:
+def _gone_at(top: str, rel: str) -> int | None:
     """A missing path was removed when its nearest existing parent last changed."""
-    parent = (top / rel).parent
+    parent = os.path.dirname(os.path.join(top, rel))
     while True:
         try:
             return os.lstat(parent).st_ctime_ns
         except OSError:
-            if parent == top or parent == parent.parent:
+            up = os.path.dirname(parent)
+            if parent == top or up == parent:
                 return None
-            parent = parent.parent
+            parent = up
 
 
 def _walk(
-    root: Path, since: int, skip: tuple[Path, ...]
+    root: str, since: int, skip: tuple[StrPath, ...]
 ) -> tuple[list[tuple[str, int, bool]], bool]:
-    skipped = {str(s.resolve()) for s in skip}
+    skipped = {os.path.realpath(s) for s in skip}
     found: list[tuple[str, int, bool]] = []
     seen = 0
     stack = [str(root)]
@@ -414,7 +433,7 @@ def _walk(
     return found, True
 
 
-def still_modified(root: Path, files: list[str]) -> list[str] | None:
+def still_modified(root: StrPath, files: list[str]) -> list[str] | None:
     """Of ``files`` (relative to root), those that still differ from git's index.
 
     None when there is no git repository to compare with (the tree cannot be shown restored).
@@ -437,4 +456,4 @@ def still_modified(root: Path, files: list[str]) -> list[str] | None:
     if proc.returncode != 0:
         return None
     listed = {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
-    return [f for f in files if f in listed or not (root / f).exists()]
+    return [f for f in files if f in listed or not os.path.exists(os.path.join(root, f))]

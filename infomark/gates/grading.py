@@ -13,18 +13,21 @@ Standard library only; file I/O, no journal access (the facade emits the events)
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import json
 import os
-import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+
+from infomark.kernel import jsonc
+from infomark.kernel.digest import sha256
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.paths import pure_name
 
 TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    import re
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = [
     "CONFIG_NAMES",
@@ -103,13 +106,15 @@ _MAX_BYTES = 2_000_000
 
 # Sections of shared files that configure tests (the rest of the file is not grading).
 _SECTIONS: Mapping[str, re.Pattern[str]] = {
-    "pyproject.toml": re.compile(r"^\[tool\.(?:pytest|coverage|tox|hatch\.envs\.test)", re.M),
-    "setup.cfg": re.compile(r"^\[(?:tool:pytest|pytest|coverage:)", re.M),
-    "tox.ini": re.compile(r"^\[(?:pytest|tox|testenv)", re.M),
+    "pyproject.toml": lazy_compile(r"(?m)^\[tool\.(?:pytest|coverage|tox|hatch\.envs\.test)"),
+    "setup.cfg": lazy_compile(r"(?m)^\[(?:tool:pytest|pytest|coverage:)"),
+    "tox.ini": lazy_compile(r"(?m)^\[(?:pytest|tox|testenv)"),
 }
 
 
 def _name_matches(rel: str, patterns: Sequence[str]) -> bool:
+    import fnmatch  # fnmatch and shlex import re: only calls that need them load them
+
     parts = rel.split("/")
     name = parts[-1]
     for pat in patterns:
@@ -134,7 +139,7 @@ def _sections(name: str, text: str) -> str | None:
     """The test-relevant part of a shared config file (None: it has none)."""
     if name == "package.json":
         try:
-            doc = json.loads(text)
+            doc = jsonc.loads(text)
         except ValueError:
             return text  # unparseable: the whole file counts
         if not isinstance(doc, dict):
@@ -149,7 +154,7 @@ def _sections(name: str, text: str) -> str | None:
             }.items()
             if v is not None
         }
-        return json.dumps(part, sort_keys=True) if part else None
+        return jsonc.dumps(part, sort_keys=True) if part else None
     pattern = _SECTIONS.get(name)
     if pattern is None:
         return text
@@ -163,14 +168,11 @@ def _sections(name: str, text: str) -> str | None:
     return "\n".join(out) if out else None
 
 
-def surface_content(root: Path, rel: str) -> str | None:
+def surface_content(root: StrPath, rel: str) -> str | None:
     """What of ``rel`` grades tests now (None: absent, or no test section in it)."""
-    path = root / rel
     try:
-        if path.stat().st_size > _MAX_BYTES:
-            data = path.read_bytes()[:_MAX_BYTES]
-        else:
-            data = path.read_bytes()
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read(_MAX_BYTES)  # the first _MAX_BYTES of a larger file
     except (OSError, ValueError):
         return None
     text = data.decode("utf-8", "replace")
@@ -180,13 +182,12 @@ def surface_content(root: Path, rel: str) -> str | None:
 def _digest(content: str | None) -> str | None:
     if content is None:
         return None
-    return "sha256:" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def grading_path(root: Path, path: str) -> str | None:
+def grading_path(root: StrPath, path: str) -> str | None:
     """``path`` relative to the root with ``/`` separators (None when it is outside)."""
-    p = Path(path)
-    p = p if p.is_absolute() else root / p
+    p = os.path.join(root, path)  # an absolute path stays itself
     try:
         rel = os.path.relpath(os.path.normpath(p), os.path.normpath(root))
     except ValueError:
@@ -228,7 +229,10 @@ _RUNNERS = frozenset(
 )
 
 
-def _oracle_files(root: Path, oracle: str) -> list[str]:
+def _oracle_files(root: StrPath, oracle: str) -> list[str]:
+    import re
+    import shlex
+
     try:
         words = shlex.split(oracle.replace("\n", " ; "))
     except ValueError:
@@ -239,7 +243,7 @@ def _oracle_files(root: Path, oracle: str) -> list[str]:
         if w in (";", "&&", "||", "|"):
             runner = False
             continue
-        base = Path(w).name
+        base = pure_name(w)
         if not runner and re.fullmatch(
             r"python3?(\.\d+)?|" + "|".join(map(re.escape, _RUNNERS)), base
         ):
@@ -249,12 +253,12 @@ def _oracle_files(root: Path, oracle: str) -> list[str]:
         if not runner or w.startswith("-") or not w:
             continue
         rel = grading_path(root, w)
-        if rel and rel != "." and (root / rel).is_file():
+        if rel and rel != "." and os.path.isfile(os.path.join(root, rel)):
             out.append(rel)
     return out
 
 
-def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
+def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]]:
     skip_home = _dir_id(home) if home is not None else None
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
@@ -273,7 +277,7 @@ def _walk(root: Path, home: Path | None) -> Iterable[tuple[str, list[str]]]:
             return
 
 
-def _dir_id(path: Path | str) -> tuple[int, int] | None:
+def _dir_id(path: StrPath) -> tuple[int, int] | None:
     """Which directory ``path`` is (symlinks followed), None when it is none: one ``stat``,
     where comparing resolved paths cost an ``lstat`` per component."""
     try:
@@ -284,11 +288,11 @@ def _dir_id(path: Path | str) -> tuple[int, int] | None:
 
 
 def surface(
-    root: Path,
+    root: StrPath,
     oracle: str,
     *,
     globs: Sequence[str] = DEFAULT_TEST_GLOBS,
-    home: Path | None = None,
+    home: StrPath | None = None,
     put: Callable[[bytes], str] | None = None,
 ) -> tuple[dict[str, str | None], dict[str, str]]:
     """``(path → digest or None, path → blob)`` of the grading surface for ``oracle``.
@@ -329,7 +333,7 @@ def surface(
 
 
 def scan_changes(
-    root: Path,
+    root: StrPath,
     baseline: Mapping[str, str | None],
     reported: Mapping[str, Mapping[str, Any]],
 ) -> list[tuple[str, str | None, str | None]]:
@@ -353,20 +357,20 @@ def scan_changes(
 
 _WHAT = (
     (
-        re.compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
+        lazy_compile(r"\bassert\b|\bexpect\(|assert[A-Z_]\w*\(|\bt\.(?:Error|Fatal)|assert_eq!"),
         "assertion",
     ),
-    (re.compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
-    (re.compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
-    (re.compile(r"addopts|-k\s|--deselect"), "test selection option"),
+    (lazy_compile(r"skip|xfail|\.only\(|\bxit\(|t\.Skip|#\[ignore\]"), "skip marker"),
+    (lazy_compile(r"collect_ignore|testpaths|norecursedirs"), "test collection setting"),
+    (lazy_compile(r"addopts|-k\s|--deselect"), "test selection option"),
 )
 
 
 # An assertion that cannot fail, and one made to pass whatever happens.
-_TRIVIAL = re.compile(
+_TRIVIAL = lazy_compile(
     r"^\s*assert\s*\(?\s*(?:True|1|not\s+False|\"[^\"]*\"|'[^']*')\s*\)?\s*(?:#.*)?$"
 )
-_WEAKENED = re.compile(r"\bor\s+True\b|\bor\s+1\b|pytest\.approx\(.*abs\s*=")
+_WEAKENED = lazy_compile(r"\bor\s+True\b|\bor\s+1\b|pytest\.approx\(.*abs\s*=")
 
 
 def _kind(line: str) -> str:

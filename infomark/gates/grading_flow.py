@@ -55,7 +55,7 @@ def declare(ledger: Ledger, config: Config, oracle: str | None = None) -> None:
     files: dict[str, str | None] = {}
     blobs: dict[str, str] = {}
     for o in dict.fromkeys(oracles):
-        f, b = surface(ledger.root, o, globs=globs, home=ledger.home, put=ledger.blobs.put)
+        f, b = surface(ledger.root_dir, o, globs=globs, home=ledger.home_dir, put=ledger.blobs.put)
         files.update(f)
         blobs.update(b)
     if not any(d is not None for d in files.values()):
@@ -82,7 +82,7 @@ def check(ledger: Ledger, config: Config, *, seed: bool = False) -> None:
                 if not ledger.state.grading_files:
                     declare(ledger, config, oracle="")
         return
-    changes = scan_changes(ledger.root, state.grading_files, state.grading_changed)
+    changes = scan_changes(ledger.root_dir, state.grading_files, state.grading_changed)
     if not changes:
         return
     with ledger.transaction():
@@ -104,13 +104,13 @@ def check(ledger: Ledger, config: Config, *, seed: bool = False) -> None:
 def _has_surface(ledger: Ledger, config: Config) -> bool:
     """Whether the project has a test file or a test configuration now (nothing stored)."""
     globs = config.grading_files or DEFAULT_TEST_GLOBS
-    files, _ = surface(ledger.root, "", globs=globs, home=ledger.home)
+    files, _ = surface(ledger.root_dir, "", globs=globs, home=ledger.home_dir)
     return any(d is not None for d in files.values())
 
 
 def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
     """Journal that ``rel``'s current content is the new baseline (inside a transaction)."""
-    content = surface_content(ledger.root, rel)
+    content = surface_content(ledger.root_dir, rel)
     blob = None
     if content is not None:
         blob = ledger.blobs.put(content.encode("utf-8", "surrogatepass"))
@@ -123,7 +123,7 @@ def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
 def approve_path(ledger: Ledger, config: Config, path: str, *, by: str, note: str) -> None:
     """An operator accepts a changed grading file named by ``path`` (a UserError if it is not)."""
     check(ledger, config)
-    rel = grading_path(ledger.root, path)
+    rel = grading_path(ledger.root_dir, path)
     state = ledger.refresh()
     if rel is None or rel not in state.grading_files:
         known = ", ".join(sorted(state.grading_changed)) or "none is changed"
@@ -141,7 +141,7 @@ def edit_target(ledger: Ledger, call: ToolCall, tool_class: str) -> str | None:
         value = call.input.get(key)
         if not isinstance(value, str):
             continue
-        rel = grading_path(ledger.root, value)
+        rel = grading_path(ledger.root_dir, value)
         if rel is not None and rel in files and (files[rel] is not None or is_grading_config(rel)):
             return rel
     return None

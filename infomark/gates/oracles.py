@@ -13,13 +13,16 @@ Pure functions; standard library only.
 
 from __future__ import annotations
 
-import fnmatch
-import re
-import shlex
+import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
+from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.paths import pure_name
 from infomark.kernel.reasons import RejectReason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = ["OracleJudge", "matches_any", "ran_nothing", "weakness"]
 
@@ -27,15 +30,16 @@ _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _NOOP = frozenset({"true", ":", "echo", "printf", "pwd", "exit", "return", "yes", "sleep"})
 _SINKS = frozenset({"tee", "cat", "head", "tail", "less", "more", "sort", "uniq", "wc", "tr"})
 _SELECT_NOTHING = ("--collect-only", "--co", "--passWithNoTests", "--dry-run", "--list")
-_NO_TESTS = re.compile(
-    r"no tests ran|collected 0 items|\brunning 0 tests\b|\bRan 0 tests\b|\bno test files\b|"
-    r"No tests found|\b0 passing\b|\b0 examples\b|Tests:\s+0 total|\b0 tests? (?:passed|run)\b",
-    re.IGNORECASE,
+_NO_TESTS = lazy_compile(
+    r"(?i)no tests ran|collected 0 items|\brunning 0 tests\b|\bRan 0 tests\b|\bno test files\b|"
+    r"No tests found|\b0 passing\b|\b0 examples\b|Tests:\s+0 total|\b0 tests? (?:passed|run)\b"
 )
 
 
 def _segments(command: str) -> list[tuple[str, list[str]]] | None:
     """``(operator before it, words)`` per simple command; None when it cannot be split."""
+    import shlex  # shlex imports re: only calls that judge an oracle load it
+
     lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -59,6 +63,8 @@ def _segments(command: str) -> list[tuple[str, list[str]]] | None:
 
 def _word(words: list[str]) -> tuple[str, list[str]]:
     """The command word (after ``VAR=x`` assignments, ``env``, ``command``) and its args."""
+    import re
+
     i = 0
     while i < len(words) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]):
         i += 1
@@ -66,7 +72,7 @@ def _word(words: list[str]) -> tuple[str, list[str]]:
         i += 1
     if i >= len(words):
         return "", []
-    return Path(words[i]).name, words[i + 1 :]
+    return pure_name(words[i]), words[i + 1 :]
 
 
 def _cannot_fail(words: list[str]) -> bool:
@@ -85,10 +91,10 @@ def _cannot_fail(words: list[str]) -> bool:
 
 def _package_dir() -> str:
     """Where the infomark package itself is installed (its source files)."""
-    return str(Path(__file__).resolve().parent.parent)
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
+def _touches_infomark(words: Iterable[str], home: StrPath | None) -> bool:
     """A word that names infomark: its CLI or module, its home, its variables, its files.
 
     A directory that merely has the name ``infomark`` on the way to something else (a
@@ -96,11 +102,11 @@ def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
     name, a path that starts in a package directory ``infomark/``, ``.infomark``,
     ``INFOMARK_*``, the home and the installed package's directory count.
     """
-    home_s = str(home) if home is not None else None
+    home_s = os.fspath(home) if home is not None else None
     package = _package_dir()
     for w in words:
         low = w.lower()
-        if Path(w).name.lower() == "infomark" or low.startswith(("infomark.", "infomark/")):
+        if pure_name(w).lower() == "infomark" or low.startswith(("infomark.", "infomark/")):
             return True
         if ".infomark" in low or "infomark_" in low or package in w:
             return True
@@ -109,7 +115,7 @@ def _touches_infomark(words: Iterable[str], home: Path | None) -> bool:
     return False
 
 
-def weakness(command: str, *, home: Path | None = None) -> str | None:
+def weakness(command: str, *, home: StrPath | None = None) -> str | None:
     """Why ``command`` is a weak oracle (a sentence), or None when it can decide a claim."""
     segs = _segments(command)
     if segs is None:
@@ -145,6 +151,8 @@ def weakness(command: str, *, home: Path | None = None) -> str | None:
 
 def matches_any(command: str, patterns: Sequence[str]) -> bool:
     """True when the oracle matches one of the operator's patterns (shell-style globs)."""
+    import fnmatch
+
     return any(fnmatch.fnmatchcase(command, p) for p in patterns)
 
 
@@ -157,7 +165,7 @@ def ran_nothing(output: bytes | str) -> bool:
 class OracleJudge:
     """The declaration-time judge the ledger calls (``LedgerRules.judge_oracle``)."""
 
-    def __init__(self, allow: Sequence[str] = (), home: Path | None = None) -> None:
+    def __init__(self, allow: Sequence[str] = (), home: StrPath | None = None) -> None:
         self.allow = tuple(allow)
         self.home = home
 

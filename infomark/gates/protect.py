@@ -31,15 +31,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from infomark.gates.decision import Decision
 from infomark.gates.decision import Verdict as DecisionVerdict
 from infomark.gates.reach import reaches
 from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.paths import pure_name, pure_parent_name
 from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = [
     "config_sources",
@@ -67,7 +71,7 @@ _COMMAND_KEYS = ("command", "cmd", "script", "shell_command", "commandLine", "co
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _SETTINGS_NAMES = ("settings.json", "settings.local.json")
 _PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
-_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _WALK_HINT = (
     "the gatekeeper's key and journal are off-limits to the agent. Name the directories to "
     "read (`grep -r key src tests`), or exclude the home: `grep -r --exclude-dir=.infomark`, "
@@ -81,15 +85,13 @@ def _key(path: str) -> str:
     return os.path.normcase(path).casefold()
 
 
-def resolve_path(path: str, cwd: Path) -> str:
+def resolve_path(path: str, cwd: StrPath) -> str:
     """What ``path`` names on the real file system, seen from ``cwd``."""
     path = os.path.expanduser(path.replace("$HOME", "~", 1) if path.startswith("$HOME") else path)
-    m = _PROC.match(path)
+    m = _PROC.match(path) if path.startswith("/proc/") else None
     if m and m.group(1) in ("self", "thread-self"):  # the agent's own process: its cwd/root
-        path = (str(cwd) if m.group(2) == "cwd" else "/") + path[m.end() :]
-    p = Path(path)
-    if not p.is_absolute():
-        p = cwd / p
+        path = (os.fspath(cwd) if m.group(2) == "cwd" else "/") + path[m.end() :]
+    p = path if os.path.isabs(path) else os.path.join(cwd, path)
     try:
         return os.path.realpath(p)
     except (OSError, ValueError):
@@ -101,13 +103,13 @@ def _within(path: str, base: str) -> bool:
     return k == b or k.startswith(b.rstrip(os.sep) + os.sep)
 
 
-def config_sources(root: Path) -> list[str]:
+def config_sources(root: StrPath) -> list[str]:
     """Every file infomark reads its configuration from (resolved)."""
-    names = [root / n for n in _CONFIG_NAMES]
+    names = [os.path.join(root, n) for n in _CONFIG_NAMES]
     explicit = os.environ.get("INFOMARK_CONFIG")
     if explicit:
-        names.append(Path(explicit))
-    return [resolve_path(str(p), root) for p in names]
+        names.append(explicit)
+    return [resolve_path(p, root) for p in names]
 
 
 def _which(name: str) -> str | None:
@@ -121,16 +123,19 @@ def _which(name: str) -> str | None:
 
 def installation_paths() -> list[str]:
     """infomark's own code: the package directory and the entry scripts that run it."""
-    out = [str(_PACKAGE)]
-    for candidate in (_which("infomark"), str(Path(sys.executable).with_name("infomark"))):
+    out = [_PACKAGE]
+    beside = os.path.join(os.path.dirname(sys.executable), "infomark")
+    for candidate in (_which("infomark"), beside):
         if candidate and os.path.exists(candidate):
             out.append(os.path.realpath(candidate))
     return out
 
 
 def _settings(path: str) -> bool:
-    p = Path(path)
-    return p.name.casefold() in _SETTINGS_NAMES and p.parent.name.casefold() == ".claude"
+    return (
+        pure_name(path).casefold() in _SETTINGS_NAMES
+        and pure_parent_name(path).casefold() == ".claude"
+    )
 
 
 def _file_paths(tool_input: Mapping[str, object]) -> list[str]:
@@ -187,7 +192,8 @@ def _edited(tool: str, tool_input: Mapping[str, object], before: str | None) -> 
 
 def _pyproject_changed(tool: str, tool_input: Mapping[str, object], path: str) -> bool:
     try:
-        before: str | None = Path(path).read_text("utf-8")
+        with open(path, encoding="utf-8") as f:
+            before: str | None = f.read()
     except OSError:
         before = None
     except UnicodeDecodeError:
@@ -206,7 +212,7 @@ def session_cwd(cwd: object) -> str | None:
 
 
 def _from_root(
-    tool: str, tool_input: Mapping[str, object], c: Classification, root: Path
+    tool: str, tool_input: Mapping[str, object], c: Classification, root: StrPath
 ) -> Classification:
     """Without the host's cwd, the shell classifier resolved paths against this process's
     cwd; the agent's shell may start in the project instead. When the two differ (the HTTP
@@ -231,7 +237,7 @@ def _from_root(
 
 
 def _embedded_shell(
-    tool: str, tool_input: Mapping[str, object], c: Classification, root: Path
+    tool: str, tool_input: Mapping[str, object], c: Classification, root: StrPath
 ) -> Classification:
     """A tool that is not a known shell but takes a command line (an MCP server's
     ``run_command``, ``execute {"cmd": …}``) is read as one too, for self-protection only:
@@ -269,8 +275,8 @@ def protected(
     tool_input: Mapping[str, object],
     classification: Classification,
     *,
-    home: Path,
-    root: Path,
+    home: StrPath,
+    root: StrPath,
     extra: Iterable[str] = (),
     cwd: str | None = None,
 ) -> Verdict | None:
@@ -292,7 +298,7 @@ def protected(
     home_r = resolve_path(str(home), root)
     shell = isinstance(tool_input.get("command"), str | list)
     cwd = session_cwd(cwd)
-    base = Path(cwd) if cwd is not None else root
+    base: StrPath = cwd if cwd is not None else root
     if cwd is None:
         classification = _from_root(tool, tool_input, classification, root)
     paths = [resolve_path(p, base) for p in _file_paths(tool_input)]
@@ -343,7 +349,7 @@ def protected(
         k = _key(path)
         if k in configs:
             return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} configures infomark")
-        if Path(path).name.casefold() == "pyproject.toml" and (
+        if pure_name(path).casefold() == "pyproject.toml" and (
             shell or _pyproject_changed(tool, tool_input, path)
         ):
             return _ask(
@@ -363,7 +369,7 @@ def protected(
 
 
 def _search_walks(
-    tool: str, tool_input: Mapping[str, object], shell: bool, base: Path
+    tool: str, tool_input: Mapping[str, object], shell: bool, base: StrPath
 ) -> tuple[Walk, ...]:
     """Claude Code's (and OpenCode's) Grep tool runs ripgrep over ``path`` (default: the cwd):
     a walk that honours ripgrep's ignore files, which every home carries."""
@@ -376,7 +382,7 @@ def _search_walks(
     )
 
 
-def _host_files(extra: Iterable[str], base: Path, root: Path) -> list[str]:
+def _host_files(extra: Iterable[str], base: StrPath, root: StrPath) -> list[str]:
     out = []
     for p in extra:
         if isinstance(p, str) and p and "\x00" not in p:
@@ -384,7 +390,7 @@ def _host_files(extra: Iterable[str], base: Path, root: Path) -> list[str]:
     return out
 
 
-def _may_hold(path: str, witness: str, root: Path) -> bool:
+def _may_hold(path: str, witness: str, root: StrPath) -> bool:
     """``path`` is the witness file, or a directory above it that is not also above the
     project (``rm -rf ~/.claude/projects/p`` is caught; ``cd ~`` in a command is not)."""
     if _key(path) == _key(witness):

@@ -12,7 +12,6 @@ Standard library only.
 from __future__ import annotations
 
 import os
-from fnmatch import fnmatchcase
 
 from infomark.kernel.tools import Walk
 
@@ -57,6 +56,8 @@ def _self_ignored(home: str, name: str) -> bool:
 
 def _skipped(walk: Walk, root: str, home: str) -> bool:
     """Does what the walk skips provably cover ``home`` (which is under ``root``)?"""
+    from fnmatch import fnmatchcase  # it imports re: only a walk near the home loads it
+
     parts = os.path.relpath(home, root).split(os.sep)
     if walk.skip_hidden and any(p.startswith(".") for p in parts):
         return True

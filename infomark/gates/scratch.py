@@ -13,11 +13,8 @@ are in docs/gates.md.
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import shlex
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
@@ -26,6 +23,10 @@ from infomark.kernel.tools import (
     ToolClass,
     lookup_tool,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = [
     "DEFAULT_PROTECTED",
@@ -108,14 +109,14 @@ def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def norm_key(path: str, root: Path) -> str:
+def norm_key(path: str, root: StrPath) -> str:
     """A path as the session records it: relative POSIX under the root, else absolute."""
     p = path if os.path.isabs(path) else os.path.join(str(root), path)
     real = os.path.realpath(p)
     base = os.path.realpath(str(root))
     if _under(real, base):
         rel = os.path.relpath(real, base)
-        return "." if rel == "." else Path(rel).as_posix()
+        return rel  # relpath's answer is normalised: on POSIX it is its own as_posix()
     return real
 
 
@@ -151,6 +152,8 @@ def shell_write_targets(command: str) -> tuple[tuple[str, ...], bool] | None:
         return ((target,), False) if _plain(target) else None
     if body.strip() or _WORD_META.search(head.replace(">", "")):
         return None
+    import shlex  # shlex imports re: only a shell write loads it
+
     try:
         words = shlex.split(head)
     except ValueError:
@@ -217,6 +220,8 @@ def target_paths(
 
 
 def _protected(key: str, patterns: Iterable[str]) -> bool:
+    import fnmatch  # it imports re: only a write judged for scratch loads it
+
     parts = key.split("/")
     for pat in patterns:
         pat = pat.rstrip("/")
@@ -230,8 +235,8 @@ def scratch_verdict(
     tool_input: Mapping[str, object],
     classification: Classification,
     *,
-    root: Path,
-    home: Path,
+    root: StrPath,
+    home: StrPath,
     created_before: Iterable[str],
     tracked: frozenset[str] | None,
     in_project: bool = True,
@@ -258,7 +263,7 @@ def scratch_verdict(
     if spec is not None and spec.editor and tool_input.get("command") == "create":
         creating = True
     patterns = (*DEFAULT_PROTECTED, *protected)
-    home_real = os.path.realpath(str(home if home.is_absolute() else root / home))
+    home_real = os.path.realpath(os.path.join(root, home))  # an absolute home stays itself
     root_real = os.path.realpath(str(root))
     temps = _temp_roots()
     keys: list[str] = []
@@ -304,7 +309,7 @@ def _first_new(key: str, root_real: str) -> str:
     return key
 
 
-def new_targets(keys: Iterable[str], root: Path, tracked: frozenset[str] | None) -> list[str]:
+def new_targets(keys: Iterable[str], root: StrPath, tracked: frozenset[str] | None) -> list[str]:
     """Of recorded path keys, those a write would create (absent and not tracked)."""
     root_real = os.path.realpath(str(root))
     out = []

@@ -16,10 +16,13 @@ import os
 import re
 import shlex
 from collections.abc import Iterable
-from pathlib import Path
 
 from infomark.gates.scratch import norm_key
 from infomark.kernel.lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = ["is_revert", "runs_in_background", "tainted_by"]
 
@@ -121,7 +124,7 @@ def _unwrap(words: list[str]) -> list[str]:
     return words
 
 
-def tainted_by(command: str, written: Iterable[str], root: Path) -> str | None:
+def tainted_by(command: str, written: Iterable[str], root: StrPath) -> str | None:
     """The file of the agent's own that ``command`` runs, or None.
 
     A simple command runs a file when the file is its command word (``./fix.sh``), or an
@@ -169,7 +172,7 @@ def runs_in_background(command: str) -> bool:
     return any(w and os.path.basename(w[0]) in _BACKGROUND for w in _words(command))
 
 
-def is_revert(command: str, files: Iterable[str], root: Path) -> bool:
+def is_revert(command: str, files: Iterable[str], root: StrPath) -> bool:
     """``git checkout -- F…`` / ``git restore [--worktree] [--] F…`` naming only ``files``."""
     if _SHELL_META.search(command):
         return False

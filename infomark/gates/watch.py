@@ -10,8 +10,7 @@ and emits events, it never decides.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
+import os
 
 from infomark.gates.authorize import grounding_hint, revert_hint
 from infomark.gates.config import Config
@@ -26,6 +25,8 @@ from infomark.gates.fingerprint import (
     tracked_paths,
 )
 from infomark.gates.scratch import new_targets, norm_key, scratch_verdict, target_paths
+from infomark.kernel.digest import sha256
+from infomark.kernel.paths import relative_under
 from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import Classification, EvidenceClass, ToolClass, lookup_tool
 from infomark.ledger.calls import ToolCall
@@ -59,26 +60,25 @@ def plan_grounded(state: SessionState) -> bool:
     return state.has_ledger and bool(state.premises) and state.premises_grounded()
 
 
-def _watch_dir(ledger: Ledger) -> Path:
-    d = ledger.home / "watch"
+def _watch_dir(ledger: Ledger) -> str:
+    d = os.path.join(ledger.home_dir, "watch")
     ensure_private_dir(d)
     return d
 
 
 def _tracked(ledger: Ledger) -> frozenset[str] | None:
-    listed = tracked_paths(ledger.root, _watch_dir(ledger))
+    listed = tracked_paths(ledger.root_dir, _watch_dir(ledger))
     if listed is None:
         return None
     top, paths = listed
-    root = ledger.root.resolve()
-    if top.resolve() == root:
+    root = os.path.realpath(ledger.root_dir)
+    if os.path.realpath(top) == root:
         return frozenset(paths)
     out = set()
     for p in paths:
-        try:
-            out.add((top / p).resolve().relative_to(root).as_posix())
-        except ValueError:
-            continue
+        rel = relative_under(os.path.realpath(os.path.join(top, p)), root)
+        if rel is not None:
+            out.add(rel)
     return frozenset(out)
 
 
@@ -92,12 +92,10 @@ def _command(call: ToolCall) -> str | None:
 
 
 def _watchable(ledger: Ledger) -> bool:
-    if tracked_paths(ledger.root, _watch_dir(ledger)) is not None:
+    if tracked_paths(ledger.root_dir, _watch_dir(ledger)) is not None:
         return True
-    import os
-
     seen = 0
-    for _dirpath, dirs, files in os.walk(ledger.root):
+    for _dirpath, dirs, files in os.walk(ledger.root_dir):
         seen += len(dirs) + len(files)
         if seen > WALK_LIMIT:
             return False
@@ -112,11 +110,11 @@ def _shell_cover(
 
     state = ledger.state
     files = state.violation_files
-    if deciding and files and is_revert(command, files, ledger.root):
+    if deciding and files and is_revert(command, files, ledger.root_dir):
         return Cover(c, revert=True)
     if c.tool_class is not ToolClass.EXECUTE or not state.written_paths:
         return None
-    own = tainted_by(command, state.written_paths, ledger.root)
+    own = tainted_by(command, state.written_paths, ledger.root_dir)
     if own is None:
         return None
     c = replace(
@@ -164,15 +162,15 @@ def cover(
     if c.tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         return Cover(c, watched=watched)
     paths = target_paths(call.tool, call.input, c)
-    written = tuple(norm_key(p, ledger.root) for p in paths) if paths else ()
+    written = tuple(norm_key(p, ledger.root_dir) for p in paths) if paths else ()
     if not deciding or not config.scratch or plan_grounded(state):
         return Cover(c, written=written, watched=watched)
     verdict = scratch_verdict(
         call.tool,
         call.input,
         c,
-        root=ledger.root,
-        home=ledger.home,
+        root=ledger.root_dir,
+        home=ledger.home_dir,
         created_before=state.scratch_paths,
         tracked=_tracked(ledger),
         in_project=config.scratch_in_project,
@@ -195,7 +193,7 @@ def _key(ledger: Ledger, call: ToolCall) -> str:
     ident = call.tool_call_id
     if not ident:
         try:
-            ident = hashlib.sha256(canonical_json(dict(call.input))).hexdigest()
+            ident = sha256(canonical_json(dict(call.input))).hexdigest()
         except (TypeError, ValueError):
             ident = repr(call.input)
     return f"{ledger.session}\x00{call.tool}\x00{ident}"
@@ -206,7 +204,7 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
     if not decision.allowed:
         return
     if cov.written:
-        created = new_targets(cov.written, ledger.root, _tracked(ledger))
+        created = new_targets(cov.written, ledger.root_dir, _tracked(ledger))
         ledger.emit(
             "files_written",
             {
@@ -218,7 +216,7 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
             },
         )
     if cov.watched:
-        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root)
+        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root_dir)
 
 
 def _announced_since(ledger: Ledger, seq: int) -> set[str]:
@@ -243,13 +241,17 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     since = marker_seq(wd, key)
     if since is None:
         return ""
-    change = changes_since(wd, key, ledger.root, skip=(ledger.home,))
+    change = changes_since(wd, key, ledger.root_dir, skip=(ledger.home_dir,))
     clear_mark(wd, key)
     if change is None:
         return ""
     announced = _announced_since(ledger, since)
-    home = ledger.home.resolve()
-    files = [f for f in change.files if f not in announced and not _inside(ledger.root / f, home)]
+    home = os.path.realpath(ledger.home_dir)
+    files = [
+        f
+        for f in change.files
+        if f not in announced and not _inside(os.path.join(ledger.root_dir, f), home)
+    ]
     if not files and change.complete:
         return ""
     state = ledger.state
@@ -287,12 +289,8 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     )
 
 
-def _inside(path: Path, base: Path) -> bool:
-    try:
-        path.resolve().relative_to(base)
-    except ValueError:
-        return False
-    return True
+def _inside(path: str, base: str) -> bool:
+    return relative_under(os.path.realpath(path), base) is not None
 
 
 def _stale(state: SessionState) -> list[str]:
@@ -305,7 +303,7 @@ def _maybe_clear(ledger: Ledger) -> None:
     if plan_grounded(state):
         ledger.emit("violation_cleared", {"cause": "grounded", "files": None})
         return
-    left = still_modified(ledger.root, list(state.violation_files))
+    left = still_modified(ledger.root_dir, list(state.violation_files))
     if left is None:
         return
     restored = [f for f in state.violation_files if f not in left]

@@ -11,8 +11,7 @@ one block, the example claim_ledger.
 
 from __future__ import annotations
 
-import hashlib
-
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import GraphError
 from infomark.kernel.graph import DEFAULT_GRAPH, GateGraph
 from infomark.kernel.infomark import InfoMark
@@ -138,4 +137,4 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
 
 def protocol_sha256(graph: GateGraph = DEFAULT_GRAPH) -> str:
     """Hex SHA-256 of the UTF-8 protocol text, to tell which version an agent was given."""
-    return hashlib.sha256(render_protocol(graph).encode("utf-8")).hexdigest()
+    return sha256(render_protocol(graph).encode("utf-8")).hexdigest()

@@ -11,7 +11,6 @@ Standard library only.
 from __future__ import annotations
 
 from infomark.kernel.errors import UserError
-from infomark.kernel.lazyre import lazy_compile
 
 __all__ = [
     "SESSION_ID_MAX",
@@ -23,7 +22,9 @@ __all__ = [
 
 SESSION_ID_MAX = 128
 SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
-_SESSION_RE = lazy_compile(SESSION_PATTERN)
+_INNER = dict.fromkeys(
+    map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-")
+)
 
 
 class InvalidSessionError(UserError):
@@ -34,7 +35,15 @@ class InvalidSessionError(UserError):
 
 def is_session_id(value: object) -> bool:
     """True when ``value`` is a string that follows the session-id rule."""
-    return isinstance(value, str) and _SESSION_RE.fullmatch(value) is not None
+    # SESSION_PATTERN in string operations (a regex compile costs a hook ~35 us); a
+    # property test holds the two equal
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= SESSION_ID_MAX
+        and value.isascii()
+        and value[0].isalnum()
+        and not value.translate(_INNER)
+    )
 
 
 def check_session_id(value: object) -> str:

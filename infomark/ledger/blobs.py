@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+
+from infomark.kernel.contexts import suppress
+from infomark.kernel.digest import LARGE, sha256
 
 TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Protocol
+
+    from _typeshed import StrPath
 
 __all__ = ["BlobStore", "Blobs"]
 
@@ -54,16 +59,22 @@ else:
 
 
 class BlobStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: StrPath) -> None:
         self.root = root
+        self._root = os.fspath(root)
+
+    def _file(self, digest: str) -> str:
+        hexd = digest.removeprefix("sha256:")
+        return os.path.join(self._root, hexd[:2], hexd[2:])
 
     def path_for(self, digest: str) -> Path:
-        hexd = digest.removeprefix("sha256:")
-        return self.root / hexd[:2] / hexd[2:]
+        from pathlib import Path  # for callers; the hook's path uses _file
+
+        return Path(self._file(digest))
 
     def exists(self, digest: str) -> bool:
         """Whether the blob is there (not whether it is intact: :meth:`verify`)."""
-        return self.path_for(digest).is_file()
+        return os.path.isfile(self._file(digest))
 
     def put(self, data: bytes) -> str:
         """Store ``data`` (idempotent, atomic, durable) and return ``sha256:<hex>``.
@@ -73,7 +84,7 @@ class BlobStore:
         fsync also makes the rename durable on journaling filesystems). A blob already
         stored with the right size is not written again.
         """
-        hexd = hashlib.sha256(data).hexdigest()
+        hexd = sha256(data).hexdigest()
         if not self._stored(hexd, len(data)):
             self._write(hexd, (data,))
         return "sha256:" + hexd
@@ -87,7 +98,7 @@ class BlobStore:
         if len(text) <= _CHUNK:
             data = text.encode("utf-8", "surrogatepass")
             return self.put(data), len(data)
-        h = hashlib.sha256()
+        h = sha256(large=len(text) * 4 >= LARGE)  # len() in code points: up to 4 bytes each
         update = h.update
         size = 0
         for part in _encoded(text):
@@ -100,19 +111,19 @@ class BlobStore:
 
     def _stored(self, hexd: str, size: int) -> bool:
         try:
-            return (self.root / hexd[:2] / hexd[2:]).stat().st_size == size
+            return os.stat(os.path.join(self._root, hexd[:2], hexd[2:])).st_size == size
         except FileNotFoundError:
             return False
 
     def _write(self, hexd: str, chunks: Iterable[bytes]) -> None:
         """Write ``chunks`` to a private temp file, fsync it, then rename it into place."""
-        folder = self.root / hexd[:2]
-        tmp = folder / f".{hexd[2:]}.{os.getpid()}.{os.urandom(4).hex()}"
+        folder = os.path.join(self._root, hexd[:2])
+        tmp = os.path.join(folder, f".{hexd[2:]}.{os.getpid()}.{os.urandom(4).hex()}")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(tmp, flags, 0o600)
         except FileNotFoundError:
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             fd = os.open(tmp, flags, 0o600)
         try:
             for chunk in chunks:
@@ -122,14 +133,16 @@ class BlobStore:
             os.fsync(fd)
         except BaseException:
             os.close(fd)
-            tmp.unlink(missing_ok=True)
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
             raise
         os.close(fd)
-        os.replace(tmp, folder / hexd[2:])
+        os.replace(tmp, os.path.join(folder, hexd[2:]))
 
     def get(self, digest: str) -> bytes | None:
         try:
-            return self.path_for(digest).read_bytes()
+            with open(self._file(digest), "rb") as f:
+                return f.read()
         except OSError:
             return None
 
@@ -138,4 +151,4 @@ class BlobStore:
         data = self.get(digest)
         if data is None:
             return None
-        return "sha256:" + hashlib.sha256(data).hexdigest() == digest
+        return "sha256:" + sha256(data).hexdigest() == digest

@@ -11,12 +11,12 @@ here decides anything.
 
 from __future__ import annotations
 
-import re
-
 from infomark.kernel.errors import BlockSyntaxError
 from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import asdict, dataclass, field
 from infomark.ledger.locate import BLOCK_KEYWORDS
+from infomark.ledger.locate_keys import is_key
 
 __all__ = [
     "AUTHORITIES",
@@ -43,15 +43,25 @@ __all__ = [
     "Span",
     "StampBlock",
     "StampKind",
+    "is_claim_id",
+    "is_key",
 ]
 
 # --------------------------------------------------------------------------- vocabulary
 
-CLAIM_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
-"""A claim id, in full (use ``fullmatch``)."""
+CLAIM_ID_PATTERN = lazy_compile(r"[A-Za-z0-9_.-]+")
+"""A claim id, in full (use ``fullmatch``); the parser uses :func:`is_claim_id`."""
 
-KEY_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-"""A mapping key, in full (use ``fullmatch``)."""
+KEY_PATTERN = lazy_compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+"""A mapping key, in full (use ``fullmatch``); the parser uses :func:`is_key`."""
+
+_CLAIM_ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+
+
+def is_claim_id(text: str) -> bool:
+    """``CLAIM_ID_PATTERN.fullmatch(text)``, without compiling it (a hook parses once)."""
+    return bool(text) and not text.strip(_CLAIM_ID_CHARS)
+
 
 CLAIM_KEYS: tuple[str, ...] = (
     "id",

@@ -5,9 +5,8 @@ Standard library only: this is on the hook's start-up-sensitive path.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
+from infomark.kernel import jsonc
+from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 
 TYPE_CHECKING = False
@@ -33,13 +32,19 @@ def scrub_surrogates(text: str) -> str:
 
     Valid text is returned unchanged; the result always encodes as UTF-8.
     """
-    if not _SURROGATE.search(text):
+    if text.isascii():
         return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    try:
+        text.encode("utf-8")  # fails exactly when a lone surrogate is there
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def dumps(obj: Any, **kw: Any) -> str:
     """``json.dumps`` with UTF-8 text kept readable and lone surrogates escaped (printable)."""
+    import json  # indent, default: the CLI's output, not the hook's
+
     return scrub_surrogates(json.dumps(obj, ensure_ascii=False, **kw))
 
 
@@ -50,19 +55,19 @@ def canonical_json(obj: Any) -> bytes:
     escapes, so any Python str is storable and encodes the same for every reader;
     all other text is byte-for-byte the plain UTF-8 form.
     """
-    text = json.dumps(
+    text = jsonc.dumps(
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
     return scrub_surrogates(text).encode("utf-8")
 
 
 def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def digest(data: bytes) -> str:
     """A self-describing content digest: ``sha256:<hex>``."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + sha256(data).hexdigest()
 
 
 def normalize_command(command: str) -> str:

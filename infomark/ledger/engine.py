@@ -9,12 +9,11 @@ when the text may hold a block.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import os
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 
 from infomark.kernel.contexts import contextmanager
+from infomark.kernel.digest import compare_digest, sha256
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.tools import ToolClass
@@ -39,7 +38,10 @@ from infomark.ledger.store_base import BaseJournal, EventRow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.ledger.blocks import ParsedMessage
 
@@ -75,23 +77,24 @@ class Ledger:
 
     def __init__(
         self,
-        home: Path | str,
+        home: StrPath,
         session: str = "default",
         *,
         key: Key | None = None,
         rules: LedgerRules | None = None,
-        root: Path | None = None,
+        root: StrPath | None = None,
         evidence_overrides: Mapping[str, str] | None = None,
         store: str | None = None,
     ) -> None:
-        self.home = Path(home)
-        ensure_private_dir(self.home)
+        #: the home and the project root as str: what the hook's path uses (no pathlib there)
+        self.home_dir = os.fspath(home)
+        ensure_private_dir(self.home_dir)
         self.session = session
-        self.key = key or load_key(self.home)
-        self.journal: BaseJournal = open_journal(self.home, self.key, store)
-        self.blobs = open_blobs(self.home, self.journal)
+        self.key = key or load_key(self.home_dir)
+        self.journal: BaseJournal = open_journal(self.home_dir, self.key, store)
+        self.blobs = open_blobs(self.home_dir, self.journal)
         self.rules = rules or LedgerRules()
-        self.root = root or Path.cwd()
+        self.root_dir = os.fspath(root) if root else os.getcwd()
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
         self._emitted: list[EventRow] = []
@@ -104,6 +107,21 @@ class Ledger:
             on_open(self)
 
     # -- projection -----------------------------------------------------------------
+
+    @property
+    def home(self) -> Path:
+        """The ledger home (:attr:`home_dir` as a :class:`~pathlib.Path`)."""
+        from pathlib import Path
+
+        return Path(self.home_dir)
+
+    @property
+    def root(self) -> Path:
+        """The project root (:attr:`root_dir` as a :class:`~pathlib.Path`)."""
+        from pathlib import Path
+
+        return Path(self.root_dir)
+
     def _load_state(self) -> SessionState:
         """The snapshot (at most ``_SNAPSHOT_EVERY`` events behind the head) plus the rest."""
         snap = self.journal.load_snapshot(self.session)
@@ -279,7 +297,7 @@ class Ledger:
                     output_size=output_size,
                 )
                 record["call_id"] = cid
-                record["cwd"] = cwd or str(self.root)
+                record["cwd"] = cwd or self.root_dir
                 command = call.command
                 if command is not None:
                     record["oracle_key"] = shell_text(command)
@@ -351,8 +369,8 @@ class Ledger:
             return None, RejectReason.TAMPERED_EVIDENCE
         expect_ref, expect_mac = ref_for(self.key, record)
         if not (
-            hmac.compare_digest(expect_mac, mac)
-            and hmac.compare_digest(expect_ref, ref)
+            compare_digest(expect_mac, mac)
+            and compare_digest(expect_ref, ref)
             and record.get("session") == session
             and record.get("seq") == seq
         ):
@@ -379,7 +397,7 @@ class Ledger:
         """
         from infomark.ledger.locate import may_contain_blocks
 
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         blocks = may_contain_blocks(text)
         parsed = None
         if blocks and not (dedupe and digest in self._state.ingested):

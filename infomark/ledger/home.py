@@ -10,32 +10,44 @@ written 0600 by :func:`infomark.ledger.keys.write_private`. Standard library onl
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-__all__ = ["GITIGNORE", "HOME_ENV", "default_home", "ensure_private_dir"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from _typeshed import StrPath
+
+__all__ = ["GITIGNORE", "HOME_ENV", "default_home", "default_home_dir", "ensure_private_dir"]
 
 HOME_ENV = "INFOMARK_HOME"
 GITIGNORE = "# infomark ledger home: keys and journal, never commit\n*\n"
 
 
-def default_home() -> Path:
+def default_home_dir() -> str:
     """``$INFOMARK_HOME``, else ``.infomark`` in the current directory."""
-    return Path(os.environ.get(HOME_ENV) or ".infomark")
+    return os.environ.get(HOME_ENV) or ".infomark"
 
 
-def ensure_private_dir(path: Path) -> None:
+def default_home() -> Path:
+    """:func:`default_home_dir` as a :class:`~pathlib.Path`."""
+    from pathlib import Path  # not on the hook's path
+
+    return Path(default_home_dir())
+
+
+def ensure_private_dir(path: StrPath) -> None:
     """Create a ledger home 0700 with its ``.gitignore`` and ``.ignore``; tighten nothing that
     exists.
 
     An existing directory is left as it is (``infomark init`` tightens it), but a missing
     ignore file is always written, so a home made by an older version is covered too.
     """
-    if not path.exists():
-        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+    if not os.path.exists(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
         os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
     for name in (".gitignore", ".ignore"):
-        ignore = path / name
-        if ignore.exists():
+        ignore = os.path.join(path, name)
+        if os.path.exists(ignore):
             continue
         try:
             fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

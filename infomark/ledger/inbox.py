@@ -19,11 +19,11 @@ Standard library only: the Claude Code hook uses it on its hot path.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Callable
 
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import dataclass
 
@@ -320,7 +320,7 @@ class Inbox:
         with self.journal.write(session) as db:
             reason, detail = self._check(db, session, text)
             raw = text.encode("utf-8", "replace") if isinstance(text, str) else b""
-            digest = hashlib.sha256(raw).hexdigest()[:32]
+            digest = sha256(raw).hexdigest()[:32]
             if reason != "live":
                 self.journal.append(
                     session,

@@ -32,8 +32,7 @@ more than the length of one line.
 
 from __future__ import annotations
 
-import re
-
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.locate_keys import (
     BLOCK_KEYWORDS,
@@ -67,6 +66,7 @@ __all__ = [
     "locate",
     "locate_blocks",
     "may_contain_blocks",
+    "quote_stop",
 ]
 
 TAB_STOP = 4
@@ -75,9 +75,7 @@ TAB_STOP = 4
 _BLOCK_FENCE_INFO = frozenset({"", "yaml", "yml"})
 _JSON_FENCE_INFO = frozenset({"json", "jsonc", "json5"})
 _OBJECT_LOOKAHEAD = 3  # lines searched after a lone "{" for its first key
-_DQ_STOP = re.compile(r'["\\]')
-_SQ_STOP = re.compile(r"'")
-_BLOCK_SCALAR_RE = re.compile(r"([|>])([+-]?)([1-9]?)([+-]?)(?:[ \t]+#.*)?[ \t]*")
+_BLOCK_SCALAR_RE = lazy_compile(r"([|>])([+-]?)([1-9]?)([+-]?)(?:[ \t]+#.*)?[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +144,8 @@ def column_width(line: str, index: int) -> int:
 
 def block_scalar_header(value: str) -> BlockScalarHeader | None:
     """Parse a ``|`` / ``>`` block-scalar header (``|``, ``>-``, ``|2+`` …), else None."""
+    if value[:1] not in ("|", ">"):  # most values: no pattern compiled for them
+        return None
     match = _BLOCK_SCALAR_RE.fullmatch(value)
     if match is None:
         return None
@@ -287,6 +287,26 @@ def _entry_value(line: str, start: int) -> tuple[str, int]:
     return line[pos:].rstrip(" \t"), owner
 
 
+def quote_stop(text: str, i: int, quote: str, escape: int = -1) -> tuple[int, int]:
+    """The next ``quote`` (or, in a double-quoted value, ``\\``) from ``i``: (index or -1, memo).
+
+    ``escape`` is the memo a previous call on the same ``text`` returned (-1 at first):
+    where the next backslash is, so that a line of many escapes is searched once, not
+    once per escape, and the search for the quote stops at that backslash. Callers pass
+    increasing ``i``; the total work over a line is linear in its length.
+    """
+    if quote != '"':
+        return text.find(quote, i), escape
+    if escape < i:
+        escape = text.find("\\", i)
+        if escape == -1:
+            escape = len(text)  # none: never searched for again on this line
+    stop = text.find('"', i, escape)
+    if stop != -1:
+        return stop, escape
+    return (escape if escape < len(text) else -1), escape
+
+
 class _Balance:
     """Tracks a quoted value or flow collection left open at the end of a line."""
 
@@ -311,12 +331,12 @@ class _Balance:
     def feed(self, text: str) -> None:
         i = 0
         n = len(text)
+        escape = -1
         while i < n:
             if self.quote:
-                stop = (_DQ_STOP if self.quote == '"' else _SQ_STOP).search(text, i)
-                if stop is None:
+                i, escape = quote_stop(text, i, self.quote, escape)
+                if i == -1:
                     return  # the quote stays open past the end of the line
-                i = stop.start()
                 if text[i] == "\\":
                     i += 2
                     continue

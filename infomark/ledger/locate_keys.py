@@ -13,14 +13,18 @@ can report (blocks, and the "looks like a ledger" diagnostics).
 
 from __future__ import annotations
 
-import re
-
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
+
+TYPE_CHECKING = False  # not typing's: the hook path never imports typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "BLOCK_KEYWORDS",
     "LEDGER_HINT_KEYS",
     "KeyAt",
+    "is_key",
     "key_at",
     "key_colon",
     "keyword_at",
@@ -46,8 +50,15 @@ LEDGER_HINT_KEYS: frozenset[str] = frozenset(
 
 _EXACT_ONLY = frozenset({"question"})
 _DECORATIONS = ("**", "`")
-_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)?")
+# The names are checked with str methods, not regular expressions: a hook process parses
+# one message, and compiling a pattern costs more than all its matches there. A run of
+# characters is all in a class when ``str.strip`` of the class leaves nothing.
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_KEY_FIRST = frozenset(_LETTERS + "_")
+_KEY_CHARS = _LETTERS + "0123456789_.-"  # a key: [A-Za-z_][A-Za-z0-9_.-]*
+_NAME_FIRST = frozenset(_LETTERS)
+_NAME_CHARS = _LETTERS + "0123456789_-"  # a name: one or two [A-Za-z][A-Za-z0-9_-]* words
+_NAME_RE = lazy_compile(r"[A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)?")
 _KEYWORD_FIRST = frozenset("".join(w[0] + w[0].upper() for w in BLOCK_KEYWORDS))
 _LOOSE_PREFIX = frozenset("#>{\"'*` \t")
 _LOOSE_SUFFIX = frozenset("\"'*`")
@@ -91,7 +102,7 @@ def key_at(line: str, start: int) -> KeyAt | None:
     or the end of the line (YAML's rule, so ``sha256:abc`` is not a key), optionally
     wrapped as ``**key**:``, ``**key:**`` or ```` `key`: ````.
     """
-    return _key(line, start, _KEY_RE, need_space=True)
+    return _key(line, start, is_key, need_space=True)
 
 
 def key_colon(line: str, start: int) -> int | None:
@@ -113,7 +124,7 @@ def keyword_at(line: str, start: int, *, quoted: bool = False) -> tuple[str, Key
     elif first not in _KEYWORD_FIRST and first not in "*`":
         return None
     else:
-        found = _key(line, start, _NAME_RE, need_space=False)
+        found = _key(line, start, _is_name, need_space=False)
     if found is None:
         return None
     keyword = _normalise(found.name)
@@ -172,7 +183,28 @@ def _normalise(name: str) -> str:
     return name.lower().replace(" ", "_").replace("-", "_")
 
 
-def _key(line: str, start: int, name_re: re.Pattern[str], *, need_space: bool) -> KeyAt | None:
+def is_key(name: str) -> bool:
+    """Is ``name`` a whole mapping key, ``[A-Za-z_][A-Za-z0-9_.-]*``?"""
+    return name[:1] in _KEY_FIRST and not name.strip(_KEY_CHARS)
+
+
+def _is_name(name: str) -> bool:
+    """Is ``name`` a whole keyword-like name: one or two ``[A-Za-z][A-Za-z0-9_-]*`` words?"""
+    first, space, second = name.partition(" ")
+    if not (first[:1] in _NAME_FIRST and not first.strip(_NAME_CHARS)):
+        return False
+    return not space or (second[:1] in _NAME_FIRST and not second.strip(_NAME_CHARS))
+
+
+def _key(
+    line: str, start: int, is_name: Callable[[str], bool], *, need_space: bool
+) -> KeyAt | None:
+    """A name (``is_name``) at ``start``, maybe decorated, and its colon.
+
+    A name's characters never include ``:``, ``*`` or `````, so the name is what lies
+    between the decoration and the first colon (less a closing decoration): exactly what
+    the longest match of its pattern there would be, when a colon follows that match.
+    """
     deco = ""
     p = start
     for candidate in _DECORATIONS:
@@ -180,30 +212,29 @@ def _key(line: str, start: int, name_re: re.Pattern[str], *, need_space: bool) -
             deco = candidate
             p += len(candidate)
             break
-    match = name_re.match(line, p)
-    if match is None:
+    colon = line.find(":", p)
+    if colon == -1:
         return None
-    q = match.end()
+    name = line[p:colon]
     closed = False
-    if deco and line.startswith(deco, q):
-        q += len(deco)
+    if deco and name.endswith(deco):
+        name = name[: -len(deco)]
         closed = True
-    if q >= len(line) or line[q] != ":":
+    if not is_name(name):
         return None
-    colon = q
-    after = q + 1
+    after = colon + 1
     if deco and not closed:
         if not line.startswith(deco, after):
             return None
         after += len(deco)
     if need_space and after < len(line) and line[after] not in " \t":
         return None
-    return KeyAt(match.group(), p, colon, after)
+    return KeyAt(name, p, colon, after)
 
 
 def _quoted_key(line: str, start: int) -> KeyAt | None:
     close = line.find(line[start], start + 1)
-    if close == -1 or _NAME_RE.fullmatch(line, start + 1, close) is None:
+    if close == -1 or not _is_name(line[start + 1 : close]):
         return None
     colon = close + 1
     while colon < len(line) and line[colon] in " \t":

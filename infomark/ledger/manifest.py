@@ -19,18 +19,18 @@ and needs a witness outside the home (docs/security.md).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
+from infomark.kernel import jsonc
+from infomark.kernel.digest import compare_digest, sha256
 from infomark.ledger.keys import Key, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.ledger.conn import Conn
 
@@ -61,12 +61,12 @@ Touched = dict[str, tuple[int, str, int, str]]  # session -> (old seq, old hash,
 
 def _term(session: str, seq: int, hash_: str) -> int:
     return int.from_bytes(
-        hashlib.sha256(f"{session}\x00{seq}\x00{hash_}".encode("utf-8", "surrogatepass")).digest()
+        sha256(f"{session}\x00{seq}\x00{hash_}".encode("utf-8", "surrogatepass")).digest()
     )
 
 
 def _body(db_id: str, sessions: int, events: int, digest: str, key_id: str) -> bytes:
-    return json.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
+    return jsonc.dumps(["home_manifest", db_id, sessions, events, digest, key_id]).encode()
 
 
 def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
@@ -78,12 +78,13 @@ def signed_by(key: Key, row: tuple[Any, ...]) -> bool:
     )
 
 
-def marker_path(db_path: Path) -> Path:
-    return db_path.with_name(db_path.stem + ".created")
+def marker_path(db_path: StrPath) -> str:
+    """``ledger.created`` beside ``ledger.db`` (``store-<id>.created`` for a store)."""
+    return os.path.splitext(os.fspath(db_path))[0] + ".created"
 
 
 def _marker_body(db_id: str, created: str, key_id: str) -> bytes:
-    return json.dumps(["created", db_id, created, key_id]).encode()
+    return jsonc.dumps(["created", db_id, created, key_id]).encode()
 
 
 def init_manifest(db: Conn, key: Key) -> str:
@@ -108,14 +109,14 @@ def init_manifest(db: Conn, key: Key) -> str:
     return db_id
 
 
-def write_marker(db_path: Path, key: Key, db_id: str, created: str) -> None:
+def write_marker(db_path: StrPath, key: Key, db_id: str, created: str) -> None:
     """``ledger.created`` beside the key, once: an existing marker is never replaced."""
     path = marker_path(db_path)
-    if path.exists():
+    if os.path.exists(path):
         return
     mac = key.mac(_marker_body(db_id, created, key.key_id))
     doc = {"db_id": db_id, "created": created, "key_id": key.key_id, "mac": mac}
-    write_private(path, json.dumps(doc).encode())
+    write_private(path, jsonc.dumps(doc).encode())
 
 
 def flush(db: Conn, key: Key, touched: Touched) -> None:
@@ -153,9 +154,10 @@ def flush(db: Conn, key: Key, touched: Touched) -> None:
     )
 
 
-def _read_marker(path: Path) -> Mapping[str, Any] | None:
+def _read_marker(path: str) -> Mapping[str, Any] | None:
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        with open(path, encoding="utf-8") as f:
+            doc = jsonc.loads(f.read())
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
@@ -163,12 +165,15 @@ def _read_marker(path: Path) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) else {}
 
 
-def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int | None, str, str]]:
+def verify_home(
+    db: Conn, db_path: StrPath, key: Key
+) -> list[tuple[str | None, int | None, str, str]]:
     """Every home-level problem as ``(session, seq, code, message)``; [] when consistent."""
     out: list[tuple[str | None, int | None, str, str]] = []
     meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
     db_id = str(meta[0]) if meta else None
     created = db.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()
+    marker_name = os.path.basename(marker_path(db_path))
     marker = _read_marker(marker_path(db_path))
     if marker is None:
         out.append(
@@ -176,12 +181,12 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
                 None,
                 None,
                 "replaced",
-                f"the marker {marker_path(db_path).name} beside the "
+                f"the marker {marker_name} beside the "
                 "key is missing: it was deleted, or the home was assembled by hand",
             )
         )
     elif not marker:
-        out.append((None, None, "replaced", f"{marker_path(db_path).name} is garbled"))
+        out.append((None, None, "replaced", f"{marker_name} is garbled"))
     else:
         body = _marker_body(
             str(marker.get("db_id")), str(marker.get("created")), str(marker.get("key_id"))
@@ -192,7 +197,7 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
                     None,
                     None,
                     "replaced",
-                    f"{marker_path(db_path).name} was altered (its MAC does not verify)",
+                    f"{marker_name} was altered (its MAC does not verify)",
                 )
             )
         elif marker.get("db_id") != db_id:
@@ -228,7 +233,7 @@ def verify_home(db: Conn, db_path: Path, key: Key) -> list[tuple[str | None, int
         out.append((None, None, "manifest", "the home manifest is missing (deleted)"))
     else:
         h_db_id, sessions, events, digest, kid, mac = home
-        if kid == key.key_id and not hmac.compare_digest(
+        if kid == key.key_id and not compare_digest(
             key.mac(_body(h_db_id, sessions, events, digest, kid)), str(mac)
         ):
             out.append(

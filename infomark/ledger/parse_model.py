@@ -11,7 +11,6 @@ from infomark.kernel.infomark import InfoMark
 from infomark.ledger.blocks import (
     AUTHORITIES,
     BLOCK_KEYWORDS,
-    CLAIM_ID_PATTERN,
     CLAIM_KEYS,
     DIVERGENCE_KEYS,
     EXPECTATIONS,
@@ -31,11 +30,11 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
     StampKind,
+    is_claim_id,
 )
 from infomark.ledger.locate import Candidate
 from infomark.ledger.parse_diagnose import short, snippet
 from infomark.ledger.parse_tree import Legacy, Map, Node, Pos, Scalar, Seq, Top
-from infomark.ledger.render import scalar_text
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:  # annotations only: a hook process that parses a block never loads typing
@@ -75,6 +74,8 @@ def _flow_text(node: Node) -> str:
     if node is None:
         return '""'
     if isinstance(node, Scalar):
+        from infomark.ledger.render import scalar_text  # rare: a collection kept as text
+
         return scalar_text(node.value)
     if isinstance(node, Seq):
         return "[" + ", ".join(_flow_text(item) for item in node.items) + "]"
@@ -463,7 +464,7 @@ class Builder:
         return None
 
     def check_id(self, claim_id: str, pos: Pos, hint: str = "") -> bool:
-        if CLAIM_ID_PATTERN.fullmatch(claim_id) is not None:
+        if is_claim_id(claim_id):
             return True
         self.note(
             pos,

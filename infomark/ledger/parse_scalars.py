@@ -8,9 +8,7 @@ emitted as one token that keeps its position in the original message.
 
 from __future__ import annotations
 
-import re
-
-from infomark.ledger.locate import BlockScalarHeader, Candidate, indent_width
+from infomark.ledger.locate import BlockScalarHeader, Candidate, indent_width, quote_stop
 from infomark.ledger.parse_diagnose import SNIPPET, Problem
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
@@ -44,8 +42,6 @@ _SIMPLE_ESCAPES = {
 _HEX_SIZES = {"x": 2, "u": 4, "U": 8}
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _ESCAPES_EXPECTED = ['an escape: \\\\ \\" \\n \\t \\r \\0 \\xHH \\uHHHH \\UHHHHHHHH']
-_DQ_RUN = re.compile(r'[^"\\]+')
-_SQ_RUN = re.compile(r"[^']+")
 
 
 def skip_ws(text: str, index: int) -> int:
@@ -148,7 +144,6 @@ class ScalarReader:
         """
         quote = self.lines[j][c]
         double = quote == '"'
-        run = _DQ_RUN if double else _SQ_RUN
         buf: list[str] = []
         protected = 0  # buf[:protected] is never stripped (escapes, folds)
         k = j
@@ -156,11 +151,14 @@ class ScalarReader:
         while True:
             text = self.lines[k]
             joined = False
+            escape = -1
             while i < len(text):
-                match = run.match(text, i)
-                if match is not None:
-                    buf.append(match.group())
-                    i = match.end()
+                stop, escape = quote_stop(text, i, quote, escape)  # where plain characters end
+                if stop == -1:
+                    stop = len(text)
+                if stop > i:
+                    buf.append(text[i:stop])
+                    i = stop
                     continue
                 if text[i] == quote:
                     if not double and text[i + 1 : i + 2] == "'":

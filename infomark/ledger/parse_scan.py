@@ -8,7 +8,7 @@ The structure itself (which keyword takes which body) is decided by the grammar.
 
 from __future__ import annotations
 
-from infomark.ledger.blocks import KEY_PATTERN
+from infomark.ledger.blocks import is_key
 from infomark.ledger.locate import (
     block_scalar_header,
     column_width,
@@ -56,6 +56,20 @@ def _reason_separator(text: str, r: int) -> int | None:
         if text.startswith(word, r):
             return r + len(word)
     return None
+
+
+def _key_end(text: str, i: int, end: int) -> int:
+    """Where a key ending in ``=`` or ``:`` stops in ``text[i:end]``; ``end`` if none does.
+
+    The longest key at ``i`` is followed by ``=`` or ``:`` exactly when all of the text
+    before the first of them is a key (neither is a key character).
+    """
+    equals = text.find("=", i, end)
+    colon = text.find(":", i, end)
+    sep = colon if equals == -1 or (colon != -1 and colon < equals) else equals
+    if sep == -1 or not is_key(text[i:sep]):
+        return end
+    return sep
 
 
 class Tokenizer(ScalarReader):
@@ -170,7 +184,7 @@ class Tokenizer(ScalarReader):
             return None
         if colon + 1 < len(text) and text[colon + 1] not in " \t\"'[{":
             return None
-        if KEY_PATTERN.fullmatch(name) is None:
+        if not is_key(name):
             raise self.problem(
                 j, c, f"{name!r} is not a valid key", ["a key matching [A-Za-z_][A-Za-z0-9_.-]*"]
             )
@@ -283,8 +297,7 @@ class Tokenizer(ScalarReader):
                 end = i
                 while end < len(text) and text[end] not in " \t":
                     end += 1
-                match = KEY_PATTERN.match(text, i, end)
-                sep = match.end() if match is not None else end
+                sep = _key_end(text, i, end)
                 if (
                     sep < end
                     and text[sep] in "=:"
@@ -360,7 +373,7 @@ class Tokenizer(ScalarReader):
         text = self.lines[k2]
         after = skip_ws(text, i2)
         if after < len(text) and text[after] == ":":
-            if KEY_PATTERN.fullmatch(value) is None:
+            if not is_key(value):
                 raise self.problem(
                     k,
                     i,
@@ -389,7 +402,7 @@ class Tokenizer(ScalarReader):
         value = text[start:i].rstrip(" \t")
         end = start + len(value)
         if i < len(text) and text[i] == ":":
-            if KEY_PATTERN.fullmatch(value) is None:
+            if not is_key(value):
                 raise self.problem(
                     k,
                     start,

@@ -1,65 +1,96 @@
 """Tree building: the nodes a block's parse becomes, one builder per rule of ``blocks.lark``.
 
 :func:`infomark.ledger.parse_lalr.parse` runs the grammar's LALR tables over the
-scanner's tokens and calls :func:`build` for every rule it reduces. The builders turn
+scanner's tokens and calls the builder in :data:`RULES` of every rule it reduces. They turn
 the tree into plain nodes (:class:`Scalar`, :class:`Seq`, :class:`Map`, …) that carry
 their positions in the message.
 """
 
 from __future__ import annotations
 
-from infomark.kernel.records import dataclass
-
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, ClassVar
 
-    from infomark.ledger.parse_lalr import Meta
-
-__all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top", "build"]
+__all__ = ["RULES", "Legacy", "Map", "Node", "Pos", "Scalar", "Seq", "Top"]
 
 Pos = tuple[int, int, int, int]  # line, column, end_line, end_column
 
 
-@dataclass(slots=True)
-class Scalar:
-    value: str
-    pos: Pos
+class _Node:
+    """Equality and repr by fields, as the dataclasses these were (plain classes: a hook
+    process that parses a block defines them, and a record class costs ~10× more)."""
+
+    __slots__ = ()
+    _FIELDS: ClassVar[tuple[str, ...]] = ()  # in declaration order
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Node)
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__name__}({inner})"
 
 
-@dataclass(slots=True)
-class Seq:
-    items: list[Node]
-    pos: Pos
+class Scalar(_Node):
+    __slots__ = ("pos", "value")
+    _FIELDS = ("value", "pos")
+
+    def __init__(self, value: str, pos: Pos) -> None:
+        self.value = value
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Map:
-    pairs: list[tuple[Scalar, Node]]
-    pos: Pos
+class Seq(_Node):
+    __slots__ = ("items", "pos")
+    _FIELDS = ("items", "pos")
+
+    def __init__(self, items: list[Node], pos: Pos) -> None:
+        self.items = items
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Legacy:
-    words: list[Scalar]
-    pos: Pos
+class Map(_Node):
+    __slots__ = ("pairs", "pos")
+    _FIELDS = ("pairs", "pos")
+
+    def __init__(self, pairs: list[tuple[Scalar, Node]], pos: Pos) -> None:
+        self.pairs = pairs
+        self.pos = pos
 
 
-@dataclass(slots=True)
-class Top:
-    keyword: str
-    pos: Pos
-    body: Node | Legacy
-    reason: Scalar | None = None  # gate: BLOCKED reason="…"
+class Legacy(_Node):
+    __slots__ = ("pos", "words")
+    _FIELDS = ("words", "pos")
+
+    def __init__(self, words: list[Scalar], pos: Pos) -> None:
+        self.words = words
+        self.pos = pos
+
+
+class Top(_Node):
+    __slots__ = ("body", "keyword", "pos", "reason")
+    _FIELDS = ("keyword", "pos", "body", "reason")
+
+    def __init__(
+        self, keyword: str, pos: Pos, body: Node | Legacy, reason: Scalar | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.pos = pos
+        self.body = body
+        self.reason = reason  # gate: BLOCKED reason="…"
 
 
 Node = Scalar | Seq | Map | None
-
-
-def build(rule: str, children: list[Any], meta: Meta) -> Any:
-    """The node of one grammar rule (or alias): the driver's ``build`` callback."""
-    return RULES[rule](children, meta.pos())
 
 
 def _token_pos(token: Any) -> Pos:
@@ -101,4 +132,5 @@ RULES: dict[str, Callable[[list[Any], Pos], Any]] = {
     "null": lambda children, pos: None,
     "scalar": lambda children, pos: Scalar(str(children[0]), _token_pos(children[0])),
 }
-"""One builder per grammar rule (and alias) of blocks.lark: ``(children, span) → node``."""
+"""One builder per grammar rule (and alias) of blocks.lark: ``(children, span) → node``;
+the driver's ``builders``."""

@@ -30,7 +30,7 @@ from infomark.ledger.parse_lalr import Token, UnexpectedToken, parse
 from infomark.ledger.parse_model import MAX_BLOCK_DIAGNOSTICS, Builder
 from infomark.ledger.parse_scalars import MAX_BLOCK_TOKENS
 from infomark.ledger.parse_scan import MAX_DEPTH, Tokenizer
-from infomark.ledger.parse_tree import Top, build
+from infomark.ledger.parse_tree import RULES, Top
 
 __all__ = [
     "MAX_BLOCKS",
@@ -131,7 +131,7 @@ def _parse_candidate(candidate: Candidate) -> tuple[list[Block], list[Diagnostic
     except Problem as problem:
         return [], [problem.diagnostic(candidate.keyword)]
     try:
-        top: Top = parse(tokens, build)
+        top: Top = parse(tokens, RULES)
     except UnexpectedToken as exc:
         return [], [syntax_diagnostic(exc, candidate)]
     builder = Builder(candidate)

@@ -288,7 +288,7 @@ class PgJournal(BaseJournal):
             self._first_open()
         # The marker beside the key, as on SQLite: written on an open while the store holds
         # no event; a host joining a store that has some writes it with `init` (join()).
-        if not manifest.marker_path(self.path).exists() and (
+        if not os.path.exists(manifest.marker_path(self.path)) and (
             self._one("SELECT 1 FROM events LIMIT 1") is None
         ):
             self._write_marker()
@@ -303,7 +303,7 @@ class PgJournal(BaseJournal):
                 f"{self.key.key_id}): every host of a shared store needs the deployment's "
                 "key (INFOMARK_KEY or <home>/key; docs/deploy.md)"
             )
-        if not manifest.marker_path(self.path).exists():
+        if not os.path.exists(manifest.marker_path(self.path)):
             self._write_marker()
 
     def _manifest_is_ours(self) -> bool:
@@ -371,7 +371,7 @@ class PgJournal(BaseJournal):
         return _Router(self._db.pool)
 
     def reopen(self) -> PgJournal:
-        return PgJournal(self.path.parent, self.key, self._url)
+        return PgJournal(Path(self.path).parent, self.key, self._url)
 
     # -- transactions ----------------------------------------------------------------------
     def _lock(self, session: str) -> None:

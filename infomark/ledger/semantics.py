@@ -12,10 +12,10 @@ judges themselves load when a block is ingested.
 
 from __future__ import annotations
 
-import hashlib
+import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
+from infomark.kernel.digest import LARGE, sha256
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.kernel.records import dataclass
@@ -25,7 +25,10 @@ from infomark.ledger.state import SessionState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Protocol
+
+    from _typeshed import StrPath
 
 __all__ = [
     "LedgerContext",
@@ -63,6 +66,8 @@ if TYPE_CHECKING:
         @property
         def rules(self) -> LedgerRules: ...
         @property
+        def root_dir(self) -> str: ...
+        @property
         def root(self) -> Path: ...
         def emit(self, type_: str, payload: Mapping[str, Any]) -> int: ...
         def verify_ref(self, ref: str) -> tuple[Evidence | None, RejectReason | None]: ...
@@ -78,14 +83,11 @@ def text_hash(text: str) -> str:
     return sha256_hex(text.strip().encode("utf-8", "surrogatepass"))
 
 
-def artifact_digest(root: Path, artifact: str) -> str | None:
+def artifact_digest(root: StrPath, artifact: str) -> str | None:
     """``sha256:<hex>`` of the artifact file now, or None when it cannot be read."""
-    path = Path(artifact)
-    if not path.is_absolute():
-        path = root / path
-    h = hashlib.sha256()
     try:
-        with path.open("rb") as f:
+        with open(os.path.join(root, artifact), "rb") as f:  # an absolute artifact: itself
+            h = sha256(large=os.fstat(f.fileno()).st_size >= LARGE)
             for chunk in iter(lambda: f.read(1 << 16), b""):
                 h.update(chunk)
     except (OSError, ValueError):
@@ -156,7 +158,7 @@ def check_artifacts(ctx: LedgerContext) -> list[dict[str, Any]]:
         stamp = claim.stamp
         if stamp is None or not stamp.artifact:
             continue
-        now = artifact_digest(ctx.root, stamp.artifact)
+        now = artifact_digest(ctx.root_dir, stamp.artifact)
         if now == stamp.artifact_digest:
             continue
         cause = "artifact_missing" if now is None else "artifact_changed"

@@ -21,10 +21,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import hashlib
+import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
+from infomark.kernel.digest import sha256
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
@@ -110,7 +110,7 @@ def _local_copy(ctx: SourceContext, ev: Evidence) -> tuple[str, str] | None:
     )
     if not target:
         return None
-    want = _resolve(ctx.root, target)
+    want = _resolve(ctx.root_dir, target)
     for row in ctx.journal.events(ctx.session, types=("evidence_recorded",)):
         if row.seq >= ev.seq:
             break
@@ -118,15 +118,14 @@ def _local_copy(ctx: SourceContext, ev: Evidence) -> tuple[str, str] | None:
         command = str((record.get("input") or {}).get("command") or "")
         if not command or not is_fetch_command(command):
             continue
-        cwd = Path(str(record.get("cwd") or ctx.root))
+        cwd = str(record.get("cwd") or ctx.root_dir)
         if any(_resolve(cwd, f) == want for f in fetched_files(command)):
             return target, str(row.payload.get("ref"))
     return None
 
 
-def _resolve(base: Path, path: str) -> str:
-    p = Path(path)
-    return str((p if p.is_absolute() else base / p).resolve(strict=False))
+def _resolve(base: str, path: str) -> str:
+    return os.path.realpath(os.path.join(base, path))  # an absolute path stays itself
 
 
 def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bool:
@@ -277,7 +276,7 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
 
 def _digest(data: str | bytes) -> str:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return "sha256:" + sha256(raw).hexdigest()
 
 
 def web_premises(ctx: SourceContext) -> list[tuple[str, Evidence]]:

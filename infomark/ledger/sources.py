@@ -22,13 +22,10 @@ Standard library only (the hook's hot path may judge a stamp).
 
 from __future__ import annotations
 
-import ipaddress
-import re
-import shlex
 from collections.abc import Iterable, Mapping
-from urllib.parse import unquote, urlsplit
 
 from infomark.kernel.infomark import InfoMark
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 from infomark.kernel.tools import EvidenceClass, normalise_tool_name, split_mcp_name
 
@@ -106,12 +103,14 @@ FETCHERS = frozenset(
 )
 _WRAPPERS = frozenset({"sudo", "env", "command", "exec", "time", "nice", "nohup", "timeout"})
 _SEARCH_WORDS = ("search",)  # websearch, google_web_search, search_web, wikipedia_search
-_URL = re.compile(r"https?://[^\s\"'<>`|;&)]+", re.IGNORECASE)
-_HOST_OK = re.compile(
+# urllib.parse and ipaddress (~9 M instructions), re and shlex load only for the calls that
+# look at a URL or a shell command: a stamp on a Read result needs none of them
+_URL = lazy_compile(r"(?i)https?://[^\s\"'<>`|;&)]+")
+_HOST_OK = lazy_compile(
     r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
 )
 _URL_KEYS = ("url", "uri", "href", "link", "page")
-_REDIRECT = re.compile(r"redirect", re.IGNORECASE)
+_REDIRECT = lazy_compile(r"(?i)redirect")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +167,9 @@ def _tool_key(tool: str) -> str:
 
 def _segments(command: str) -> list[list[str]]:
     """The simple commands of a shell line, as words (a best effort; never raises)."""
+    import re
+    import shlex
+
     out: list[list[str]] = []
     for part in re.split(r"\|\||&&|[;|&\n(){}`]|\$\(", command):
         try:
@@ -208,6 +210,9 @@ def is_fetch_command(command: str) -> bool:
 
 
 def _loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
     try:
         host = (urlsplit(url).hostname or "").rstrip(".")
     except ValueError:
@@ -246,6 +251,8 @@ def fetched_files(command: str) -> list[str]:
 
 
 def _basename(url: str) -> str:
+    from urllib.parse import urlsplit
+
     try:
         path = urlsplit(url).path
     except ValueError:
@@ -300,6 +307,9 @@ def web_source(record: Mapping[str, Any], output: str | None = None) -> WebSourc
 
 def _host(url: str) -> tuple[str | None, str | None, str]:
     """``(host, problem, path)``: the host as infomark reads it, or the demotion code."""
+    import ipaddress
+    from urllib.parse import unquote, urlsplit
+
     if any(c.isspace() or c == "\\" or ord(c) < 0x20 for c in url):
         return None, "unreadable_url", ""
     try:
@@ -331,6 +341,8 @@ def authority_of(source: WebSource, rules: SourceRules) -> tuple[str, list[str]]
     Every doubt demotes, and the codes say which: a page is primary only when its URL (and
     any redirect target the tool reported) is plain ``https`` on a host of a primary rule.
     """
+    from urllib.parse import unquote, urlsplit
+
     if source.search:
         return "search", []
     if not source.url:

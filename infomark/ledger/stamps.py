@@ -8,7 +8,7 @@ rules (:mod:`infomark.ledger.source_stamp`). Loaded when a block is ingested.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
@@ -22,6 +22,8 @@ from infomark.ledger.state import ClaimState, SessionState
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
     from infomark.ledger.blocks import DivergenceBlock, StampBlock
 
@@ -173,7 +175,7 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
         new_status = InfoMark.INFERRED
     art_digest: str | None = None
     if block.artifact:
-        art_digest = artifact_digest(ctx.root, block.artifact)
+        art_digest = artifact_digest(ctx.root_dir, block.artifact)
         if art_digest is None:
             return reject(
                 RejectReason.CONTENT_MISMATCH,
@@ -231,7 +233,7 @@ def _same_dir(ctx: LedgerContext, cwd: Any) -> bool:
     if not isinstance(cwd, str) or not cwd:
         return True  # an older record: no directory was recorded
     try:
-        return Path(cwd).resolve() == Path(ctx.root).resolve()
+        return os.path.realpath(cwd) == os.path.realpath(ctx.root_dir)
     except (OSError, ValueError):
         return False
 
@@ -249,7 +251,7 @@ def _oracle_mismatch(
     if not _same_dir(ctx, ev.record.get("cwd")):
         return (
             RejectReason.WRONG_DIRECTORY,
-            f"{ev.ref} ran in {ev.record.get('cwd')}, not in the project root {ctx.root}; "
+            f"{ev.ref} ran in {ev.record.get('cwd')}, not in the project root {ctx.root_dir}; "
             f"{RejectReason.WRONG_DIRECTORY.hint}",
         )
     return None
@@ -265,7 +267,7 @@ def _named_by_claim(
     if claim.observe is not None:
         inp = ev.record.get("input") or {}
         seen = [str(inp[k]) for k in _OBSERVE_KEYS if isinstance(inp.get(k), str)]
-        if any(_same_target(ctx.root, claim.observe, v) for v in seen):
+        if any(_same_target(ctx.root_dir, claim.observe, v) for v in seen):
             return None
         return (
             RejectReason.EVIDENCE_NOT_NAMED,
@@ -281,14 +283,12 @@ def _named_by_claim(
     )
 
 
-def _same_target(root: Path, want: str, got: str) -> bool:
+def _same_target(root: StrPath, want: str, got: str) -> bool:
     if want.strip() == got.strip():
         return True
-    try:
-        a, b = Path(want.strip()), Path(got.strip())
-        a = a if a.is_absolute() else Path(root) / a
-        b = b if b.is_absolute() else Path(root) / b
-        return a.resolve() == b.resolve()
+    try:  # a relative path is the root's; an absolute one stays itself
+        a = os.path.realpath(os.path.join(root, want.strip()))
+        return a == os.path.realpath(os.path.join(root, got.strip()))
     except (OSError, ValueError):
         return False
 

@@ -18,8 +18,8 @@ A value is ``sqlite`` (the default, said explicitly) or a ``postgresql://`` /
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError
 from infomark.ledger.blobs import BlobStore
 from infomark.ledger.journal import Journal
@@ -27,6 +27,8 @@ from infomark.ledger.keys import check_private, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _typeshed import StrPath
+
     from infomark.ledger.blobs import Blobs
     from infomark.ledger.keys import Key
     from infomark.ledger.store_base import BaseJournal
@@ -85,16 +87,17 @@ def pick_store(explicit: str | None, configured: str | None = None) -> str | Non
     return None if configured in (None, "", "sqlite") else configured
 
 
-def resolve_store(home: Path, explicit: str | None = None) -> str | None:
+def resolve_store(home: StrPath, explicit: str | None = None) -> str | None:
     """The store URL of ``home`` (None: its SQLite file), by the order in the docstring."""
     if explicit:
         return check_store(explicit, "--store")
     env = os.environ.get(STORE_ENV)
     if env:
         return check_store(env, STORE_ENV)
-    path = home / "store"
+    path = os.path.join(home, "store")
     try:
-        text = path.read_text("utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -103,34 +106,38 @@ def resolve_store(home: Path, explicit: str | None = None) -> str | None:
     return check_store(text, str(path))
 
 
-def remember_store(home: Path, url: str | None) -> None:
+def remember_store(home: StrPath, url: str | None) -> None:
     """``<home>/store`` (0600) names the store for every later opener of this home."""
-    path = home / "store"
+    path = os.path.join(home, "store")
     if url is None:
-        path.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(path)
         return
-    if path.exists():
-        if path.read_text("utf-8").strip() == url:
-            return
-        path.unlink()
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            if f.read().strip() == url:
+                return
+        os.unlink(path)
     write_private(path, (url + "\n").encode())
 
 
-def open_journal(home: Path, key: Key, store: str | None = None) -> BaseJournal:
+def open_journal(home: StrPath, key: Key, store: str | None = None) -> BaseJournal:
     """The journal of ``home`` on its store (``store`` as resolved by :func:`resolve_store`)."""
     url = resolve_store(home, store)
     if url is None:
-        return Journal(home / "ledger.db", key)
+        return Journal(os.path.join(home, "ledger.db"), key)
     try:
         from infomark.ledger.pg import PgJournal
     except ImportError:
         raise ConfigError(
             "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
         ) from None
-    return PgJournal(home, key, url)
+    from pathlib import Path
+
+    return PgJournal(Path(home), key, url)
 
 
-def open_blobs(home: Path, journal: BaseJournal) -> Blobs:
+def open_blobs(home: StrPath, journal: BaseJournal) -> Blobs:
     """Where tool outputs go: ``<home>/blobs`` for SQLite, the store's table for PostgreSQL."""
     if journal.kind == "postgresql":
         from infomark.ledger.pg import PgJournal
@@ -138,4 +145,4 @@ def open_blobs(home: Path, journal: BaseJournal) -> Blobs:
 
         assert isinstance(journal, PgJournal)
         return PgBlobStore(journal)
-    return BlobStore(home / "blobs")
+    return BlobStore(os.path.join(home, "blobs"))

@@ -20,12 +20,12 @@ both backends: the bytes they cover are the same on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 
+from infomark.kernel import jsonc
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import StoreError
 from infomark.kernel.records import dataclass
 from infomark.ledger import manifest
@@ -35,8 +35,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from contextlib import AbstractContextManager
-    from pathlib import Path
     from typing import Any, TypeVar
+
+    from _typeshed import StrPath
 
     from infomark.ledger.conn import Conn
     from infomark.ledger.keys import Key
@@ -79,12 +80,12 @@ class EventRow:
         }
 
 
-_ENCODE = json.JSONEncoder(
+_ENCODE = jsonc.encoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode  # canonical_json's settings, built once (verification calls this per row)
+)  # canonical_json's settings, built once (verification calls this per row)
 
 
-_STR = json.encoder.encode_basestring  # that encoder's string escaping (C)
+_STR = jsonc.encode_basestring  # that encoder's string escaping (C)
 
 
 def event_body(
@@ -119,7 +120,7 @@ def event_hash(
         body = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: canonical_json escapes them
         body = canonical_json([session, seq, type_, payload_json, ts, key_id])
-    return hashlib.sha256(prev_hash.encode() + b"\n" + body).hexdigest()
+    return sha256(prev_hash.encode() + b"\n" + body).hexdigest()
 
 
 def loads_object(text: object) -> dict[str, Any]:
@@ -128,7 +129,7 @@ def loads_object(text: object) -> dict[str, Any]:
     Verification reports the row (its hash no longer matches); readers skip it.
     """
     try:
-        value = json.loads(text) if isinstance(text, str | bytes) else None
+        value = jsonc.loads(text) if isinstance(text, str | bytes) else None
     except (ValueError, RecursionError):
         value = None
     return value if isinstance(value, dict) else {"__garbled__": True}
@@ -152,11 +153,11 @@ class BaseJournal(ABC):
 
     kind = "base"
     managed_schema = False
-    path: Path
+    path: StrPath
     key: Key
     _db: Conn
 
-    def _init_state(self, path: Path, key: Key) -> None:
+    def _init_state(self, path: StrPath, key: Key) -> None:
         self.path = path
         self.key = key
         self._in_tx = False
@@ -305,7 +306,7 @@ class BaseJournal(ABC):
         seq, body, mac = int(row[0]), str(row[1]), str(row[2])
         if not self.key.verify(canonical_json(["snapshot", session, seq, body]), mac):
             return None  # not ours or tampered: fall back to a full replay
-        state: dict[str, Any] = json.loads(body)
+        state: dict[str, Any] = jsonc.loads(body)
         return seq, state
 
     def events(

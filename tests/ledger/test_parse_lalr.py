@@ -29,7 +29,7 @@ from infomark.ledger.locate import Candidate, locate
 from infomark.ledger.parse_diagnose import Problem
 from infomark.ledger.parse_lalr import Token, UnexpectedToken, parse
 from infomark.ledger.parse_scan import Tokenizer
-from infomark.ledger.parse_tree import RULES, build
+from infomark.ledger.parse_tree import RULES
 from infomark.ledger.parser import parse_message
 from infomark.ledger.render import render_block
 from tests.ledger.test_parser_properties import BLOCKS, NOISE, WRAPPERS
@@ -78,7 +78,7 @@ def by_lark(tokens: list[Any]) -> tuple[str, Any]:
 
 def by_driver(tokens: list[Token]) -> tuple[str, Any]:
     try:
-        return "tree", parse(tokens, build)
+        return "tree", parse(tokens, RULES)
     except UnexpectedToken as exc:
         token = exc.token
         where = (token.type, token.value, token.line, token.column)

@@ -33,14 +33,15 @@ HEAVY = (
 )
 
 _SCRIPT = """
-import io, json, sys
-payload = json.loads(sys.argv[1])
-sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode()))
+import io, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from infomark.cli.entry import main
 out = io.StringIO(); real = sys.stdout; sys.stdout = out
 code = main(["hook", "claude-code"])
 sys.stdout = real
-print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+modules = sorted(sys.modules)  # before this script's own json import
+import json
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 """
 
 
@@ -81,6 +82,16 @@ SLOW_STDLIB = (
     "email",
     "logging",
     "tempfile",
+    "hashlib",  # OpenSSL's start-up (~3 ms): infomark.kernel.digest, built-in SHA-256
+    "hmac",
+    "_hashlib",
+    "threading",  # the watchdog is a bare _thread
+    "datetime",  # sqlite3's adapters: the journal opens _sqlite3 itself
+    "sqlite3",
+    "json",  # re and five compiles: infomark.kernel.jsonc drives _json itself
+    "pathlib",  # with urllib.parse and ipaddress ~15 M instructions: os.path on str
+    "urllib",
+    "ipaddress",
 )
 
 # Every infomark module a steady-state PreToolUse (no new ledger text) loads. A module
@@ -107,11 +118,14 @@ PRETOOL_MODULES = {
     "infomark.kernel",
     "infomark.kernel.contexts",
     "infomark.kernel.decisions",
+    "infomark.kernel.digest",  # SHA-256 and HMAC without OpenSSL for small inputs
     "infomark.kernel.environ",
+    "infomark.kernel.jsonc",  # json.loads/dumps on _json: no json (re, 5 compiles) import
     "infomark.kernel.errors",
     "infomark.kernel.graph",
     "infomark.kernel.infomark",
     "infomark.kernel.lazyre",
+    "infomark.kernel.paths",  # pathlib's answers on str, for the few that differ from os.path
     "infomark.kernel.reasons",
     "infomark.kernel.records",
     "infomark.kernel.session_id",
@@ -157,8 +171,7 @@ PARSER_MODULES = {
     "infomark.ledger.parse_table",
     "infomark.ledger.parse_tree",
     "infomark.ledger.parser",
-    "infomark.ledger.render",
-}
+}  # not render: the parser quotes with it only a collection it keeps as text
 
 
 def _slow(modules: object) -> list[str]:

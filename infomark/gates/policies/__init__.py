@@ -26,11 +26,11 @@ from infomark.gates.policies.registry import (
 from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime, PolicyStep
 from infomark.gates.policies.settings import PolicySettings, validate_policy_config
 from infomark.gates.policies.triggers import TriggerSpec
-from infomark.gates.policies.view import context_view, state_document
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from infomark.gates.policies.registry import Policy
+    from infomark.gates.policies.view import context_view, state_document
 else:
 
     def __getattr__(name):  # ``Policy`` (a typing.Protocol) loads typing: only when used
@@ -38,6 +38,10 @@ else:
             from infomark.gates.policies import registry
 
             return registry.Policy
+        if name in ("context_view", "state_document"):  # the views: not on a hook's ingest
+            from infomark.gates.policies import view
+
+            return getattr(view, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

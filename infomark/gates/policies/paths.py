@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 import posixpath
-import re
 from collections.abc import Iterable, Mapping
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 __all__ = ["any_match", "call_paths", "glob_match", "rel_path"]
@@ -47,6 +47,8 @@ def call_paths(inputs: Mapping[str, Any], command: str | None = None) -> list[st
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: str) -> re.Pattern[str]:
+    import re  # only a policy path pattern in use compiles one (a hook's start-up)
+
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:

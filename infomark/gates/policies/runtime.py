@@ -20,8 +20,6 @@ Where each method belongs (the Gatekeeper calls them):
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -55,6 +53,8 @@ from infomark.gates.policies.triggers import (
     record_activity,
     start_prompt,
 )
+from infomark.kernel import jsonc
+from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import dataclass, field, replace
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -104,7 +104,7 @@ class _Work:
     @classmethod
     def load(cls, policy: Mapping[str, Any], settings: PolicySettings) -> _Work:
         original = {k: policy.get(k) for k in POLICY_KEYS}
-        mine = json.loads(json.dumps(original))  # JSON in, JSON out: a cheap deep copy
+        mine = jsonc.loads(jsonc.dumps(original))  # JSON in, JSON out: a cheap deep copy
         triggers = mine["triggers"]
         if triggers is None and settings.triggers:
             triggers = empty_trigger_state()
@@ -180,7 +180,7 @@ class _Outcome:
 
 
 def _key_for(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _describe(event: Event) -> str:
@@ -413,7 +413,7 @@ class PolicyRuntime:
             if work.triggers is not None:
                 work.events += start_prompt(work.triggers)
         elif phase == "after_tool_batch":
-            root = str(ledger.root)
+            root = ledger.root_dir
             for result in ctx.tool_results:
                 facts = tool_facts(result, root)
                 observe_tool(m, work.working_set, facts, result)

@@ -15,12 +15,8 @@ closed.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from pathlib import Path
-
 from infomark.gates.config import Config
+from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.lazyre import lazy_compile
@@ -44,6 +40,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from _typeshed import StrPath
+
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
@@ -52,6 +50,9 @@ __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
 _EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
+
+
+_INF = float("inf")  # math.isfinite without importing math
 
 
 def tool_call_from(payload: dict[str, Any]) -> ToolCall:
@@ -71,7 +72,7 @@ def tool_call_from(payload: dict[str, Any]) -> ToolCall:
 
 def _finite(value: Any) -> Any:
     """``Infinity`` / ``NaN`` (which json.loads accepts) as strings: evidence is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):  # not finite
         return repr(value)
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
@@ -108,7 +109,7 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
                     output=out, error="interrupted", is_error=True, duration_ms=duration_ms
                 )
             return ToolOutcome(output=out, exit_code=0, duration_ms=duration_ms)
-        text = json.dumps(response, sort_keys=True, ensure_ascii=False)
+        text = jsonc.dumps(response, sort_keys=True, ensure_ascii=False)
         return ToolOutcome(output=text, duration_ms=duration_ms)
     return ToolOutcome(
         output="" if response is None else str(response),
@@ -226,6 +227,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         return context("SessionStart", text)
     if event == "UserPromptSubmit":
         prompt = str(payload.get("prompt") or "")
+        import re
+
         phrase = re.escape(gk.config.approval_phrase.strip())
         if phrase and re.match(rf"\s*{phrase}\b", prompt, re.IGNORECASE):
             gk.approve(by="user", note=prompt[:200])
@@ -286,7 +289,7 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _profile(root: Path, home: Path) -> str:
+def _profile(root: StrPath, home: StrPath) -> str:
     """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
@@ -308,7 +311,7 @@ def _malformed(payload: dict[str, Any]) -> str | None:
         return f"session_id {session[:80]!r} is not a valid session id"
     for key in ("tool_input", "tool_response"):
         try:
-            json.dumps(payload.get(key), allow_nan=False)
+            jsonc.dumps(payload.get(key), allow_nan=False)
         except (ValueError, TypeError, RecursionError):
             return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
     if event == "PreToolUse":
@@ -334,8 +337,8 @@ def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed:
 def handle(
     payload: object,
     *,
-    home: Path | None = None,
-    root: Path | None = None,
+    home: StrPath | None = None,
+    root: StrPath | None = None,
     gatekeeper: Gatekeeper | None = None,
     config_error: ConfigError | None = None,
     event_hint: str | None = None,

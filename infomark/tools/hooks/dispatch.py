@@ -8,12 +8,11 @@ let the call through.
 
 from __future__ import annotations
 
-import json
+import _thread
 import os
 import sys
-import threading
-from pathlib import Path
 
+from infomark.kernel import jsonc
 from infomark.tools.hooks.answer import HookAnswer
 
 __all__ = ["DEADLINE_S", "OTEL_EXPORT_S", "STORE_WAIT_S", "run_hook"]
@@ -28,7 +27,7 @@ _USAGE = (
 
 def _emit(answer: HookAnswer) -> None:
     if answer.stdout is not None:
-        sys.stdout.write(json.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
+        sys.stdout.write(jsonc.dumps(answer.stdout, ensure_ascii=True))  # any str, always valid
         sys.stdout.flush()
     if answer.stderr:
         sys.stderr.write(answer.stderr.encode("utf-8", "backslashreplace").decode() + "\n")
@@ -38,13 +37,24 @@ def _emit(answer: HookAnswer) -> None:
 class _Watchdog:
     """Answers in the hook's place when the deadline passes; exactly one answer goes out."""
 
-    def __init__(self, home: Path | None, root: Path | None) -> None:
-        self.lock = threading.Lock()
+    def __init__(self, home: str | None, root: str | None) -> None:
+        self.lock = _thread.allocate_lock()  # held by whoever writes the one answer
         self.event: str | None = None
-        self.home = home or Path(".infomark")
-        self.root = root or Path.cwd()
-        self.timer = threading.Timer(DEADLINE_S, self._expire)
-        self.timer.daemon = True
+        self.home = home or ".infomark"
+        self.root = root or os.getcwd()
+        self._cancelled = _thread.allocate_lock()  # released by cancel(): the answer is out
+        self._cancelled.acquire()
+
+    def start(self) -> None:
+        """Start the watchdog: a bare ``_thread`` (``threading`` costs ~4 M instructions)."""
+        _thread.start_new_thread(self._watch, ())
+
+    def cancel(self) -> None:
+        self._cancelled.release()
+
+    def _watch(self) -> None:
+        if not self._cancelled.acquire(timeout=DEADLINE_S):
+            self._expire()
 
     def _expire(self) -> None:
         if not self.lock.acquire(blocking=False):
@@ -86,8 +96,8 @@ def run_hook(args: list[str]) -> int:
     if not args or args[0] not in ("claude-code", "claude"):
         print(_USAGE, file=sys.stderr)
         return 2
-    home: Path | None = None
-    root: Path | None = None
+    home: str | None = None
+    root: str | None = None
     url: str | None = None
     rest = args[1:]
     while rest:
@@ -95,9 +105,9 @@ def run_hook(args: list[str]) -> int:
         if flag in ("--home", "--root", "--url") and rest:
             value = rest.pop(0)
             if flag == "--home":
-                home = Path(value)
+                home = value or "."  # what Path("") named
             elif flag == "--root":
-                root = Path(value)
+                root = value or "."
             else:
                 url = value
         else:
@@ -108,7 +118,7 @@ def run_hook(args: list[str]) -> int:
     # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service
     otel = _otel_rows() if url is None and os.environ.get("INFOMARK_OTEL") else None
     dog = _Watchdog(home, root)
-    dog.timer.start()
+    dog.start()
     raw = sys.stdin.buffer.read()
     from infomark.tools.hooks.failsafe import sniff_event
 
@@ -116,7 +126,7 @@ def run_hook(args: list[str]) -> int:
     payload: object = None
     detail = ""
     try:
-        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        payload = jsonc.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
         if payload is None:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
@@ -130,7 +140,7 @@ def run_hook(args: list[str]) -> int:
 
         answer = handle(payload, home=home, root=root, event_hint=dog.event, detail=detail)
     with dog.lock:
-        dog.timer.cancel()
+        dog.cancel()
         _emit(answer)
     if otel is not None:
         _otel_send(*otel)

@@ -16,10 +16,9 @@ Standard library only (hot path).
 
 from __future__ import annotations
 
-import hmac
 import os
-from pathlib import Path
 
+from infomark.kernel.digest import compare_digest
 from infomark.kernel.errors import (
     ConfigError,
     KeyFileError,
@@ -27,12 +26,13 @@ from infomark.kernel.errors import (
     StoreError,
     VerificationError,
 )
-from infomark.kernel.lazyre import lazy_compile
 from infomark.tools.hooks.answer import HookAnswer, block, deny
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = [
     "ENFORCING",
@@ -51,7 +51,9 @@ __all__ = [
 
 ENFORCING = ("ledger", "strict")
 _BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
-_EVENT = lazy_compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
+_EVENT_KEY = b'"hook_event_name"'  # then \s* : \s* " and 1-40 ASCII letters and "
+_SPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
+_LETTERS = frozenset(range(0x61, 0x7B))  # a-z; a byte | 0x20 is in it exactly for A-Z a-z
 _UNATTENDED_MODES = ("bypassPermissions", "dontAsk")
 
 
@@ -69,8 +71,27 @@ class WitnessMismatchError(VerificationError):
 
 def sniff_event(raw: bytes) -> str | None:
     """The ``hook_event_name`` of a payload too broken to parse (deep, truncated), if visible."""
-    m = _EVENT.search(raw[: 1 << 20])
-    return m.group(1).decode() if m else None
+    # what rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"' finds, first match wins, without
+    # a regex compile on every hook call; a property test holds the two equal
+    raw = raw[: 1 << 20]
+    n = len(raw)
+    at = raw.find(_EVENT_KEY)
+    while at >= 0:
+        i = at + len(_EVENT_KEY)
+        while i < n and raw[i] in _SPACE:
+            i += 1
+        if i < n and raw[i] == 0x3A:  # :
+            i += 1
+            while i < n and raw[i] in _SPACE:
+                i += 1
+            if i < n and raw[i] == 0x22:  # "
+                start = end = i + 1
+                while end < n and end - start <= 40 and (raw[end] | 0x20) in _LETTERS:
+                    end += 1
+                if 0 < end - start <= 40 and end < n and raw[end] == 0x22:
+                    return raw[start:end].decode()
+        at = raw.find(_EVENT_KEY, at + 1)
+    return None
 
 
 def check_key(journal: Any) -> None:
@@ -78,8 +99,9 @@ def check_key(journal: Any) -> None:
     silently re-created): every stamp and MAC would otherwise restart under a new key."""
     row = journal._db.execute("SELECT key_id FROM events ORDER BY rowid DESC LIMIT 1").fetchone()
     if row is not None and str(row[0]) != journal.key.key_id:
+        home = os.path.dirname(journal.path)
         raise KeyChangedError(
-            f"the key in {journal.path.parent} (id {journal.key.key_id}) is not the key that "
+            f"the key in {home} (id {journal.key.key_id}) is not the key that "
             f"signed the journal (id {row[0]}): it was replaced or deleted. Restore the original "
             "key file (mode 600), or move the home aside and start a new one with `infomark init`"
         )
@@ -225,10 +247,7 @@ def _verify_tail(
     if (
         seq != last
         or hash_ != prev
-        or (
-            head != known_head
-            and not hmac.compare_digest(journal.head_mac(session, seq, hash_), mac)
-        )
+        or (head != known_head and not compare_digest(journal.head_mac(session, seq, hash_), mac))
     ):
         raise VerificationError(
             f"the head of session {session} (seq {seq}) does not match its last event "
@@ -298,16 +317,17 @@ def _verify_rows(
     return prev, last
 
 
-def explain(exc: BaseException, home: Path) -> str:
+def explain(exc: BaseException, home: StrPath) -> str:
     """What broke, in one sentence, and what the user can do about it."""
     if isinstance(exc, KeyChangedError):
         return str(exc)
     if isinstance(exc, KeyFileError):
         return f"infomark's key is unusable: {exc}"
     if isinstance(exc, StoreBusyError):
+        db = os.path.join(home, "ledger.db")
         return (
-            f"the ledger {home / 'ledger.db'} is locked by another process: {exc}. Find it with "
-            f"`fuser {home / 'ledger.db'}` and stop it"
+            f"the ledger {db} is locked by another process: {exc}. Find it with "
+            f"`fuser {db}` and stop it"
         )
     if isinstance(exc, WitnessMismatchError):
         return str(exc)
@@ -326,7 +346,7 @@ def explain(exc: BaseException, home: Path) -> str:
     )
 
 
-def _read_only(payload: dict[str, Any], home: Path, root: Path) -> bool:
+def _read_only(payload: dict[str, Any], home: StrPath, root: StrPath) -> bool:
     """Whether the call only reads and touches nothing protected (judged with the defaults)."""
     try:
         from infomark.gates.classify import classify_tool
@@ -352,8 +372,8 @@ def failure_answer(
     profile: str,
     why: str,
     *,
-    home: Path,
-    root: Path,
+    home: StrPath,
+    root: StrPath,
 ) -> HookAnswer:
     """The answer to ``event`` when the gatekeeper could not judge it (``why`` says why)."""
     if profile not in ENFORCING:
@@ -378,7 +398,7 @@ def failure_answer(
 
 
 def unreadable_answer(
-    event: str | None, profile: str, detail: str, *, home: Path, root: Path
+    event: str | None, profile: str, detail: str, *, home: StrPath, root: StrPath
 ) -> HookAnswer:
     why = f"the hook input is not a usable Claude Code payload ({detail})"
     return failure_answer(event, None, profile, why, home=home, root=root)

@@ -16,15 +16,17 @@ this host, and the token must not go anywhere else.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import os
 
+from infomark.kernel import jsonc
 from infomark.tools.hooks.answer import HookAnswer
 from infomark.tools.hooks.where import hook_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from _typeshed import StrPath
 
 __all__ = ["HOOK_PATH", "ROOT_HEADER", "forward", "hook_url"]
 
@@ -41,7 +43,7 @@ def hook_url(url: str) -> str:
     return url + ("/hooks/claude-code" if url.endswith("/v1") else HOOK_PATH)
 
 
-def _headers(token: str, root: Path) -> dict[str, str]:
+def _headers(token: str, root: StrPath) -> dict[str, str]:
     headers = {
         "Content-Type": "application/json",
         "Authorization": f"Bearer {token}",
@@ -54,7 +56,7 @@ def _headers(token: str, root: Path) -> dict[str, str]:
 
 
 def _object(body: bytes) -> dict[str, Any]:
-    value = json.loads(body[:_MAX_BODY] or b"{}")
+    value = jsonc.loads(body[:_MAX_BODY] or b"{}")
     if not isinstance(value, dict):
         raise ValueError("the service answered with something other than a JSON object")
     return value
@@ -137,7 +139,7 @@ def _post_tls(url: str, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
         return _object(response.read(_MAX_BODY))
 
 
-def _post(url: str, raw: bytes, token: str, root: Path) -> dict[str, Any]:
+def _post(url: str, raw: bytes, token: str, root: StrPath) -> dict[str, Any]:
     headers = _headers(token, root)
     if url.startswith("http://"):
         return _post_plain(hook_url(url), raw, headers)
@@ -151,18 +153,20 @@ def forward(
     raw: bytes,
     payload: object,
     *,
-    home: Path | None,
-    root: Path | None,
+    home: StrPath | None,
+    root: StrPath | None,
     detail: str = "",
     event: str | None = None,
 ) -> HookAnswer:
     """The service's answer to ``raw``; the local hook's answer if the service fails."""
     home_p, root_p = hook_paths(payload, home, root)
     try:
-        token = (home_p / "token").read_text("utf-8").strip()
+        token_file = os.path.join(home_p, "token")
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
         if not token:
-            raise ValueError(f"{home_p / 'token'} is empty")
-        body = _post(url, raw, token, root_p.resolve())
+            raise ValueError(f"{token_file} is empty")
+        body = _post(url, raw, token, os.path.realpath(root_p))
     except (OSError, ValueError) as exc:  # urllib's URLError is an OSError
         from infomark.tools.hooks.claude_code import handle
 

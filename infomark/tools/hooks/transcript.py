@@ -12,16 +12,15 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 
 from __future__ import annotations
 
-import json
-import re
 import time
-from pathlib import Path
 
+from infomark.kernel import jsonc
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
 __all__ = ["HEAD_TAG", "TranscriptChunk", "read_new_text"]
 
-HEAD_TAG = re.compile(
+HEAD_TAG = lazy_compile(  # only a transcript with hook context uses it
     r"\[infomark evidence_ref=ev_[0-9a-f]+ [^\]]*\bhead=(\d{1,12}):([0-9a-f]{8})\]"
 )
 
@@ -38,9 +37,9 @@ class TranscriptChunk:
     heads: tuple[tuple[int, str], ...] = ()  # (seq, 8 hex) witnessed by the host, in order
 
 
-def _scan(path: Path, offset: int, tool_use_id: str | None) -> TranscriptChunk:
+def _scan(path: str, offset: int, tool_use_id: str | None) -> TranscriptChunk:
     try:
-        with path.open("rb") as f:
+        with open(path, "rb") as f:
             size = f.seek(0, 2)
             if offset > size:  # the file was replaced or truncated: start over
                 offset = 0
@@ -72,7 +71,7 @@ def _parse(data: bytes, offset: int, tool_use_id: str | None) -> TranscriptChunk
     found = False
     for raw in data[: end + 1].splitlines():
         try:
-            entry = json.loads(raw)
+            entry = jsonc.loads(raw)
         except (ValueError, RecursionError):
             continue  # readers skip malformed lines
         if isinstance(entry, dict) and entry.get("type") == "attachment":
@@ -104,7 +103,7 @@ def read_new_text(
     """Assistant text after ``offset``; waits (bounded) for the line of ``tool_use_id``."""
     if not path:
         return TranscriptChunk([], offset, False)
-    p = Path(path)
+    p = path
     deadline = time.monotonic() + wait
     texts: list[str] = []
     heads: list[tuple[int, str]] = []
