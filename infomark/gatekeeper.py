@@ -78,6 +78,9 @@ class Gatekeeper:
         # Files the host keeps that witness the journal (Claude Code's transcript): the
         # agent's tools may not change them; set by the integration, like `unattended`.
         self.host_files: tuple[str, ...] = ()
+        # What the hook last verified of this session's journal tail (the Claude Code hook's own
+        # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
+        self._tail_memo: object | None = None
 
     @property
     def policy(self) -> PolicyRuntime:

@@ -259,7 +259,7 @@ def _oracle_files(root: StrPath, oracle: str) -> list[str]:
 
 
 def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]]:
-    skip_home = os.path.realpath(home) if home is not None else None
+    skip_home = _dir_id(home) if home is not None else None
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
@@ -267,7 +267,7 @@ def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]
             for d in dirnames
             if d not in _SKIP_DIRS
             and not d.endswith(".egg-info")
-            and (skip_home is None or os.path.realpath(os.path.join(dirpath, d)) != skip_home)
+            and (skip_home is None or _dir_id(os.path.join(dirpath, d)) != skip_home)
         )
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
@@ -275,6 +275,16 @@ def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]
         count += len(filenames)
         if count > _MAX_FILES:
             return
+
+
+def _dir_id(path: StrPath) -> tuple[int, int] | None:
+    """Which directory ``path`` is (symlinks followed), None when it is none: one ``stat``,
+    where comparing resolved paths cost an ``lstat`` per component."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def surface(
@@ -291,22 +301,31 @@ def surface(
     """
     files: dict[str, str | None] = {}
     test_dirs = {""}
+    listed: set[str] = set()  # every file the walk saw
+    seen, root_listed = 0, False
     for rel_dir, names in _walk(root, home):
+        seen += len(names)
+        root_listed = root_listed or not rel_dir
         for name in names:
             rel = rel_dir + name
+            listed.add(rel)
             if _name_matches(rel, globs) or name in CONFIG_NAMES:
                 files[rel] = None
                 if not name.startswith("conftest") and name not in CONFIG_NAMES:
                     test_dirs.add(rel_dir)
     for rel in _oracle_files(root, oracle):
         files[rel] = None
+        listed.add(rel)
+    absent: set[str] = set()  # recorded as absent without a stat: the walk listed their dir
     for d in test_dirs:  # configuration pytest would pick up if someone created it
         files.setdefault(d + "conftest.py", None)
     for name in CONFIG_NAMES:  # at the root: one created later (jest.config.js …) counts
         files.setdefault(name, None)
+    if root_listed and seen <= _MAX_FILES:  # the walk was complete
+        absent = {rel for rel in files if rel not in listed}
     blobs: dict[str, str] = {}
     for rel in list(files):
-        content = surface_content(root, rel)
+        content = None if rel in absent else surface_content(root, rel)
         files[rel] = _digest(content)
         if content is not None and put is not None:
             blobs[rel] = put(content.encode("utf-8", "surrogatepass"))

@@ -71,11 +71,13 @@ def declare(ledger: Ledger, config: Config, oracle: str | None = None) -> None:
 def check(ledger: Ledger, config: Config, *, seed: bool = False) -> None:
     """Re-digest the grading surface; journal what changed (or came back) since.
 
-    ``seed``: with no surface yet and no evidence recorded, digest the starting state.
+    ``seed``: with no surface yet and no evidence recorded, digest the starting state. The
+    project is scanned first, outside the write lock: a project with no test and no test
+    configuration takes no lock and commits nothing (every PreToolUse asks until one exists).
     """
     state = ledger.refresh()
     if not state.grading_files:
-        if seed and not state.evidence_count:
+        if seed and not state.evidence_count and _has_surface(ledger, config):
             with ledger.transaction():
                 if not ledger.state.grading_files:
                     declare(ledger, config, oracle="")
@@ -97,6 +99,13 @@ def check(ledger: Ledger, config: Config, *, seed: bool = False) -> None:
                 approve_file(ledger, rel, by="grading_policy", note=summary)
             else:
                 ledger.emit("grading_changed", {"path": rel, "digest": now, "summary": summary})
+
+
+def _has_surface(ledger: Ledger, config: Config) -> bool:
+    """Whether the project has a test file or a test configuration now (nothing stored)."""
+    globs = config.grading_files or DEFAULT_TEST_GLOBS
+    files, _ = surface(ledger.root_dir, "", globs=globs, home=ledger.home_dir)
+    return any(d is not None for d in files.values())
 
 
 def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:

@@ -138,10 +138,10 @@ def _hook_root(request: Request, payload: Any, default: Path) -> Path:
     if isinstance(payload, dict):
         candidates.append(payload.get("cwd"))
     for value in candidates:
-        if isinstance(value, str) and value and "\x00" not in value:
-            path = Path(value)
-            if path.is_absolute() and path.is_dir():
-                return Path(os.path.realpath(path))
+        if not isinstance(value, str) or not value or "\x00" in value:
+            continue
+        if os.path.isabs(value) and os.path.isdir(value):
+            return Path(os.path.realpath(value))
     return default
 
 
@@ -403,6 +403,7 @@ class _Service:
                     root=root,
                     gatekeeper=cast("Gatekeeper", gk),
                     config_error=error,
+                    profile=config.profile if error is None else "ledger",  # as _profile reads it
                 )
 
             answer = await pool.run(str(sid), go, root=root, config=config)
@@ -457,9 +458,12 @@ def create_app(
         stopping=stopping,
         operator_token=operator,
     )
+    # The hook route first: the router tries each path in turn, and it is the one called on
+    # every tool call (no other path overlaps it, so the order changes nothing else).
+    ordered = sorted(OPERATIONS, key=lambda op: op.name != "claude_code_hook")
     routes = [
         Route(API_PREFIX + op.path, guarded(getattr(service, op.name)), methods=[op.method])
-        for op in OPERATIONS
+        for op in ordered
     ]
 
     @asynccontextmanager

@@ -10,13 +10,15 @@ connections stay bounded.
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
 loads that root's configuration once and keeps it until one of its files changes, and a
-session opened under an older configuration is reopened under the new one.
+session opened under an older configuration is reopened under the new one (an equal
+configuration is the same object: the hook route and the API routes share the session).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,7 +55,7 @@ class _Slot:
 
 @dataclass(frozen=True, slots=True)
 class _ProjectConfig:
-    fingerprint: tuple[Any, ...]
+    fingerprint: tuple[Any, ...] | None  # None: too fresh to trust, read again next time
     config: Config
     error: ConfigError | None
 
@@ -169,14 +171,27 @@ class SessionPool:
             known = self._projects.get(root)
             if known is not None and known.fingerprint == fingerprint:
                 return known.config, known.error
+            trusted = None if _racy(fingerprint) else fingerprint
             try:
-                entry = _ProjectConfig(fingerprint, load_config(root, self.home), None)
+                entry = _ProjectConfig(trusted, self._same(load_config(root, self.home)), None)
             except ConfigError as exc:
-                entry = _ProjectConfig(fingerprint, Config(), exc)
+                entry = _ProjectConfig(trusted, Config(), exc)
             if len(self._projects) >= _MAX_PROJECTS:  # many roots: forget, reload on use
                 self._projects.clear()
             self._projects[root] = entry
             return entry.config, entry.error
+
+    def _same(self, config: Config) -> Config:
+        """``config``, or the equal one the pool already holds (the service's own, or the
+        project's previous one): a session is reopened only when its configuration changed,
+        not when the API routes and the hook route hold two equal copies, nor when a file
+        was touched without changing what it says."""
+        if config == self.config:
+            return self.config
+        for known in self._projects.values():
+            if known.error is None and known.config == config:
+                return known.config
+        return config
 
     # -- listing and closing ------------------------------------------------------------
     async def summaries(self) -> list[dict[str, Any]]:
@@ -206,15 +221,30 @@ class SessionPool:
 
 
 def _fingerprint(root: Path) -> tuple[Any, ...]:
-    """What changes when a configuration source of ``root`` changes (stat, not read)."""
+    """What changes when a configuration source of ``root`` changes (stat, not read): the
+    change time too, which no one can set back (``touch -d`` sets only the others)."""
     explicit = os.environ.get("INFOMARK_CONFIG")
-    paths = [Path(explicit)] if explicit else [root / name for name in _CONFIG_FILES]
+    base = str(root)
+    paths = [explicit] if explicit else [os.path.join(base, name) for name in _CONFIG_FILES]
     out: list[Any] = [explicit]
-    for path in paths:
+    for path in paths:  # plain strings: this runs on the event loop for every hook call
         try:
-            st = path.stat()
-        except OSError:
+            st = os.stat(path)
+        except (OSError, ValueError):
             out.append(None)
             continue
-        out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
     return tuple(out)
+
+
+_RACY_NS = 2_000_000_000
+
+
+def _racy(fingerprint: tuple[Any, ...]) -> bool:
+    """Whether a file was changed so recently that another change within the same clock
+    tick (file times are coarse) would leave its times as they are: not cached then."""
+    now = time.time_ns()
+    return any(
+        isinstance(entry, tuple) and max(entry[0], entry[1]) > now - _RACY_NS
+        for entry in fingerprint
+    )

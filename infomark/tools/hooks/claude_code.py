@@ -25,6 +25,7 @@ from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
 from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
 from infomark.tools.hooks.failsafe import (
+    TailMemo,
     WitnessMismatchError,
     check_key,
     check_tail,
@@ -342,6 +343,7 @@ def handle(
     config_error: ConfigError | None = None,
     event_hint: str | None = None,
     detail: str = "",
+    profile: str | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
@@ -349,12 +351,14 @@ def handle(
     pool); it is not closed here. ``config_error``: the project's configuration is broken
     and ``gatekeeper`` runs on the defaults (mutations are denied, as below).
     ``event_hint``/``detail``: what the caller could still see of a payload it could not
-    parse (the event name, and why parsing failed).
+    parse (the event name, and why parsing failed). ``profile``: the configured profile when
+    the caller has loaded the configuration already (the pool's, ``ledger`` when it is
+    broken); else it is read here.
     """
     from infomark.gatekeeper import Gatekeeper
 
     home, root = _where(payload, home, root)
-    profile = _profile(root, home)
+    profile = profile or _profile(root, home)
     LAST_PROFILE[0] = profile
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
         why = detail or "expected a JSON object with a string hook_event_name"
@@ -370,7 +374,8 @@ def handle(
         if gatekeeper is not None:
             gk = gatekeeper
             check_key(gk.store.journal)
-            check_tail(gk.store.journal, gk.session)
+            memo = gk._tail_memo if isinstance(gk._tail_memo, TailMemo) else None
+            gk._tail_memo = check_tail(gk.store.journal, gk.session, memo)  # kept if it raises
             if config_error is not None:
                 return _config_broken(gk, event, payload, config_error)
             profile = LAST_PROFILE[0] = gk.config.profile

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ENFORCING",
     "KeyChangedError",
+    "TailMemo",
+    "TailRewrittenError",
     "WitnessMismatchError",
     "check_key",
     "check_tail",
@@ -105,7 +107,45 @@ def check_key(journal: Any) -> None:
         )
 
 
-def check_tail(journal: Any, session: str) -> None:
+_ROW_SQL = (
+    "SELECT seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
+    "WHERE session = ? AND seq > ? ORDER BY seq"
+)
+
+
+class TailMemo:
+    """What one check of a session's tail verified, on one journal handle (a pooled session
+    keeps it between calls): the snapshot it started from, every row after it (as stored),
+    the head, and SQLite's ``data_version`` when it began."""
+
+    __slots__ = ("anchor", "head", "journal", "key_id", "last", "prev", "rows", "session",
+                 "snap", "start", "version")  # fmt: skip
+
+    def __init__(
+        self,
+        journal: Any,
+        session: str,
+        version: int | None,
+        snap: tuple[Any, ...] | None,
+        start: tuple[int, str],
+        rows: tuple[tuple[Any, ...], ...],
+        head: tuple[int, str, str] | None,
+        last: int,
+        prev: str,
+    ) -> None:
+        self.journal, self.session, self.key_id = journal, session, journal.key.key_id
+        self.version, self.snap, self.rows, self.head = version, snap, rows, head
+        self.start, self.anchor = start  # the row the chain continues from, and its hash
+        self.last, self.prev = last, prev
+
+
+class TailRewrittenError(VerificationError):
+    """Rows this process verified earlier are no longer in the journal as they were."""
+
+    code = "tail_rewritten"
+
+
+def check_tail(journal: Any, session: str, memo: TailMemo | None = None) -> TailMemo:
     """Verify what the projection is built from: the rows after the last valid snapshot
     (hash chain, MAC, gap-free seq) and the MACed head. A garbled or edited row would
     otherwise be skipped in silence and could drop the claim_ledger that holds the gate.
@@ -115,48 +155,141 @@ def check_tail(journal: Any, session: str) -> None:
     them (Claude Code runs the hooks of parallel tool calls at the same time): rows and head
     commit together and the head is read second, so a head past the last row read means
     rows committed since; they are read and verified too. A head behind the rows, or rows
-    that never catch up with it, is a mismatch."""
-    from infomark.ledger.journal import GENESIS
+    that never catch up with it, is a mismatch.
 
+    ``memo``: what an earlier call verified on this same journal handle (the HTTP service's
+    pooled session). Then only the rows appended since are verified (chain, MAC, head);
+    the rows it verified before are compared with what is stored now, byte for byte, unless
+    SQLite's ``data_version`` says no other connection has committed since (this handle
+    never rewrites a row, so nothing it verified can have changed). A verified row that
+    changed or went missing, or a head behind it, raises :class:`TailRewrittenError`, and
+    keeps raising: the memo is not replaced by a failed check. A new snapshot starts a
+    full check (once per snapshot interval), which must still hold every verified row that
+    is past it. Returns the memo of this check."""
+    version = _data_version(journal)
+    if memo is None or memo.journal is not journal or memo.session != session:
+        return _full_check(journal, session, version)
+    if memo.key_id != journal.key.key_id:
+        return _full_check(journal, session, version)
+    snap = _snapshot_id(journal, session)
+    if snap != memo.snap:
+        fresh = _full_check(journal, session, version)
+        _still_there(memo, fresh)
+        return fresh
+    if version is not None and version == memo.version:
+        # No other connection committed since: of the rows verified, re-read the last one
+        known = memo.rows[-1:]
+        after = memo.last - len(known)
+    else:  # another connection committed: every row verified before must be unchanged
+        known, after = memo.rows, memo.start
+        if _start_hash(journal, session, memo.start) != memo.anchor:
+            _rewritten(memo, memo.start)
+    rows = journal._db.execute(_ROW_SQL, (session, after)).fetchall()
+    if tuple(tuple(r) for r in rows[: len(known)]) != known:
+        _rewritten(memo, _first_changed(known, rows))
+    prev, last, verified, head = _verify_tail(
+        journal, session, rows[len(known) :], memo.prev, memo.last, memo.head
+    )
+    rows_now = memo.rows + verified
+    anchor = (memo.start, memo.anchor)
+    return TailMemo(journal, session, version, snap, anchor, rows_now, head, last, prev)
+
+
+def _full_check(journal: Any, session: str, version: int | None) -> TailMemo:
+    snap_id = _snapshot_id(journal, session)  # read first: a snapshot saved after it differs
     snap = journal.load_snapshot(session)
     start = snap[0] if snap is not None else 0
-    db = journal._db
-    prev = GENESIS
-    if start:
-        row = db.execute(
-            "SELECT hash FROM events WHERE session = ? AND seq = ?", (session, start)
-        ).fetchone()
-        if row is None:
-            raise VerificationError(f"event {start} of session {session} is missing")
-        prev = str(row[0])
-    last = start
+    anchor = _start_hash(journal, session, start)
+    rows = journal._db.execute(_ROW_SQL, (session, start)).fetchall()
+    prev, last, verified, head = _verify_tail(journal, session, rows, anchor, start, None)
+    return TailMemo(journal, session, version, snap_id, (start, anchor), verified, head, last, prev)
+
+
+def _start_hash(journal: Any, session: str, start: int) -> str:
+    from infomark.ledger.journal import GENESIS
+
+    if not start:
+        return GENESIS
+    row = journal._db.execute(
+        "SELECT hash FROM events WHERE session = ? AND seq = ?", (session, start)
+    ).fetchone()
+    if row is None:
+        raise VerificationError(f"event {start} of session {session} is missing")
+    return str(row[0])
+
+
+def _verify_tail(
+    journal: Any,
+    session: str,
+    rows: list[Any],
+    prev: str,
+    last: int,
+    known_head: tuple[int, str, str] | None,
+) -> tuple[str, int, tuple[tuple[Any, ...], ...], tuple[int, str, str] | None]:
+    """Verify ``rows`` (read after ``(last, prev)``), then the head, reading the rows other
+    writers commit in between; ``(prev, last, rows verified, head)``."""
+    verified: list[tuple[Any, ...]] = []
     head = None
     for _ in range(_CATCH_UP):
-        rows = db.execute(
-            "SELECT seq, type, payload, ts, prev_hash, hash, mac, key_id FROM events "
-            "WHERE session = ? AND seq > ? ORDER BY seq",
-            (session, last),
-        ).fetchall()
         prev, last = _verify_rows(journal, session, rows, prev, last)
+        verified.extend(tuple(r) for r in rows)
         if head is not None and last < head[0]:
             break  # rows below a head read before them are missing: a mismatch
         head = journal.head_row(session)
         if head is None or head[0] <= last:
             break  # nothing was committed between the two reads
+        rows = journal._db.execute(_ROW_SQL, (session, last)).fetchall()
     if head is None:
         if last:
             raise VerificationError(f"the head of session {session} is missing")
-        return
+        return prev, last, tuple(verified), None
     seq, hash_, mac = head
     if (
         seq != last
         or hash_ != prev
-        or not compare_digest(journal.head_mac(session, seq, hash_), mac)
+        or (head != known_head and not compare_digest(journal.head_mac(session, seq, hash_), mac))
     ):
         raise VerificationError(
             f"the head of session {session} (seq {seq}) does not match its last event "
             f"(seq {last}): the journal was truncated or rewritten; run `infomark audit --verify`"
         )
+    return prev, last, tuple(verified), head
+
+
+def _data_version(journal: Any) -> int | None:
+    """SQLite's count of commits by other connections, as this handle sees it (else None)."""
+    if getattr(journal, "kind", None) != "sqlite":
+        return None
+    return int(journal._one("PRAGMA data_version")[0])
+
+
+def _snapshot_id(journal: Any, session: str) -> tuple[Any, ...] | None:
+    row = journal._one("SELECT seq, mac FROM snapshots WHERE session = ?", (session,))
+    return tuple(row) if row is not None else None
+
+
+def _still_there(memo: TailMemo, fresh: TailMemo) -> None:
+    """Every row ``memo`` verified that ``fresh`` covers is in it unchanged, and none is gone."""
+    if memo.last > fresh.last:
+        _rewritten(memo, fresh.last + 1)
+    known = tuple(r for r in memo.rows if r[0] > fresh.start)
+    if known and _first_changed(known, list(fresh.rows)) is not None:
+        _rewritten(memo, _first_changed(known, list(fresh.rows)))
+
+
+def _first_changed(known: tuple[tuple[Any, ...], ...], rows: list[Any]) -> int | None:
+    """The seq of the first row of ``known`` that ``rows`` do not hold unchanged."""
+    now = {r[0]: tuple(r) for r in rows}
+    return next((int(r[0]) for r in known if now.get(r[0]) != r), None)
+
+
+def _rewritten(memo: TailMemo, seq: int | None) -> None:
+    seq = memo.last if seq is None else seq
+    raise TailRewrittenError(
+        f"event {seq} of session {memo.session}, verified earlier by this process, was "
+        "changed or removed since: the journal was rewritten or rolled back behind its "
+        "back; run `infomark audit --verify`"
+    )
 
 
 _CATCH_UP = 20  # rounds of rows committed by other writers while the tail is checked
