@@ -23,9 +23,15 @@ from infomark.tools.doctor import (
     service_up,
     settings_env_findings,
 )
-from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS
+from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS, hook_form
 
-__all__ = ["claude_code_findings", "delivery_findings", "find_transcript", "transcript_text"]
+__all__ = [
+    "claude_code_findings",
+    "delivery_findings",
+    "find_transcript",
+    "launcher_findings",
+    "transcript_text",
+]
 
 
 _CC = "claude-code"
@@ -50,8 +56,9 @@ _REINSTALL = "run `infomark install claude-code` (it restores every entry, keepi
 def _ours(handler: object) -> bool:
     if not isinstance(handler, dict):
         return False
-    return " hook claude-code" in str(handler.get("command", "")) or "/v1/hooks/claude-code" in str(
-        handler.get("url", "")
+    command = handler.get("command")
+    return (isinstance(command, str) and hook_form(command) is not None) or (
+        "/v1/hooks/claude-code" in str(handler.get("url", ""))
     )
 
 
@@ -202,10 +209,98 @@ def claude_code_findings(
     for event, entries in events.items():
         for path, handler in entries:
             out += _handler_findings(event, handler, path, home)
+    out += launcher_findings([(p, h) for entries in events.values() for p, h in entries])
     out += _ran(activity, newest, home, root)
     sessions = activity.of_host(_CC)
     if sessions:
         out += delivery_findings(sessions[0].session, activity, user_home)
+    return out
+
+
+def _launcher_of(command: str) -> Path | None:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if hook_form(command) != "launcher" or not argv:
+        return None
+    return Path(argv[3] if argv[1:3] == ["-I", "-S"] else argv[0])
+
+
+def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Finding]:
+    """The hook launcher each settings file runs: there, executable, its interpreter and
+    package present; an entry still of the older form (the console script, with ``site``)."""
+    import sys
+
+    from infomark.kernel.errors import UserError
+    from infomark.tools.launcher import read_launcher, render
+
+    out: list[Finding] = []
+    seen: set[Path] = set()
+    older: set[Path] = set()
+    for path, handler in handlers:
+        command = handler.get("command")
+        if handler.get("type") == "http" or not isinstance(command, str):
+            continue
+        launcher = _launcher_of(command)
+        if launcher is None:
+            if path not in older:
+                older.add(path)
+                out.append(
+                    Finding(
+                        _CC,
+                        "hook_launcher",
+                        "warning",
+                        f"{path}: the hooks run {shlex.split(command)[0] if command else '?'} "
+                        "with Python's site (every .pth file in site-packages and the user "
+                        "site runs inside the gatekeeper before it decides, and each call "
+                        "starts slower)",
+                        "run `infomark install claude-code`: it writes the isolated launcher "
+                        "(python -I -S) beside the settings and points every entry at it",
+                    )
+                )
+            continue
+        if launcher in seen or not launcher.exists():
+            continue  # a missing launcher is a hook_command problem already
+        seen.add(launcher)
+        try:
+            found = read_launcher(launcher)
+        except UserError as exc:
+            out.append(Finding(_CC, "hook_launcher", "problem", str(exc), _REINSTALL))
+            continue
+        problems = found.problems()
+        if problems:
+            out.append(
+                Finding(
+                    _CC,
+                    "hook_launcher",
+                    "problem",
+                    f"the hook launcher {launcher} cannot run the hook: "
+                    + "; ".join(problems)
+                    + " (it denies every PreToolUse and refuses Stop until it is rewritten)",
+                    _REINSTALL + " from the environment infomark is installed in",
+                )
+            )
+            continue
+        out.append(
+            Finding(
+                _CC,
+                "hook_launcher",
+                "ok",
+                f"the hooks start isolated ({launcher}: {found.python} -I -S)",
+            )
+        )
+        if found.python == sys.executable and launcher.read_text("utf-8") != render():
+            out.append(
+                Finding(
+                    _CC,
+                    "hook_launcher",
+                    "warning",
+                    f"the hook launcher {launcher} is not what this infomark would write "
+                    "(another version, or infomark or tree-sitter moved)",
+                    _REINSTALL,
+                )
+            )
     return out
 
 
