@@ -263,6 +263,9 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         if launcher in seen or not launcher.exists():
             continue  # a missing launcher is a hook_command problem already
         seen.add(launcher)
+        beside = path.parent / launcher.name  # shown as the settings file is (relative)
+        if beside.resolve() == launcher.resolve():
+            launcher = beside
         try:
             found = read_launcher(launcher)
         except UserError as exc:
@@ -287,7 +290,7 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
                 _CC,
                 "hook_launcher",
                 "ok",
-                f"the hooks start isolated ({launcher}: {found.python} -I -S)",
+                f"the hooks start isolated: {launcher} runs {found.python} -I -S",
             )
         )
         if found.python == sys.executable and launcher.read_text("utf-8") != render():

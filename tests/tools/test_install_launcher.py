@@ -4,6 +4,7 @@ project), failing closed when its interpreter or package moved, checked by ``doc
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -163,6 +164,29 @@ def test_code_planted_for_python_start_up_does_not_run_in_the_launcher(
         **env,
     )
     assert decision(control)[0] == "deny" and marker.exists()  # site ran it first
+
+
+def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) -> None:
+    from test_import_discipline import PRETOOL_MODULES
+
+    install(project)
+    launcher = project / ".claude" / "infomark-hook"
+    os.chmod(launcher, 0o700)  # the installed text, reporting its modules after the answer
+    text = launcher.read_text()
+    report = "\nmain(['hook', 'claude-code'])\nprint(sorted(sys.modules), file=sys.stderr)\n"
+    assert text.endswith("\nmain()\n")
+    launcher.write_text(text.removesuffix("\nmain()\n") + report)
+    done = as_claude(pre_command(project), project, payload(project, "PreToolUse", **READ))
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    modules = set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
+    assert not modules & {
+        "site",
+        "_distutils_hack",
+        "sitecustomize",
+        "usercustomize",
+        "_virtualenv",
+    }
+    assert {m for m in modules if m.split(".")[0] == "infomark"} == PRETOOL_MODULES
 
 
 def _moved(project: Path, tmp_path: Path) -> tuple[Path, Path]:
