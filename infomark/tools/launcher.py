@@ -131,9 +131,7 @@ def launcher_for(settings: Path) -> Path:
 def search_paths() -> list[str]:
     """The directories the hook imports from: infomark's and each installed
     :data:`THIRD_PARTY` module's, in the order this interpreter's ``sys.path`` has them."""
-    import infomark
-
-    found = [os.path.dirname(os.path.dirname(os.path.realpath(infomark.__file__)))]
+    found = [str(Path(__file__).resolve().parents[2])]  # the directory holding infomark/
     for name in THIRD_PARTY:
         try:
             spec = find_spec(name)
