@@ -60,7 +60,7 @@ MODE = 0o500
 THIRD_PARTY = ("tree_sitter", "tree_sitter_bash", "psycopg", "psycopg_pool", "opentelemetry")
 _SHEBANG_MAX = 255  # Linux reads at most this much of a #! line (before 5.1: 127)
 
-_TEMPLATE = '''#!{python} -IS
+_HEAD = """#!{python} -IS
 {mark}{format}), written by `infomark install claude-code`.
 # It runs `infomark hook claude-code` isolated (python -I -S: no PYTHON* variables, no user
 # site, no site-packages .pth files, no working directory on sys.path) with exactly the paths
@@ -70,56 +70,72 @@ import sys
 
 PYTHON = {version!r}
 PATHS = {paths!r}
+"""
+# The rest, the same in every launcher. The refusal is source in a string: a script is
+# compiled on every run, and only a hook that cannot start pays for compiling it.
+_BODY = r'''
+# Run only when the hook cannot start: fail closed without infomark (deny PreToolUse,
+# refuse Stop and SubagentStop, exit 2 when not even the event is readable).
+REFUSE = r"""
+import json
 
-
-def refuse(why):
-    """Fail closed without infomark: deny PreToolUse, refuse Stop, exit 2 on an unknown event."""
-    import json
-
-    raw = sys.stdin.buffer.read()
-    try:
-        event = json.loads(raw).get("hook_event_name")
-    except Exception:
-        import re
-
-        found = re.search(rb'"hook_event_name"\\s*:\\s*"([A-Za-z]{{1,40}})"', raw[: 1 << 20])
-        event = found.group(1).decode() if found else None
-    why = (
-        f"infomark's hook cannot start: {{why}}. Its interpreter or package moved or changed since "
-        f"`infomark install claude-code` wrote {{sys.argv[0]}}; ask the user to re-run "
-        "`infomark install claude-code` in the environment infomark is installed in"
-    )
-    if event == "PreToolUse":
-        out = {{"hookSpecificOutput": {{"hookEventName": "PreToolUse",
-               "permissionDecision": "deny", "permissionDecisionReason": why + ", then retry."}}}}
-    elif event in ("Stop", "SubagentStop"):
-        out = {{"decision": "block", "reason": why + "; stopping is refused until it is fixed."}}
-    else:
-        sys.stderr.write(why + ("; failing closed\\n" if event is None else "\\n"))
-        raise SystemExit(2 if event is None else 0)
-    sys.stdout.write(json.dumps(out))
-    sys.stderr.write(why + "; failing closed\\n")
-    raise SystemExit(0)
-
-
-if sys.argv[1:2] != ["hook"]:
+kind, detail = fault
+if kind == "usage":
     sys.stderr.write("usage: infomark-hook hook claude-code [--home DIR] [--url URL] "
-                     "< payload.json  (infomark's hook launcher; the CLI is `infomark`)\\n")
+                     "< payload.json  (infomark's hook launcher; the CLI is `infomark`)\n")
     raise SystemExit(2)
-if sys.version_info[:2] != PYTHON:
-    refuse(f"it was written for Python {{PYTHON[0]}}.{{PYTHON[1]}}, and {{sys.executable}} is "
-           f"Python {{sys.version_info[0]}}.{{sys.version_info[1]}}")
-import os
-
-for path in PATHS:
-    if not os.path.isdir(path):
-        refuse(f"{{path}} is gone")
-sys.path += PATHS
+if kind == "python":
+    why = (f"it was written for Python {PYTHON[0]}.{PYTHON[1]}, and {sys.executable} is "
+           f"Python {sys.version_info[0]}.{sys.version_info[1]}")
+elif kind == "gone":
+    why = f"{detail} is gone"
+else:
+    why = f"infomark does not import ({type(detail).__name__}: {str(detail)[:300]})"
+why = (f"infomark's hook cannot start: {why}. Its interpreter or package moved or changed "
+       f"since `infomark install claude-code` wrote {sys.argv[0]}; ask the user to re-run "
+       "`infomark install claude-code` in the environment infomark is installed in")
+raw = sys.stdin.buffer.read()
 try:
-    from infomark.cli.entry import main
-except Exception as exc:
-    refuse(f"infomark does not import ({{type(exc).__name__}}: {{str(exc)[:300]}})")
-main()
+    event = json.loads(raw).get("hook_event_name")
+except Exception:
+    import re
+
+    found = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"', raw[: 1 << 20])
+    event = found.group(1).decode() if found else None
+if event == "PreToolUse":
+    out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                  "permissionDecisionReason": why + ", then retry."}}
+elif event in ("Stop", "SubagentStop"):
+    out = {"decision": "block", "reason": why + "; stopping is refused until it is fixed."}
+else:
+    sys.stderr.write(why + ("; failing closed\n" if event is None else "\n"))
+    raise SystemExit(2 if event is None else 0)
+sys.stdout.write(json.dumps(out))
+sys.stderr.write(why + "; failing closed\n")
+raise SystemExit(0)
+"""
+
+fault = None
+if sys.argv[1:2] != ["hook"]:
+    fault = ("usage", None)
+elif sys.version_info[:2] != PYTHON:
+    fault = ("python", None)
+else:
+    import os
+
+    for path in PATHS:
+        if not os.path.isdir(path):
+            fault = ("gone", path)
+            break
+    else:
+        sys.path += PATHS
+        try:
+            from infomark.cli.entry import main
+        except Exception as exc:
+            fault = ("import", exc)
+if fault is None:
+    main()
+exec(REFUSE)
 '''
 
 
@@ -164,13 +180,14 @@ def render(python: str | None = None, paths: list[str] | None = None) -> str:
             f"cannot tell this interpreter's absolute path ({python!r}); run "
             "`infomark install claude-code` with an interpreter started by its path"
         )
-    return _TEMPLATE.format(
+    head = _HEAD.format(
         python=python,
         mark=_MARK,
         format=FORMAT,
         version=tuple(sys.version_info[:2]),
         paths=search_paths() if paths is None else paths,
     )
+    return head + _BODY
 
 
 def hook_prefix(launcher: Path, python: str | None = None) -> str:

@@ -173,9 +173,11 @@ def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) 
     launcher = project / ".claude" / "infomark-hook"
     os.chmod(launcher, 0o700)  # the installed text, reporting its modules after the answer
     text = launcher.read_text()
-    report = "\nmain(['hook', 'claude-code'])\nprint(sorted(sys.modules), file=sys.stderr)\n"
-    assert text.endswith("\nmain()\n")
-    launcher.write_text(text.removesuffix("\nmain()\n") + report)
+    report = (
+        "\n    main(['hook', 'claude-code'])\n    print(sorted(sys.modules), file=sys.stderr)\n"
+    )
+    assert text.count("\n    main()\n") == 1
+    launcher.write_text(text.replace("\n    main()\n", report + "    raise SystemExit(0)\n"))
     done = as_claude(pre_command(project), project, payload(project, "PreToolUse", **READ))
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
     modules = set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
