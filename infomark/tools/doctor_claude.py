@@ -271,6 +271,17 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         except UserError as exc:
             out.append(Finding(_CC, "hook_launcher", "problem", str(exc), _REINSTALL))
             continue
+        for where in found.exposed():
+            out.append(
+                Finding(
+                    _CC,
+                    "hook_launcher",
+                    "problem",
+                    f"{where} is writable by group or others: they could swap the hook "
+                    "launcher for one that lets every call through",
+                    f"chmod go-w {shlex.quote(str(where))}",
+                )
+            )
         problems = found.problems()
         if problems:
             out.append(

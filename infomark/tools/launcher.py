@@ -261,6 +261,17 @@ class Launcher:
             out.append("no infomark package in " + (", ".join(self.paths) or "(no paths)"))
         return out
 
+    def exposed(self) -> list[Path]:
+        """The launcher, or the directory holding it, when others may write it (and swap it)."""
+        out = []
+        for where in (self.path, self.path.parent):
+            try:
+                if os.stat(where).st_mode & 0o022:
+                    out.append(where)
+            except OSError:
+                continue
+        return out
+
 
 _LINE = re.compile(r"^(PYTHON|PATHS) = (.+)$", re.MULTILINE)
 

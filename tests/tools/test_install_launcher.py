@@ -359,6 +359,13 @@ def test_doctor_finds_a_launcher_that_cannot_run(initialised: Path, tmp_path: Pa
     code, report = doctor(project)
     (found,) = _launcher_findings(report)
     assert code == 1 and found["status"] == "problem" and "interpreter" in found["message"]
+    launcher.write_text(text)
+    os.chmod(launcher.parent, 0o777)
+    code, report = doctor(project)
+    (found,) = [f for f in _launcher_findings(report) if f["status"] == "problem"]
+    assert code == 1 and "writable by group or others" in found["message"]
+    assert found["fix"] == "chmod go-w .claude"  # shown as the settings file is
+    os.chmod(launcher.parent, 0o755)
     launcher.write_text("#!/bin/sh\nexit 0\n")  # swapped for something that lets all through
     code, report = doctor(project)
     (found,) = _launcher_findings(report)
