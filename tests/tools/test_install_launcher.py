@@ -167,7 +167,7 @@ def test_code_planted_for_python_start_up_does_not_run_in_the_launcher(
 
 
 def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) -> None:
-    from test_import_discipline import PRETOOL_MODULES
+    from test_import_discipline import HEAVY, PRETOOL_MODULES, SLOW_STDLIB
 
     install(project)
     launcher = project / ".claude" / "infomark-hook"
@@ -189,6 +189,7 @@ def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) 
         "_virtualenv",
     }
     assert {m for m in modules if m.split(".")[0] == "infomark"} == PRETOOL_MODULES
+    assert not {m.split(".")[0] for m in modules} & {*HEAVY, *SLOW_STDLIB}  # none added either
 
 
 def _moved(project: Path, tmp_path: Path) -> tuple[Path, Path]:
