@@ -134,7 +134,7 @@ else:
         except Exception as exc:
             fault = ("import", exc)
 if fault is None:
-    main()
+    raise SystemExit(main())
 exec(REFUSE)
 '''
 

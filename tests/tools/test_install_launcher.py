@@ -176,8 +176,10 @@ def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) 
     report = (
         "\n    main(['hook', 'claude-code'])\n    print(sorted(sys.modules), file=sys.stderr)\n"
     )
-    assert text.count("\n    main()\n") == 1
-    launcher.write_text(text.replace("\n    main()\n", report + "    raise SystemExit(0)\n"))
+    assert text.count("\n    raise SystemExit(main())\n") == 1
+    launcher.write_text(
+        text.replace("\n    raise SystemExit(main())\n", report + "    raise SystemExit(0)\n")
+    )
     done = as_claude(pre_command(project), project, payload(project, "PreToolUse", **READ))
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
     modules = set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
