@@ -260,9 +260,21 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
                     )
                 )
             continue
-        if launcher in seen or not launcher.exists():
-            continue  # a missing launcher is a hook_command problem already
+        if launcher in seen:
+            continue
         seen.add(launcher)
+        if not launcher.exists():
+            if shlex.split(command)[0] != str(launcher):  # PYTHON -I -S LAUNCHER: not checked yet
+                out.append(
+                    Finding(
+                        _CC,
+                        "hook_launcher",
+                        "problem",
+                        f"{path}: the hooks run the launcher {launcher}, which does not exist",
+                        _REINSTALL,
+                    )
+                )
+            continue  # otherwise a hook_command problem already
         beside = path.parent / launcher.name  # shown as the settings file is (relative)
         if beside.resolve() == launcher.resolve():
             launcher = beside

@@ -302,6 +302,20 @@ def test_an_interpreter_no_shebang_can_name_is_started_explicitly(
     command = prefix + " hook claude-code"
     denied = as_claude(command, project, payload(project, "PreToolUse", **EDIT))
     assert decision(denied)[0] == "deny" and "claim_ledger" in decision(denied)[1]
+    settings = project / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    for groups in data["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = command
+    settings.write_text(json.dumps(data))
+    assert run(project, "init").returncode == 0
+    code, report = doctor(project)
+    assert code == 0 and [f["status"] for f in _launcher_findings(report)] == ["ok"]
+    launcher.unlink()
+    code, report = doctor(project)
+    (found,) = _launcher_findings(report)
+    assert code == 1 and "does not exist" in found["message"]
 
 
 def test_hook_form_tells_both_forms_and_others_apart() -> None:
