@@ -23,6 +23,9 @@ from infomark.tools.doctor import (
     service_up,
     settings_env_findings,
 )
+from infomark.tools.doctor_launcher import CC as _CC
+from infomark.tools.doctor_launcher import REINSTALL as _REINSTALL
+from infomark.tools.doctor_launcher import launcher_findings
 from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS, hook_form
 
 __all__ = [
@@ -31,9 +34,6 @@ __all__ = [
     "find_transcript",
     "transcript_text",
 ]
-
-
-_CC = "claude-code"
 
 
 _WHY_MISSING = {
@@ -47,9 +47,6 @@ _WHY_MISSING = {
     "Stop": "the finish gate is off: the agent may stop on stale evidence",
     "SubagentStop": "subagents stop without the finish gate",
 }
-
-
-_REINSTALL = "run `infomark install claude-code` (it restores every entry, keeping other hooks)"
 
 
 def _ours(handler: object) -> bool:
@@ -208,8 +205,6 @@ def claude_code_findings(
     for event, entries in events.items():
         for path, handler in entries:
             out += _handler_findings(event, handler, path, home)
-    from infomark.tools.doctor_launcher import launcher_findings
-
     out += launcher_findings([(p, h) for entries in events.values() for p, h in entries])
     out += _ran(activity, newest, home, root)
     sessions = activity.of_host(_CC)

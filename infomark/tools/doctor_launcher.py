@@ -14,11 +14,13 @@ from typing import Any
 
 from infomark.kernel.errors import UserError
 from infomark.tools.doctor import Finding
-from infomark.tools.doctor_claude import _CC, _REINSTALL
 from infomark.tools.install import hook_form
 from infomark.tools.launcher import read_launcher, render
 
-__all__ = ["launcher_findings"]
+__all__ = ["CC", "REINSTALL", "launcher_findings"]
+
+CC = "claude-code"
+REINSTALL = "run `infomark install claude-code` (it restores every entry, keeping other hooks)"
 
 
 def _launcher_of(command: str) -> Path | None:
@@ -47,7 +49,7 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
                 older.add(path)
                 out.append(
                     Finding(
-                        _CC,
+                        CC,
                         "hook_launcher",
                         "warning",
                         f"{path}: the hooks run {shlex.split(command)[0] if command else '?'} "
@@ -66,11 +68,11 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
             if shlex.split(command)[0] != str(launcher):  # PYTHON -I -S LAUNCHER: not checked yet
                 out.append(
                     Finding(
-                        _CC,
+                        CC,
                         "hook_launcher",
                         "problem",
                         f"{path}: the hooks run the launcher {launcher}, which does not exist",
-                        _REINSTALL,
+                        REINSTALL,
                     )
                 )
             continue  # otherwise a hook_command problem already
@@ -80,12 +82,12 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         try:
             found = read_launcher(launcher)
         except UserError as exc:
-            out.append(Finding(_CC, "hook_launcher", "problem", str(exc), _REINSTALL))
+            out.append(Finding(CC, "hook_launcher", "problem", str(exc), REINSTALL))
             continue
         for where in found.exposed():
             out.append(
                 Finding(
-                    _CC,
+                    CC,
                     "hook_launcher",
                     "problem",
                     f"{where} is writable by group or others: they could swap the hook "
@@ -97,19 +99,19 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         if problems:
             out.append(
                 Finding(
-                    _CC,
+                    CC,
                     "hook_launcher",
                     "problem",
                     f"the hook launcher {launcher} cannot run the hook: "
                     + "; ".join(problems)
                     + " (it denies every PreToolUse and refuses Stop until it is rewritten)",
-                    _REINSTALL + " from the environment infomark is installed in",
+                    REINSTALL + " from the environment infomark is installed in",
                 )
             )
             continue
         out.append(
             Finding(
-                _CC,
+                CC,
                 "hook_launcher",
                 "ok",
                 f"the hooks start isolated: {launcher} runs {found.python} -I -S",
@@ -118,12 +120,12 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         if found.python == sys.executable and launcher.read_text("utf-8") != render():
             out.append(
                 Finding(
-                    _CC,
+                    CC,
                     "hook_launcher",
                     "warning",
                     f"the hook launcher {launcher} is not what this infomark would write "
                     "(another version, or infomark or tree-sitter moved)",
-                    _REINSTALL,
+                    REINSTALL,
                 )
             )
     return out
