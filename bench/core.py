@@ -125,7 +125,18 @@ def _pretool(cwd: Path) -> bytes:
     ).encode()
 
 
-HOOK = [str(Path(sys.executable).with_name("infomark")), "hook", "claude-code"]
+def _installed_hook() -> list[str]:
+    """What ``infomark install claude-code`` installs: its launcher (``python -I -S``)."""
+    from infomark.tools.launcher import render, write_launcher
+
+    launcher = TMP / ".claude" / "infomark-hook"
+    write_launcher(launcher, render())
+    return [str(launcher), "hook", "claude-code"]
+
+
+HOOK = _installed_hook()
+# The console script, as installed before the launcher (Python with site and .pth files).
+CONSOLE = [str(Path(sys.executable).with_name("infomark")), "hook", "claude-code"]
 _COMPILED: list[bool] = []
 
 
@@ -167,6 +178,12 @@ def bench_hook() -> None:
         p = paired(hook, bare, pairs=pairs, measure=_wall)
         timed_row(f"PreToolUse cold process, {size:,} events", p.ours, p.base, p.ratio,
                   "bare `python -I -S -c pass`")  # fmt: skip
+    home = grow(100)
+    env, payload = _hook_env(home), _pretool(TMP)
+    console = lambda: run_measured(CONSOLE, stdin=payload, env=env, cwd=str(TMP))  # noqa: E731
+    c = paired(_hook_at(100), console, pairs=n(40, 12), measure=_wall)  # a ~5 % difference
+    timed_row("PreToolUse cold process, 100 events: launcher vs console script", c.ours, c.base,
+              c.ratio, "the console script (`infomark hook claude-code`, with site)")  # fmt: skip
     big, small = sizes()[-1], 100
     hb, hs = _hook_at(big), _hook_at(small)
     t = paired(hb, hs, pairs=pairs, measure=_wall)

@@ -3,9 +3,11 @@
 Wall time on a shared two-core machine moves with everyone else's load; the number of
 instructions a process executes does not. Each case runs the real hook command once under
 ``valgrind --tool=callgrind`` (a fresh home, warmed by one Read decided and recorded first,
-bytecode current) and
-is divided by a bare ``python -I -S -c pass`` counted the same way. The hook's 4 s watchdog
-is lifted for the count (valgrind runs ~50× slower than the hardware); nothing else changes.
+bytecode current) and is divided by a bare ``python -I -S -c pass`` counted the same way, in
+two forms: ``site`` (``python -c`` with site, as the ``infomark`` console script starts it)
+and ``launcher`` (the launcher ``infomark install claude-code`` writes: ``python -I -S``, its
+recorded ``sys.path``). The hook's 4 s watchdog is lifted for the count (valgrind runs ~50×
+slower than the hardware); nothing else changes.
 ``--base DIR`` counts another checkout of infomark (say ``git worktree add /tmp/base main``)
 with the same interpreter, for a before / after table.
 """
@@ -58,7 +60,25 @@ def count(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> int:
     return int(found.group(1))
 
 
-def case(event: str, text: str | None, tree: Path, work: Path) -> int:
+def launcher(tree: Path, where: Path) -> list[str]:
+    """The installed launcher, for ``tree``'s infomark (the other recorded paths as installed),
+    with the watchdog lifted."""
+    from infomark.tools.launcher import render, search_paths, write_launcher
+
+    paths = [str(tree) if (Path(p) / "infomark").is_dir() else p for p in search_paths()]
+    text = render(paths=paths)
+    entry = "\n    raise SystemExit(main())\n"
+    lift = "\n    import infomark.tools.hooks.dispatch as _d\n    _d.DEADLINE_S = 1e6" + entry
+    assert text.count(entry) == 1, "the launcher no longer calls main() once"
+    lifted = text.replace(entry, lift)
+    write_launcher(where / "infomark-hook", lifted)
+    return [str(where / "infomark-hook"), "hook", "claude-code"]
+
+
+FORMS = ("site", "launcher")
+
+
+def case(event: str, text: str | None, tree: Path, work: Path, form: str) -> int:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -85,7 +105,7 @@ def case(event: str, text: str | None, tree: Path, work: Path) -> int:
                 f.write(json.dumps({"type": "assistant", "message": {"content": content}}) + "\n")
         return json.dumps(data).encode()
 
-    argv = [sys.executable, "-c", _HOOK]
+    argv = [sys.executable, "-c", _HOOK] if form == "site" else launcher(tree, work)
 
     def run(data: bytes) -> None:
         subprocess.run(argv, input=data, capture_output=True, env=env, cwd=work, check=True)
@@ -108,13 +128,15 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="infomark-icount-") as tmp:
         bare = count([sys.executable, "-I", "-S", "-c", "pass"], b"", dict(os.environ), tmp)
         print(f"bare `python -I -S -c pass`: {bare / 1e6:.1f} M instructions")
-        print("| case | " + " | ".join(trees) + " |")
-        print("|---|" + "---|" * len(trees))
+        columns = [f"{label}, {form}" for label in trees for form in FORMS]
+        print("| case | " + " | ".join(columns) + " |")
+        print("|---|" + "---|" * len(columns))
         for name, (event, text) in CASES.items():
             cells = []
             for label, tree in trees.items():
-                n = case(event, text, tree, Path(tmp) / label)
-                cells.append(f"{n / 1e6:.1f} M = {n / bare:.2f}×")
+                for form in FORMS:
+                    n = case(event, text, tree, Path(tmp) / label, form)
+                    cells.append(f"{n / 1e6:.1f} M = {n / bare:.2f}×")
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     return 0
 

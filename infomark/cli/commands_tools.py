@@ -41,7 +41,9 @@ def install() -> None:
     default=None,
     help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
-@click.option("--uninstall", is_flag=True, help="Remove only infomark's hook entries.")
+@click.option(
+    "--uninstall", is_flag=True, help="Remove only infomark's hook entries, and the launcher."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
     scope: str,
@@ -53,7 +55,8 @@ def install_claude_code_cmd(
 ) -> None:
     """Merge infomark's hooks into .claude/settings.json (idempotent, keeps other hooks).
 
-    Says so when nothing changed (exit 0 either way).
+    The hooks run .claude/infomark-hook, a launcher written beside the settings that starts
+    the hook with `python -I -S`. Says so when nothing changed (exit 0 either way).
     """
     from infomark.tools.install import install_claude_code, uninstall_claude_code
 

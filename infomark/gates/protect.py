@@ -69,7 +69,9 @@ _PATH_KEYS = (
 )
 _COMMAND_KEYS = ("command", "cmd", "script", "shell_command", "commandLine", "command_line")
 _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
-_SETTINGS_NAMES = ("settings.json", "settings.local.json")
+# the hook settings, and the hook launcher beside them (infomark/tools/launcher.py) that
+# every entry runs: swapping it would switch the hooks off as surely as editing them
+_SETTINGS_NAMES = ("settings.json", "settings.local.json", "infomark-hook")
 _PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _WALK_HINT = (

@@ -23,12 +23,17 @@ from infomark.tools.doctor import (
     service_up,
     settings_env_findings,
 )
-from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS
+from infomark.tools.doctor_launcher import CC as _CC
+from infomark.tools.doctor_launcher import REINSTALL as _REINSTALL
+from infomark.tools.doctor_launcher import launcher_findings
+from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS, hook_form
 
-__all__ = ["claude_code_findings", "delivery_findings", "find_transcript", "transcript_text"]
-
-
-_CC = "claude-code"
+__all__ = [
+    "claude_code_findings",
+    "delivery_findings",
+    "find_transcript",
+    "transcript_text",
+]
 
 
 _WHY_MISSING = {
@@ -44,14 +49,12 @@ _WHY_MISSING = {
 }
 
 
-_REINSTALL = "run `infomark install claude-code` (it restores every entry, keeping other hooks)"
-
-
 def _ours(handler: object) -> bool:
     if not isinstance(handler, dict):
         return False
-    return " hook claude-code" in str(handler.get("command", "")) or "/v1/hooks/claude-code" in str(
-        handler.get("url", "")
+    command = handler.get("command")
+    return (isinstance(command, str) and hook_form(command) is not None) or (
+        "/v1/hooks/claude-code" in str(handler.get("url", ""))
     )
 
 
@@ -202,6 +205,7 @@ def claude_code_findings(
     for event, entries in events.items():
         for path, handler in entries:
             out += _handler_findings(event, handler, path, home)
+    out += launcher_findings([(p, h) for entries in events.values() for p, h in entries])
     out += _ran(activity, newest, home, root)
     sessions = activity.of_host(_CC)
     if sessions:

@@ -22,19 +22,26 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from infomark.kernel.errors import UserError
+from infomark.tools.launcher import NAME as LAUNCHER_NAME
+from infomark.tools.launcher import (
+    hook_prefix,
+    launcher_for,
+    remove_launcher,
+    render,
+    write_launcher,
+)
 
 __all__ = [
     "BLOCK_ON_FAILURE",
     "HOOK_EVENTS",
     "Installed",
     "check_service",
+    "hook_form",
     "install_claude_code",
     "settings_path",
     "uninstall_claude_code",
@@ -72,21 +79,27 @@ def settings_path(scope: str, root: Path) -> Path:
     raise UserError(f"unknown scope {scope!r}; use project or user")
 
 
-def executable() -> str:
-    """Absolute path of our own executable (a version-manager shim can cost ~200 ms)."""
-    here = Path(sys.argv[0])
-    if here.name == "infomark" and here.exists():
-        return shlex.quote(str(here.resolve()))
-    found = shutil.which("infomark")
-    if found:
-        return shlex.quote(str(Path(found).resolve()))
-    return f"{shlex.quote(sys.executable)} -m infomark"
+def hook_form(command: str) -> str | None:
+    """Which of our hook commands ``command`` is: ``"launcher"`` (the isolated launcher,
+    directly or as ``PYTHON -I -S LAUNCHER``), ``"console"`` (the older form: the console
+    script or ``python -m infomark``, with ``site``), or None when it is not ours."""
+    if _MARK_CMD not in command:
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return "console"
+    head = argv[3] if argv[1:3] == ["-I", "-S"] and len(argv) > 3 else argv[0] if argv else ""
+    return "launcher" if Path(head).name == LAUNCHER_NAME else "console"
 
 
 def _ours(handler: Any) -> bool:
     if not isinstance(handler, dict):
         return False
-    return _MARK_CMD in str(handler.get("command", "")) or _MARK_URL in str(handler.get("url", ""))
+    command = handler.get("command")
+    return (isinstance(command, str) and hook_form(command) is not None) or _MARK_URL in str(
+        handler.get("url", "")
+    )
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -143,8 +156,9 @@ def install_claude_code(
 ) -> Installed:
     """Add infomark's hooks (command, forwarding to a service with ``http_url``).
 
-    The file is written only when its content changes: installing twice leaves it as it
-    was (``changed`` is False the second time).
+    Writes the launcher beside the settings file first, then the settings. Each file is
+    written only when its content changes: installing twice leaves both as they were
+    (``changed`` is False the second time).
     """
     path = settings_path(scope, root)
     before = _load(path)
@@ -152,11 +166,14 @@ def install_claude_code(
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UserError(f"{path}: 'hooks' must be an object; nothing was changed")
-    command = executable() + _MARK_CMD
+    if http_url:
+        check_service(http_url, home if home is not None else root / ".infomark")
+    launcher = launcher_for(path)
+    text = render()  # before anything is written: an interpreter it cannot name is an error
+    command = hook_prefix(launcher.absolute()) + _MARK_CMD
     if home is not None:
         command += " --home " + shlex.quote(str(home.resolve()))
     if http_url:
-        check_service(http_url, home if home is not None else root / ".infomark")
         command += " --url " + shlex.quote(http_url.rstrip("/"))
     handler: dict[str, Any] = {"type": "command", "command": command}
     for event, matcher, timeout in HOOK_EVENTS:
@@ -167,8 +184,9 @@ def install_claude_code(
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
+    wrote = write_launcher(launcher, text)
     if path.exists() and data == before:
-        return Installed(path, changed=False)
+        return Installed(path, changed=wrote)
     _save(path, data)
     return Installed(path, changed=True)
 
@@ -212,13 +230,14 @@ def check_service(url: str, home: Path) -> None:
 
 
 def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:
-    """Remove only infomark's hook entries; the file is untouched when it has none."""
+    """Remove only infomark's hook entries, then the launcher beside the settings; the file
+    is untouched when it has none."""
     path = settings_path(scope, root)
-    if not path.exists():
-        return Installed(path, changed=False)
-    before = _load(path)
-    data = _strip(json.loads(json.dumps(before)))
-    if data == before:
-        return Installed(path, changed=False)
-    _save(path, data)
-    return Installed(path, changed=True)
+    removed = False
+    if path.exists():
+        before = _load(path)
+        data = _strip(json.loads(json.dumps(before)))
+        if data != before:
+            _save(path, data)
+            removed = True
+    return Installed(path, changed=remove_launcher(launcher_for(path)) or removed)

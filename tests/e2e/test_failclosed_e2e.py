@@ -3,6 +3,8 @@
 * The installer's PreToolUse entry carries ``"onFailure": "block"``: a hook that crashes,
   times out or cannot be started blocks the Write (and without it, the host lets the call
   through: the control case).
+* The hook launcher the installer writes (``.claude/infomark-hook``, ``python -I -S``) whose
+  infomark moved away denies the Write itself, with the fix (re-run the installer).
 * ``install --http`` forwards to a live ``infomark serve`` (token read from the home, never
   from the environment), keeps SessionStart working, and when the service is gone the hook
   still judges locally: an ungrounded edit stays denied.
@@ -111,6 +113,27 @@ def test_without_on_failure_the_host_lets_a_crashed_hook_through(
     with AnthropicStub(_write_session(target)) as stub:
         run_claude(project, "write it", stub, claude_bin=claude_bin, home=home)
     assert target.exists()
+
+
+def test_a_launcher_whose_package_moved_denies_with_the_fix(
+    claude_bin: Path, tmp_path: Path
+) -> None:
+    from infomark.tools.launcher import render
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    settings = install_hooks(project)
+    assert "infomark-hook hook claude-code" in _pre_tool_entry(settings)["command"]
+    launcher = project / ".claude" / "infomark-hook"
+    launcher.chmod(0o700)
+    launcher.write_text(render(paths=[str(tmp_path / "rebuilt-venv" / "site-packages")]))
+    target = project / "new.py"
+    with AnthropicStub(_write_session(target)) as stub:
+        run_claude(project, "write it", stub, claude_bin=claude_bin, home=home)
+    assert not target.exists(), "the Write ran although the hook could not start"
+    errors = _tool_errors(stub)
+    assert any("re-run `infomark install claude-code`" in e for e in errors), errors
 
 
 def _start_service(project: Path) -> subprocess.Popen[str]:

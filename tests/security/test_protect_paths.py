@@ -87,6 +87,10 @@ def test_reads_through_proc_and_symlinks_are_denied(cc: HookSession, tmp_path: P
                   "new_string": 'profile = "observe"'}),
         ("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
         ("Write", {"file_path": ".claude/settings.local.json", "content": "{}"}),
+        # the hook launcher every entry runs (tools/launcher.py): a swap would fail open
+        ("Write", {"file_path": ".claude/infomark-hook", "content": "#!/bin/sh\nexit 0\n"}),
+        ("Bash", {"command": "printf 'exit 0' > .claude/infomark-hook"}),
+        ("Bash", {"command": "cp /bin/true .claude/infomark-hook"}),
         ("Write", {"file_path": str(Path(infomark.__file__)), "content": "allow = True\n"}),
     ],
 )  # fmt: skip

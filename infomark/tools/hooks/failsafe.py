@@ -340,6 +340,12 @@ def explain(exc: BaseException, home: StrPath) -> str:
         return f"infomark's configuration is invalid: {exc}"
     if isinstance(exc, OSError):
         return f"infomark cannot use its home {home}: {exc}"
+    if isinstance(exc, ImportError):  # the installation moved under the hook (a rebuilt venv)
+        return (
+            f"infomark cannot import {exc.name or 'a module it needs'} ({str(exc)[:200]}): its "
+            "installation changed since the hook was installed; re-run "
+            "`infomark install claude-code` in the environment infomark is installed in"
+        )
     return (
         f"infomark hit an internal error ({type(exc).__name__}: {str(exc)[:300]}); "
         "run `infomark audit --verify` and report it"
