@@ -80,14 +80,19 @@ def test_the_installer_marks_pretooluse_and_stop_block_on_failure(tmp_path: Path
     assert "onFailure" not in data["hooks"]["PostToolUse"][0]["hooks"][0]
 
 
+def _installed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A project with infomark's hooks installed, and an empty Claude home for the run."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    return project, home, install_hooks(project)
+
+
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_a_broken_pretooluse_hook_blocks_the_call(
     claude_bin: Path, tmp_path: Path, kind: str
 ) -> None:
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    settings = install_hooks(project)
+    project, home, settings = _installed(tmp_path)
     assert _pre_tool_entry(settings)["onFailure"] == "block"
     command, timeout = BROKEN[kind]
     _swap_pre_tool(settings, command, timeout=timeout)
@@ -104,10 +109,7 @@ def test_without_on_failure_the_host_lets_a_crashed_hook_through(
     claude_bin: Path, tmp_path: Path
 ) -> None:
     """The control: what every hook installed before this fix did."""
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    settings = install_hooks(project)
+    project, home, settings = _installed(tmp_path)
     _swap_pre_tool(settings, BROKEN["crash"][0], keep_on_failure=False)
     target = project / "new.py"
     with AnthropicStub(_write_session(target)) as stub:
@@ -120,10 +122,7 @@ def test_a_launcher_whose_package_moved_denies_with_the_fix(
 ) -> None:
     from infomark.tools.launcher import render
 
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    settings = install_hooks(project)
+    project, home, settings = _installed(tmp_path)
     assert "infomark-hook hook claude-code" in _pre_tool_entry(settings)["command"]
     launcher = project / ".claude" / "infomark-hook"
     launcher.chmod(0o700)
