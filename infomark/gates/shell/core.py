@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
 
 from infomark.gates.shell.globbing import GLOB_BUDGET
 from infomark.kernel.records import dataclass, field
 from infomark.kernel.tools import Classification, ToolClass, Walk
 
+TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from tree_sitter import Node
 
 __all__ = [
@@ -100,16 +102,24 @@ class Stdin:
 Handler = Callable[[str, list[Arg], "Env"], None]
 
 
-class Walker(Protocol):
-    """The walker's services, as handlers see them."""
+if TYPE_CHECKING:
 
-    def nested(self, code: str, state: State, depth: int, where: str) -> None: ...
+    class Walker(Protocol):
+        """The walker's services, as handlers see them."""
 
-    def stdin_of(self, node: Node, src: bytes) -> Stdin: ...
+        def nested(self, code: str, state: State, depth: int, where: str) -> None: ...
 
-    def lookup(self, word: str) -> tuple[str | None, Handler | None]: ...
+        def stdin_of(self, node: Node, src: bytes) -> Stdin: ...
 
-    def module(self, name: str) -> Handler | None: ...
+        def lookup(self, word: str) -> tuple[str | None, Handler | None]: ...
+
+        def module(self, name: str) -> Handler | None: ...
+
+else:
+
+    class Walker:
+        """The walker's services, as handlers see them (a ``typing.Protocol`` when type
+        checking)."""
 
 
 @dataclass(slots=True)

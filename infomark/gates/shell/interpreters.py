@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
-from infomark.gates.shell.pycode import analyse_python
 from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
 from infomark.gates.shell.wrappers import _code_on_stdin
@@ -271,6 +270,8 @@ def _python_module(module: str, rest: list[Arg], env: Env) -> None:
 
 
 def _analyse_python(code: str, env: Env, where: str) -> None:
+    from infomark.gates.shell.pycode import analyse_python  # ast: ~45 M instructions, on use
+
     verdict = analyse_python(code)
     if verdict.infomark:
         env.state.mark("infomark")

@@ -11,12 +11,12 @@ Arguments of pure data commands (``echo``, ``printf``, assignments) are not path
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from infomark.gates.shell.core import State, ws
 from infomark.gates.shell.expand import expand_word
 from infomark.gates.shell.words import _text, _word
 
+TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
     from tree_sitter import Node
 

@@ -7,10 +7,10 @@ are imported on the first parse. One parser is kept per process (guarded by a lo
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
-import threading
-from typing import TYPE_CHECKING
+import sys
 
 from infomark.gates.shell import table
 from infomark.gates.shell.core import (
@@ -37,6 +37,7 @@ from infomark.gates.shell.words import (
 )
 from infomark.kernel.tools import Classification
 
+TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Tree
 
@@ -54,7 +55,7 @@ _PLAIN_WORD = re.compile(rb"[A-Za-z0-9_./+:,@%-]+")
 # ---------------------------------------------------------------------------------------------
 # Parser (lazy, one per process)
 
-_PARSER_LOCK = threading.Lock()
+_PARSER_LOCK = _thread.allocate_lock()
 _PARSER: list[Parser] = []
 
 
@@ -118,11 +119,41 @@ def _parse(data: bytes) -> Tree:
     data = _parser_safe(data)
     with _PARSER_LOCK:
         if not _PARSER:
-            import tree_sitter_bash
             from tree_sitter import Language, Parser
 
-            _PARSER.append(Parser(Language(tree_sitter_bash.language())))
+            _PARSER.append(Parser(Language(_bash_language())))
         return _PARSER[0].parse(data)
+
+
+def _bash_language() -> object:
+    """``tree_sitter_bash.language()`` without running that package's ``__init__``.
+
+    The package's ``__init__`` imports :mod:`importlib.resources` for its highlight queries
+    (with ``tempfile``, ``shutil``, ``random``, ``typing`` and ``pathlib``: ~46 M instructions,
+    a third of a hook call), and the grammar lives in its extension module ``_binding``. So
+    the binding is loaded from where ``import tree_sitter_bash`` would find it (the first
+    ``sys.path`` entry holding the package); anything unexpected takes the package import.
+    """
+    if "tree_sitter_bash" not in sys.modules:
+        from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+
+        for entry in sys.path:
+            folder = os.path.join(entry or os.curdir, "tree_sitter_bash")
+            if not os.path.isfile(os.path.join(folder, "__init__.py")):
+                continue  # the first entry with the package is the one an import takes
+            for suffix in EXTENSION_SUFFIXES:
+                path = os.path.join(folder, "_binding" + suffix)
+                if os.path.isfile(path):
+                    name = "tree_sitter_bash._binding"
+                    loader = ExtensionFileLoader(name, path)
+                    binding = loader.create_module(ModuleSpec(name, loader, origin=path))
+                    loader.exec_module(binding)
+                    language: object = binding.language()
+                    return language
+            break
+    import tree_sitter_bash
+
+    return tree_sitter_bash.language()
 
 
 class _Walker:

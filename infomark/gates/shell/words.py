@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from infomark.gates.shell.core import Arg, ws
 
+TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
     from tree_sitter import Node
 
