@@ -6,7 +6,7 @@ Standard library only: this is on the hook's start-up-sensitive path.
 from __future__ import annotations
 
 from infomark.kernel import jsonc
-from infomark.kernel.digest import sha256
+from infomark.kernel.digest import sha256, sha256_hex  # sha256_hex: re-exported
 from infomark.kernel.lazyre import lazy_compile
 
 TYPE_CHECKING = False
@@ -59,10 +59,6 @@ def canonical_json(obj: Any) -> bytes:
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
     return scrub_surrogates(text).encode("utf-8")
-
-
-def sha256_hex(data: bytes) -> str:
-    return sha256(data).hexdigest()
 
 
 def digest(data: bytes) -> str:
