@@ -42,7 +42,15 @@ def install() -> None:
     help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
 @click.option(
-    "--uninstall", is_flag=True, help="Remove only infomark's hook entries, and the launcher."
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Do not turn on Claude Code's Bash sandbox (the agent's programs can then read the key).",
+)
+@click.option(
+    "--uninstall",
+    is_flag=True,
+    help="Remove only infomark's hook entries, the launcher and the sandbox settings it added.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
@@ -50,6 +58,7 @@ def install_claude_code_cmd(
     root: Path,
     home: Path | None,
     http_url: str | None,
+    no_sandbox: bool,
     uninstall: bool,
     as_json: bool,
 ) -> None:
@@ -67,13 +76,26 @@ def install_claude_code_cmd(
         else:
             text = f"removed infomark hooks from {done.path}"
     else:
-        done = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
+        done = install_claude_code(
+            scope=scope, root=root, home=home, http_url=http_url, sandbox=not no_sandbox
+        )
         if not done.changed:
             text = f"infomark hooks already installed in {done.path}; nothing changed"
         else:
             text = f"installed infomark hooks into {done.path}"
         if http_url:
             text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
+        if not no_sandbox:
+            from infomark.tools.install_sandbox import missing_tools
+
+            text += "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
+            missing = missing_tools()
+            if missing:
+                text += (
+                    f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, missing here: "
+                    "it will refuse to start (sandbox.failIfUnavailable); install them "
+                    "(apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
+                )
     if as_json:
         emit_json(
             {
