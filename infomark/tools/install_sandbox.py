@@ -61,15 +61,18 @@ def sandbox_settings(root: Path, home: Path) -> dict[str, Any]:
     """The ``sandbox`` object infomark needs for ``root`` with the ledger in ``home``."""
     paths = agent_paths(home, root)
     root_r = os.path.realpath(root)
+    claude = os.path.join(root_r, ".claude")  # what the installer itself writes there
+    installed = {os.path.join(claude, "infomark-hook"), os.path.join(claude, "settings.json")}
     return {
         **SWITCHES,
         "filesystem": {
             "denyRead": list(paths.hidden),
-            # only what exists inside the project: for a path that is not there Claude Code's
-            # bubblewrap makes a mount point and removes it afterwards, which changes the
-            # project under infomark's change detection after every command
+            # inside the project only what exists (or the installer writes): for a path that is
+            # not there Claude Code's bubblewrap makes a mount point around every command
             "denyWrite": [
-                p for p in paths.read_only if os.path.lexists(p) or not _inside(p, root_r)
+                p
+                for p in paths.read_only
+                if os.path.lexists(p) or not _inside(p, root_r) or p in installed
             ],
             # the user's caches, as in `infomark run` (pip, npm); the project is writable
             # already, and the scratch directories Claude Code manages itself

@@ -147,11 +147,8 @@ def test_the_attacks_fail_at_the_os_level(claude_bin: Path, tmp_path: Path) -> N
     # open a fresh ledger there, whose ref the real home never signed nor stored.
     minted = results["toolu_2"][1].split()[-1]
     assert "Read-only file system" in results["toolu_3"][1], results["toolu_3"]
-    assert (
-        results["toolu_4"][0]
-        and "protected_sandbox" in results["toolu_4"][1]
-        or ("dangerouslyDisableSandbox" in results["toolu_4"][1])
-    ), results["toolu_4"]
+    assert results["toolu_4"][0], results["toolu_4"]
+    assert "dangerouslyDisableSandbox asks to run this command outside" in results["toolu_4"][1]
     assert results["toolu_5"] == (False, "def parse(line):"), results["toolu_5"]
     # nothing the mint script did reached the journal: every evidence row is a hook's
     gk = Gatekeeper.open(home, session="count", root=project)
