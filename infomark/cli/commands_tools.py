@@ -92,9 +92,9 @@ def install_claude_code_cmd(
             missing = missing_tools()
             if missing:
                 text += (
-                    f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, missing here: "
-                    "it will refuse to start (sandbox.failIfUnavailable); install them "
-                    "(apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
+                    f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, "
+                    "missing here: it will refuse to start (sandbox.failIfUnavailable); "
+                    "install them (apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
                 )
     if as_json:
         emit_json(
@@ -144,14 +144,35 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
     type=click.Path(path_type=Path),
     default=None,
     metavar="FILE",
-    help="A 0600 file outside the home whose token POST .../approve needs (none: refused).",
+    help="A 0600 file outside the home whose token POST .../approve needs. Its path shows on "
+    "this command line: prefer --operator-token-fd or ~/.config/infomark/operator-token.",
+)
+@click.option(
+    "--operator-token-fd",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Read the operator token from inherited file descriptor N (e.g. `3<FILE`).",
 )
 @common
-def serve(host: str, port: int, operator_token_file: Path | None) -> None:
-    """Run the HTTP service (bearer token from <home>/token)."""
+def serve(
+    host: str, port: int, operator_token_file: Path | None, operator_token_fd: int | None
+) -> None:
+    """Run the HTTP service (bearer token from <home>/token).
+
+    The operator token (POST .../approve) comes from --operator-token-fd, --operator-token-file,
+    $INFOMARK_OPERATOR_TOKEN (removed from the environment once read) or
+    ~/.config/infomark/operator-token, in that order; without one approvals are refused.
+    """
     from infomark.tools.serve import serve as run_serve
 
-    run_serve(opts()["home"], host=host, port=port, operator_token_file=operator_token_file)
+    run_serve(
+        opts()["home"],
+        host=host,
+        port=port,
+        operator_token_file=operator_token_file,
+        operator_token_fd=operator_token_fd,
+    )
 
 
 @click.command()

@@ -89,4 +89,7 @@ def diagnose(
     out += mcp_findings(home, root, user_home, activity)
     if url:
         out += service_findings(url, home)
+    from infomark.tools.doctor_sandbox import sandbox_findings
+
+    out += sandbox_findings(home, root, env)
     return out

@@ -189,7 +189,9 @@ def install_claude_code(
         hooks.setdefault(event, []).append(group)
     record = None
     if sandbox:
-        from infomark.tools.install_sandbox import add_sandbox, sandbox_settings
+        from infomark.tools.install_sandbox import add_sandbox, check_root, sandbox_settings
+
+        check_root(root)
 
         ours = sandbox_settings(root, home if home is not None else root / ".infomark")
         record = add_sandbox(data, path, ours)

@@ -40,6 +40,7 @@ __all__ = [
     "RECORD_NAME",
     "SWITCHES",
     "add_sandbox",
+    "check_root",
     "missing_tools",
     "remove_sandbox",
     "sandbox_settings",
@@ -79,6 +80,18 @@ def sandbox_settings(root: Path, home: Path) -> dict[str, Any]:
             "allowWrite": [p for p in paths.writable if p != root_r and p.startswith(_user())],
         },
     }
+
+
+def check_root(root: Path) -> None:
+    """Refuse a project Claude Code's sandbox cannot run commands in: one under ``/dev``
+    (its bubblewrap mounts a fresh ``/dev``, so the project would not be there)."""
+    real = os.path.realpath(root)
+    if real == "/dev" or real.startswith("/dev/"):
+        raise UserError(
+            f"the project {real} is under /dev, which Claude Code's Bash sandbox replaces with "
+            "its own: no command could run there. Move the project elsewhere, or install with "
+            "--no-sandbox (the agent's programs can then read the key); nothing was changed"
+        )
 
 
 def _inside(path: str, root: str) -> bool:
