@@ -115,9 +115,14 @@ def install_claude_code_cmd(
     default=None,
     help="Decide under this profile instead of the configured one.",
 )
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Start the downstream server in the OS sandbox (the ledger home hidden from it).",
+)
 @click.argument("server_cmd", nargs=-1, type=click.UNPROCESSED, required=True)
 @common
-def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
+def mcp_proxy(profile: str | None, sandbox: bool, server_cmd: tuple[str, ...]) -> None:
     """Gate a downstream MCP server: infomark mcp-proxy -- <server command> [args…].
 
     The session defaults to $INFOMARK_SESSION, then `mcp`.
@@ -126,7 +131,12 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
 
     session = opts()["session"] if opts()["session_given"] else "mcp"
     code = run_proxy(
-        list(server_cmd), home=opts()["home"], session=session, profile=profile, root=Path.cwd()
+        list(server_cmd),
+        home=opts()["home"],
+        session=session,
+        profile=profile,
+        root=Path.cwd(),
+        sandbox=sandbox,
     )
     if code:
         raise click.exceptions.Exit(code)
