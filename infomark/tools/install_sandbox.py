@@ -44,6 +44,7 @@ __all__ = [
     "missing_tools",
     "remove_sandbox",
     "sandbox_settings",
+    "sandbox_warning",
     "save_record",
 ]
 
@@ -200,3 +201,25 @@ def remove_sandbox(data: dict[str, Any], settings: Path) -> tuple[dict[str, Any]
             del data["sandbox"]
     path.unlink(missing_ok=True)
     return data, True
+
+
+def sandbox_warning(root: str | os.PathLike[str]) -> str:
+    """A warning for the SessionStart context when the project's Claude Code settings do not
+    turn on the Bash sandbox as infomark needs it (empty when they do)."""
+    box: Any = None
+    for name in ("settings.local.json", "settings.json"):
+        try:
+            data = json.loads((Path(root) / ".claude" / name).read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("sandbox"), dict):
+            box = {**data["sandbox"], **(box or {})}
+    wrong = [k for k, v in SWITCHES.items() if not isinstance(box, dict) or box.get(k) != v]
+    if not wrong:
+        return ""
+    return (
+        "infomark WARNING: Claude Code's Bash sandbox is not on as infomark needs it ("
+        + ", ".join(f"sandbox.{k}" for k in wrong)
+        + "): a program run from Bash could read infomark's key and forge its evidence. Ask the "
+        "user to run `infomark install claude-code` (and `apt-get install -y bubblewrap socat`)."
+    )

@@ -188,7 +188,7 @@ def run_claude(
     # Claude Code's Bash sandbox makes the temp directory writable and plants mount points for
     # `.git/…` in it (an empty `/tmp/.git/` left behind makes every directory under /tmp look
     # like a git work tree): each run gets its own, short (its sockets live there too).
-    with tempfile.TemporaryDirectory(prefix="cct-", dir="/tmp") as scratch:  # noqa: S108
+    with tempfile.TemporaryDirectory(prefix="cct-", dir="/tmp") as scratch:
         extra = {"TMPDIR": scratch, **(extra_env or {})}
         if home is not None:
             return _run(args, Path(project_dir), claude_env(stub, home, extra), timeout)
