@@ -50,7 +50,10 @@ READS = sorted(
     if row["label"] == "read" and not any(u in row["command"] for u in _UNSTABLE)
 )
 
-MAKEFILE = "all: out.txt\n\nout.txt: calc.py\n\techo built > out.txt\n\ncheck:\n\tpython3 -c 'import calc'\n"
+MAKEFILE = (
+    "all: out.txt\n\nout.txt: calc.py\n\techo built > out.txt\n\n"
+    "check:\n\tpython3 -c 'import calc'\n"
+)
 PACKAGE_JSON = {"name": "p", "version": "1.0.0", "scripts": {"test": "node check.js"}}
 
 
@@ -159,7 +162,8 @@ DEV = [
     "git init -q . && git add calc.py tests && git commit -qm one && git log --format=%s",
     "git init -q . && git status --short | sort",
     f"{sys.executable} -m pip --python .venv/bin/python install -q --no-index --no-deps "
-    "dist/tinypkg-1.0-py3-none-any.whl && .venv/bin/python -c 'import tinypkg; print(tinypkg.VALUE)'",
+    "dist/tinypkg-1.0-py3-none-any.whl && "
+    ".venv/bin/python -c 'import tinypkg; print(tinypkg.VALUE)'",
     "make && cat out.txt && make check",
     "make nothing-here",
     "npm test --silent",
