@@ -88,7 +88,10 @@ def install_claude_code_cmd(
         if not no_sandbox:
             from infomark.tools.install_sandbox import missing_tools
 
-            text += "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
+            if done.changed:
+                text += (
+                    "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
+                )
             missing = missing_tools()
             if missing:
                 text += (

@@ -32,8 +32,10 @@ def _status_finding() -> Finding:
     from infomark.tools import sandbox
 
     status = sandbox.probe()
-    if status.available:
-        return Finding("sandbox", "sandbox", "ok", f"the agent's commands run in {status.detail}")
+    if status.backend is sandbox.SandboxBackend.BWRAP:
+        return Finding("sandbox", "sandbox", "ok", "the agent's commands run in bubblewrap")
+    if status.available:  # Landlock in bubblewrap's place: say what it does not do
+        return Finding("sandbox", "sandbox", "warning", status.detail, status.fix)
     return Finding(
         "sandbox",
         "sandbox",
