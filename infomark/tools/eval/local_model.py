@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with LocalServer(model, threads=args.threads) as server:
             cmd = [sys.executable, "-m", "infomark", "eval", *args.eval_args,
                    "--agent", f"openai:{server.url}", "--model-name", MODEL.name]  # fmt: skip
-            print("model server", server.url, "pid", server.pid, flush=True)
+            print("model server", server.url, "pid", server.pid, file=sys.stderr, flush=True)
             return subprocess.call(cmd)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
