@@ -18,18 +18,21 @@ hidden, reading when read-only). What that costs, said plainly:
   ptrace of and (ABI 6) signals to any process outside the sandbox;
 * the network is closed for TCP only (ABI 4); without ABI 4 it stays open.
 
-The rules are applied by this file run as a script (``python -I -S landlock.py SPEC -- argv``,
+The rules are applied by this file run as a script (``python -I -S landlock.py SPEC… -- argv``,
+the rules compressed on its command line,
 standard library only, ctypes syscalls): it restricts itself, changes to the working directory
 and ``exec``s the program, which inherits the restriction and can never lift it.
 """
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Iterable, Sequence
 
 __all__ = ["abi", "rules", "script_argv"]
@@ -56,6 +59,7 @@ _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 _DEVICES = "/dev"  # /dev/null, /dev/tty … stay writable, as with bubblewrap's --dev
 
 Rule = tuple[str, int]
+_PIECE = 100_000  # characters per argument (Linux: at most 128 KiB each)
 
 
 def _libc() -> ctypes.CDLL:
@@ -127,8 +131,12 @@ def script_argv(
     argv: Sequence[str], *, cwd: str, rule_list: list[Rule], network: bool
 ) -> list[str]:
     """The command line that runs ``argv`` under ``rule_list`` (this file as a script)."""
-    spec = json.dumps({"cwd": cwd, "rules": rule_list, "network": network})
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), spec, "--", *argv]
+    # On the command line, compressed and cut into pieces (one argument may hold 128 KiB, and
+    # a busy /tmp makes many rules); never in a file the agent's earlier programs could edit.
+    raw = json.dumps({"cwd": cwd, "rules": rule_list, "network": network}).encode()
+    packed = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    pieces = [packed[i : i + _PIECE] for i in range(0, len(packed), _PIECE)] or [""]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *pieces, "--", *argv]
 
 
 class _Ruleset(ctypes.Structure):
@@ -188,13 +196,14 @@ def restrict(rule_list: Sequence[Rule], *, network: bool) -> None:
 
 
 def main(args: Sequence[str]) -> None:
-    if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: landlock.py SPEC -- PROGRAM [ARGS…] (infomark's sandbox)\n")
+    if "--" not in args or list(args).index("--") in (0, len(args) - 1):
+        sys.stderr.write("usage: landlock.py SPEC… -- PROGRAM [ARGS…] (infomark's sandbox)\n")
         raise SystemExit(2)
-    spec = json.loads(args[0])
+    cut = list(args).index("--")
+    spec = json.loads(zlib.decompress(base64.b64decode("".join(args[:cut]))))
     restrict([(str(p), int(r)) for p, r in spec["rules"]], network=bool(spec["network"]))
     os.chdir(spec["cwd"])
-    program = list(args[2:])
+    program = list(args[list(args).index("--") + 1 :])
     try:
         os.execvp(program[0], program)  # noqa: S606 (the program the sandbox runs)
     except OSError as exc:

@@ -270,6 +270,7 @@ def test_without_a_sandbox_enforcing_refuses_and_observe_warns(
     empty = tmp_path / "nobin"
     empty.mkdir()
     monkeypatch.setenv("PATH", f"{empty}:/usr/bin:/bin".replace("/usr/bin:/bin", str(empty)))
+    monkeypatch.setattr("infomark.tools.landlock.abi", lambda: 0)  # and no Landlock either
     try:
         assert not sandbox.probe(refresh=True).available
         enforcing = file_tools(project, home=home, bash_timeout=60, output_cap=2000)
