@@ -139,7 +139,12 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
         return
     offset = gk.state.cursors.get("transcript", 0)
     use_id = payload.get("tool_use_id")
-    chunk = read_new_text(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
+    read = read_new_text
+    if payload.get("transcript_format"):  # another host's transcript (tools/hosts)
+        from infomark.tools.hooks.host_transcripts import READERS
+
+        read = READERS.get(str(payload["transcript_format"]), read_new_text)
+    chunk = read(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
     _check_witness(gk, chunk.heads)
     if chunk.offset == offset:
         return
@@ -208,6 +213,10 @@ def _compaction(gk: Gatekeeper, event: str) -> None:
 
 
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    if payload.get("synthesize_call_id"):  # a host without tool call ids (tools/hosts)
+        from infomark.tools.hooks.call_ids import with_call_id
+
+        payload = with_call_id(gk, event, payload, tool_call_from)
     if event in ("PreCompact", "PostCompact"):
         _compaction(gk, event)
         return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects

@@ -1,0 +1,126 @@
+"""Run the real Gemini CLI and Codex CLI offline against a :class:`ModelStub` on 127.0.0.1.
+
+Pinned versions (``scripts/install-agent-host.sh`` installs them into
+``<e2e cache>/hosts/<name>``). Observed on them, besides the hook protocols (their modules
+in ``infomark/tools/hosts/``):
+
+* Gemini CLI 0.61.0: ``GOOGLE_GEMINI_BASE_URL`` points it at the stub, but that alone selects
+  the "gateway" auth type, which ``-p`` refuses ("Invalid auth method selected"); the user
+  settings must say ``security.auth.selectedType: "gemini-api-key"`` (with any
+  ``GEMINI_API_KEY``). Project hooks run only in a trusted folder
+  (``~/.gemini/trustedFolders.json``: ``{"<dir>": "TRUST_FOLDER"}``). With the default model
+  the router first sends a ``:generateContent`` side call; ``-m gemini-2.5-pro`` skips it.
+  ``--yolo`` approves every tool call; ``-o json`` prints ``{"session_id", "response", …}``.
+* Codex 0.171.0: ``CODEX_HOME`` holds ``config.toml``; a ``[model_providers.<id>]`` with
+  ``base_url = "http://127.0.0.1:<port>/v1"``, ``wire_api = "responses"`` and ``env_key``
+  makes ``codex exec`` talk to the stub without a login. Project hooks
+  (``<project>/.codex/hooks.json``) load only when ``[projects."<dir>"] trust_level =
+  "trusted"``, and non-managed hooks run only once trusted in ``/hooks`` (or with
+  ``--dangerously-bypass-hook-trust``, for automation that vets its hooks itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from .claude_harness import cache_dir
+
+__all__ = ["HOST_VERSIONS", "host_binary", "run_host"]
+
+HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0"}
+_REPO = Path(__file__).resolve().parents[2]
+_INSTALLER = _REPO / "scripts" / "install-agent-host.sh"
+_INSTALL_TIMEOUT = 1200
+_PASSED_THROUGH = ("PATH", "TMPDIR")
+
+
+def _unavailable(name: str, reason: str) -> NoReturn:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true requires the {name} CLI for the e2e tests: {reason}", pytrace=False)
+    pytest.skip(f"SKIPPED LOUDLY: the {name} CLI is not available: {reason}")
+
+
+def host_binary(name: str) -> Path:
+    """The pinned binary of host ``name``, installed on first use (one installer at a time)."""
+    if shutil.which("npm") is None or shutil.which("bash") is None:
+        _unavailable(name, f"npm (or bash) is not on PATH; run {_INSTALLER} {name}")
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".install.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run(
+                ["bash", str(_INSTALLER), name],
+                capture_output=True,
+                text=True,
+                timeout=_INSTALL_TIMEOUT,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            _unavailable(name, f"{_INSTALLER} did not finish within {_INSTALL_TIMEOUT} s")
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        _unavailable(name, f"{_INSTALLER} {name} failed: {done.stderr.strip()[-2000:]}")
+    return Path(lines[-1])
+
+
+def host_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED_THROUGH if k in os.environ}
+    env.update({"HOME": str(home), "LANG": "C.UTF-8", "NO_COLOR": "1"})
+    env.update(extra)
+    return env
+
+
+def gemini_home(home: Path, project: Path) -> None:
+    """User settings that let ``gemini -p`` use an API key, and trust ``project``."""
+    config = home / ".gemini"
+    config.mkdir(parents=True, exist_ok=True)
+    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    (config / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    trusted = {str(project.resolve()): "TRUST_FOLDER"}
+    (config / "trustedFolders.json").write_text(json.dumps(trusted), encoding="utf-8")
+
+
+def run_host(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """Run a host CLI with stdin closed; on timeout kill its process group and raise."""
+    with subprocess.Popen(
+        list(args),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc.pid)
+            stdout, stderr = proc.communicate()
+            raise subprocess.TimeoutExpired(args, timeout, stdout, stderr) from None
+        finally:
+            if proc.poll() is None:
+                _kill(proc.pid)
+    return subprocess.CompletedProcess(list(args), proc.returncode, stdout, stderr)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,191 @@
+"""A whole scripted fix session through the real Gemini CLI with infomark's hooks installed.
+
+The hooks come from the real installer (``infomark install gemini``); the model is a
+:class:`ModelStub` speaking the Gemini API on 127.0.0.1, whose callable steps read what
+Gemini CLI sends back (the hook's denial, the evidence ref, the finish refusal) and answer
+with them, as a model would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.evidence import Outcome
+
+from .hosts_harness import HOST_VERSIONS, gemini_home, host_binary, host_env, run_host
+from .model_stubs import Call, ModelStub, Request, Turn
+from .scripts_infomark import BUGGY_BODY, FIXED_BODY, ORACLE, oracle_env, write_project
+
+_REF = re.compile(r"\[infomark evidence_ref=(ev_[0-9a-f]{24}) ")
+_LEDGER = f"""I will fix the whitespace handling in parse().
+
+claim_ledger:
+  claims:
+    - id: C1
+      text: "test_parser.py passes on parser.py; the fix must keep it passing"
+      status: Exact
+      falsifier: "test_parser.py fails"
+      oracle: "{ORACLE}"
+  premises_for_plan: [C1]
+"""
+
+
+def _stamp(ref: str) -> str:
+    return f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS"
+
+
+def _install(project: Path) -> Path:
+    exe = Path(sys.executable).with_name("infomark")
+    done = subprocess.run(
+        [str(exe), "install", "gemini", "--root", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project / ".gemini" / "settings.json"
+
+
+@dataclass
+class _Fix:
+    parser: Path
+    refs: list[str] = field(default_factory=list)
+    seen: dict[str, str] = field(default_factory=dict)
+
+    def _edit(self) -> Call:
+        return Call(
+            "replace",
+            {
+                "file_path": str(self.parser),
+                "old_string": BUGGY_BODY,
+                "new_string": FIXED_BODY,
+                "instruction": "strip the fields",
+            },
+        )
+
+    def _oracle(self) -> Call:
+        return Call("run_shell_command", {"command": ORACLE, "description": "run the tests"})
+
+    def script(self) -> list[object]:
+        return [
+            Turn(text=_LEDGER, calls=(self._edit(),)),
+            self._after_deny,
+            self._after_oracle,
+            self._after_edit,
+            self._after_refusal,
+            self._finish,
+        ]
+
+    def _after_deny(self, request: Request) -> Turn:
+        self.seen["deny"] = request.since_model()
+        self.seen["parser_after_deny"] = self.parser.read_text(encoding="utf-8")
+        return Turn(text="Grounding C1 first.", calls=(self._oracle(),))
+
+    def _ref(self, request: Request) -> str:
+        refs = _REF.findall(request.since_model())
+        assert len(refs) == 1, f"expected one evidence ref, got {refs}: {request.since_model()}"
+        return refs[0]
+
+    def _after_oracle(self, request: Request) -> Turn:
+        self.seen["oracle"] = request.since_model()
+        self.refs.append(self._ref(request))
+        return Turn(text=_stamp(self.refs[-1]), calls=(self._edit(),))
+
+    def _after_edit(self, request: Request) -> Turn:
+        self.seen["edit"] = request.since_model()
+        return Turn(text="Done, all tests pass.")
+
+    def _after_refusal(self, request: Request) -> Turn:
+        self.seen["refusal"] = request.since_model()
+        return Turn(text="Re-running the oracle.", calls=(self._oracle(),))
+
+    def _finish(self, request: Request) -> Turn:
+        self.refs.append(self._ref(request))
+        return Turn(text="Done.\n\n" + _stamp(self.refs[-1]))
+
+
+@pytest.mark.e2e
+def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: Path) -> None:
+    binary = host_binary("gemini")
+    project, home = tmp_path / "project", tmp_path / "home"
+    parser = write_project(project)
+    original = parser.read_text(encoding="utf-8")
+    settings = _install(project)
+    gemini_home(home, project)
+    model = _Fix(parser)
+
+    with ModelStub("gemini", model.script()) as stub:
+        env = host_env(
+            home,
+            {
+                **oracle_env(),
+                "GEMINI_API_KEY": "stub-not-a-key",
+                "GOOGLE_GEMINI_BASE_URL": stub.url,
+            },
+        )
+        args = [str(binary), "-p", "Fix parse() so fields lose surrounding blanks.", "--yolo",
+                "-m", "gemini-2.5-pro", "-o", "json"]  # fmt: skip
+        proc = run_host(args, project, env)
+    stub.check(complete=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["response"].endswith(_stamp(model.refs[1])), result
+
+    installed = json.loads(settings.read_text(encoding="utf-8"))["hooks"]
+    assert {"SessionStart", "BeforeTool", "AfterTool", "AfterAgent"} <= set(installed)
+
+    first = stub.scripted[0]
+    assert "infomark protocol" in first.all_text()  # SessionStart context reached the model
+
+    # 1. The ledger and the edit in one turn: the hook read the ledger, then denied the edit.
+    assert "Tool execution blocked: " in model.seen["deny"]
+    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{ORACLE}`" in model.seen["deny"]
+    assert model.seen["parser_after_deny"] == original
+
+    # 2. The oracle ran; its evidence tag reached the model with the tool result.
+    assert "OK" in model.seen["oracle"] and model.refs[0] in model.seen["oracle"]
+
+    # 3. Stamped, the same edit ran.
+    assert parser.read_text(encoding="utf-8") == original.replace(BUGGY_BODY, FIXED_BODY)
+
+    # 4. "Done" with no evidence newer than the edit was refused (AfterAgent deny).
+    refusal = model.seen["refusal"].lower()
+    assert "no claim is exact on evidence produced after the last edit" in refusal
+    assert f"`{ORACLE}` (C1)" in model.seen["refusal"]
+
+    # 5. The fresh run and stamp finished; the journal verifies.
+    session = str(result["session_id"])
+    with Gatekeeper.open(project / ".infomark", session, root=project) as gk:
+        view = gk.ledger()
+        audit = gk.audit(verify=True)
+        events = list(gk.events())
+        evidence = [gk.evidence(ref) for ref in model.refs]
+    assert view.status("C1") == "Exact" and view.grounded and view.gate == "G9"
+    assert audit.verified is True and audit.problems == []
+    for ev in evidence:
+        assert ev is not None and ev.outcome is Outcome.PASS and ev.command == ORACLE
+    by_type: dict[str, list[dict[str, object]]] = {}
+    for event in events:
+        by_type.setdefault(event.type, []).append(event.payload)
+    assert "hook_error" not in by_type
+    assert [(d["tool"], d["decision"]) for d in by_type["decision"]] == [
+        ("replace", "deny"),
+        ("run_shell_command", "allow"),
+        ("replace", "allow"),
+        ("run_shell_command", "allow"),
+    ]
+    assert [(f["allow"], f["code"]) for f in by_type["finish_decision"]] == [
+        (False, "completion_without_evidence"),
+        (True, "allowed"),
+    ]
+    print(f"\n[e2e gemini {HOST_VERSIONS['gemini']}] requests {len(stub.scripted)}")
