@@ -25,9 +25,11 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -35,8 +37,20 @@ from typing import NoReturn
 import pytest
 
 from .claude_harness import cache_dir
+from .scripts_infomark import ORACLE
 
-__all__ = ["HOST_VERSIONS", "host_binary", "run_host"]
+__all__ = [
+    "EVIDENCE_REF",
+    "HOST_VERSIONS",
+    "LEDGER",
+    "codex_home",
+    "gemini_home",
+    "host_binary",
+    "host_env",
+    "install_hooks",
+    "run_host",
+    "stamp",
+]
 
 HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0"}
 _REPO = Path(__file__).resolve().parents[2]
@@ -124,3 +138,63 @@ def run_host(
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def codex_home(cache: Path, url: str, project: Path) -> Path:
+    """A ``CODEX_HOME`` whose provider is the stub at ``url``, trusting ``project``.
+
+    Outside ``/tmp``: Codex refuses to create its sandbox helper under a temporary directory
+    (then every command fails with ``bwrap: execvp codex-linux-sandbox``).
+    """
+    import tempfile
+
+    cache.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="codex-home-", dir=cache))
+    config = f"""model = "gpt-5.5"
+model_provider = "stub"
+approval_policy = "never"
+sandbox_mode = "workspace-write"
+
+[model_providers.stub]
+name = "stub"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+
+[projects."{project.resolve()}"]
+trust_level = "trusted"
+"""
+    (home / "config.toml").write_text(config, encoding="utf-8")
+    return home
+
+
+EVIDENCE_REF = re.compile(r"\[infomark evidence_ref=(ev_[0-9a-f]{24}) ")
+LEDGER = f"""I will fix the whitespace handling in parse().
+
+claim_ledger:
+  claims:
+    - id: C1
+      text: "test_parser.py passes on parser.py; the fix must keep it passing"
+      status: Exact
+      falsifier: "test_parser.py fails"
+      oracle: "{ORACLE}"
+  premises_for_plan: [C1]
+"""
+
+
+def stamp(ref: str) -> str:
+    return f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS"
+
+
+def install_hooks(name: str, project: Path) -> None:
+    """Run the installed ``infomark install <name> --root PROJECT``."""
+    exe = Path(sys.executable).with_name("infomark")
+    done = subprocess.run(
+        [str(exe), "install", name, "--root", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

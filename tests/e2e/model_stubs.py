@@ -41,6 +41,7 @@ class Call:
 
     name: str
     args: Mapping[str, Any]
+    custom: str | None = None  # a Responses custom tool's raw input (Codex's apply_patch)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class Request:
         last = 0
         for i, item in enumerate(items):
             if isinstance(item, dict) and (
-                item.get("role") in ("model", "assistant") or item.get("type") == "function_call"
+                item.get("role") in ("model", "assistant")
+                or item.get("type") in ("function_call", "custom_tool_call")
             ):
                 last = i + 1
         return "\n".join(_strings(items[last:]))
@@ -121,13 +123,11 @@ def _responses_events(turn: Turn, n: int) -> list[dict[str, Any]]:
         }
         events.append({"type": "response.output_item.done", "item": item})
     for i, c in enumerate(turn.calls):
-        call = {
-            "type": "function_call",
-            "id": f"fc_{n}_{i}",
-            "call_id": f"call_{n}_{i}",
-            "name": c.name,
-            "arguments": json.dumps(dict(c.args)),
-        }
+        call: dict[str, Any] = {"id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}", "name": c.name}
+        if c.custom is not None:
+            call.update(type="custom_tool_call", input=c.custom)
+        else:
+            call.update(type="function_call", arguments=json.dumps(dict(c.args)))
         events.append({"type": "response.output_item.done", "item": call})
     usage = {
         "input_tokens": 5,

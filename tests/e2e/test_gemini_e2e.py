@@ -9,9 +9,6 @@ with them, as a model would.
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,40 +17,19 @@ import pytest
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.evidence import Outcome
 
-from .hosts_harness import HOST_VERSIONS, gemini_home, host_binary, host_env, run_host
+from .hosts_harness import (
+    EVIDENCE_REF,
+    HOST_VERSIONS,
+    LEDGER,
+    gemini_home,
+    host_binary,
+    host_env,
+    install_hooks,
+    run_host,
+    stamp,
+)
 from .model_stubs import Call, ModelStub, Request, Turn
 from .scripts_infomark import BUGGY_BODY, FIXED_BODY, ORACLE, oracle_env, write_project
-
-_REF = re.compile(r"\[infomark evidence_ref=(ev_[0-9a-f]{24}) ")
-_LEDGER = f"""I will fix the whitespace handling in parse().
-
-claim_ledger:
-  claims:
-    - id: C1
-      text: "test_parser.py passes on parser.py; the fix must keep it passing"
-      status: Exact
-      falsifier: "test_parser.py fails"
-      oracle: "{ORACLE}"
-  premises_for_plan: [C1]
-"""
-
-
-def _stamp(ref: str) -> str:
-    return f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS"
-
-
-def _install(project: Path) -> Path:
-    exe = Path(sys.executable).with_name("infomark")
-    done = subprocess.run(
-        [str(exe), "install", "gemini", "--root", str(project)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return project / ".gemini" / "settings.json"
 
 
 @dataclass
@@ -78,7 +54,7 @@ class _Fix:
 
     def script(self) -> list[object]:
         return [
-            Turn(text=_LEDGER, calls=(self._edit(),)),
+            Turn(text=LEDGER, calls=(self._edit(),)),
             self._after_deny,
             self._after_oracle,
             self._after_edit,
@@ -92,14 +68,14 @@ class _Fix:
         return Turn(text="Grounding C1 first.", calls=(self._oracle(),))
 
     def _ref(self, request: Request) -> str:
-        refs = _REF.findall(request.since_model())
+        refs = EVIDENCE_REF.findall(request.since_model())
         assert len(refs) == 1, f"expected one evidence ref, got {refs}: {request.since_model()}"
         return refs[0]
 
     def _after_oracle(self, request: Request) -> Turn:
         self.seen["oracle"] = request.since_model()
         self.refs.append(self._ref(request))
-        return Turn(text=_stamp(self.refs[-1]), calls=(self._edit(),))
+        return Turn(text=stamp(self.refs[-1]), calls=(self._edit(),))
 
     def _after_edit(self, request: Request) -> Turn:
         self.seen["edit"] = request.since_model()
@@ -111,7 +87,7 @@ class _Fix:
 
     def _finish(self, request: Request) -> Turn:
         self.refs.append(self._ref(request))
-        return Turn(text="Done.\n\n" + _stamp(self.refs[-1]))
+        return Turn(text="Done.\n\n" + stamp(self.refs[-1]))
 
 
 @pytest.mark.e2e
@@ -120,7 +96,8 @@ def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: P
     project, home = tmp_path / "project", tmp_path / "home"
     parser = write_project(project)
     original = parser.read_text(encoding="utf-8")
-    settings = _install(project)
+    install_hooks("gemini", project)
+    settings = project / ".gemini" / "settings.json"
     gemini_home(home, project)
     model = _Fix(parser)
 
@@ -139,7 +116,7 @@ def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: P
     stub.check(complete=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout)
-    assert result["response"].endswith(_stamp(model.refs[1])), result
+    assert result["response"].endswith(stamp(model.refs[1])), result
 
     installed = json.loads(settings.read_text(encoding="utf-8"))["hooks"]
     assert {"SessionStart", "BeforeTool", "AfterTool", "AfterAgent"} <= set(installed)

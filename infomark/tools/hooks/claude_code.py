@@ -23,7 +23,15 @@ from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
-from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
+from infomark.tools.hooks.answer import (
+    MAX_TEXT,
+    HookAnswer,
+    block,
+    context,
+    deny,
+    verdict,
+    with_text,
+)
 from infomark.tools.hooks.failsafe import (
     TailMemo,
     WitnessMismatchError,
@@ -38,12 +46,15 @@ from infomark.tools.hooks.where import hook_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from _typeshed import StrPath
 
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
+
+    HostStep = Callable[[Gatekeeper, str, dict[str, Any]], tuple[str, dict[str, Any], str]]
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
@@ -353,6 +364,7 @@ def handle(
     event_hint: str | None = None,
     detail: str = "",
     profile: str | None = None,
+    host_step: HostStep | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
@@ -362,7 +374,9 @@ def handle(
     ``event_hint``/``detail``: what the caller could still see of a payload it could not
     parse (the event name, and why parsing failed). ``profile``: the configured profile when
     the caller has loaded the configuration already (the pool's, ``ledger`` when it is
-    broken); else it is read here.
+    broken); else it is read here. ``host_step``: another host's step before the event
+    (:mod:`infomark.tools.hosts`): it may change the event and payload, and returns text
+    that goes to the model with the answer.
     """
     from infomark.gatekeeper import Gatekeeper
 
@@ -401,7 +415,12 @@ def handle(
             profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
+        extra = ""
+        if host_step is not None:
+            event, payload, extra = host_step(gk, event, payload)
         answer = _on_event(gk, event, payload)
+        if extra:
+            answer = with_text(answer, event, extra)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
         return replace(answer, stdout=steer(gk, event, answer.stdout))

@@ -102,7 +102,9 @@ def handle_host(
         canonical = canonical_payload(spec, payload)
         if canonical is None:
             return HookAnswer()  # an event infomark does not use: no opinion
-        answer = handle(canonical, home=home, root=root, event_hint=hint, detail=detail)
+        answer = handle(
+            canonical, home=home, root=root, event_hint=hint, detail=detail, host_step=spec.step
+        )
     else:  # unreadable: the hook core answers for the event it could still see
         host_event = event_hint
         answer = handle(payload, home=home, root=root, event_hint=hint, detail=detail)

@@ -39,6 +39,7 @@ class HostSpec:
     transcript_format: str | None = None  # tools/hooks/host_transcripts.READERS
     synthesize_call_ids: bool = False  # the host's tool hooks carry no call id
     adapt: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    step: Any = None  # claude_code.HostStep: runs with the open session before the event
     # -- what `infomark install <name>` writes -------------------------------------------
     config_dir: str = ""  # ".gemini": in the project, and in the user's home
     config_file: str = ""  # "settings.json" / "hooks.json" beside it
