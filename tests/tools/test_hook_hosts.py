@@ -75,7 +75,7 @@ def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     ctx = out["hookSpecificOutput"]
     assert ctx["hookEventName"] == "AfterTool" and "outcome=FAIL" in ctx["additionalContext"]
     assert gem.hook("BeforeTool", **call)[:2] == (0, None)
-    code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
+    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
     assert "outcome=PASS" in out["hookSpecificOutput"]["additionalContext"]
     with Gatekeeper.open(gem.project / ".infomark", "g-1", root=gem.project) as gk:
         recorded = [e.payload for e in gk.events() if e.type == "evidence_recorded"]
@@ -94,7 +94,7 @@ def test_gemini_finish_reads_the_last_message_not_the_joined_turn(gem: Gemini) -
 
 def test_gemini_result_for_a_call_it_never_authorized_is_not_evidence(gem: Gemini) -> None:
     call = {"tool_name": "run_shell_command", "tool_input": {"command": "true"}}
-    code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
+    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
     assert "no evidence for this result" in out["hookSpecificOutput"]["additionalContext"]
 
 
