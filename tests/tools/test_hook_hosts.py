@@ -71,7 +71,7 @@ def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     call = {"tool_name": "run_shell_command", "tool_input": {"command": ORACLE}}
     assert gem.hook("BeforeTool", **call)[:2] == (0, None)  # allowed: no output
     failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
-    code, out, _ = gem.hook("AfterTool", tool_response=failed, **call)
+    _, out, _ = gem.hook("AfterTool", tool_response=failed, **call)
     ctx = out["hookSpecificOutput"]
     assert ctx["hookEventName"] == "AfterTool" and "outcome=FAIL" in ctx["additionalContext"]
     assert gem.hook("BeforeTool", **call)[:2] == (0, None)
