@@ -284,3 +284,31 @@ def test_a_launcher_that_cannot_start_refuses_in_the_hosts_shape(
     assert proc.returncode == 0 and key in out
     assert f"re-run `infomark install {host}`" in json.dumps(out)
     assert out.get("decision") in ("deny", "block", None)
+
+
+def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_path: Path) -> None:
+    from infomark.tools.doctor_agents import agent_findings
+    from infomark.tools.hosts.install import install_host
+
+    user = tmp_path / "user"
+    user.mkdir()
+    assert {(f.area, f.check, f.status) for f in agent_findings(project, user)} == {
+        ("gemini", "installed", "info"),
+        ("codex", "installed", "info"),
+    }
+    install_host(load_spec("gemini"), root=project)
+    found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
+    assert found[("gemini", "installed")] == "ok" and found[("gemini", "launcher")] == "ok"
+    assert found[("gemini", "folder_trusted")] == "warning"
+    (user / ".gemini").mkdir()
+    trusted = {str(project.resolve()): "TRUST_FOLDER"}
+    (user / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+    settings = project / ".gemini" / "settings.json"
+    data = json.loads(settings.read_text())
+    del data["hooks"]["AfterAgent"]  # the finish gate unmounted by hand
+    settings.write_text(json.dumps(data))
+    (project / ".gemini" / "infomark-hook").unlink()
+    found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
+    assert ("gemini", "folder_trusted") not in found
+    assert found[("gemini", "hook_missing")] == "problem"
+    assert found[("gemini", "launcher")] == "problem"
