@@ -122,6 +122,8 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
         f"{spec.title} lets a call through when its hook crashes or times out (nothing "
         "configures it to block): the hook answers within 4 s and fails closed itself",
     ))  # fmt: skip
+    if spec.name == "codex" and root / spec.config_dir / spec.config_file in installed:
+        out += _codex_sandbox(root, user_home)
     if spec.name == "codex":
         out.append(Finding(
             spec.name, "hooks_trusted", "info",
@@ -129,6 +131,44 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
             "a reinstall that changes the command needs trusting again): doctor cannot see it",
         ))  # fmt: skip
     return out
+
+
+def _codex_sandbox(root: Path, user_home: Path) -> list[Finding]:
+    """Codex's sandbox hides the ledger home only under infomark's permission profile."""
+    import tomllib
+
+    from infomark.tools.hosts.codex_sandbox import policy_state
+
+    area, fix = "codex", "`infomark install codex` (with no sandbox_mode in any Codex config)"
+    try:
+        text = (root / ".codex" / "config.toml").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if policy_state(text) != "ours":
+        return [Finding(area, "sandbox_profile", "warning",
+                        "the project's .codex/config.toml does not select infomark's "
+                        "permission profile: Codex's sandbox does not hide the ledger home",
+                        fix)]  # fmt: skip
+    try:
+        user = tomllib.loads((user_home / ".codex" / "config.toml").read_text("utf-8"))
+    except (OSError, ValueError):
+        user = {}
+    if "sandbox_mode" in user:
+        return [Finding(area, "sandbox_profile", "warning",
+                        "~/.codex/config.toml sets sandbox_mode, so Codex ignores every "
+                        "permission profile, infomark's included", fix)]  # fmt: skip
+    if (root / ".infomark").is_file():
+        return [Finding(area, "sandbox_profile", "problem",
+                        f"{root / '.infomark'} is a file (Codex's placeholder for a hidden "
+                        "path that was missing): the hook has no home", fix)]  # fmt: skip
+    return [
+        Finding(
+            area,
+            "sandbox_profile",
+            "ok",
+            "Codex's sandbox hides the ledger home from the agent's commands",
+        )
+    ]
 
 
 def agent_findings(root: Path, user_home: Path) -> list[Finding]:

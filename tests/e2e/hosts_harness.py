@@ -153,7 +153,6 @@ def codex_home(cache: Path, url: str, project: Path) -> Path:
     config = f"""model = "gpt-5.5"
 model_provider = "stub"
 approval_policy = "never"
-sandbox_mode = "workspace-write"
 
 [model_providers.stub]
 name = "stub"

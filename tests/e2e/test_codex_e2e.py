@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,15 @@ _PATCH = f"""*** Begin Patch
 +    {FIXED_BODY}
 *** End Patch
 """
+
+
+def _session(proc: subprocess.CompletedProcess[str]) -> str:
+    """The session id ``codex exec --json`` reports first (``thread.started``)."""
+    for line in proc.stdout.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "thread.started":
+            return str(event["thread_id"])
+    raise AssertionError(f"no thread.started event in codex's output: {proc.stdout[-2000:]}")
 
 
 @dataclass
@@ -156,7 +166,7 @@ def test_codex_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: Pa
     assert f"`{ORACLE}` (C1)" in model.seen["refusal"]
 
     # 5. A fresh run and stamp finished; the journal verifies.
-    session = json.loads(proc.stdout.splitlines()[0]).get("thread_id") or sessions[0].stem[-36:]
+    session = _session(proc)
     with Gatekeeper.open(project / ".infomark", session, root=project) as gk:
         view = gk.ledger()
         audit = gk.audit(verify=True)
@@ -183,3 +193,57 @@ def test_codex_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: Pa
         (True, "allowed"),
     ]
     print(f"\n[e2e codex {HOST_VERSIONS['codex']}] requests {len(stub.scripted)}")
+
+
+_PROBE = """import os
+home = chr(46) + "info" + "mark"  # built at run time: no classifier sees the path
+for read in (lambda: open(os.path.join(home, "key")).read(), lambda: os.listdir(home)):
+    try:
+        print("READ", read())
+    except OSError as exc:
+        print("DENIED", exc)
+"""
+
+
+@pytest.mark.e2e
+def test_codex_sandbox_keeps_the_ledger_home_from_a_script_the_hook_cannot_read(
+    tmp_path: Path,
+) -> None:
+    """The hook refuses commands that name the ledger home, or compute a path it cannot
+    resolve; a script file it cannot look into is allowed to run, and Codex's sandbox (the
+    profile `infomark install codex` wrote) is what keeps the home from it."""
+    binary = host_binary("codex")
+    project = tmp_path / "project"
+    write_project(project)
+    (project / "probe.py").write_text(_PROBE, encoding="utf-8")  # say, a file of the repo
+    install_hooks("codex", project)
+    seen: list[str] = []
+
+    def after(request: Request) -> Turn:
+        seen.append(request.since_model())
+        return Turn(text="Nothing there.")
+
+    run = Call("exec_command", {"cmd": "python3 probe.py"})
+    with ModelStub("responses", [Turn(text="Running the probe.", calls=(run,)), after]) as stub:
+        home = codex_home(cache_dir() / "codex-homes", stub.url, project)
+        try:
+            env = host_env(
+                tmp_path, {**oracle_env(), "CODEX_HOME": str(home), "STUB_API_KEY": "stub"}
+            )
+            args = [str(binary), "exec", "--skip-git-repo-check",
+                    "--dangerously-bypass-hook-trust", "--json", "run the probe"]  # fmt: skip
+            proc = run_host(args, project, env, timeout=120)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+    stub.check(complete=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (output,) = seen
+    assert output.count("DENIED [Errno 13] Permission denied") == 2 and "READ" not in output
+    key = (project / ".infomark" / "key").read_bytes().strip()
+    assert key and key.decode("ascii", "replace") not in stub.requests[-1].all_text()
+    config = (project / ".codex" / "config.toml").read_text(encoding="utf-8")
+    assert 'default_permissions = "infomark"' in config and '".infomark" = "none"' in config
+    with Gatekeeper.open(project / ".infomark", _session(proc), root=project) as gk:
+        decisions = [e.payload for e in gk.events() if e.type == "decision"]
+        assert gk.audit(verify=True).verified is True
+    assert [(d["tool"], d["decision"]) for d in decisions] == [("Bash", "allow")]

@@ -312,3 +312,35 @@ def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_pat
     assert ("gemini", "folder_trusted") not in found
     assert found[("gemini", "hook_missing")] == "problem"
     assert found[("gemini", "launcher")] == "problem"
+
+
+def test_codex_sandbox_profile_is_merged_kept_out_of_the_users_choice_and_removed(
+    project: Path,
+) -> None:
+    import tomllib
+
+    from infomark.tools.hosts.codex_sandbox import remove_policy, write_policy
+
+    config = project / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "x"\n\n[mcp_servers.docs]\ncommand = "docs"\n')
+    (project / ".infomark").write_text("")  # Codex's placeholder for a missing hidden path
+    assert write_policy(project, None) == (True, "")
+    data = tomllib.loads(config.read_text())
+    assert data["default_permissions"] == "infomark" and data["model"] == "x"
+    assert data["mcp_servers"]["docs"]["command"] == "docs"  # still its own table
+    assert data["permissions"]["infomark"]["filesystem"][":project_roots"] == {
+        ".": "write",
+        ".infomark": "none",
+    }
+    assert (project / ".infomark").is_dir()
+    assert write_policy(project, None) == (False, "")  # idempotent
+    assert remove_policy(project)
+    assert config.read_text() == 'model = "x"\n\n[mcp_servers.docs]\ncommand = "docs"\n'
+    config.write_text('sandbox_mode = "workspace-write"\n')  # the user chose a sandbox
+    changed, note = write_policy(project, None)
+    assert not changed and "chooses its own sandbox" in note
+    assert config.read_text() == 'sandbox_mode = "workspace-write"\n'
+    config.unlink()
+    changed, note = write_policy(project, project.parent / "elsewhere")
+    assert not changed and "outside the project" in note and not config.exists()

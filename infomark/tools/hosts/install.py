@@ -93,6 +93,10 @@ def install_host(
             raise UserError(f"{path}: hooks.{event} must be a list; nothing was changed")
         groups.append(group)
     wrote = write_launcher(launcher_for(path), text)
+    if spec.name == "codex" and scope == "project":  # Codex's own sandbox hides the home
+        from infomark.tools.hosts.codex_sandbox import write_policy
+
+        wrote = write_policy(root, home)[0] or wrote
     if path.exists() and data == before:
         return Installed(path, changed=wrote)
     _save(path, data)
@@ -109,4 +113,8 @@ def uninstall_host(spec: HostSpec, *, scope: str = "project", root: Path) -> Ins
         if data != before:
             _save(path, data)
             removed = True
+    if spec.name == "codex" and scope == "project":
+        from infomark.tools.hosts.codex_sandbox import remove_policy
+
+        removed = remove_policy(root) or removed
     return Installed(path, changed=remove_launcher(launcher_for(path)) or removed)
