@@ -344,3 +344,15 @@ def test_codex_sandbox_profile_is_merged_kept_out_of_the_users_choice_and_remove
     config.unlink()
     changed, note = write_policy(project, project.parent / "elsewhere")
     assert not changed and "outside the project" in note and not config.exists()
+
+
+def test_last_model_message_is_read_from_the_end_of_a_long_recording(tmp_path: Path) -> None:
+    from infomark.tools.hooks.host_transcripts import last_gemini_text
+
+    path = tmp_path / "chat.jsonl"
+    with path.open("w") as f:
+        f.write(json.dumps({"type": "gemini", "id": "a", "content": "first"}) + "\n")
+        f.write(json.dumps({"type": "user", "content": "x" * (9 << 20)}) + "\n")  # > 8 MiB
+        f.write(json.dumps({"type": "gemini", "id": "b", "content": "last"}) + "\n")
+    assert last_gemini_text(str(path)) == "last"
+    assert last_gemini_text(str(tmp_path / "missing.jsonl")) is None

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-__all__ = ["READERS", "read_codex", "read_gemini"]
+__all__ = ["READERS", "last_gemini_text", "read_codex", "read_gemini", "tail_entries"]
 
 _MAX_READ = 8 << 20  # never read more than 8 MiB per call
 
@@ -58,6 +58,36 @@ def _lines(path: str | None, offset: int) -> tuple[list[Any], int]:
         except (ValueError, RecursionError):
             continue  # readers skip malformed lines
     return entries, offset + end + 1
+
+
+def tail_entries(path: str | None, size: int = 4 << 20) -> list[Any]:
+    """The JSON objects of the complete lines in the last ``size`` bytes of ``path`` (the
+    first, cut line skipped): what a hook needs of a long transcript is at its end."""
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, 2)
+            start = max(0, end - size)
+            f.seek(start)
+            data = f.read(size)
+    except OSError:
+        return []
+    if start:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    entries: list[Any] = []
+    for raw in data.splitlines():
+        try:
+            entries.append(jsonc.loads(raw))
+        except (ValueError, RecursionError):
+            continue
+    return entries
+
+
+def last_gemini_text(path: str | None) -> str | None:
+    """The text of the last model message in a Gemini CLI chat recording, if any."""
+    texts = list(_gemini_texts(tail_entries(path)))
+    return texts[-1] if texts else None
 
 
 def _gemini_texts(entries: list[Any]) -> Iterator[str]:

@@ -61,21 +61,13 @@ def _adapt(event: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rollout(path: object) -> tuple[dict[str, str], dict[str, str]]:
-    """``(call_id → the shell command, call_id → its output text)`` from the rollout."""
+    """``(call_id → the shell command, call_id → its output text)`` from the rollout's last
+    4 MiB (a run is settled at the next hook, so its lines are recent)."""
     commands: dict[str, str] = {}
     outputs: dict[str, str] = {}
-    if not isinstance(path, str) or not path:
-        return commands, outputs
-    try:
-        with open(path, "rb") as f:
-            lines = f.read(64 << 20).splitlines()
-    except OSError:
-        return commands, outputs
-    for raw in lines:
-        try:
-            entry = jsonc.loads(raw)
-        except (ValueError, RecursionError):
-            continue
+    from infomark.tools.hooks.host_transcripts import tail_entries
+
+    for entry in tail_entries(path if isinstance(path, str) else None):
         item = entry.get("payload") if isinstance(entry, dict) else None
         if not isinstance(item, dict) or entry.get("type") != "response_item":
             continue

@@ -42,12 +42,12 @@ def _final_message(payload: dict[str, Any]) -> str:
     written before the tool calls included: ingested again it would re-declare the claims
     after their stamps), so the transcript's last model message is taken; the joined text
     only when the transcript has none."""
-    from infomark.tools.hooks.host_transcripts import read_gemini
+    from infomark.tools.hooks.host_transcripts import last_gemini_text
 
     path = payload.get("transcript_path")
-    texts = read_gemini(path if isinstance(path, str) else None, 0).texts
-    if texts:
-        return texts[-1]
+    last = last_gemini_text(path if isinstance(path, str) else None)
+    if last is not None:
+        return last
     final = payload.get("prompt_response")
     return final if isinstance(final, str) else ""
 
