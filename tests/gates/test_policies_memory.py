@@ -284,7 +284,7 @@ def test_context_view_sections_are_tagged_and_within_budget(gk: Gatekeeper) -> N
     tag = f"[Inferred summary of seq 1–{seq}]"  # every memory line: its rank and source
     assert f"{tag} goal: Fix the off-by-one in pager.py" in lines
     assert f"{tag} next: read the failure of `{ORACLE}` ({FAIL_LINE}) before retrying; " in view
-    assert all(line.startswith((tag, "evidence: [Exact ev_")) for line in lines[2:-1]), lines
+    assert all(line.startswith((tag, "evidence: [observation ev_", "evidence: [execution ev_")) for line in lines[2:-1]), lines
     declared = gk.state.claims["C1"].declared_seq
     assert lines[-1] == (
         f"[infomark:ledger] [Inferred summary of seq {gk.state.ledger_seq}–{seq}] gate G3; "

@@ -5,7 +5,8 @@ the working memory and a short ledger summary, each tagged
 (``[infomark:pack NAME]``, ``[infomark:memory]``, ``[infomark:ledger]``) and
 together within a character budget. Every memory line and the ledger line carry their
 rank and source (:mod:`infomark.ledger.carry`): ``[Inferred summary of seq A–B]`` for what
-the runtime derived, ``[Exact ev_…]`` for an evidence handle, and each claim its own rank
+the runtime derived, ``[execution ev_…]`` (its evidence class, not a rank) for an
+evidence handle, and each claim its own rank
 and the ref it rests on. :func:`state_document` is the whole runtime
 state as one JSON document (seed 000's ``state.json``). Neither emits anything.
 """
@@ -88,8 +89,8 @@ def _ledger_line(state: SessionState, handles: Handles | None = None) -> str:
 
 
 def _evidence_item(e: Mapping[str, Any], handles: Handles) -> str:
-    rank, why = handles.get(str(e["ref"]), ("Exact", ""))
-    return f"{evidence_tag(str(e['ref']), rank, why)} {e['tool']} {e['outcome']}"
+    label, why = handles.get(str(e["ref"]), ("evidence", ""))
+    return f"{evidence_tag(str(e['ref']), label, why)} {e['tool']} {e['outcome']}"
 
 
 def _memory_lines(

@@ -69,7 +69,7 @@ class IdleSpec:
     persistent: bool = False
     base_seconds: float = 5.0
     cap_seconds: float = 300.0
-    hold: int = 3
+    hold: int = 1
     watch: tuple[str, ...] = ()
     max_wakes: int = 0  # 0: idle until stopped
     poll_seconds: float = 0.2

@@ -312,12 +312,34 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         self._user_turn(task)
         return self._drive()
 
+    def _wake_turn(self, woke_by: str, prompt: str | None, final_pending: str | None) -> str:
+        """One idle wake turn (``prompt`` None: resume the one a crash interrupted), settled."""
+        self._idle_turn = True
+        try:
+            if prompt is not None:
+                self._user_turn(prompt)
+            reason, work = self._work(final_pending=final_pending)
+        finally:
+            self._idle_turn = False
+        if work or woke_by != "timer":
+            self.schedule.reset()
+        else:
+            self.schedule.empty_wake()
+        self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
+        return reason
+
     def _drive(
-        self, *, final_pending: str | None = None, pending_sleep: PendingSleep | None = None
+        self,
+        *,
+        final_pending: str | None = None,
+        pending_sleep: PendingSleep | None = None,
+        resumed_wake: str | None = None,
     ) -> RunResult:
         reason = "error"
         try:
-            if pending_sleep is None:
+            if resumed_wake is not None and self.spec.idle.persistent:
+                reason = self._wake_turn(resumed_wake, None, final_pending)
+            elif pending_sleep is None:
                 reason, _ = self._work(final_pending=final_pending)
             else:
                 reason = "finished"  # the run was asleep: its last turn had ended
@@ -327,17 +349,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
                 if wake is None:
                     reason = "idle_limit"
                     break
-                self._idle_turn = True
-                try:
-                    self._user_turn(wake[1])
-                    reason, work = self._work()
-                finally:
-                    self._idle_turn = False
-                if work or wake[0] != "timer":
-                    self.schedule.reset()
-                else:
-                    self.schedule.empty_wake()
-                self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
+                reason = self._wake_turn(wake[0], wake[1], None)
         except Stop as stop:
             reason = stop.reason
         except KeyboardInterrupt:
