@@ -197,7 +197,8 @@ def plan_move(
     failed: list[str] = []
     for edge in edges:
         if not GUARD_PREDICATES[edge.guard](state, config):
-            detail = _GUARD_DETAILS.get(edge.guard, lambda _s: "")(state)
+            explain = _GUARD_DETAILS.get(edge.guard)
+            detail = explain(state) if explain is not None else ""
             failed.append(f"{edge.guard} ({GUARDS[edge.guard]}{detail})")
             continue
         if edge.kind is not EdgeKind.BACK:

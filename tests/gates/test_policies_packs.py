@@ -287,8 +287,15 @@ def _fire_stale(s: Session) -> None:
     s.finish("summary")
 
 
+def _fire_plan_drift(s: Session) -> None:
+    for i in range(6):  # reads and failing runs, interleaved: no progress, no streak
+        s.read(f"f{i}.py")
+        s.bash(f"try{i}", exit_code=1, output="nope")
+
+
 FIRE: dict[str, Callable[[Session], None]] = {
     "repeated_failures": _fire_failures,
+    "plan_drift": _fire_plan_drift,
     "read_heavy_drift": _fire_drift,
     "context_pressure": _fire_pressure,
     "repeated_compaction": _fire_compaction,

@@ -192,10 +192,14 @@ def test_sigkill_after_backing_off_resumes_at_the_same_level_not_at_zero(
         cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        resumed = wait_event(home, "b", _is("run_resumed"), after=killed_at, alive=lambda: _alive(proc2))  # type: ignore[arg-type]
+        resumed = wait_event(
+            home, "b", _is("run_resumed"), after=killed_at, alive=lambda: _alive(proc2)
+        )  # type: ignore[arg-type]
         assert (resumed[2]["level"], resumed[2]["pending_sleep_until"]) == (2, None)
         assert resumed[2]["interrupted_wake"] == "timer"  # the killed wake turn is finished
-        nxt = wait_event(home, "b", _is("waiting", by="idle"), after=resumed[0], alive=lambda: _alive(proc2))  # type: ignore[arg-type]
+        nxt = wait_event(
+            home, "b", _is("waiting", by="idle"), after=resumed[0], alive=lambda: _alive(proc2)
+        )  # type: ignore[arg-type]
         assert (nxt[2]["level"], nxt[2]["delay"]) == (3, 0.4)
         proc2.send_signal(signal.SIGTERM)
         proc2.wait(timeout=30)

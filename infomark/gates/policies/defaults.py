@@ -24,6 +24,7 @@ __all__ = [
     "ContextPressure",
     "EvidenceBeforeDone",
     "ExcessiveSubagents",
+    "PlanDrift",
     "ReadHeavyDrift",
     "RepeatedCompaction",
     "RepeatedFailures",
@@ -152,6 +153,38 @@ class ReadHeavyDrift(_CountPack):
 
     def after_model_response(self, ctx: TurnContext) -> HookResult:
         return self._check(ctx)
+
+
+class PlanDrift(_CountPack):
+    """Seed 000's plan-drift pack: many calls and no progress on the plan."""
+
+    name = "plan_drift"
+    severity = 5
+    threshold = 12
+    metric = "calls_since_progress"
+    summary = "N tool calls without progress: no write, no passing run, no stamp (default 12)."
+
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
+        text = (
+            f"{_n(n, 'tool call')} without progress (no change made, no check passed, no claim "
+            "grounded). State the current objective, the blocking uncertainty and the next "
+            "concrete action before continuing."
+        )
+        pending = dict(ctx.pending_turn or {})
+        evidence = {"calls_since_progress": n, "prompt": pending.get("prompt")}
+        return text, f"{n} tool calls without progress (threshold {t})", evidence
+
+    def _drifting(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get(self.metric, 0))
+        if n and int(ctx.metrics.get("reads_without_write", 0)) >= n:
+            return HookResult()  # a pure read streak is read_heavy_drift's to say
+        return self._check(ctx)
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        return self._drifting(ctx)
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult:
+        return self._drifting(ctx)
 
 
 class ContextPressure(_Pack):
@@ -405,6 +438,7 @@ class StaleEvidence(_Pack):
 DEFAULT_POLICIES: tuple[type[Any], ...] = (
     RepeatedFailures,
     ReadHeavyDrift,
+    PlanDrift,
     ContextPressure,
     RepeatedCompaction,
     EvidenceBeforeDone,

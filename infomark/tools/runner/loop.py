@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.gatekeeper import Gatekeeper
-from infomark.gates.config import Config
+from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import render_protocol
 from infomark.ledger.calls import ToolCall
@@ -66,6 +66,29 @@ def make_client(spec: AgentSpec) -> ModelClient:
     )
 
 
+def _project_config(root: Path, home: Path) -> Config:
+    from infomark.ledger.home import ensure_private_dir
+
+    ensure_private_dir(home)  # load_config caches into the home
+    return load_config(root, home)
+
+
+def agent_config(spec: AgentSpec, config: Config) -> Config:
+    """The project's configuration with the agent file's ``[policies]`` over it.
+
+    A key the agent file sets replaces the project's (``adaptive_packs``, ``triggers`` …);
+    ``pack_overrides`` merge pack by pack, the agent's winning.
+    """
+    mine = dict(spec.policies)
+    merged = {**config.policies, **mine}
+    if "pack_overrides" in mine:
+        merged["pack_overrides"] = {
+            **dict(config.policies.get("pack_overrides") or {}),
+            **dict(mine["pack_overrides"]),
+        }
+    return replace(config, policies=merged)
+
+
 class Runner(LeaseMixin, ToolsMixin, IdleMixin):
     """One agent session driven natively, with the gatekeeper inside every step."""
 
@@ -87,6 +110,8 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         self.home = Path(home)
         self.root = Path(root)
         self.raw_session = session
+        if spec.policies:
+            config = agent_config(spec, config or _project_config(self.root, self.home))
         self.gk = Gatekeeper.open(
             self.home, session, root=self.root, profile=profile, config=config
         )
