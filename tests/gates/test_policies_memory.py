@@ -187,6 +187,7 @@ EXPECTED_DOCUMENT = {
     "turn_metrics": {
         "prompts": 1,
         "tool_calls": 4,
+        "lookups": 1,
         "failures": 3,
         "consecutive_failures": 3,
         "reads_without_write": 0,
@@ -231,6 +232,7 @@ EXPECTED_DOCUMENT = {
         "calls": 4,
         "responses": 1,
         "finish_attempts": 0,
+        "language": "en",
     },
     "ledger": {
         "has_ledger": True,
@@ -262,6 +264,8 @@ EXPECTED_DOCUMENT = {
         "ungrounded_premises",
         "stamp_rejected",
         "stale_evidence",
+        "language_drift",
+        "reuse_before",
     ],
     "limits": {"max_active_packs": 3, "pack_budget_chars": 600},
 }

@@ -303,11 +303,13 @@ FIRE: dict[str, Callable[[Session], None]] = {
     "ungrounded_premises": _fire_premises,
     "stamp_rejected": _fire_rejected,
     "stale_evidence": _fire_stale,
+    "reuse_before": lambda s: None if s.write("src/new_module.py") else None,
 }
 
 
 def test_every_default_pack_is_covered() -> None:
-    assert set(FIRE) | {"excessive_subagents"} == set(DEFAULT_PACKS)
+    # language_drift needs a prompt in another language: tests/gates/test_language.py
+    assert set(FIRE) | {"excessive_subagents", "language_drift"} == set(DEFAULT_PACKS)
 
 
 @pytest.mark.parametrize("name", sorted(FIRE))

@@ -79,6 +79,7 @@ def test_the_turn_context_carries_recent_messages_and_the_pending_turn(gk: Gatek
         "calls": 1,
         "responses": 1,
         "finish_attempts": 1,
+        "language": None,  # four words: too little to tell
     }
     for i in range(10):
         s.prompt(f"prompt {i} " + "x" * 500)
@@ -163,3 +164,35 @@ def test_trigger_metrics_say_how_often_the_model_would_have_skipped_the_step(
     m = s.document()["triggers"]["triggers"]["voice-review"]
     assert (m["fired"], m["would_have_skipped"], m["already_done"]) == (3, 2, 1)
     assert m["skip_rate"] == 0.667
+
+
+REUSE = "REUSE.BEFORE: search the project (and prior art) for what already does this"
+
+
+def test_reuse_before_fires_on_a_new_module_written_blind(gk: Gatekeeper) -> None:
+    s = Session(gk)
+    s.prompt("add a retry helper")
+    assert s.write("notes.md") == ""  # not a module
+    text = s.write("src/retry.py")
+    assert "[infomark:pack reuse_before] You are writing a new module (src/retry.py)" in text
+    assert REUSE in text
+    s.grep("retry")  # it looks now: resolved
+    assert "reuse_before" not in s.active()
+
+
+def test_reuse_before_stays_silent_for_an_agent_that_looked_first(gk: Gatekeeper) -> None:
+    s = Session(gk)
+    s.prompt("add a retry helper")
+    s.read("src/http.py")
+    assert "reuse_before" not in s.write("src/retry.py")
+    other = Session(gk)
+    other.prompt("again")
+    assert "reuse_before" not in other.write("src/backoff.py")  # the session already looked
+
+
+def test_the_protocol_states_reuse_before_and_the_language_rule() -> None:
+    from infomark.kernel.protocol import render_protocol
+
+    text = render_protocol()
+    assert "REUSE.BEFORE: search and read the existing code (and prior art)" in text
+    assert "think and respond in the user's language" in text

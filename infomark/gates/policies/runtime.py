@@ -33,6 +33,7 @@ from infomark.gates.policies.context import (
     ToolResult,
     TurnContext,
 )
+from infomark.gates.policies.language import detect_language
 from infomark.gates.policies.memory import build_memory, merge_memory
 from infomark.gates.policies.metrics import (
     new_metrics,
@@ -202,6 +203,26 @@ def _describe(event: Event) -> str:
     return f"{type_.replace('_', ' ')} {p.get('name', '')}".strip()
 
 
+_LANGUAGE = "language_drift"
+
+
+def _language_reset(gate: str) -> Event:
+    """Seed 002: a reply in another language than the user's sends the gate back to G0."""
+    return (
+        "gate_moved",
+        {
+            "from": gate,
+            "to": "G0",
+            "kind": "reset",
+            "guard": _LANGUAGE,
+            "by": "runtime",
+            "reason": "the reply is not in the user's language: G0 was not running",
+            "burned": 0,
+            "measure": None,
+        },
+    )
+
+
 def _converse(work: _Work, phase: str, ctx: TurnContext) -> None:
     """Keep the recent messages and the pending turn (seed 000's TurnContext) up to date."""
     conv = work.conversation
@@ -216,6 +237,7 @@ def _converse(work: _Work, phase: str, ctx: TurnContext) -> None:
             "calls": 0,
             "responses": 0,
             "finish_attempts": 0,
+            "language": detect_language(ctx.prompt),
         }
         recent.append({"role": "user", "text": _clip_text(ctx.prompt), "turn": turn})
     elif phase == "after_tool_batch" and pending:
@@ -440,6 +462,9 @@ class PolicyRuntime:
             self._update_memory(work, ledger, ctx)
         notes += work.board.notes
         delivered = list(work.board.delivered)
+        refused = [name for name, _ in refusals]
+        if _LANGUAGE in (*delivered, *refused) and ledger.state.gate != "G0":
+            work.events.append(_language_reset(ledger.state.gate))
         human = [_describe(e) for e in work.events] + work.memory_line + human
         proceed = not refusals and not (trigger is not None and trigger.refuse)
         work.hooks[phase] = {
