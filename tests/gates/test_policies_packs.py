@@ -293,6 +293,10 @@ def _fire_plan_drift(s: Session) -> None:
         s.bash(f"try{i}", exit_code=1, output="nope")
 
 
+def _fire_reuse(s: Session) -> None:
+    s.write("src/new_module.py")  # a new module, nothing read or searched yet
+
+
 FIRE: dict[str, Callable[[Session], None]] = {
     "repeated_failures": _fire_failures,
     "plan_drift": _fire_plan_drift,
@@ -303,7 +307,7 @@ FIRE: dict[str, Callable[[Session], None]] = {
     "ungrounded_premises": _fire_premises,
     "stamp_rejected": _fire_rejected,
     "stale_evidence": _fire_stale,
-    "reuse_before": lambda s: None if s.write("src/new_module.py") else None,
+    "reuse_before": _fire_reuse,
 }
 
 

@@ -27,40 +27,44 @@ MIN_LETTERS = 12
 MIN_HITS = 3
 """A Latin-script language needs at least this many stop-word hits."""
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _STOP: dict[str, frozenset[str]] = {
-    "en": frozenset(
+    "en": _words(
         "the and is are was were be been this that these those with for from not but have has "
-        "had will would should can could it its of to in on at by an as or if then there which "
-        "what when who you we they he she i my your our their do does did done".split()
+        "had will would should can could it its of to in on at by an as or if then there "
+        "which what when who you we they he she i my your our their do does did done"
     ),
-    "de": frozenset(
+    "de": _words(
         "der die das und ist sind war waren ein eine einen dem den des nicht mit für auf auch "
         "sich ich du wir ihr sie es zu von im wenn dann noch nur aber oder dass wie was hat "
-        "haben wird werden kann bitte".split()
+        "haben wird werden kann bitte"
     ),
-    "fr": frozenset(
+    "fr": _words(
         "le la les et est sont était un une des du de pas avec pour sur dans ce cette ces qui "
-        "que je tu nous vous ils elle il ne mais ou si alors aussi très être avoir fait "
-        "peut avant encore maintenant aussi".split()
+        "que je tu nous vous ils elle il ne mais ou si alors aussi très être avoir fait peut "
+        "avant encore maintenant aussi"
     ),
-    "es": frozenset(
+    "es": _words(
         "el la los las y es son era un una unos del de no con para por en que se lo le su "
-        "pero como más este esta estos yo tú nosotros ellos también muy ser hay puede "
-        "está ahora todavía antes".split()
+        "pero como más este esta estos yo tú nosotros ellos también muy ser hay puede está "
+        "ahora todavía antes"
     ),
-    "it": frozenset(
+    "it": _words(
         "il lo la gli le e è sono era un una del della di non con per su in che si ma come "
         "più questo questa io tu noi voi loro anche molto essere avere ha può sta adesso "
-        "ancora prima nel".split()
+        "ancora prima nel"
     ),
-    "pt": frozenset(
+    "pt": _words(
         "o a os as e é são era um uma do da de não com para por em que se mas como mais este "
-        "esta eu tu nós eles também muito ser ter tem pode está você agora ainda antes "
-        "no na".split()
+        "esta eu tu nós eles também muito ser ter tem pode está você agora ainda antes no na"
     ),
-    "nl": frozenset(
+    "nl": _words(
         "de het een en is zijn was waren van niet met voor op ook zich ik jij wij jullie zij "
-        "te in als dan nog maar of dat hoe wat heeft hebben wordt kan".split()
+        "te in als dan nog maar of dat hoe wat heeft hebben wordt kan"
     ),
 }
 
