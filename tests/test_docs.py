@@ -535,3 +535,16 @@ def test_every_session_id_length_in_the_docs_is_the_rule() -> None:
         for m in re.finditer(r"(?:session|id)[^.|]{0,40}?1[–-](\d+) characters", path.read_text()):
             said.append((path.name, int(m.group(1))))
     assert said and all(n == SESSION_ID_MAX for _, n in said), said
+
+
+def test_the_readme_tells_a_newcomer_where_infomark_is_and_what_make_test_downloads() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert ".venv/bin/infomark" in readme and "source .venv/bin/activate" in readme
+    installer = (ROOT / "scripts" / "install-claude-code.sh").read_text("utf-8")
+    version = re.search(r"INFOMARK_CLAUDE_VERSION:-([0-9.]+)", installer)
+    prefix = re.search(r'INFOMARK_E2E_CACHE:-\$HOME/([^}"]+)', installer)
+    assert version and prefix
+    assert f"pinned version ({version[1]}, about 357 MB" in readme
+    assert f"`~/{prefix[1]}`" in readme and "INFOMARK_E2E_CACHE" in readme
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    assert "source $(VENV)/bin/activate" in makefile and "~357 MB" in makefile
