@@ -548,3 +548,18 @@ def test_the_readme_tells_a_newcomer_where_infomark_is_and_what_make_test_downlo
     assert f"`~/{prefix[1]}`" in readme and "INFOMARK_E2E_CACHE" in readme
     makefile = (ROOT / "Makefile").read_text("utf-8")
     assert "source $(VENV)/bin/activate" in makefile and "~357 MB" in makefile
+
+
+def test_concepts_carries_the_seed_table_with_every_deviation_and_its_reason() -> None:
+    text = (DOCS / "concepts.md").read_text("utf-8")
+    rows = markdown_table(text, "| seed rule | what infomark does | why |")
+    assert len(rows) >= 30 and all(len(r) == 3 and r[0] and r[1] for r in rows)
+    seeds = {r[0].split(":", 1)[0] for r in rows}
+    assert seeds == {"000", "001", "002", "003"}
+    deviations = [r for r in rows if "deviation" in r[1] or "deviation" in r[2]]
+    assert len(deviations) >= 8
+    assert all(r[2] not in ("", "–") for r in deviations), "a deviation needs its reason"
+    said = " ".join(" ".join(r) for r in rows)
+    for item in ("5 s doubling", "language", "REUSE.BEFORE", "[execution ev_…]", 'at = "tool"',
+                 "plan_drift", "would_have_skipped", "[policies]", "per profile"):  # fmt: skip
+        assert item in said, item
