@@ -47,6 +47,8 @@ _MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?"), "<ts>"),
     (re.compile(r"key id [0-9a-f]{16}"), "key id <id>"),
     (re.compile(r"/\S*/infomark-demo-[A-Za-z0-9_]+"), "<demo>"),
+    # the runner's echo clips a line at 120 characters: the rest of the path goes too
+    (re.compile(r"/\S*/infomark-run-demo\S*"), "<demo-path>"),
     (re.compile(r"[\w./-]*bin/python[0-9.]*"), "<python>"),
 ]
 
