@@ -165,7 +165,7 @@ class PlanDrift(_CountPack):
     severity = 5
     threshold = 12
     metric = "calls_since_progress"
-    summary = "N tool calls without progress: no write, no passing run, no stamp (default 12)."
+    summary = "N tool calls without progress (no write, passing run or stamp), not all reads (12)."
 
     def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
         text = (
