@@ -114,7 +114,8 @@ def test_the_quick_start_activates_a_promoted_decision(run: dict[str, Any]) -> N
     first decision's id is the same on every machine)."""
     text = (Path(__file__).parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
     quick = text.split("```sh\n", 1)[1].split("```", 1)[0]
-    eval_line = next(ln for ln in quick.splitlines() if ln.startswith("infomark eval"))
+    lines = [ln.removeprefix("$ ") for ln in quick.splitlines()]
+    eval_line = next(ln for ln in lines if ln.startswith("infomark eval"))
     assert f"--seed {SEED}" in eval_line
     shown = re.search(r"infomark activate (prm_[0-9a-f]{16})", quick)
     assert shown is not None
