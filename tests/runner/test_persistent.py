@@ -40,6 +40,33 @@ def _send(home: Path, project: Path, text: str) -> subprocess.CompletedProcess[s
     )
 
 
+def _start(
+    server: ScriptedModelServer, project: Path, home: Path, session: str, agent_text: str
+) -> tuple[subprocess.Popen[str], tuple[str, ...]]:
+    """A persistent `infomark run` of the agent file ``agent_text``; ``(process, base args)``."""
+    agent = project / "agent.toml"
+    agent.write_text(agent_text)
+    base = ("--home", str(home), "--root", str(project))
+    run = _infomark(
+        "run", *base, "--session", session, "--agent", str(agent), "--model", server.url,
+        "--model-name", "scripted", "--quiet", "stay around", cwd=project,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        run, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    return proc, base
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` if it still runs, wait for it and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def _alive(proc: subprocess.Popen[str]) -> str | None:
     return None if proc.poll() is None else f"exit {proc.returncode}"
 
@@ -55,16 +82,7 @@ def test_idle_wake_by_send_sigkill_and_resume_keeps_the_schedule(
     server: ScriptedModelServer, project: Path, home: Path
 ) -> None:
     server.state.default = {"role": "assistant", "content": "idle"}
-    agent = project / "agent.toml"
-    agent.write_text(AGENT)
-    base = ("--home", str(home), "--root", str(project))
-    run = _infomark(
-        "run", *base, "--session", "p", "--agent", str(agent), "--model", server.url,
-        "--model-name", "scripted", "--quiet", "stay around", cwd=project,
-    )  # fmt: skip
-    proc = subprocess.Popen(
-        run, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc, base = _start(server, project, home, "p", AGENT)
     try:
         # the first sleep is the schedule's base (seed 003: no instant wakes)
         first = wait_event(home, "p", _is("waiting", level=0), alive=lambda: _alive(proc))  # type: ignore[arg-type]
@@ -79,12 +97,7 @@ def test_idle_wake_by_send_sigkill_and_resume_keeps_the_schedule(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        assert proc.stdout is not None and proc.stderr is not None
-        proc.stdout.close()
-        proc.stderr.close()
+        _reap(proc)
     assert proc.returncode == -signal.SIGKILL
 
     # the dead runtime's inbox is not live: a send is refused, never reported delivered
@@ -164,25 +177,14 @@ def test_sigkill_after_backing_off_resumes_at_the_same_level_not_at_zero(
         return {"role": "assistant", "content": "idle"}
 
     server.state.default = model
-    agent = project / "agent.toml"
-    agent.write_text(BACKOFF_AGENT)
-    base = ("--home", str(home), "--root", str(project))
-    run = _infomark(
-        "run", *base, "--session", "b", "--agent", str(agent), "--model", server.url,
-        "--model-name", "scripted", "--quiet", "stay around", cwd=project,
-    )  # fmt: skip
-    proc = subprocess.Popen(run, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, base = _start(server, project, home, "b", BACKOFF_AGENT)
     try:
         assert entered.wait(120), "the third wake turn never called the model"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
         release.set()
-        assert proc.stderr is not None
-        proc.stderr.close()
+        _reap(proc)
     before = events(home, "b")
     delays = [p["delay"] for _, t, p in before if t == "waiting" and p["by"] == "idle"]
     assert delays == [0.05, 0.1, 0.2]  # 5 s doubling, scaled: the seed's schedule
