@@ -88,7 +88,17 @@ def build_audit(
     verify: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditReport:
-    """The audit of the ledger's session; with ``verify``, one pass verifies and replays."""
+    """The audit of the ledger's session; with ``verify``, one pass verifies and replays.
+
+    The whole report is read in one snapshot of the store: a live session is reported as
+    of one committed head, never half before and half after a concurrent write."""
+    with ledger.journal.snapshot():
+        return _build_audit(ledger, verify, progress)
+
+
+def _build_audit(
+    ledger: Ledger, verify: bool, progress: Callable[[int, int], None] | None
+) -> AuditReport:
     if verify:
         rep = _Replay(ledger.session)
         problems = _verify(ledger, ledger.session, progress, rep)

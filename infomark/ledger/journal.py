@@ -257,7 +257,7 @@ class Journal(BaseJournal):
     @contextmanager
     def write(self, session: str | None = None) -> Iterator[Conn]:
         """A serialised write transaction (``BEGIN IMMEDIATE``); commits or rolls back whole."""
-        if self._in_tx:
+        if self._in_tx or self._reading:
             raise StoreError("nested write transaction")
         relaxed, self._relax_next, self._sync_after = self._relax_next, False, False
         if relaxed:  # set outside a transaction: SQLite refuses to change it inside one
@@ -315,14 +315,24 @@ class Journal(BaseJournal):
             os.close(fd)
         self.last_commit_synced = True
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One deferred read transaction (WAL: the first read fixes what it sees, writers
+        go on in parallel and never wait for it); re-entrant."""
+        if self._reading or self._in_tx:
+            yield
+            return
+        self._retry(lambda: self._db.execute("BEGIN"))
+        self._reading = True
+        try:
+            self._one("SELECT 1 FROM meta LIMIT 1")  # fixes the snapshot now
+            yield
+        finally:
+            self._reading = False
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")  # a read transaction: nothing to write
+
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         """Home-level problems (manifest, marker), read in one consistent snapshot."""
-
-        def check() -> list[tuple[str | None, int | None, str, str]]:
-            self._db.execute("BEGIN")
-            try:
-                return manifest.verify_home(self._db, self.path, self.key)
-            finally:
-                self._db.execute("COMMIT")
-
-        return self._retry(check)
+        with self.snapshot():
+            return self._retry(lambda: manifest.verify_home(self._db, self.path, self.key))

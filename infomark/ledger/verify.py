@@ -76,10 +76,22 @@ def _verify(
 ) -> list[Problem]:
     """One streaming pass: chain, MACs, head, evidence index and blobs (and the replay).
 
-    Rows and the evidence index are read as two seq-ordered streams and merged, so memory
-    is flat in the number of events; each payload is parsed at most once and each blob is
-    read once.
+    Everything is read in one snapshot of the store (:meth:`BaseJournal.snapshot`), so a
+    session that is live while it is verified is verified up to the head that snapshot
+    holds: rows committed meanwhile are neither seen nor missed. Rows and the evidence
+    index are read as two seq-ordered streams and merged, so memory is flat in the number
+    of events; each payload is parsed at most once and each blob is read once.
     """
+    with ledger.journal.snapshot():
+        return _verify_pass(ledger, sess, progress, replay)
+
+
+def _verify_pass(
+    ledger: Ledger,
+    sess: str,
+    progress: Callable[[int, int], None] | None,
+    replay: _Replay | None,
+) -> list[Problem]:
     j = ledger.journal
     key = ledger.key
     ours_kid = key.key_id
