@@ -64,6 +64,7 @@ __all__ = [
     "EventRow",
     "Journal",
     "bound_store_waits",
+    "keep_wal_at_exit",
     "event_body",
     "event_hash",
     "loads_object",
@@ -85,6 +86,26 @@ def bound_store_waits(total_seconds: float) -> None:
     """
     global _BUSY_MS
     _BUSY_MS = max(50, int(total_seconds * 1000 / _RETRIES))
+
+
+_KEEP_WAL: list[sqlite3.Connection] | None = None  # see keep_wal_at_exit
+
+
+def keep_wal_at_exit() -> None:
+    """This process ends with ``os._exit`` right after its answer (the command hook): from
+    now on :meth:`Journal.close` leaves each connection to the exit instead of closing it.
+
+    SQLite's close of the last connection checkpoints the WAL into the database and deletes
+    the ``-wal`` and ``-shm`` files, which the next hook process re-creates: 4 ``fdatasync``
+    calls (WAL, its directory, WAL and database again) and 2 unlinks in every hook process,
+    a Read's PreToolUse included, whose own commit needs none. Left open, the WAL and its
+    index stay for the next process; the kernel drops the locks at exit, as after any
+    crash, which WAL mode is built to survive (everything is committed by then). The WAL
+    is checkpointed by the commit that grows it past ``wal_autocheckpoint`` pages.
+    """
+    global _KEEP_WAL
+    if _KEEP_WAL is None:
+        _KEEP_WAL = []
 
 
 _SCHEMA = (
@@ -240,6 +261,9 @@ class Journal(BaseJournal):
         return migrated
 
     def close(self) -> None:
+        if _KEEP_WAL is not None and not self._db.in_transaction:
+            _KEEP_WAL.append(self._db)  # a reference: garbage collection would close it
+            return
         self._db.close()
 
     # -- transactions ----------------------------------------------------------
