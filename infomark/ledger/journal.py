@@ -64,9 +64,9 @@ __all__ = [
     "EventRow",
     "Journal",
     "bound_store_waits",
-    "keep_wal_at_exit",
     "event_body",
     "event_hash",
+    "keep_wal_at_exit",
     "loads_object",
 ]
 

@@ -57,7 +57,7 @@ def _traced(s: RealSession, stdin: bytes, log: Path) -> tuple[list[str], list[st
             "-e",
             "trace=%file,fsync,fdatasync,syncfs,sync_file_range",
             *s.argv,
-        ],  # fmt: skip
+        ],
         input=stdin,
         capture_output=True,
         env=s.env,
