@@ -40,6 +40,9 @@ class _Watchdog:
     def __init__(self, home: str | None, root: str | None) -> None:
         self.lock = _thread.allocate_lock()  # held by whoever writes the one answer
         self.event: str | None = None
+        self.payload: object = None  # once parsed
+        self.size: int | None = None  # bytes of the payload, once read
+        self._home, self._root = home, root
         self.home = home or ".infomark"
         self.root = root or os.getcwd()
         self._cancelled = _thread.allocate_lock()  # released by cancel(): the answer is out
@@ -59,15 +62,72 @@ class _Watchdog:
     def _expire(self) -> None:
         if not self.lock.acquire(blocking=False):
             return  # the real answer is being written
+        from infomark.ledger.blobs import remove_partial
         from infomark.tools.hooks.claude_code import LAST_PROFILE
         from infomark.tools.hooks.failsafe import failure_answer
 
+        removed = remove_partial()  # a blob half written when time ran out
         why = f"the hook did not finish within {DEADLINE_S:g} s (a hung store or file system?)"
+        if self.size is not None and self.size >= _LARGE:
+            why = (
+                f"the hook did not finish within {DEADLINE_S:g} s: the result was "
+                f"{self.size / 1e6:.0f} MB, too large to record in time (a slow or busy disk?)"
+            )
         answer = failure_answer(
-            self.event, None, LAST_PROFILE[0], why, home=self.home, root=self.root
+            self.event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
         )
+        _journal_timeout(self, answer, why, removed)
         _emit(answer)
         os._exit(answer.exit_code)
+
+
+_LARGE = 1_000_000  # a payload this big is named as the likely cause of a timeout
+_JOURNAL_WAIT_S = 0.4  # the watchdog's own lock wait: the answer must still go out in time
+
+
+def _journal_timeout(dog: _Watchdog, answer: HookAnswer, why: str, removed: list[str]) -> None:
+    """Journal the watchdog's answer as a ``hook_error``: the size of the payload, what the
+    agent was told, the partial blobs removed. Bounded and without an fsync (a slow disk is
+    the likely cause); skipped, with a line on stderr, when the session cannot be named or
+    the journal stays locked (the hook's own transaction may be what hangs)."""
+    payload = dog.payload if isinstance(dog.payload, dict) else {}
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session or dog.event is None:
+        return
+    out = answer.stdout or {}
+    told = (
+        out.get("hookSpecificOutput", {}).get("additionalContext")
+        or out.get("hookSpecificOutput", {}).get("permissionDecisionReason")
+        or out.get("reason")
+        or ""
+    )
+    record = {
+        "event": dog.event,
+        "error": why[:500],
+        "failed_closed": dog.event not in ("PostToolUse", "PostToolUseFailure")
+        and (answer.stdout is not None or answer.exit_code == 2),
+        "watchdog": True,
+        "payload_bytes": dog.size,
+        "told": str(told)[:1000],
+        "partial_blobs_removed": len(removed),
+    }
+    use = payload.get("tool_use_id")
+    if isinstance(use, str):
+        record["tool_use_id"] = use[:200]
+    try:
+        from infomark.ledger.journal import bound_store_waits
+        from infomark.ledger.keys import load_key
+        from infomark.ledger.store import open_journal
+        from infomark.tools.hooks.where import hook_paths
+
+        bound_store_waits(_JOURNAL_WAIT_S)
+        home, _root = hook_paths(payload, dog._home, dog._root)
+        journal = open_journal(home, load_key(home, create=False))
+        journal.relax_next()
+        with journal.write(session):
+            journal.append(session, "hook_error", record)
+    except Exception as exc:
+        sys.stderr.write(f"infomark: the timeout could not be journaled: {exc}\n")
 
 
 _HELP = f"""{_USAGE}
@@ -123,6 +183,7 @@ def run_hook(args: list[str]) -> int:
     from infomark.tools.hooks.failsafe import sniff_event
 
     dog.event = sniff_event(raw)
+    dog.size = len(raw)
     payload: object = None
     detail = ""
     try:
@@ -131,6 +192,7 @@ def run_hook(args: list[str]) -> int:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
         detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
+    dog.payload = payload
     if url is not None:
         from infomark.tools.hooks.forward import forward
 
