@@ -19,7 +19,7 @@ from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
-from infomark.ledger.store_base import _STR, GENESIS, event_hash, loads_object
+from infomark.ledger.store_base import _STR, GENESIS, EventRow, event_hash, loads_object
 
 __all__ = ["Problem", "verify_session"]
 
@@ -182,7 +182,10 @@ def _verify_pass(
             parsed = parsed if parsed is not None else loads_object(payload)
             problems.extend(_check_merged(ledger, sess, seq, parsed))
         if replay is not None:
-            replay.apply(seq, type_, parsed if parsed is not None else loads_object(payload))
+            parsed = parsed if parsed is not None else loads_object(payload)
+            replay.apply(seq, type_, parsed)
+            if replay.feed is not None:  # the audit's story, from this same pass
+                replay.feed(EventRow(s, seq, type_, parsed, ts, prev_hash, h, mac, kid))
         prev = h
         expected = seq + 1
         last_seq = seq
@@ -378,8 +381,9 @@ def _check_merged(ledger: Ledger, sess: str, seq: int, payload: dict[str, Any]) 
 class _Replay:
     """The projection rebuilt during the verification pass (the same reducer as live)."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, feed: Callable[[EventRow], None] | None = None) -> None:
         self.state = SessionState(session=session)
+        self.feed = feed  # each row, as read and parsed once (the audit's timeline)
         self.bypasses: list[dict[str, Any]] = []
         self.rejections: list[dict[str, Any]] = []
 
