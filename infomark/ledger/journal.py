@@ -322,6 +322,13 @@ class Journal(BaseJournal):
         if not self._in_tx:
             self._relax_next = True
 
+    def defer_checkpoints(self) -> bool:
+        """No automatic checkpoint in this connection's commits (``wal_autocheckpoint=0``):
+        the HTTP service's :class:`~infomark.tools.checkpointer.Checkpointer` runs them off
+        the request path."""
+        self._retry(lambda: self._db.execute("PRAGMA wal_autocheckpoint=0"))
+        return True
+
     def require_sync(self) -> None:
         """The open transaction turned out to need the disk: fsync the WAL after it."""
         self._sync_after = True

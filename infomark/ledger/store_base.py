@@ -181,6 +181,11 @@ class BaseJournal(ABC):
         """The open transaction needs the disk after all (after :meth:`relax_next`)."""
         return None
 
+    def defer_checkpoints(self) -> bool:
+        """Leave WAL checkpoints to a background checkpointer (the HTTP service's); True
+        where the backend has them (SQLite). Here: nothing to defer."""
+        return False
+
     @property
     def store_url(self) -> str | None:
         """What selects this store again (None: the home's own SQLite file)."""
