@@ -76,20 +76,32 @@ class _Watchdog:
         answer = failure_answer(
             self.event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
         )
+        _emit(answer)  # first: the host's own timeout must not overtake the answer
+        _thread.start_new_thread(_exit_after, (answer.exit_code, _JOURNAL_BOUND_S))
         _journal_timeout(self, answer, why, removed)
-        _emit(answer)
         os._exit(answer.exit_code)
 
 
+def _exit_after(code: int, seconds: float) -> None:
+    """End the process after ``seconds`` whatever the journal is doing (a stalled disk
+    can block a write, which no lock timeout bounds)."""
+    never = _thread.allocate_lock()
+    never.acquire()
+    never.acquire(timeout=seconds)
+    os._exit(code)
+
+
 _LARGE = 1_000_000  # a payload this big is named as the likely cause of a timeout
-_JOURNAL_WAIT_S = 0.4  # the watchdog's own lock wait: the answer must still go out in time
+_JOURNAL_WAIT_S = 2.0  # the watchdog's own lock wait (its answer is out already)
+_JOURNAL_BOUND_S = 5.0  # the whole journaling step; the host's timeout is 30 s (install.py)
 
 
 def _journal_timeout(dog: _Watchdog, answer: HookAnswer, why: str, removed: list[str]) -> None:
     """Journal the watchdog's answer as a ``hook_error``: the size of the payload, what the
-    agent was told, the partial blobs removed. Bounded and without an fsync (a slow disk is
-    the likely cause); skipped, with a line on stderr, when the session cannot be named or
-    the journal stays locked (the hook's own transaction may be what hangs)."""
+    agent was told, the partial blobs removed. After the answer is out, bounded (lock waits
+    :data:`_JOURNAL_WAIT_S`, the whole step by :func:`_exit_after`) and without an fsync (a
+    slow disk is the likely cause); skipped, with a line on stderr, when the session cannot
+    be named or the journal stays locked (the hook's own transaction may be what hangs)."""
     payload = dog.payload if isinstance(dog.payload, dict) else {}
     session = payload.get("session_id")
     if not isinstance(session, str) or not session or dog.event is None:
