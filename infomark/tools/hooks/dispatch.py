@@ -77,8 +77,11 @@ class _Watchdog:
             self.event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
         )
         _emit(answer)  # first: the host's own timeout must not overtake the answer
-        _thread.start_new_thread(_exit_after, (answer.exit_code, _JOURNAL_BOUND_S))
-        _journal_timeout(self, answer, why, removed)
+        # A result's record is worth a longer wait (the host waits 30 s for it); a blocking
+        # event keeps the hook's promise of an exit within 5 s.
+        wait, bound = _JOURNAL_WAIT_S if self.event in _RESULTS else (0.05, 0.5)
+        _thread.start_new_thread(_exit_after, (answer.exit_code, bound))
+        _journal_timeout(self, answer, why, removed, wait)
         os._exit(answer.exit_code)
 
 
@@ -92,16 +95,20 @@ def _exit_after(code: int, seconds: float) -> None:
 
 
 _LARGE = 1_000_000  # a payload this big is named as the likely cause of a timeout
-_JOURNAL_WAIT_S = 2.0  # the watchdog's own lock wait (its answer is out already)
-_JOURNAL_BOUND_S = 5.0  # the whole journaling step; the host's timeout is 30 s (install.py)
+_RESULTS = ("PostToolUse", "PostToolUseFailure")
+# After a result's timeout: the lock wait and the whole journaling step (the answer is out
+# already; the host's hook timeout is 30 s, install.py)
+_JOURNAL_WAIT_S = (2.0, 5.0)
 
 
-def _journal_timeout(dog: _Watchdog, answer: HookAnswer, why: str, removed: list[str]) -> None:
+def _journal_timeout(
+    dog: _Watchdog, answer: HookAnswer, why: str, removed: list[str], wait: float
+) -> None:
     """Journal the watchdog's answer as a ``hook_error``: the size of the payload, what the
     agent was told, the partial blobs removed. After the answer is out, bounded (lock waits
-    :data:`_JOURNAL_WAIT_S`, the whole step by :func:`_exit_after`) and without an fsync (a
-    slow disk is the likely cause); skipped, with a line on stderr, when the session cannot
-    be named or the journal stays locked (the hook's own transaction may be what hangs)."""
+    ``wait``, the whole step by :func:`_exit_after`) and without an fsync (a slow disk is
+    the likely cause); skipped, with a line on stderr, when the session cannot be named or
+    the journal stays locked (the hook's own transaction may be what hangs)."""
     payload = dog.payload if isinstance(dog.payload, dict) else {}
     session = payload.get("session_id")
     if not isinstance(session, str) or not session or dog.event is None:
@@ -116,7 +123,7 @@ def _journal_timeout(dog: _Watchdog, answer: HookAnswer, why: str, removed: list
     record = {
         "event": dog.event,
         "error": why[:500],
-        "failed_closed": dog.event not in ("PostToolUse", "PostToolUseFailure")
+        "failed_closed": dog.event not in _RESULTS
         and (answer.stdout is not None or answer.exit_code == 2),
         "watchdog": True,
         "payload_bytes": dog.size,
@@ -132,7 +139,7 @@ def _journal_timeout(dog: _Watchdog, answer: HookAnswer, why: str, removed: list
         from infomark.ledger.store import open_journal
         from infomark.tools.hooks.where import hook_paths
 
-        bound_store_waits(_JOURNAL_WAIT_S)
+        bound_store_waits(wait)
         home, _root = hook_paths(payload, dog._home, dog._root)
         journal = open_journal(home, load_key(home, create=False))
         journal.relax_next()
