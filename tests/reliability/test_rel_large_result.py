@@ -39,7 +39,14 @@ def _pre_and_post(project: Path, use: str) -> tuple[bytes, bytes]:
     return pre, json.dumps(post).encode()
 
 
-@pytest.mark.parametrize("profile", ["observe", "ledger", "strict"])
+@pytest.mark.parametrize(
+    "profile",
+    [  # ~20 s each (100 MB through a real hook): the fast suite runs the default profile
+        pytest.param("observe", marks=pytest.mark.slow),
+        "ledger",
+        pytest.param("strict", marks=pytest.mark.slow),
+    ],
+)
 def test_a_100_mb_result_on_a_stalled_disk_is_answered_and_journaled(
     tmp_path: Path, profile: str
 ) -> None:
