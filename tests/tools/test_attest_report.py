@@ -128,10 +128,7 @@ def test_version_oracle_runs_no_test(tmp_path: Path) -> None:
 def test_fewer_tests_than_the_baseline(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     base, _ = attested(root, "pytest -q")
-    (root / "calc.py").write_text(
-        CALC_FIX + "import pytest\n\ndef pytest_collection_modifyitems(items):\n    pass\n"
-    )
-    # a source change that makes a test vanish: the test file imports a name conditionally
+    # a test vanished (the attested copy would take the baseline's file: the judge still counts)
     (root / "test_calc.py").write_text(TEST_CALC.replace("def test_zero", "def helper_zero"))
     got = verdict(root, "pytest -q", baseline=base)
     assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.FEWER_TESTS)
