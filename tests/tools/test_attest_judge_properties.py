@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
 from infomark.ledger.evidence import Outcome
 from infomark.tools.attest_report import RunnerReport, judge
@@ -76,7 +76,7 @@ def test_failures_in_a_report_are_never_pass(report: RunnerReport, exit_code: in
     got = judge(report, exit_code)
     assert got.outcome is not Outcome.PASS
     if exit_code == 0 and not (report.format is ReportFormat.PYTEST_PLUGIN and not report.complete):
-        assert got.code is RejectReason.MASKED_FAILURE
+        assert got.code is RunReason.MASKED_FAILURE
 
 
 @given(reports, st.sampled_from([0, 1]))
@@ -84,7 +84,7 @@ def test_a_tampered_report_is_runner_tampered(report: RunnerReport, exit_code: i
     if not report.tampered:
         return
     got = judge(report, exit_code)
-    assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.RUNNER_TAMPERED)
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.RUNNER_TAMPERED)
 
 
 def test_expect_must_be_pass_or_fail() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat, RunnerKind
 from infomark.ledger.evidence import Outcome
 
@@ -90,7 +90,7 @@ class Judgement:
     """
 
     outcome: Outcome
-    code: RejectReason | None
+    code: RunReason | None
     detail: str
     exit_status_only: bool = False
 
