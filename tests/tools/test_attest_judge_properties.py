@@ -92,3 +92,20 @@ def test_expect_must_be_pass_or_fail() -> None:
 
     with pytest.raises(ValueError, match="PASS or FAIL"):
         judge(RunnerReport(format=ReportFormat.EXIT_STATUS, exit_code=0), 0, expect=Outcome.ERROR)
+
+
+def test_every_run_reason_is_documented_with_its_outcome() -> None:
+    from pathlib import Path
+
+    from infomark.kernel.reasons import RunReason
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gates.md").read_text("utf-8")
+    start = text.index("| code | outcome | when |")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1].strip().strip("`"))
+    assert sorted(rows) == sorted(r.value for r in RunReason)
+    for reason in RunReason:
+        assert reason.hint.strip() and "\n" not in reason.hint
