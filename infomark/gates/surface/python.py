@@ -228,6 +228,26 @@ class _Collector:
         self.globs: dict[str, None] = {}
         self.notes: list[str] = []
 
+    def surface(
+        self,
+        kind: RunnerKind,
+        call: RunnerCall,
+        tests: dict[str, None] | None = None,
+        test_globs: dict[str, None] | None = None,
+    ) -> GradingSurface:
+        return GradingSurface(
+            root=self.root,
+            kind=kind,
+            files=tuple(self.files),
+            above=tuple(self.above),
+            globs=tuple(self.globs),
+            test_globs=tuple(test_globs or ()),
+            tests=tuple(tests or ()),
+            notes=tuple(self.notes),
+            kinds=(kind,),
+            calls=(call,),
+        )
+
     def add(self, path: str) -> None:
         path = os.path.normpath(path)
         rel = _rel(self.root, path)
@@ -378,18 +398,7 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
         f"pytest: rootdir {_rel(root, rootdir) or rootdir}, configuration "
         f"{(_rel(root, inifile) or inifile) if inifile else 'none'}"
     )
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.PYTEST,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        test_globs=tuple(test_globs),
-        tests=tuple(tests),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.PYTEST,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.PYTEST, call, tests, test_globs)
 
 
 def _setup(
@@ -564,18 +573,7 @@ def unittest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Gr
     for name in PYTHON_STARTUP_NAMES:
         col.add(os.path.join(root, name))
     col.globs["**/*.pth"] = None
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.UNITTEST,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        test_globs=tuple(test_globs),
-        tests=tuple(tests),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.UNITTEST,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.UNITTEST, call, tests, test_globs)
 
 
 def tox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
@@ -596,16 +594,7 @@ def tox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grading
     col.add(os.path.join(invocation, "setup.py"))
     col.globs[".tox/**"] = None
     col.notes.append("tox: the commands of its environments run in the attested copy as written")
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.TOX,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.TOX,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.TOX, call)
 
 
 def nox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
@@ -623,13 +612,4 @@ def nox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grading
         col.add(os.path.join(invocation, "noxfile.py"))
     col.globs[".nox/**"] = None
     col.notes.append("nox: the sessions' commands run in the attested copy as written")
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.NOX,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.NOX,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.NOX, call)
