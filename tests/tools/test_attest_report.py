@@ -121,8 +121,7 @@ def test_no_tests_ran_is_not_pass(tmp_path: Path) -> None:
 def test_version_oracle_runs_no_test(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     got = verdict(root, "pytest --version")
-    assert got.code is RunReason.NO_TESTS_RAN or got.code is RunReason.RUNNER_TAMPERED
-    assert not got.grounds
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.NO_TESTS_RAN)
 
 
 def test_fewer_tests_than_the_baseline(tmp_path: Path) -> None:
@@ -245,6 +244,77 @@ def test_forged_report_line_is_tampered(tmp_path: Path) -> None:
     )
     got = verdict(root, "pytest -q")
     assert got.code is RunReason.RUNNER_TAMPERED
+
+
+MIXED = """\
+import pytest
+
+@pytest.fixture
+def bad_setup():
+    raise RuntimeError("x")
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("y")
+
+def test_setup_err(bad_setup):
+    pass
+
+def test_teardown_err(bad_teardown):
+    pass
+
+@pytest.mark.xfail
+def test_xf():
+    assert False
+
+@pytest.mark.xfail
+def test_xp():
+    pass
+
+@pytest.mark.skip
+def test_sk():
+    pass
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_p(x):
+    assert x
+
+def test_monkeypatched_builtin_is_restored(monkeypatch):
+    import builtins
+    monkeypatch.setattr(builtins, "input", lambda *a: "")
+"""
+
+
+def test_every_honest_outcome_is_counted_and_not_tampered(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    root.mkdir()
+    (root / "test_mixed.py").write_text(MIXED)
+    report, code = attested(root, "pytest -q")
+    assert not report.tampered, report.detail
+    assert (report.passed, report.errors, report.skipped, report.xfailed, report.xpassed) == (
+        3,
+        2,
+        1,
+        1,
+        1,
+    )
+    assert (report.collected, code) == (8, 1)
+    assert judge(report, code).outcome is Outcome.FAIL
+
+
+@pytest.mark.parametrize("how", ["truncate", "unlink"])
+def test_a_wiped_report_is_never_a_pass(tmp_path: Path, how: str) -> None:
+    root = _project(tmp_path)
+    wipe = (
+        "open(os.environ['INFOMARK_ATTEST_REPORT'], 'w').close()"
+        if how == "truncate"
+        else "os.unlink(os.environ['INFOMARK_ATTEST_REPORT'])"
+    )
+    (root / "test_zz_wipe.py").write_text(f"import os\n\ndef test_wipe():\n    {wipe}\n")
+    got = verdict(root, "pytest -q")
+    assert not got.grounds
+    assert got.code in (RunReason.RUNNER_TAMPERED, RunReason.NO_TESTS_RAN), got
 
 
 def test_cannot_fail_on_the_baseline(tmp_path: Path) -> None:
