@@ -109,3 +109,23 @@ def test_every_run_reason_is_documented_with_its_outcome() -> None:
     assert sorted(rows) == sorted(r.value for r in RunReason)
     for reason in RunReason:
         assert reason.hint.strip() and "\n" not in reason.hint
+
+
+def test_named_tests_match_from_the_root_or_the_rootdir() -> None:
+    from infomark.tools.attest_report import named_in
+
+    report = RunnerReport(
+        format=ReportFormat.PYTEST_PLUGIN,
+        exit_code=0,
+        collected=2,
+        passed=1,
+        skipped=1,
+        tests=(("tests/test_a.py::test_x[1]", "passed"), ("tests/test_a.py::T::test_y", "skipped")),
+    )
+    assert named_in(report, "sub/tests/test_a.py::test_x") == [
+        ("tests/test_a.py::test_x[1]", "passed")
+    ]
+    assert len(named_in(report, "tests/test_a.py")) == 2
+    assert named_in(report, "tests/test_a.py::test_xy") == []
+    got = judge(report, 0, named_tests=["tests/test_a.py::T"])
+    assert got.code is RunReason.NAMED_TEST_NOT_RUN and "skipped" in got.detail

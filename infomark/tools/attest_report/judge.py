@@ -105,11 +105,15 @@ def _fewer(c: _Case) -> Judgement | None:
 
 
 def named_in(report: RunnerReport, named: str) -> list[tuple[str, str]]:
-    """The report's tests that ``named`` (a node id, a class or a file) selects."""
-    named = named.strip()
+    """The report's tests that ``named`` (a node id, a class or a file) selects. Node ids are
+    relative to pytest's rootdir: ``sub/tests/test_a.py::t`` (from the project's root) also
+    matches ``tests/test_a.py::t`` (a rootdir in ``sub``)."""
+    path, sep, rest = named.strip().partition("::")
+    parts = path.split("/")
+    forms = ["/".join(parts[i:]) + sep + rest for i in range(len(parts))]
     out = []
     for nodeid, outcome in report.tests:
-        if nodeid == named or nodeid.startswith((named + "::", named + "[")):
+        if any(nodeid == f or nodeid.startswith((f + "::", f + "[")) for f in forms):
             out.append((nodeid, outcome))
     return out
 
