@@ -428,7 +428,10 @@ def handle(
         why = explain(exc, home)
         answer = failure_answer(event, payload, profile, why, home=home, root=root)
         if not isinstance(exc, StoreBusyError):  # a busy store would only make us wait again
-            _journal_failure(gk, event, why, answer.stdout is not None or answer.exit_code == 2)
+            closed = event not in ("PostToolUse", "PostToolUseFailure") and (
+                answer.stdout is not None or answer.exit_code == 2
+            )  # a result's answer only says it is not evidence: nothing was held
+            _journal_failure(gk, event, why, closed)
         return answer
     finally:
         if gk is not None and gk is not gatekeeper:
