@@ -21,13 +21,11 @@ in ``infomark/tools/hosts/``):
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -36,13 +34,14 @@ from typing import NoReturn
 
 import pytest
 
-from .claude_harness import cache_dir
+from .claude_harness import _run, cache_dir
 from .scripts_infomark import ORACLE
 
 __all__ = [
     "EVIDENCE_REF",
     "HOST_VERSIONS",
     "LEDGER",
+    "check_fix_journal",
     "codex_home",
     "gemini_home",
     "host_binary",
@@ -111,33 +110,7 @@ def run_host(
     args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
     """Run a host CLI with stdin closed; on timeout kill its process group and raise."""
-    with subprocess.Popen(
-        list(args),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,
-    ) as proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc.pid)
-            stdout, stderr = proc.communicate()
-            raise subprocess.TimeoutExpired(args, timeout, stdout, stderr) from None
-        finally:
-            if proc.poll() is None:
-                _kill(proc.pid)
-    return subprocess.CompletedProcess(list(args), proc.returncode, stdout, stderr)
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    return _run(list(args), cwd, dict(env), timeout)
 
 
 def codex_home(cache: Path, url: str, project: Path) -> Path:
@@ -197,3 +170,32 @@ def install_hooks(name: str, project: Path) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def check_fix_journal(
+    project: Path, session: str, refs: list[str], decisions: list[tuple[str, str]]
+) -> None:
+    """The fix session's journal: C1 Exact on the last run, the gate at G9, the chain verified,
+    both oracle runs PASS evidence, no hook error, ``decisions`` in order, and one refused
+    finish (no evidence after the edit) before the allowed one."""
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.evidence import Outcome
+
+    with Gatekeeper.open(project / ".infomark", session, root=project) as gk:
+        view = gk.ledger()
+        audit = gk.audit(verify=True)
+        events = list(gk.events())
+        evidence = [gk.evidence(ref) for ref in refs]
+    assert view.status("C1") == "Exact" and view.grounded and view.gate == "G9"
+    assert audit.verified is True and audit.problems == []
+    for ev in evidence:
+        assert ev is not None and ev.outcome is Outcome.PASS and ev.command == ORACLE
+    by_type: dict[str, list[dict[str, object]]] = {}
+    for event in events:
+        by_type.setdefault(event.type, []).append(event.payload)
+    assert "hook_error" not in by_type
+    assert [(d["tool"], d["decision"]) for d in by_type["decision"]] == decisions
+    assert [(f["allow"], f["code"]) for f in by_type["finish_decision"]] == [
+        (False, "completion_without_evidence"),
+        (True, "allowed"),
+    ]

@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from infomark.gatekeeper import Gatekeeper
-from infomark.ledger.evidence import Outcome
-
 from .hosts_harness import (
     EVIDENCE_REF,
     HOST_VERSIONS,
     LEDGER,
+    check_fix_journal,
     gemini_home,
     host_binary,
     host_env,
@@ -142,27 +140,15 @@ def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: P
 
     # 5. The fresh run and stamp finished; the journal verifies.
     session = str(result["session_id"])
-    with Gatekeeper.open(project / ".infomark", session, root=project) as gk:
-        view = gk.ledger()
-        audit = gk.audit(verify=True)
-        events = list(gk.events())
-        evidence = [gk.evidence(ref) for ref in model.refs]
-    assert view.status("C1") == "Exact" and view.grounded and view.gate == "G9"
-    assert audit.verified is True and audit.problems == []
-    for ev in evidence:
-        assert ev is not None and ev.outcome is Outcome.PASS and ev.command == ORACLE
-    by_type: dict[str, list[dict[str, object]]] = {}
-    for event in events:
-        by_type.setdefault(event.type, []).append(event.payload)
-    assert "hook_error" not in by_type
-    assert [(d["tool"], d["decision"]) for d in by_type["decision"]] == [
-        ("replace", "deny"),
-        ("run_shell_command", "allow"),
-        ("replace", "allow"),
-        ("run_shell_command", "allow"),
-    ]
-    assert [(f["allow"], f["code"]) for f in by_type["finish_decision"]] == [
-        (False, "completion_without_evidence"),
-        (True, "allowed"),
-    ]
+    check_fix_journal(
+        project,
+        session,
+        model.refs,
+        [
+            ("replace", "deny"),
+            ("run_shell_command", "allow"),
+            ("replace", "allow"),
+            ("run_shell_command", "allow"),
+        ],
+    )
     print(f"\n[e2e gemini {HOST_VERSIONS['gemini']}] requests {len(stub.scripted)}")
