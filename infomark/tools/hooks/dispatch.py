@@ -22,6 +22,7 @@ STORE_WAIT_S = 2.5  # every lock wait of the journal, in total
 OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), after the answer
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
+    "\n       infomark hook gemini|codex [--home DIR] [--root DIR] < payload.json"
 )
 
 
@@ -47,6 +48,7 @@ class _Watchdog:
         self.root = root or os.getcwd()
         self._cancelled = _thread.allocate_lock()  # released by cancel(): the answer is out
         self._cancelled.acquire()
+        self.host: str | None = None  # another host's hook (tools/hosts): its answer shape
 
     def start(self) -> None:
         """Start the watchdog: a bare ``_thread`` (``threading`` costs ~4 M instructions)."""
@@ -73,13 +75,23 @@ class _Watchdog:
                 f"the hook did not finish within {DEADLINE_S:g} s: the result was "
                 f"{self.size / 1e6:.0f} MB, too large to record in time (a slow or busy disk?)"
             )
+        event, spec = self.event, None
+        if self.host is not None:  # another host's hook: judged as its Claude Code event
+            from infomark.tools.hosts.core import load_spec
+
+            spec = load_spec(self.host)
+            event = spec.events.get(event) if event else None
         answer = failure_answer(
-            self.event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
+            event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
         )
+        if spec is not None:
+            from infomark.tools.hosts.core import render
+
+            answer = render(spec, self.event, answer)
         _emit(answer)  # first: the host's own timeout must not overtake the answer
         # A result's record is worth a longer wait (the host waits 30 s for it); a blocking
         # event keeps the hook's promise of an exit within 5 s.
-        wait, bound = _JOURNAL_WAIT_S if self.event in _RESULTS else (0.05, 0.5)
+        wait, bound = _JOURNAL_WAIT_S if event in _RESULTS else (0.05, 0.5)
         _thread.start_new_thread(_exit_after, (answer.exit_code, bound))
         _journal_timeout(self, answer, why, removed, wait)
         os._exit(answer.exit_code)
@@ -172,7 +184,15 @@ def run_hook(args: list[str]) -> int:
     if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
         print(_HELP)
         return 0
-    if not args or args[0] not in ("claude-code", "claude"):
+    host = None
+    if args and args[0] not in ("claude-code", "claude"):
+        from infomark.tools.hosts import HOST_MODULES  # not on the Claude Code path
+
+        host = args[0] if args[0] in HOST_MODULES else None
+        if host is None:
+            print(_USAGE, file=sys.stderr)
+            return 2
+    if not args:
         print(_USAGE, file=sys.stderr)
         return 2
     home: str | None = None
@@ -197,6 +217,7 @@ def run_hook(args: list[str]) -> int:
     # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service
     otel = _otel_rows() if url is None and os.environ.get("INFOMARK_OTEL") else None
     dog = _Watchdog(home, root)
+    dog.host = host
     dog.start()
     raw = sys.stdin.buffer.read()
     from infomark.tools.hooks.failsafe import sniff_event
@@ -212,7 +233,16 @@ def run_hook(args: list[str]) -> int:
     except (ValueError, RecursionError) as exc:
         detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
     dog.payload = payload
-    if url is not None:
+    if host is not None:
+        from infomark.tools.hosts.core import handle_host, load_spec
+
+        if url is not None:
+            sys.stderr.write(f"infomark hook {host}: --url is for claude-code; judging locally\n")
+        spec = load_spec(host)
+        answer = handle_host(
+            spec, payload, home=home, root=root, event_hint=dog.event, detail=detail
+        )
+    elif url is not None:
         from infomark.tools.hooks.forward import forward
 
         answer = forward(url, raw, payload, home=home, root=root, detail=detail, event=dog.event)
