@@ -56,13 +56,24 @@ _uninstall_option = click.option(
     default=None,
     help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
-@_uninstall_option
+@click.option(
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Do not turn on Claude Code's Bash sandbox (the agent's programs can then read the key).",
+)
+@click.option(
+    "--uninstall",
+    is_flag=True,
+    help="Remove only infomark's hook entries, the launcher and the sandbox settings it added.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
     scope: str,
     root: Path,
     home: Path | None,
     http_url: str | None,
+    no_sandbox: bool,
     uninstall: bool,
     as_json: bool,
 ) -> None:
@@ -80,13 +91,29 @@ def install_claude_code_cmd(
         else:
             text = f"removed infomark hooks from {done.path}"
     else:
-        done = install_claude_code(scope=scope, root=root, home=home, http_url=http_url)
+        done = install_claude_code(
+            scope=scope, root=root, home=home, http_url=http_url, sandbox=not no_sandbox
+        )
         if not done.changed:
             text = f"infomark hooks already installed in {done.path}; nothing changed"
         else:
             text = f"installed infomark hooks into {done.path}"
         if http_url:
             text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
+        if not no_sandbox:
+            from infomark.tools.install_sandbox import missing_tools
+
+            if done.changed:
+                text += (
+                    "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
+                )
+            missing = missing_tools()
+            if missing:
+                text += (
+                    f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, "
+                    "missing here: it will refuse to start (sandbox.failIfUnavailable); "
+                    "install them (apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
+                )
     if as_json:
         emit_json(
             {
@@ -151,9 +178,14 @@ install.add_command(_host_install_command("codex", "OpenAI Codex CLI", ".codex/h
     default=None,
     help="Decide under this profile instead of the configured one.",
 )
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Start the downstream server in the OS sandbox (the ledger home hidden from it).",
+)
 @click.argument("server_cmd", nargs=-1, type=click.UNPROCESSED, required=True)
 @common
-def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
+def mcp_proxy(profile: str | None, sandbox: bool, server_cmd: tuple[str, ...]) -> None:
     """Gate a downstream MCP server: infomark mcp-proxy -- <server command> [args…].
 
     The session defaults to $INFOMARK_SESSION, then `mcp`.
@@ -162,7 +194,12 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
 
     session = opts()["session"] if opts()["session_given"] else "mcp"
     code = run_proxy(
-        list(server_cmd), home=opts()["home"], session=session, profile=profile, root=Path.cwd()
+        list(server_cmd),
+        home=opts()["home"],
+        session=session,
+        profile=profile,
+        root=Path.cwd(),
+        sandbox=sandbox,
     )
     if code:
         raise click.exceptions.Exit(code)
@@ -180,14 +217,35 @@ def mcp_proxy(profile: str | None, server_cmd: tuple[str, ...]) -> None:
     type=click.Path(path_type=Path),
     default=None,
     metavar="FILE",
-    help="A 0600 file outside the home whose token POST .../approve needs (none: refused).",
+    help="A 0600 file outside the home whose token POST .../approve needs. Its path shows on "
+    "this command line: prefer --operator-token-fd or ~/.config/infomark/operator-token.",
+)
+@click.option(
+    "--operator-token-fd",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Read the operator token from inherited file descriptor N (e.g. `3<FILE`).",
 )
 @common
-def serve(host: str, port: int, operator_token_file: Path | None) -> None:
-    """Run the HTTP service (bearer token from <home>/token)."""
+def serve(
+    host: str, port: int, operator_token_file: Path | None, operator_token_fd: int | None
+) -> None:
+    """Run the HTTP service (bearer token from <home>/token).
+
+    The operator token (POST .../approve) comes from --operator-token-fd, --operator-token-file,
+    $INFOMARK_OPERATOR_TOKEN (removed from the environment once read) or
+    ~/.config/infomark/operator-token, in that order; without one approvals are refused.
+    """
     from infomark.tools.serve import serve as run_serve
 
-    run_serve(opts()["home"], host=host, port=port, operator_token_file=operator_token_file)
+    run_serve(
+        opts()["home"],
+        host=host,
+        port=port,
+        operator_token_file=operator_token_file,
+        operator_token_fd=operator_token_fd,
+    )
 
 
 @click.command()

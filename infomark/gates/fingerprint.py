@@ -72,8 +72,13 @@ _SKIP_DIRS = frozenset(
         ".pytest_cache",
         ".ruff_cache",
         ".hypothesis",
+        ".cc-writes",  # Claude Code's own staging directory (.claude/.cc-writes), not the agent's
     }
 )
+# Directories whose own entries the host churns: Claude Code's sandbox makes and removes mount
+# points for the paths it protects in .claude/ around every Bash command. Their files are still
+# compared one by one; only the directory's own change time is not a change.
+_HOST_DIRS = frozenset({".claude"})
 _ENTRY = struct.Struct(">10I20sH")  # ctime, mtime, dev, ino, mode, uid, gid, size, sha1, flags
 
 
@@ -421,7 +426,7 @@ def _walk(
                         if entry.name in _SKIP_DIRS or entry.path in skipped:
                             continue
                         t = entry.stat(follow_symlinks=False).st_ctime_ns
-                        if t >= since:  # entries added or removed: name the directory
+                        if t >= since and entry.name not in _HOST_DIRS:  # entries added or removed
                             found.append((entry.path[prefix:] + "/", t, True))
                         stack.append(entry.path)
                     else:

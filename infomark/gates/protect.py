@@ -73,6 +73,11 @@ _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 # every entry runs: swapping it would switch the hooks off as surely as editing them
 _SETTINGS_NAMES = ("settings.json", "settings.local.json", "infomark-hook")
 _PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
+# What a resolved path still names under /proc when its link could not be followed: another
+# process's open files, memory, root or cwd.
+_PROC_LINK = lazy_compile(
+    r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(fd|map_files|root|cwd|mem)(?=/|$)"
+)
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _WALK_HINT = (
     "the gatekeeper's key and journal are off-limits to the agent. Name the directories to "
@@ -289,6 +294,9 @@ def protected(
     as they are, and relative file paths resolve from it); without it, shell commands are
     also resolved from ``root`` and relative file paths resolve from ``root``.
     """
+    escape = _sandbox_escape(tool_input)
+    if escape is not None:
+        return escape
     classification = _embedded_shell(tool, tool_input, classification, root)
     if "infomark" in classification.families:
         return (
@@ -303,9 +311,18 @@ def protected(
     base: StrPath = cwd if cwd is not None else root
     if cwd is None:
         classification = _from_root(tool, tool_input, classification, root)
-    paths = [resolve_path(p, base) for p in _file_paths(tool_input)]
+    file_paths = _file_paths(tool_input)
+    paths = [resolve_path(p, base) for p in file_paths]
     paths += [resolve_path(p, base) for p in classification.paths]
     opaque = classification.opaque  # set by the shell classifier only
+    for path in paths[: len(file_paths)]:  # a file tool's own path (a shell is sandboxed)
+        if _PROC_LINK.match(path):
+            return (
+                "deny",
+                DecisionCode.PROTECTED_HOME.value,
+                f"{path} is a process's open file, memory or root under /proc, which could "
+                "lead into the ledger home and cannot be checked; name the file itself",
+            )
     for path in paths:
         if _within(path, home_r):
             return (
@@ -367,6 +384,31 @@ def protected(
                 DecisionCode.PROTECTED_INSTALL.value,
                 f"{path} is part of infomark's own installation",
             )
+    return None
+
+
+#: Tool-input switches that ask the host to run a command outside its OS sandbox (Claude
+#: Code's Bash ``dangerouslyDisableSandbox``); the sandbox is what keeps the key from a
+#: program the agent runs, so no call may ask to leave it.
+_SANDBOX_SWITCHES = ("dangerouslyDisableSandbox", "dangerously_disable_sandbox")
+
+
+def _sandbox_escape(tool_input: Mapping[str, object]) -> Verdict | None:
+    for name in _SANDBOX_SWITCHES:
+        value = tool_input.get(name)
+        if (
+            value is None
+            or value is False
+            or (isinstance(value, str) and value.strip().lower() in ("", "false", "0"))
+        ):
+            continue
+        return (
+            "deny",
+            DecisionCode.PROTECTED_SANDBOX.value,
+            f"{name} asks to run this command outside the OS sandbox, which keeps infomark's "
+            "key and code out of the agent's reach; run the same command without "
+            f"{name} (a command that cannot work in the sandbox is the user's to run)",
+        )
     return None
 
 

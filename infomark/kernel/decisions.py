@@ -32,6 +32,7 @@ class DecisionCode(enum.StrEnum):
     PROTECTED_INSTALL = "protected_install"  # infomark's own installed files
     PROTECTED_OPAQUE = "protected_opaque"  # the paths a command names cannot be known statically
     PROTECTED_TRANSCRIPT = "protected_transcript"  # the host's transcript, the journal's witness
+    PROTECTED_SANDBOX = "protected_sandbox"  # a call that asks to leave the OS sandbox
     GRADING_EDIT = "grading_edit"  # an edit of a declared oracle's test or its configuration
     OPERATOR_APPROVED = "operator_approved"  # a held call the operator approved, run once
 

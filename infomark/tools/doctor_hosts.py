@@ -92,4 +92,7 @@ def diagnose(
     out += agent_findings(root, user_home)
     if url:
         out += service_findings(url, home)
+    from infomark.tools.doctor_sandbox import sandbox_findings
+
+    out += sandbox_findings(home, root, env)
     return out

@@ -155,8 +155,11 @@ def install_claude_code(
     root: Path,
     home: Path | None = None,
     http_url: str | None = None,
+    sandbox: bool = True,
 ) -> Installed:
-    """Add infomark's hooks (command, forwarding to a service with ``http_url``).
+    """Add infomark's hooks (command, forwarding to a service with ``http_url``), and, unless
+    ``sandbox`` is False, Claude Code's own Bash sandbox with infomark's policy
+    (:mod:`infomark.tools.install_sandbox`).
 
     Writes the launcher beside the settings file first, then the settings. Each file is
     written only when its content changes: installing twice leaves both as they were
@@ -186,7 +189,23 @@ def install_claude_code(
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
+    record = None
+    if sandbox:
+        from infomark.tools.install_sandbox import add_sandbox, check_root, sandbox_settings
+
+        check_root(root)
+
+        ours = sandbox_settings(root, home if home is not None else root / ".infomark")
+        record = add_sandbox(data, path, ours)
     wrote = write_launcher(launcher, text)
+    if record is not None:
+        from infomark.tools.install_sandbox import save_record
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        wrote = save_record(path, record) or wrote
+        if scope == "project":  # Claude Code's sandbox stages writes here; made now, a first
+            # sandboxed command does not change .claude/ under the session's feet
+            (path.parent / ".cc-writes").mkdir(mode=0o700, exist_ok=True)
     if path.exists() and data == before:
         return Installed(path, changed=wrote)
     _save(path, data)
@@ -237,8 +256,11 @@ def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:
     path = settings_path(scope, root)
     removed = False
     if path.exists():
+        from infomark.tools.install_sandbox import remove_sandbox
+
         before = _load(path)
-        data = _strip(json.loads(json.dumps(before)))
+        data, had_record = remove_sandbox(_strip(json.loads(json.dumps(before))), path)
+        removed = had_record
         if data != before:
             _save(path, data)
             removed = True

@@ -420,8 +420,13 @@ def run_proxy(
     session: str,
     profile: str | None,
     root: Path,
+    sandbox: bool = False,
 ) -> int:
     """Serve the proxy on stdin/stdout until the client disconnects; return the exit code.
+
+    ``sandbox``: start the downstream server in the agent's OS sandbox
+    (:func:`infomark.tools.agent_sandbox.agent_policy`: the home hidden, infomark's
+    environment read-only); refused (2, with the fix) where no sandbox can run.
 
     0 after a clean shutdown; 2 when the command is missing or the ledger home cannot be
     opened; 1 when the downstream server could not be started or failed.
@@ -429,6 +434,16 @@ def run_proxy(
     if not server_cmd:
         _warn("no downstream server command; use: infomark mcp-proxy -- <command> [args…]")
         return 2
+    if sandbox:
+        from infomark.tools import sandbox as box
+        from infomark.tools.agent_sandbox import agent_policy
+
+        status = box.probe()
+        if not status.available:
+            _warn(f"--sandbox: no OS sandbox can run here ({status.detail}); fix: {status.fix}")
+            return 2
+        policy = agent_policy(home, root, env=child_env(), cwd=Path.cwd())
+        server_cmd = box.command(server_cmd, policy)
     from infomark.gatekeeper import Gatekeeper
 
     try:
@@ -464,6 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--home", type=Path, default=None, help="ledger home (default .infomark)")
     parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--sandbox", action="store_true", help="downstream in the OS sandbox")
     parser.add_argument("server_cmd", nargs=argparse.REMAINDER, help="-- <command> [args…]")
     args = parser.parse_args(argv)
     server_cmd = list(args.server_cmd)
@@ -482,6 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             home=args.home if args.home is not None else default_home(),
             session=args.session or os.environ.get("INFOMARK_SESSION") or "mcp",
             profile=args.profile,
+            sandbox=args.sandbox,
             root=Path.cwd(),
         )
     finally:

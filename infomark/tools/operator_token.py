@@ -19,7 +19,19 @@ from infomark.kernel.errors import InfomarkError, UserError
 from infomark.ledger.keys import check_private
 from infomark.tools.service_io import ApiError
 
-__all__ = ["check_operator", "load_operator_token"]
+__all__ = [
+    "OPERATOR_TOKEN_ENV",
+    "check_operator",
+    "default_operator_token_path",
+    "load_operator_token",
+    "operator_token",
+    "read_token_fd",
+]
+
+#: An environment variable ``infomark serve`` reads the operator token from and then removes
+#: from its own environment (so nothing it starts inherits it).
+OPERATOR_TOKEN_ENV = "INFOMARK_OPERATOR_TOKEN"  # noqa: S105 (a name, not a secret)
+_MIN_LEN = 16
 
 _HOW = (
     "the G4 approval over HTTP is an operator act: start the service with "
@@ -48,12 +60,65 @@ def load_operator_token(path: Path | str, home: Path) -> str:
         token = p.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--operator-token-file {p} cannot be read: {exc}") from None
-    if len(token) < 16:
+    if len(token) < _MIN_LEN:
         raise UserError(
             f"--operator-token-file {p} holds no usable token (16 characters at least); "
             'e.g. python3 -c "import secrets; print(secrets.token_urlsafe(32))" > FILE'
         )
     return token
+
+
+def default_operator_token_path(user_home: str | None = None) -> Path:
+    """The well-known place of the operator token, ``~/.config/infomark/operator-token``:
+    never named on a command line, and a directory the agent's sandbox hides
+    (:func:`infomark.tools.agent_sandbox.private_paths`)."""
+    base = user_home if user_home is not None else os.path.expanduser("~")
+    return Path(base) / ".config" / "infomark" / "operator-token"
+
+
+def read_token_fd(fd: int) -> str:
+    """The token on an inherited file descriptor (``--operator-token-fd 3 3<FILE``); the
+    descriptor is closed afterwards."""
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            raw = f.read(4096)
+    except OSError as exc:
+        raise UserError(
+            f"--operator-token-fd {fd} cannot be read ({exc.strerror}); open it in the shell "
+            f"that starts the service, e.g. `infomark serve --operator-token-fd {fd} "
+            f"{fd}<~/.config/infomark/operator-token`"
+        ) from None
+    token = raw.decode("utf-8", "replace").strip()
+    if len(token) < _MIN_LEN:
+        raise UserError(f"--operator-token-fd {fd} holds no usable token (16 characters at least)")
+    return token
+
+
+def operator_token(
+    home: Path,
+    *,
+    file: Path | str | None = None,
+    fd: int | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[str | None, str]:
+    """The operator token and where it came from, in this order: ``fd``, ``file``,
+    ``$INFOMARK_OPERATOR_TOKEN`` (removed from ``environ``, ``os.environ`` by default), the
+    well-known file (:func:`default_operator_token_path`) when it exists; ``(None, "")``
+    when there is none."""
+    env: dict[str, str] = os.environ if environ is None else environ  # type: ignore[assignment]
+    given = env.pop(OPERATOR_TOKEN_ENV, None)
+    if fd is not None:
+        return read_token_fd(fd), f"file descriptor {fd}"
+    if file is not None:
+        return load_operator_token(file, home), str(file)
+    if given is not None:
+        if len(given.strip()) < _MIN_LEN:
+            raise UserError(f"${OPERATOR_TOKEN_ENV} holds no usable token (16 characters at least)")
+        return given.strip(), f"${OPERATOR_TOKEN_ENV}"
+    path = default_operator_token_path(env.get("HOME"))
+    if path.exists():
+        return load_operator_token(path, home), str(path)
+    return None, ""
 
 
 def check_operator(given: str | None, expected: str | None) -> None:

@@ -72,6 +72,7 @@ class SandboxBackend(StrEnum):
     """Which mechanism draws the boundary."""
 
     BWRAP = "bubblewrap"
+    LANDLOCK = "landlock"  # where bubblewrap cannot run (infomark/tools/landlock.py)
     NONE = "none"
 
 
@@ -153,7 +154,41 @@ def probe(*, refresh: bool = False) -> SandboxStatus:
     with _probe_lock:
         if _probed is None or refresh:
             _probed = _probe_bwrap()
+            if not _probed.available:
+                _probed = _probe_landlock(_probed)
         return _probed
+
+
+def _probe_landlock(bwrap: SandboxStatus) -> SandboxStatus:
+    """Landlock in bubblewrap's place: it needs no namespace, only a kernel that has it."""
+    from infomark.tools import landlock
+
+    version = landlock.abi()
+    if version < 1:
+        return SandboxStatus(
+            SandboxBackend.NONE,
+            False,
+            f"{bwrap.detail}, and this kernel has no Landlock",
+            f"{bwrap.fix}; or run on Linux 5.13+ with Landlock enabled (lsm=…,landlock)",
+        )
+    argv = landlock.script_argv(
+        ["true"], cwd="/", rule_list=landlock.rules([], [], []), network=False
+    )
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": _FALLBACK_PATH})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(SandboxBackend.NONE, False, f"landlock: {exc}", bwrap.fix)
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        return SandboxStatus(SandboxBackend.NONE, False, f"landlock: {why}", bwrap.fix)
+    return SandboxStatus(
+        SandboxBackend.LANDLOCK,
+        True,
+        f"Landlock ABI {version} ({bwrap.detail}): no private /tmp, no PID namespace, "
+        "TCP closed only from ABI 4, no new entries directly in a directory that holds a "
+        "hidden or read-only path",
+        f"for the full sandbox: {bwrap.fix}",
+    )
 
 
 def _probe_bwrap() -> SandboxStatus:
@@ -210,7 +245,15 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 
 
 def command(argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
-    """The full command line that runs ``argv`` under ``policy`` (bwrap's flags, then argv)."""
+    """The full command line that runs ``argv`` under ``policy`` (bwrap's flags, then argv;
+    under the Landlock backend, the rule-applying script, then argv)."""
+    if _probed is not None and _probed.backend is SandboxBackend.LANDLOCK:
+        from infomark.tools import landlock
+
+        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
+        return landlock.script_argv(
+            argv, cwd=policy.cwd, rule_list=rule_list, network=policy.network
+        )
     exe = _bwrap() or "bwrap"
     out = [exe, *_NAMESPACES]
     if not policy.network:

@@ -144,6 +144,7 @@ def serve(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_open_sessions: int = 128,
     operator_token_file: Path | str | None = None,
+    operator_token_fd: int | None = None,
 ) -> None:
     """Serve the ledger home ``home`` on ``host:port`` until SIGINT/SIGTERM.
 
@@ -173,6 +174,7 @@ def serve(
         max_body_bytes=max_body_bytes,
         max_open_sessions=max_open_sessions,
         operator_token_file=operator_token_file,
+        operator_token_fd=operator_token_fd,
     )
     sock = _bind(host, port)
     bound = int(sock.getsockname()[1])
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
     parser.add_argument("--max-open-sessions", type=int, default=128)
     parser.add_argument("--operator-token-file", type=Path, default=None)
+    parser.add_argument("--operator-token-fd", type=int, default=None)
     args = parser.parse_args(argv)
     try:
         from infomark.tools.otel import start_process_export
@@ -229,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             max_body_bytes=args.max_body_bytes,
             max_open_sessions=args.max_open_sessions,
             operator_token_file=args.operator_token_file,
+            operator_token_fd=args.operator_token_fd,
         )
     except InfomarkError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -76,7 +76,7 @@ from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.hooks.claude_code import handle as handle_hook
 from infomark.tools.openapi import main as _openapi_main
 from infomark.tools.openapi import openapi_document, openapi_json
-from infomark.tools.operator_token import check_operator, load_operator_token
+from infomark.tools.operator_token import check_operator, operator_token
 from infomark.tools.protocol import SessionLike
 from infomark.tools.routes import API_PREFIX, API_VERSION, OPERATIONS, SESSION_PATTERN, Operation
 from infomark.tools.service_auth import BearerAuth, http_error, internal_error
@@ -423,6 +423,7 @@ def create_app(
     poll_seconds: float = 0.25,
     max_open_sessions: int = 128,
     operator_token_file: Path | str | None = None,
+    operator_token_fd: int | None = None,
 ) -> Starlette:
     """The ASGI app of the service over the ledger home ``home``.
 
@@ -439,9 +440,9 @@ def create_app(
     root_p = Path(root) if root is not None else Path.cwd()
     ensure_private_dir(home_p)
     token = ensure_token(home_p)
-    operator = None
-    if operator_token_file is not None:  # read once; a bad file fails at startup
-        operator = load_operator_token(operator_token_file, home_p)
+    # read once: an fd, the file, $INFOMARK_OPERATOR_TOKEN (then removed from the
+    # environment) or ~/.config/infomark/operator-token; a bad one fails at startup
+    operator, _source = operator_token(home_p, file=operator_token_file, fd=operator_token_fd)
     config = load_config(root_p, home_p)  # a broken config fails at startup, not per request
     # One store for the whole service (every session, the inbox, the listing): several
     # instances on one PostgreSQL store are one ledger (docs/deploy.md).

@@ -185,10 +185,15 @@ def run_claude(
         "json",
         *extra_args,
     ]
-    if home is not None:
-        return _run(args, Path(project_dir), claude_env(stub, home, extra_env), timeout)
-    with tempfile.TemporaryDirectory(prefix="claude-home-") as tmp:
-        return _run(args, Path(project_dir), claude_env(stub, Path(tmp), extra_env), timeout)
+    # Claude Code's Bash sandbox makes the temp directory writable and plants mount points for
+    # `.git/…` in it (an empty `/tmp/.git/` left behind makes every directory under /tmp look
+    # like a git work tree): each run gets its own, short (its sockets live there too).
+    with tempfile.TemporaryDirectory(prefix="cct-", dir="/tmp") as scratch:
+        extra = {"TMPDIR": scratch, **(extra_env or {})}
+        if home is not None:
+            return _run(args, Path(project_dir), claude_env(stub, home, extra), timeout)
+        with tempfile.TemporaryDirectory(prefix="claude-home-") as tmp:
+            return _run(args, Path(project_dir), claude_env(stub, Path(tmp), extra), timeout)
 
 
 def result_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:

@@ -97,10 +97,13 @@ def start_service(
     store: str | None = None,
     home: Path | None = None,
     project: Path | None = None,
+    env_extra: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Service:
     """``infomark serve`` on ``base/project``; ``store`` a PostgreSQL URL (the service's
     ``INFOMARK_STORE``); ``home`` another home than ``base/project/.infomark``; ``project``
-    another (existing) project root."""
+    another (existing) project root; ``env_extra`` variables added to its environment,
+    ``pass_fds`` descriptors it inherits."""
     if project is None:
         project = base / "project"
         project.mkdir(parents=True)
@@ -122,7 +125,8 @@ def start_service(
     proc = subprocess.Popen(
         cmd,
         cwd=project,
-        env=_env(store),
+        env={**_env(store), **(env_extra or {})},
+        pass_fds=pass_fds,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

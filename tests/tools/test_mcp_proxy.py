@@ -477,3 +477,38 @@ def test_a_server_command_that_cannot_start_fails_cleanly(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "no-such-server" in captured.err
+
+
+# --------------------------------------------------------------------------- sandbox (issue 27)
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_a_sandboxed_downstream_server_never_sees_the_home(
+    project: Path, home: Path, tmp_path: Path, sandboxed: bool
+) -> None:
+    """A downstream server pointed at the ledger home (a hostile one) reads the key, unless the
+    proxy started it with --sandbox: then the home is an empty directory to it."""
+    from infomark.tools import sandbox
+
+    if sandboxed and not sandbox.probe().available:
+        pytest.skip(f"SKIPPED LOUDLY: no sandbox here ({sandbox.probe().detail})")
+    Gatekeeper.open(home, SESSION, root=project).close()
+    (home / "secret.txt").write_text("SECRET-IN-THE-HOME")  # text: read_note decodes UTF-8
+    down = _downstream_params(home)
+    args = ["-m", "infomark.tools.mcp_proxy", "--home", str(home), "--session", SESSION]
+    args += ["--sandbox"] if sandboxed else []
+    params = StdioServerParameters(
+        command=sys.executable, args=[*args, "--", down.command, *down.args], cwd=project
+    )
+    seen: list[str] = []
+
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("read_note", {"name": "secret.txt"})
+        seen.extend(_texts(result))
+
+    _run(params, tmp_path / "err.log", scenario)
+    text = "".join(seen)
+    if sandboxed:
+        assert "SECRET" not in text and "outcome=ERROR" in text, seen
+    else:
+        assert "SECRET-IN-THE-HOME" in text  # the control: the hostile server reads the home

@@ -224,6 +224,8 @@ def test_without_bubblewrap_nothing_runs_and_the_fix_is_said(
     empty = tmp_path / "nobin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    # and no Landlock either (the fallback backend; tests/tools/test_landlock.py runs it)
+    monkeypatch.setattr("infomark.tools.landlock.abi", lambda: 0)
     try:
         status = sandbox.probe(refresh=True)
         assert not status.available

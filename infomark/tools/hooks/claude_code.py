@@ -244,6 +244,11 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         if summary:
             view = gk.context_view()
             text += "\n\n" + summary + ("\n" + view if view else "")
+        from infomark.tools.install_sandbox import sandbox_warning
+
+        warning = sandbox_warning(gk._ledger.root_dir)
+        if warning:
+            text = warning + "\n\n" + text
         return context("SessionStart", text)
     if event == "UserPromptSubmit":
         prompt = str(payload.get("prompt") or "")

@@ -117,6 +117,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             self.home, session, root=self.root, profile=profile, config=config
         )
         self.session = self.gk.session
+        self.enforcing = self.gk.config.profile != "observe"
         self.inbox = Inbox(self.gk.store.journal)
         self.holder = new_holder("runner")
         self.client = client

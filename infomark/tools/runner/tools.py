@@ -18,15 +18,21 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.tools import sandbox
+from infomark.tools.agent_sandbox import agent_policy, check_path
 from infomark.tools.builtin import agent_env, make_builtins
 
-__all__ = ["DELEGATION_CLASS", "RunnerTool", "file_tools", "schema_of"]
+__all__ = ["DELEGATION_CLASS", "UNSANDBOXED", "RunnerTool", "file_tools", "schema_of"]
+
+#: The reason code of a shell command refused (or run bare, in ``observe``) for want of a
+#: sandbox.
+UNSANDBOXED = "sandbox_unavailable"
 
 Run = Callable[[ToolCall], ToolOutcome]
 
@@ -89,15 +95,23 @@ def file_tools(
     bash_timeout: float,
     output_cap: int,
     hide_env: tuple[str, ...] = (),
+    enforcing: bool = True,
 ) -> dict[str, RunnerTool]:
     """read, write, edit, bash, grep and glob over the project ``root``.
 
     ``hide_env`` names environment variables the shell must not see (the model's API key);
     like every process infomark starts for the agent, it never sees an ``INFOMARK_*`` one.
+    Every shell command runs in the OS sandbox of :func:`agent_policy` (the home hidden,
+    infomark's environment read-only); where no sandbox can run, ``enforcing`` (the ``ledger``
+    and ``strict`` profiles) refuses to run it, with the fix, and ``observe`` runs it bare
+    with a warning in its output. The file tools check every path against the same policy.
     """
     base = make_builtins(root, timeout=bash_timeout)
     skip = (home.resolve(),)
     shell = shutil.which("bash") or "/bin/sh"
+    env = {k: v for k, v in agent_env().items() if k not in hide_env}
+    policy = agent_policy(home, root, env=env)
+    policy = replace(policy, limits=sandbox.Limits(wall_seconds=bash_timeout))
 
     def cap(text: str) -> str:
         if len(text) <= output_cap:
@@ -108,7 +122,17 @@ def file_tools(
         command = call.command
         if command is None:
             return ToolOutcome(error="bash needs input.command (a string)", is_error=True)
-        env = {k: v for k, v in agent_env().items() if k not in hide_env}
+        status = sandbox.probe()
+        if status.available:
+            return sandboxed(command)
+        if enforcing:
+            return ToolOutcome(
+                error=f"{UNSANDBOXED}: no OS sandbox can run here ({status.detail}), and the "
+                "agent's commands run only inside one in the ledger and strict profiles (a "
+                "command outside it could read the key and mint evidence); ask the operator "
+                f"to fix it: {status.fix}",
+                is_error=True,
+            )
         started = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -126,14 +150,38 @@ def file_tools(
                 duration_ms=(time.perf_counter() - started) * 1000,
             )
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        warning = f"[{UNSANDBOXED}: no OS sandbox ({status.detail}); ran bare (observe)]\n"
         return ToolOutcome(
-            output=cap(text),
+            output=warning + cap(text),
             exit_code=proc.returncode,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
+    def sandboxed(command: str) -> ToolOutcome:
+        done = sandbox.run([shell, "-c", command], policy, max_output=output_cap * 4)
+        ms = done.wall_seconds * 1000
+        if "wall" in done.limits_hit:
+            return ToolOutcome(
+                error=f"bash: timed out after {bash_timeout:g}s (the command was killed)",
+                is_error=True,
+                duration_ms=ms,
+            )
+        text = (done.stdout + done.stderr).decode("utf-8", "replace")
+        return ToolOutcome(output=cap(text), exit_code=done.exit_code, duration_ms=ms)
+
+    def guarded(run: Run, *, write: bool) -> Run:
+        def checked(call: ToolCall) -> ToolOutcome:
+            where = call.input.get("file_path")
+            if isinstance(where, str) and where:
+                why = check_path(policy, root / where, write=write)
+                if why is not None:
+                    return ToolOutcome(error=f"{call.tool}: {why}", is_error=True)
+            return run(call)
+
+        return checked
+
     def read(call: ToolCall) -> ToolOutcome:
-        out = base["read"](call)
+        out = guarded(base["read"], write=False)(call)
         if out.is_error:
             return out
         text = str(out.output)
@@ -157,6 +205,9 @@ def file_tools(
             return ToolOutcome(error=f"grep: bad pattern {pattern!r}: {exc}", is_error=True)
         sub = call.input.get("path")
         start = root / sub if isinstance(sub, str) and sub else root
+        why = check_path(policy, start, write=False)
+        if why is not None:
+            return ToolOutcome(error=f"grep: {why}", is_error=True)
         only = call.input.get("glob")
         hits: list[str] = []
         files = [start] if start.is_file() else _walk(start, skip)
@@ -164,6 +215,8 @@ def file_tools(
             rel = os.path.relpath(f, root)
             if isinstance(only, str) and only and not fnmatch.fnmatch(rel, only):
                 continue
+            if check_path(policy, f, write=False) is not None:
+                continue  # a link into the home, a transcript, /proc: not the project's text
             try:
                 if f.stat().st_size > _GREP_MAX_FILE:
                     continue
@@ -202,7 +255,7 @@ def file_tools(
             "write",
             "Create or overwrite a file with content. Denied while a premise is outside G.",
             schema_of({**path_prop, "content": _S}, ("file_path", "content")),
-            base["write"],
+            guarded(base["write"], write=True),
         ),
         "edit": RunnerTool(
             "edit",
@@ -212,7 +265,7 @@ def file_tools(
                 {**path_prop, "old_string": _S, "new_string": _S},
                 ("file_path", "old_string", "new_string"),
             ),
-            base["edit"],
+            guarded(base["edit"], write=True),
         ),
         "bash": RunnerTool(
             "bash",

@@ -34,6 +34,7 @@ class ToolsMixin:
     inbox: Inbox
     clock: Clock
     supervisor: Supervisor
+    enforcing: bool  # the ledger and strict profiles: no shell command runs unsandboxed
 
     if TYPE_CHECKING:
 
@@ -48,6 +49,7 @@ class ToolsMixin:
             bash_timeout=b.timeout_seconds,
             output_cap=b.output_cap_chars,
             hide_env=hide,
+            enforcing=self.enforcing,
         )
         tools["fetch"] = fetch_tool(timeout=b.timeout_seconds, output_cap=b.output_cap_chars)
         tools["wait"] = RunnerTool(

@@ -1,0 +1,119 @@
+"""What the agent's OS sandbox costs per command (issue 27): sandboxed against bare.
+
+``python -m bench.sandbox [--quick]`` runs ``true`` and ``pytest -q`` (two tests in a temporary
+project) bare, under bubblewrap with :func:`infomark.tools.agent_sandbox.agent_policy`, and
+under the Landlock backend with the same policy, interleaved (bare, sandboxed, bare, …) so both
+see the same load; it reports medians, the added milliseconds (median of the per-pair
+differences) and the ratio (median of the per-pair ratios). The goal is at most 15 ms added per
+command. The table goes into docs/performance.md between ``<!-- sandbox:begin -->`` and
+``<!-- sandbox:end -->`` (a full run; ``--quick`` only prints).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from infomark.tools import landlock, sandbox
+from infomark.tools.agent_sandbox import agent_policy
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
+BEGIN, END = "<!-- sandbox:begin -->", "<!-- sandbox:end -->"
+TEST = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
+
+
+def _wall(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter_ns()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[-1]!r} failed ({done.returncode}): {done.stderr[-500:]!r}")
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def _pairs(
+    bare: Callable[[], float], boxed: Callable[[], float], n: int
+) -> tuple[float, float, float, float]:
+    for _ in range(2):
+        bare(), boxed()
+    a, b = [], []
+    for _ in range(n):
+        a.append(bare())
+        b.append(boxed())
+    added = statistics.median(y - x for x, y in zip(a, b, strict=True))
+    ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
+    return statistics.median(a), statistics.median(b), added, ratio
+
+
+def run(quick: bool) -> str:
+    counts = {"true": 8 if quick else 30, "pytest -q (2 tests)": 4 if quick else 8}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
+        project = Path(tmp) / "project"
+        (project / ".infomark").mkdir(parents=True)
+        (project / "test_x.py").write_text(TEST)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": tmp}
+        policy = agent_policy(project / ".infomark", project, env=env)
+        status = sandbox.probe()
+        backends: list[tuple[str, Callable[[Sequence[str]], list[str]]]] = []
+        if status.backend is sandbox.SandboxBackend.BWRAP:
+            backends.append(("bubblewrap", lambda argv: sandbox.command(argv, policy)))
+        if landlock.abi() >= 1:
+
+            def landlocked(argv: Sequence[str]) -> list[str]:
+                rules = landlock.rules(policy.writable, policy.read_only, policy.hidden)
+                return landlock.script_argv(argv, cwd=str(project), rule_list=rules, network=True)
+
+            backends.append(("landlock", landlocked))
+        commands = {
+            "true": ["bash", "-c", "true"],
+            "pytest -q (2 tests)": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        }
+        for name, argv in commands.items():
+            for backend, wrap in backends:
+
+                def bare(argv: Sequence[str] = argv) -> float:
+                    return _wall(argv, project, env)
+
+                def boxed(
+                    argv: Sequence[str] = argv, wrap: Callable[..., list[str]] = wrap
+                ) -> float:
+                    return _wall(wrap(argv), project, env)  # building the argv counts too
+
+                med_a, med_b, added, ratio = _pairs(bare, boxed, counts[name])
+                rows.append(
+                    f"| `{name}` | {backend} | {med_a:.1f} ms | {med_b:.1f} ms | "
+                    f"{added:+.1f} ms | {ratio:.2f}x |"
+                )
+    load = os.getloadavg()[0]
+    head = (
+        f"`python -m bench.sandbox{' --quick' if quick else ''}` · Python "
+        f"{platform.python_version()} · {platform.machine()} · interleaved pairs "
+        f"({', '.join(f'{k}: {v}' for k, v in counts.items())}) · "
+        f"load {load:.1f}\n\n"
+        "| command | sandbox | bare (median) | sandboxed (median) | added (median of pairs) | "
+        "ratio |\n|---|---|---|---|---|---|\n"
+    )
+    return head + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    text = run(quick)
+    print(text)
+    if not quick:
+        doc = DOC.read_text("utf-8")
+        start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+        DOC.write_text(doc[:start] + "\n" + text + doc[end:], "utf-8")
+        print(f"table written to {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

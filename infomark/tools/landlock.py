@@ -1,0 +1,215 @@
+"""The Landlock backend of :mod:`infomark.tools.sandbox`, where bubblewrap cannot run.
+
+Landlock (Linux 5.13+) lets an unprivileged process restrict its own file access, and that of
+everything it starts, to the hierarchies it names; no namespace, no setuid helper, so it works
+in containers that forbid user namespaces. It is an **allow-list**: a right granted on a
+directory holds for everything beneath it, and nothing can be taken back below. The policy's
+"hide this, keep that read-only, inside a writable tree" is therefore drawn by splitting each
+tree around its exceptions: a directory on the way to an exception gets only the right to list
+it, its other entries get the tree's rights one by one, the exception gets less (nothing when
+hidden, reading when read-only). What that costs, said plainly:
+
+* a hidden directory's *names* can be listed (its files cannot be opened);
+* a **new** entry cannot be created directly in a directory on the way to an exception (the
+  project root when the home is ``<project>/.infomark``, or ``/tmp`` when the project is under
+  it): existing files there stay readable and writable, and every other directory is as
+  writable as with bubblewrap. Keep the home outside the project (``$INFOMARK_HOME``) to lift it;
+* no private ``/tmp``, no PID namespace: other processes can be seen, but Landlock itself forbids
+  ptrace of and (ABI 6) signals to any process outside the sandbox;
+* the network is closed for TCP only (ABI 4); without ABI 4 it stays open.
+
+The rules are applied by this file run as a script (``python -I -S landlock.py SPEC… -- argv``,
+the rules compressed on its command line,
+standard library only, ctypes syscalls): it restricts itself, changes to the working directory
+and ``exec``s the program, which inherits the restriction and can never lift it.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import stat
+import sys
+import zlib
+from collections.abc import Iterable, Sequence
+
+__all__ = ["abi", "rules", "script_argv"]
+
+_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same on every Linux architecture
+_PR_SET_NO_NEW_PRIVS = 38
+_RULE_PATH_BENEATH = 1
+_CREATE_RULESET_VERSION = 1
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+_NET_TCP = 0b11  # bind, connect (ABI 4)
+_SCOPES = 0b11  # abstract unix sockets, signals (ABI 6)
+
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = (
+    WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG | MAKE_SOCK
+    | MAKE_FIFO | MAKE_BLOCK | MAKE_SYM | REFER | TRUNCATE | IOCTL_DEV
+)  # fmt: skip
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+_DEVICES = "/dev"  # /dev/null, /dev/tty … stay writable, as with bubblewrap's --dev
+
+Rule = tuple[str, int]
+_PIECE = 100_000  # characters per argument (Linux: at most 128 KiB each)
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none, or disabled)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        found = int(_libc().syscall(_SYS_CREATE, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(found, 0)
+
+
+def _handled(version: int) -> int:
+    return _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= version)]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _split(tree: str, rights: int, exceptions: dict[str, int], out: list[Rule]) -> None:
+    """Grant ``rights`` on ``tree`` except below the paths in ``exceptions`` (path -> the
+    rights it gets instead, 0 for none), by granting the tree's other entries one by one."""
+    inner = {p: r for p, r in exceptions.items() if _under(p, tree)}
+    if tree in inner:
+        rights = inner.pop(tree)
+        inner = {p: r for p, r in inner.items() if p != tree}
+        if not rights:
+            return
+    if not inner:
+        out.append((tree, rights))
+        return
+    out.append((tree, rights & READ_DIR))  # on the way to an exception: listing only
+    try:
+        names = sorted(os.listdir(tree))
+    except OSError:
+        return
+    for name in names:
+        child = os.path.join(tree, name)
+        if os.path.islink(child):
+            continue  # reached through its target's own rules, never granted by its name
+        if os.path.isdir(child):
+            _split(child, rights, inner, out)
+        elif not any(_under(p, child) for p in inner):
+            out.append((child, rights & _FILE_RIGHTS))
+        elif inner.get(child):
+            out.append((child, inner[child] & _FILE_RIGHTS))
+
+
+def rules(writable: Iterable[str], read_only: Iterable[str], hidden: Iterable[str]) -> list[Rule]:
+    """The Landlock rules for a policy: read everything but ``hidden``, write ``writable``
+    but not ``read_only`` nor ``hidden``. Paths are real absolute paths."""
+    hide = {os.path.realpath(p): 0 for p in hidden if os.path.lexists(p)}
+    keep = {os.path.realpath(p): READ for p in read_only if os.path.lexists(p)}
+    out: list[Rule] = []
+    _split("/", READ, hide, out)
+    for tree in dict.fromkeys(os.path.realpath(p) for p in (*writable, _DEVICES)):
+        if os.path.isdir(tree):
+            _split(tree, READ | WRITE, {**{p: READ for p in keep}, **hide}, out)
+    return out
+
+
+def script_argv(
+    argv: Sequence[str], *, cwd: str, rule_list: list[Rule], network: bool
+) -> list[str]:
+    """The command line that runs ``argv`` under ``rule_list`` (this file as a script)."""
+    # On the command line, compressed and cut into pieces (one argument may hold 128 KiB, and
+    # a busy /tmp makes many rules); never in a file the agent's earlier programs could edit.
+    raw = json.dumps({"cwd": cwd, "rules": rule_list, "network": network}).encode()
+    packed = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    pieces = [packed[i : i + _PIECE] for i in range(0, len(packed), _PIECE)] or [""]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *pieces, "--", *argv]
+
+
+class _Ruleset(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _fail(what: str) -> None:
+    err = ctypes.get_errno()
+    sys.stderr.write(f"infomark sandbox (landlock): {what} failed: {os.strerror(err)}\n")
+    raise SystemExit(126)
+
+
+def restrict(rule_list: Sequence[Rule], *, network: bool) -> None:
+    """Restrict this process (and what it starts) to ``rule_list``; exit 126 on any failure
+    (never run the program unrestricted)."""
+    version = abi()
+    if version < 1:
+        _fail("landlock_create_ruleset (no Landlock in this kernel)")
+    libc = _libc()
+    handled = _handled(version)
+    attr = _Ruleset(
+        handled, 0 if network or version < 4 else _NET_TCP, _SCOPES if version >= 6 else 0
+    )
+    size = 8 if version < 4 else 16 if version < 6 else 24
+    fd = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if fd < 0:
+        _fail("landlock_create_ruleset")
+    for path, rights in rule_list:
+        allowed = rights & handled
+        if not allowed:
+            continue
+        try:
+            parent = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # gone since the rules were drawn: nothing to grant
+        try:
+            kind = os.fstat(parent).st_mode
+            if stat.S_ISLNK(kind):
+                continue  # swapped for a link since the rules were drawn: grant nothing
+            if not stat.S_ISDIR(kind):
+                allowed &= _FILE_RIGHTS
+            beneath = _PathBeneath(allowed, parent)
+            if libc.syscall(_SYS_ADD, fd, _RULE_PATH_BENEATH, ctypes.byref(beneath), 0) != 0:
+                _fail(f"landlock_add_rule({path})")
+        finally:
+            os.close(parent)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        _fail("prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.syscall(_SYS_RESTRICT, fd, 0) != 0:
+        _fail("landlock_restrict_self")
+    os.close(fd)
+
+
+def main(args: Sequence[str]) -> None:
+    if "--" not in args or list(args).index("--") in (0, len(args) - 1):
+        sys.stderr.write("usage: landlock.py SPEC… -- PROGRAM [ARGS…] (infomark's sandbox)\n")
+        raise SystemExit(2)
+    cut = list(args).index("--")
+    spec = json.loads(zlib.decompress(base64.b64decode("".join(args[:cut]))))
+    restrict([(str(p), int(r)) for p, r in spec["rules"]], network=bool(spec["network"]))
+    os.chdir(spec["cwd"])
+    program = list(args[list(args).index("--") + 1 :])
+    try:
+        os.execvp(program[0], program)  # noqa: S606 (the program the sandbox runs)
+    except OSError as exc:
+        sys.stderr.write(f"{program[0]}: {exc.strerror}\n")
+        raise SystemExit(127) from None
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
