@@ -8,7 +8,7 @@ from collections.abc import Callable
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
-from infomark.gates.shell.wrappers import _code_on_stdin
+from infomark.gates.shell.wrappers import _code_on_stdin, special_file
 from infomark.kernel.records import dataclass
 
 __all__ = ["INTERPRETERS", "_SHELLS", "Interpreter", "_h_interpreter", "_h_pwsh", "_h_shell"]
@@ -38,10 +38,18 @@ def _h_shell(name: str, args: list[Arg], env: Env) -> None:
             continue
         break
     rest = args[i:]
+    for k in range(i):  # `--rcfile FILE` / `--init-file FILE`: code read before the shell's
+        if args[k].value in ("--rcfile", "--init-file") and k + 1 < n:
+            rc = args[k + 1].value
+            if rc is None or special_file(rc, env) is not None:
+                env.opaque(f"reads its start-up code from {args[k + 1].approx} (opaque)")
     if rest and not c_mode and rest[0].value is None:
         env.opaque(f"runs a script from a computed path or process substitution {rest[0].approx}")
         return
-    if rest and not c_mode and rest[0].value in ("/dev/stdin", "/dev/fd/0"):
+    if rest and not c_mode and (kind := special_file(rest[0].value or "", env)) is not None:
+        if kind != "stdin":
+            env.opaque(f"runs code read from {rest[0].value}, not a script file (opaque)")
+            return
         rest = []
     if c_mode:
         if not rest:
@@ -49,7 +57,7 @@ def _h_shell(name: str, args: list[Arg], env: Env) -> None:
             return
         code = rest[0]
         if code.value is None:
-            env.modify("runs a computed -c string (opaque)")
+            env.opaque("runs a computed -c string (opaque)")
         env.nested(code.approx, "-c string")
         return
     if rest:
@@ -170,7 +178,9 @@ def _h_interpreter(name: str, args: list[Arg], env: Env) -> None:
         env.modify("edits files in place")
     elif script is not None and script.value is None:
         env.opaque(f"runs a script from a computed path or process substitution {script.approx}")
-    elif script is not None and script.value not in ("-", "/dev/stdin", "/dev/fd/0"):
+    elif script is not None and special_file(script.value or "", env) == "device":
+        env.opaque(f"runs code read from {script.value}, not a script file (opaque)")
+    elif script is not None and script.value != "-" and not special_file(script.value or "", env):
         if not _project_script(script.value or "", args[i + 1 :], env):
             env.execute("runs a script")
     elif info and script is None:
