@@ -12,7 +12,6 @@ harmless input did, the input decides what runs (``xargs -I{} sh -c '{}'``,
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 
 from infomark.gates.shell.core import EXECUTE, Env, State, Stdin
@@ -140,13 +139,14 @@ def _xargs_chunks(text: str, opts: dict[str, str | None]) -> list[list[str]] | N
         items = [t for t in text.split(sep) if t != ""]
         lines = [[t] for t in items]
     else:
-        raw_lines = [line.strip() for line in text.splitlines() if line.strip()]
-        try:
-            lines = [shlex.split(line) for line in raw_lines]
-        except ValueError:
+        parsed = [
+            _unquote(line.lstrip(" \t"), split=replace is None)
+            for line in text.splitlines()
+            if line.strip()
+        ]
+        if any(p is None for p in parsed):
             return None
-        if replace is not None:
-            lines = [[line] for line in raw_lines]
+        lines = [p for p in parsed if p is not None]
         items = [w for line in lines for w in line]
     if replace is not None:
         return [line[:1] for line in lines]
@@ -157,6 +157,37 @@ def _xargs_chunks(text: str, opts: dict[str, str | None]) -> list[list[str]] | N
             [w for line in lines[k : k + count] for w in line] for k in range(0, len(lines), count)
         ] or [[]]
     return [items]
+
+
+def _unquote(line: str, *, split: bool) -> list[str] | None:
+    """xargs's reading of one input line: quotes protect blanks and are removed; ``split``
+    cuts at blanks outside quotes (not with ``-I``). A backslash (whose reading differs
+    between xargs versions) or an unmatched quote: None, and the input is probed instead."""
+    if "\\" in line:
+        return None
+    items: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    started = False
+    for ch in line:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                cur.append(ch)
+        elif ch in "'\"":
+            quote, started = ch, True
+        elif split and ch in " \t":
+            if cur or started:
+                items.append("".join(cur))
+            cur, started = [], False
+        else:
+            cur.append(ch)
+    if quote:
+        return None
+    if cur or started:
+        items.append("".join(cur))
+    return items
 
 
 def _count(value: str | None) -> int | None:
@@ -261,10 +292,12 @@ def _h_parallel(name: str, args: list[Arg], env: Env) -> None:
     values = [a for a in sources if a.value not in _PARALLEL_SEPARATORS]
     if any(a.value is None for a in command):
         env.opaque("runs a computed command template (opaque)")
-    template = (
-        command[0].approx
-        if len(command) == 1
-        else " ".join(_shell_quote(a.approx) for a in command)
+    # parallel joins its command words with spaces and hands them to a shell: the quotes the
+    # caller's shell removed are gone (`parallel echo 'a; touch f' ::: 1` runs touch), unless
+    # -q / --quote asks it to quote each word.
+    quote = any(a.value in ("-q", "--quote") for a in args[:i])
+    template = " ".join(
+        _shell_quote(a.approx) if quote and not _is_mark(a.approx) else a.approx for a in command
     )
     if not command and not sources:
         _code_on_stdin(env, "shell")  # each input line is a command
@@ -284,16 +317,22 @@ def _h_parallel(name: str, args: list[Arg], env: Env) -> None:
     env.nested(_fill(template, _HARMLESS), "command template")
 
 
+_MARKS = ("{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}", "{1}")
+
+
+def _is_mark(word: str) -> bool:
+    return word in _MARKS
+
+
 def _fill(template: str, value: str) -> str:
     """The template with its replacement strings filled in as parallel does (quoted);
     without any, the argument is appended."""
     quoted = _shell_quote(value)
-    marks = ("{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}")
-    if not any(m in template for m in marks) and "{1}" not in template:
+    if not any(m in template for m in _MARKS):
         return f"{template} {quoted}"
-    for mark in marks:
+    for mark in _MARKS:
         template = template.replace(mark, quoted)
-    return template.replace("{1}", quoted)
+    return template
 
 
 def _severity_of_code(code: str, env: Env) -> tuple[int, bool]:
