@@ -3,6 +3,7 @@ opaque (modify) unless it can be read, in-place edit flags modify, a script runs
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
@@ -301,6 +302,30 @@ def _analyse_python(code: str, env: Env, where: str) -> None:
         env.modify(f"runs opaque inline code{where}: it {verdict.why}")
 
 
+_JS_STRING = r"""(?:'[\w@./: -]*'|"[\w@./: -]*")"""
+_JS_ATOM = (
+    rf"(?:require\(\s*{_JS_STRING}\s*\)(?:\.(?:version|name))?"
+    rf"|require\.resolve\(\s*{_JS_STRING}\s*\)"
+    r"|process\.(?:version|versions(?:\.\w+)?|platform|arch|execPath)"
+    rf"|{_JS_STRING}|\d+)"
+)
+_JS_READ_ONLY = re.compile(
+    rf"\s*(?:console\.log\(\s*{_JS_ATOM}(?:\s*,\s*{_JS_ATOM})*\s*\)|{_JS_ATOM})\s*;?\s*"
+)
+
+
+def _analyse_node(code: str, env: Env, where: str) -> None:
+    """A small, exact recogniser: ``console.log(require('x').version)``, ``process.version``
+    and literals are read-only (``require`` runs the module's code, as a Python import does);
+    any other JavaScript stays opaque. Perl, Ruby, PHP … have none: always opaque."""
+    if "infomark" in code:
+        env.state.mark("infomark")
+    if _JS_READ_ONLY.fullmatch(code):
+        env.execute(f"runs inline JavaScript that only prints versions{where}")
+    else:
+        env.modify(f"runs opaque inline code{where}")
+
+
 _NODE_VALUES = frozenset(
     {"--require", "--import", "--loader", "--input-type", "--conditions", "--title"}
 )
@@ -315,8 +340,10 @@ INTERPRETERS: dict[str, Interpreter] = {
         long_val=frozenset({"--check-hash-based-pycs"}),
         analyse=_analyse_python,
     ),
-    "node": Interpreter("ep", ws("--eval --print"), separate="r", long_val=_NODE_VALUES),
-    "nodejs": Interpreter("ep", ws("--eval --print"), separate="r"),
+    "node": Interpreter(
+        "ep", ws("--eval --print"), separate="r", long_val=_NODE_VALUES, analyse=_analyse_node
+    ),
+    "nodejs": Interpreter("ep", ws("--eval --print"), separate="r", analyse=_analyse_node),
     "perl": Interpreter("eE", inplace="i", attached="IMmdDlCx0"),
     "ruby": Interpreter("e", inplace="i", separate="rIC"),
     "php": Interpreter("r", separate="cdzf"),
