@@ -65,6 +65,17 @@ _READ_DUNDERS = ws(
     "__qualname__ __module__ __annotations__ __wrapped__ __mro__ __version_info__ __author__ "
     "__cached__ __bases__"
 )
+# Standard-library modules that write, run or load code: an attribute of a third-party object
+# with one of these names (`numpy.os`, `pkg.builtins`) leads back to STRICT.
+_DANGEROUS_STDLIB = ws(
+    "os posix nt sys builtins shutil subprocess io _io pathlib importlib ctypes pickle _pickle "
+    "marshal code codeop runpy pty socket tempfile multiprocessing threading _thread asyncio "
+    "signal sqlite3 shelve dbm zipfile tarfile gzip bz2 lzma webbrowser urllib http ftplib "
+    "smtplib logging fileinput compileall py_compile venv ensurepip distutils pdb mmap fcntl "
+    "resource gc types operator functools inspect codecs zipapp filecmp site sysconfig"
+)
+# Callables that look an attribute up by a name given as data: only constant, read-only names.
+_LOOKUPS = ws("getattr attrgetter methodcaller")
 # Modules that run code hidden in the data they load.
 _CODE_LOADERS = ws("pickle _pickle cPickle marshal shelve dill cloudpickle joblib copyreg")
 _READ_ATTRS = ws(
@@ -112,7 +123,7 @@ _READ_ATTRS = ws(
     "Parameter Signature parameters return_annotation kind default empty annotation bind "
     "bind_partial POSITIONAL_OR_KEYWORD KEYWORD_ONLY VAR_POSITIONAL VAR_KEYWORD "
     "fields asdict astuple is_dataclass dataclass total_ordering wraps cached_property "
-    "singledispatch attrgetter itemgetter methodcaller deepcopy literal_eval parse dump walk "
+    "singledispatch itemgetter deepcopy literal_eval parse dump walk "
     "NodeVisitor iter_child_nodes unparse Expression Module body "
     "isidentifier iskeyword kwlist printable ascii_letters ascii_lowercase ascii_uppercase "
     "digits hexdigits punctuation whitespace capwords Template substitute safe_substitute "
@@ -132,8 +143,8 @@ _READ_ATTRS = ws(
     "getLogger getEffectiveLevel isEnabledFor level levelname "
     "nan isfinite isclose gcd lcm factorial comb perm log2 log10 fabs fmod trunc hypot "
     "atan atan2 radians degrees fsum prod median mean_ median_low median_high stdev variance "
-    "mode quantiles ZipFile TarFile fix_missing_locations get_source_segment keywords "
-    "NameConstant Constant Name Load Context "
+    "mode quantiles TestCase setUpClass ZipFile TarFile fix_missing_locations keywords "
+    "get_source_segment NameConstant Constant Name Load Context "
 ) - {"system"}
 _WRITE_MODES = frozenset("wax+")
 STRICT, LENIENT, DATA = 0, 1, 2  # where a value comes from (see _Checker)
@@ -332,6 +343,7 @@ class _Checker:
         self.origins: dict[str, set[int]] = {}
         self.reads: list[str] = []
         self.dynamic_import = False
+        self.callees: set[int] = set()
 
     def check(self, tree: ast.Module) -> PyVerdict:
         self._bind_all(tree)
@@ -345,6 +357,7 @@ class _Checker:
 
     def _bind_all(self, tree: ast.Module) -> None:
         nodes = list(ast.walk(tree))
+        self.callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self.defined.add(node.name)
@@ -358,7 +371,7 @@ class _Checker:
                     bound = alias.asname or alias.name
                     if source == STRICT and alias.name in _READ_ATTRS:
                         self.imported_ok.add(bound)
-                    stdmod = alias.name in sys.stdlib_module_names
+                    stdmod = alias.name in _DANGEROUS_STDLIB
                     self._bind(bound, {STRICT if stdmod else source})
             elif isinstance(node, ast.arg):
                 self._bind(node.arg, {STRICT})
@@ -405,7 +418,7 @@ class _Checker:
                 return {STRICT}  # the function itself, not a value it returns
             return set(self.origins.get(node.id, {STRICT}))
         if isinstance(node, ast.Attribute):
-            if node.attr in sys.stdlib_module_names or node.attr.startswith("__"):
+            if node.attr in _DANGEROUS_STDLIB or node.attr.startswith("__"):
                 return {STRICT}  # `numpy.os`, `x.__class__`: the standard library again
             return self._origin(node.value)
         if isinstance(node, ast.Call):
@@ -452,6 +465,8 @@ class _Checker:
                 return self._binds(node.id)
             if node.id in _FORBIDDEN_NAMES:
                 return f"uses `{node.id}`"
+            if node.id in _LOOKUPS and id(node) not in self.callees:
+                return f"passes `{node.id}` around (a lookup by a computed name)"
             return ""
         if isinstance(node, ast.Attribute):
             if not isinstance(node.ctx, ast.Load):
@@ -509,6 +524,8 @@ class _Checker:
                 return "imports a computed module (it may be infomark)"
             if name == "open":
                 return self._open(node)
+            if name in ("attrgetter", "methodcaller"):
+                return _constant_lookups(node)
             if name == "getattr":
                 attr = node.args[1] if len(node.args) > 1 else None
                 if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
@@ -530,6 +547,8 @@ class _Checker:
             ):
                 self.dynamic_import = True
                 return "imports a computed module (it may be infomark)"
+            if func.attr in ("attrgetter", "methodcaller"):
+                return _constant_lookups(node)
             if func.attr == "open" and not _attr_open_reads(node):
                 return "opens a file for writing"
             return ""  # the attribute itself is checked as an Attribute node
@@ -560,6 +579,24 @@ class _Checker:
             and isinstance(mode.value, str)
             and not set(mode.value) & _WRITE_MODES
         )
+
+
+def _constant_lookups(node: ast.Call) -> str:
+    """``operator.attrgetter("a.b")`` / ``methodcaller("m")``: a getattr by name; every name
+    must be a constant known to be read-only (the object it is applied to is not known)."""
+    names = node.args if node.func and _callee(node) == "attrgetter" else node.args[:1]
+    for arg in names:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return f"calls `{_callee(node)}()` with a computed name"
+        for part in arg.value.split("."):
+            if part not in _READ_ATTRS:
+                return f"looks up `{part}` by name, which is not known to be read-only"
+    return ""
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _std_stream_write(node: ast.Attribute) -> bool:
