@@ -20,10 +20,22 @@ from infomark.gates.shell.wrappers import _argv, _code_on_stdin
 
 __all__ = ["_h_parallel", "_h_xargs", "assembled_exec", "input_reaches_code"]
 
-# Hostile input, one value per reading of the place it lands in: shell code, Python code,
-# a command word. No "/" (a file name found by `find` cannot hold one).
-_PROBES = ("x; rm -rf .", "__import__('os').system('rm -rf .')", "rm")
-_WORD_PROBES = [["rm", "-rf", "."], [_PROBES[0]], [_PROBES[1]]]
+# Hostile input, one value per reading of the place it lands in: shell code (bare, inside
+# single or double quotes, inside `$(…)`), Python code (bare or inside a string literal), a
+# command word. No "/" (a file name found by `find` cannot hold one).
+_PY = "__import__('os').system('rm -rf .')"
+_PROBES = (
+    "x; rm -rf .",
+    "x'; rm -rf .; '",
+    'x"; rm -rf .; "',
+    "$(rm -rf .)",
+    _PY,
+    f'x"); {_PY}; ("',
+    f"x'); {_PY}; ('",
+    f'x"""); {_PY}; ("""',
+    "rm",
+)
+_WORD_PROBES = [["rm", "-rf", "."], *([p] for p in _PROBES[:-1])]
 _HARMLESS = "x"
 _MAX_RESOLVED = 64  # input lines resolved one by one; more: probed like unknown input
 
@@ -301,6 +313,9 @@ def _h_parallel(name: str, args: list[Arg], env: Env) -> None:
     )
     if not command and not sources:
         _code_on_stdin(env, "shell")  # each input line is a command
+        return
+    if any(a.value in ("--pipe", "--pipepart") for a in args[:i]):
+        env.nested(template, "command fed parallel's input")  # it reads parallel's stdin
         return
     if sources and not files and all(a.value is not None for a in values):
         for value in values:  # the arguments are in the command line: run what they make

@@ -45,6 +45,15 @@ WRITES: list[tuple[str, bool, tuple[str, ...]]] = [
     ("echo 'touch f' | xargs -I{} sh -c {}", True, ()),
     ("echo \"'touch f'\" | xargs sh -c", True, ()),
     ("echo touch f | xargs env", True, ()),
+    (  # input that closes the string literal it is pasted into
+        "printf '%s\\n' 'x\"); open(\"f\", \"w\"); (\"' | xargs -d '\\n' -I% "
+        "python3 -c 'print(\"%\")'",
+        True,
+        (),
+    ),
+    ("printf '%s\\n' \"x'; touch f; '\" | xargs -d '\\n' -I{} sh -c \"echo '{}'\"", True, ()),
+    ("ls | parallel --pipe sh", True, ("touch f",)),
+    ("echo 'touch f' | parallel --pipe sh", False, ()),
     ("xargs -a c.txt -I{} sh -c {}", True, ("c.txt",)),
     ("cat c.txt | xargs -I{} sh -c {}", True, ("c.txt",)),
     ("find . -name 'x*' -exec sh -c 'echo {}' \\;", True, ("x; touch f",)),
@@ -82,6 +91,8 @@ HONEST = [
     "find . -name '*.py' -exec grep -l foo {} +",
     "find . -name '*.py' -exec sh -c 'wc -l \"$1\"' _ {} \\;",
     "xargs -I{} echo {} <<< 'touch f'",
+    "printf 'a.py\\n' | xargs -I{} git log -1 --format=%s -- {}",
+    "printf 'a.py\\n' | parallel wc -l",
     "GIT_PAGER=cat git --version",
     "PAGER=cat git --version",
     "python3 - <<< 'print(1)'",
@@ -89,8 +100,11 @@ HONEST = [
 
 
 def _run(command: str, where: Path) -> None:
+    """Run ``command`` in ``where`` with a HOME of its own next to it (tools keep state there)."""
     assert BASH is not None
-    env = {"PATH": os.environ["PATH"], "HOME": str(where), "LC_ALL": "C"}
+    home = where.parent / (where.name + ".home")
+    home.mkdir(exist_ok=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LC_ALL": "C"}
     subprocess.run(
         [BASH, "-c", command], cwd=where, env=env, capture_output=True, timeout=60, check=False
     )
@@ -126,9 +140,11 @@ def test_honest_forms_stay_execute(command: str, tmp_path: Path) -> None:
     assert classify_shell(command).tool_class is ToolClass.EXECUTE, classify_shell(command)
     if BASH is None:
         pytest.skip("bash is not installed: cannot prove the forms do not write")
-    (tmp_path / "a.py").write_text("foo\n")
-    _run(command, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"], command
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.py").write_text("foo\n")
+    _run(command, work)
+    assert sorted(p.name for p in work.iterdir()) == ["a.py"], command
 
 
 def test_destructive_input_stays_destructive() -> None:
