@@ -74,8 +74,9 @@ _DANGEROUS_STDLIB = ws(
     "smtplib logging fileinput compileall py_compile venv ensurepip distutils pdb mmap fcntl "
     "resource gc types operator functools inspect codecs zipapp filecmp site sysconfig"
 )
-# Callables that look an attribute up by a name given as data: only constant, read-only names.
-_LOOKUPS = ws("getattr attrgetter methodcaller")
+# Callables that look an attribute up by a name given as data (only constant, read-only names),
+# and `open`: never passed around as values (`map(open, ["f"], ["w"])` opens for writing).
+_LOOKUPS = ws("getattr attrgetter methodcaller open")
 # Modules that run code hidden in the data they load.
 _CODE_LOADERS = ws("pickle _pickle cPickle marshal shelve dill cloudpickle joblib copyreg")
 _READ_ATTRS = ws(
@@ -167,7 +168,8 @@ _WRITE_ANYWHERE = re.compile(
     re.IGNORECASE,
 )
 _WRITE_PREFIX = re.compile(
-    r"mk|rm|del_|copy|move|flush|download|rollback|sync|persist|store|create|drop|insert|"
+    r"mk|rm|del_|copy|move|flush|download|rollback|sync|persist|store|creat|drop|insert|"
+    r"checkout|stash|push|pull|merge|rebase|restore|revert|cherry_pick|git$|"
     r"update|replace|clean|destroy|kill|terminate|send|emit|to_(?:csv|excel|feather|hdf|json|"
     r"latex|netcdf|parquet|pickle|sql|stata|zarr|html|markdown|file|clipboard|xml|orc|gbq)",
     re.IGNORECASE,
@@ -177,6 +179,8 @@ _MODE = re.compile(r"[rwabxtU+]{1,4}(?:[:|][a-z0-9]*)?")  # open modes, tarfile'
 
 def _is_write_mode(value: object) -> bool:
     """``"w"``, ``"a+"``, ``"rb+"``, tarfile's ``"w:gz"`` / ``"w|xz"``: a mode that writes."""
+    if isinstance(value, bytes):  # `libc.fopen(b"f", b"w")`
+        value = value.decode("latin-1")
     return (
         isinstance(value, str)
         and _MODE.fullmatch(value) is not None
@@ -500,6 +504,8 @@ class _Checker:
             return f"uses `.{attr}`, which reaches the interpreter's internals"
         if node is not None and _std_stream_write(node):
             return ""
+        if attr == "open" and node is not None and id(node) not in self.callees:
+            return "passes `.open` around (it may be called with a write mode)"
         for origin in self._origin(value):
             if origin == LENIENT and (attr in _LENIENT_DENY or _writes_by_name(attr)):
                 return f"calls `.{attr}`, a name that writes, deletes or runs code"
