@@ -275,8 +275,9 @@ _STDIN_FILES = re.compile(r"^/(?:dev/stdin|dev/fd/0|proc/[^/]+/fd/0|proc/self/ta
 def special_file(path: str, env: Env) -> str | None:
     """``"stdin"`` when a script path is the command's own stdin in any spelling
     (``/dev/stdin``, ``//dev/./fd/0``, ``/proc/self/fd/0``, ``stdin`` after ``cd /dev``),
-    ``"device"`` for any other file under ``/dev`` or ``/proc`` (a descriptor, a pipe: code
-    nobody can read beforehand), else None (a script file)."""
+    ``"device"`` for another descriptor (``/dev/fd/3``, ``/proc/PID/fd/N``, ``/dev/tty``) or
+    a path written as ``/proc/…`` (code nobody can read beforehand), else None (a script
+    file, ``/dev/shm/x`` included)."""
     if not path:
         return None
     full = posixpath.normpath(posixpath.join(env.state.cwds[-1], path))
@@ -284,9 +285,18 @@ def special_file(path: str, env: Env) -> str | None:
         full = full[1:]
     if _STDIN_FILES.match(full):
         return "stdin"
-    if full.startswith(("/dev/", "/proc/")) and full != "/dev/null":
+    if _DESCRIPTORS.match(full):  # /dev/shm/x (a tmpfs) is a file like any other
         return "device"
+    if path.startswith("/proc/") and not path.startswith(_PROC_CWD):
+        return "device"  # written as /proc/…: a process's memory, environment, descriptors
     return None
+
+
+# A descriptor of some process (a pipe, a socket, a deleted file): no script file.
+_DESCRIPTORS = re.compile(
+    r"^(?:/proc/[^/]+/(?:task/[^/]+/)?fd/|/dev/fd/|/dev/(?:tty|stdout|stderr)$)"
+)
+_PROC_CWD = ("/proc/self/cwd/", "/proc/thread-self/cwd/")
 
 
 def _h_infomark(name: str, args: list[Arg], env: Env) -> None:

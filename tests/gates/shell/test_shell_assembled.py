@@ -147,6 +147,14 @@ def test_honest_forms_stay_execute(command: str, tmp_path: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["a.py"], command
 
 
+def test_a_script_in_a_proc_cwd_is_a_script() -> None:
+    """The session's cwd may be spelled /proc/self/cwd: its scripts are files, not devices."""
+    for cwd in ("/proc/self/cwd", "/proc/1/cwd/sub", "/dev/shm/task"):
+        c = classify_shell("python3 test_x.py", cwd=cwd)
+        assert c.tool_class is ToolClass.EXECUTE and not c.opaque, c
+    assert classify_shell("python3 /proc/self/environ").opaque
+
+
 def test_destructive_input_stays_destructive() -> None:
     assert (
         classify_shell("xargs -I{} sh -c '{}' <<< 'rm -rf src'").tool_class is ToolClass.DESTRUCTIVE
