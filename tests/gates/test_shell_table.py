@@ -238,7 +238,8 @@ TABLE: list[tuple[str, ToolClass, str | None]] = [
     ("python -c 'print(1)'", E, None),
     ('python3 -c "import os"', E, None),
     ("python -c 'import os; os.remove(\"x\")'", M, None),
-    ("node -e 'console.log(1)'", M, None),
+    ("node -e 'console.log(1)'", E, None),  # issue 33: an exact version/literal print
+    ('node -e \'console.log(require("fs").readFileSync("f", "utf8"))\'', M, None),
     ("perl -e 'print 1'", M, None),
     ("ruby -e 'puts 1'", M, None),
     ("python <<EOF\nimport os\nEOF", E, None),

@@ -97,6 +97,7 @@ class Stdin:
     label: str = ""
     producer: str = ""  # the command writing into the pipe, as written (`base64 -d`)
     producer_input: str | None = None  # what the producer itself reads, when known
+    exact: bool = False  # ``text`` is exactly what the command reads (no expansion in it)
 
 
 Handler = Callable[[str, list[Arg], "Env"], None]
@@ -146,6 +147,7 @@ class State:
     walks: list[Walk] = field(default_factory=list)  # recursive reads/copies/changes
     listings: list[Walk] = field(default_factory=list)  # `find ROOT` name lists (for xargs)
     glob_changed: bool = False  # `shopt -s dotglob/globstar…` or GLOBIGNORE: globs unknown
+    inherited: list[Stdin] = field(default_factory=list)  # stdin of the code being nested
 
     def __post_init__(self) -> None:
         if not self.cwds:
@@ -241,12 +243,24 @@ class Env:
             self.state.mark(family)
         self.add(MODIFY, what)
 
-    def nested(self, code: str, where: str) -> None:
-        self.state.walker.nested(code, self.state, self.depth, f"{self.quoted} {where}")
+    def nested(self, code: str, where: str, *, inherit: bool = True) -> None:
+        """Classify ``code`` one level deeper. Its commands read this command's stdin
+        (``sh -c sh <<< CODE`` runs CODE) unless ``inherit`` is off (the code *is* the stdin)."""
+        stdin = self.stdin() if inherit else Stdin("none")
+        if stdin.kind != "none":
+            self.state.inherited.append(stdin)
+        try:
+            self.state.walker.nested(code, self.state, self.depth, f"{self.quoted} {where}")
+        finally:
+            if stdin.kind != "none":
+                self.state.inherited.pop()
 
     def stdin(self) -> Stdin:
         if self._stdin is None:
-            self._stdin = self.state.walker.stdin_of(self.node, self.src)
+            own = self.state.walker.stdin_of(self.node, self.src)
+            if own.kind == "none" and self.state.inherited:
+                own = self.state.inherited[-1]  # nested code reads its runner's stdin
+            self._stdin = own
         return self._stdin
 
 

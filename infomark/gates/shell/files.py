@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from infomark.gates.shell.assembled import assembled_exec
 from infomark.gates.shell.core import Env, Handler
 from infomark.gates.shell.words import (
     Arg,
@@ -12,7 +13,6 @@ from infomark.gates.shell.words import (
     _scan,
     _static,
 )
-from infomark.gates.shell.wrappers import _argv
 
 __all__ = [
     "_MODIFY_VERBS",
@@ -83,7 +83,7 @@ def _h_find(name: str, args: list[Arg], env: Env) -> None:
             if head in ("rm", "unlink", "shred", "remove-item"):
                 env.destroy(f"deletes every match with {v} {head}", "file")
             elif inner:
-                _argv(inner, env)
+                assembled_exec(inner, env, f"find {v}")
             found = True
             i = j
         elif v in ("-fprint", "-fprint0", "-fprintf", "-fls"):
@@ -107,7 +107,7 @@ def _h_fd(name: str, args: list[Arg], env: Env) -> None:
             if head in ("rm", "unlink", "shred"):
                 env.destroy(f"deletes every match with {arg.value} {head}", "file")
             elif inner:
-                _argv(inner, env)
+                assembled_exec(inner, env, f"fd {arg.value}")
             return
     env.execute("searches files")
 

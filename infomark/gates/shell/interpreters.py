@@ -3,12 +3,13 @@ opaque (modify) unless it can be read, in-place edit flags modify, a script runs
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
-from infomark.gates.shell.wrappers import _code_on_stdin
+from infomark.gates.shell.wrappers import _code_on_stdin, special_file
 from infomark.kernel.records import dataclass
 
 __all__ = ["INTERPRETERS", "_SHELLS", "Interpreter", "_h_interpreter", "_h_pwsh", "_h_shell"]
@@ -38,10 +39,18 @@ def _h_shell(name: str, args: list[Arg], env: Env) -> None:
             continue
         break
     rest = args[i:]
+    for k in range(i):  # `--rcfile FILE` / `--init-file FILE`: code read before the shell's
+        if args[k].value in ("--rcfile", "--init-file") and k + 1 < n:
+            rc = args[k + 1].value
+            if rc is None or special_file(rc, env) is not None:
+                env.opaque(f"reads its start-up code from {args[k + 1].approx} (opaque)")
     if rest and not c_mode and rest[0].value is None:
         env.opaque(f"runs a script from a computed path or process substitution {rest[0].approx}")
         return
-    if rest and not c_mode and rest[0].value in ("/dev/stdin", "/dev/fd/0"):
+    if rest and not c_mode and (kind := special_file(rest[0].value or "", env)) is not None:
+        if kind != "stdin":
+            env.opaque(f"runs code read from {rest[0].value}, not a script file (opaque)")
+            return
         rest = []
     if c_mode:
         if not rest:
@@ -49,7 +58,7 @@ def _h_shell(name: str, args: list[Arg], env: Env) -> None:
             return
         code = rest[0]
         if code.value is None:
-            env.modify("runs a computed -c string (opaque)")
+            env.opaque("runs a computed -c string (opaque)")
         env.nested(code.approx, "-c string")
         return
     if rest:
@@ -170,7 +179,9 @@ def _h_interpreter(name: str, args: list[Arg], env: Env) -> None:
         env.modify("edits files in place")
     elif script is not None and script.value is None:
         env.opaque(f"runs a script from a computed path or process substitution {script.approx}")
-    elif script is not None and script.value not in ("-", "/dev/stdin", "/dev/fd/0"):
+    elif script is not None and special_file(script.value or "", env) == "device":
+        env.opaque(f"runs code read from {script.value}, not a script file (opaque)")
+    elif script is not None and script.value != "-" and not special_file(script.value or "", env):
         if not _project_script(script.value or "", args[i + 1 :], env):
             env.execute("runs a script")
     elif info and script is None:
@@ -291,6 +302,30 @@ def _analyse_python(code: str, env: Env, where: str) -> None:
         env.modify(f"runs opaque inline code{where}: it {verdict.why}")
 
 
+_JS_STRING = r"""(?:'[\w@./: -]*'|"[\w@./: -]*")"""
+_JS_ATOM = (
+    rf"(?:require\(\s*{_JS_STRING}\s*\)(?:\.(?:version|name))?"
+    rf"|require\.resolve\(\s*{_JS_STRING}\s*\)"
+    r"|process\.(?:version|versions(?:\.\w+)?|platform|arch|execPath)"
+    rf"|{_JS_STRING}|\d+)"
+)
+_JS_READ_ONLY = re.compile(
+    rf"\s*(?:console\.log\(\s*{_JS_ATOM}(?:\s*,\s*{_JS_ATOM})*\s*\)|{_JS_ATOM})\s*;?\s*"
+)
+
+
+def _analyse_node(code: str, env: Env, where: str) -> None:
+    """A small, exact recogniser: ``console.log(require('x').version)``, ``process.version``
+    and literals are read-only (``require`` runs the module's code, as a Python import does);
+    any other JavaScript stays opaque. Perl, Ruby, PHP … have none: always opaque."""
+    if "infomark" in code:
+        env.state.mark("infomark")
+    if _JS_READ_ONLY.fullmatch(code):
+        env.execute(f"runs inline JavaScript that only prints versions{where}")
+    else:
+        env.modify(f"runs opaque inline code{where}")
+
+
 _NODE_VALUES = frozenset(
     {"--require", "--import", "--loader", "--input-type", "--conditions", "--title"}
 )
@@ -305,8 +340,10 @@ INTERPRETERS: dict[str, Interpreter] = {
         long_val=frozenset({"--check-hash-based-pycs"}),
         analyse=_analyse_python,
     ),
-    "node": Interpreter("ep", ws("--eval --print"), separate="r", long_val=_NODE_VALUES),
-    "nodejs": Interpreter("ep", ws("--eval --print"), separate="r"),
+    "node": Interpreter(
+        "ep", ws("--eval --print"), separate="r", long_val=_NODE_VALUES, analyse=_analyse_node
+    ),
+    "nodejs": Interpreter("ep", ws("--eval --print"), separate="r", analyse=_analyse_node),
     "perl": Interpreter("eE", inplace="i", attached="IMmdDlCx0"),
     "ruby": Interpreter("e", inplace="i", separate="rIC"),
     "php": Interpreter("r", separate="cdzf"),

@@ -1,14 +1,26 @@
 """Is a piece of inline Python read-only? Decided from its AST (``ast.parse``, never run).
 
-Read-only means: it only imports, computes, prints and opens files for reading. Decided by an
-allow-list, so anything not known to be harmless is *not* read-only:
+Read-only means: nothing in the program *states* a write. Every value is traced (flow-
+insensitively, to a fixpoint) to where it may come from:
 
-- every call's callee is a builtin from :data:`_PURE_BUILTINS` (not rebound by the code), a
-  function or class the code itself defines, a name imported with ``from m import n`` where
-  ``n`` is an allowed attribute, or an attribute whose name is in :data:`_READ_ATTRS`;
-- every attribute the code touches (called or not: ``sorted(x, key=os.remove)``) is in
-  :data:`_READ_ATTRS`; no attribute, subscript of a module or global is assigned;
-- ``open()`` gets a constant mode without ``w``, ``a``, ``x`` or ``+``.
+- ``STRICT``: the standard library, builtins used as values, parameters, anything unknown.
+  Only names known to be read-only may be used on it (:data:`_READ_ATTRS`), calls only of
+  pure builtins (:data:`_PURE_BUILTINS`) or of read-only names imported from it;
+- ``DATA``: literals and what pure builtins return (``str(x)``, ``len(x)``): also the methods
+  of the builtin types (``"a".replace``, ``[].append``), which change nothing outside memory;
+- ``LENIENT``: a third-party or project module, the functions and classes the code defines,
+  and what they return. Calling into them runs code the classifier cannot see, exactly like
+  importing them or running a script (the fingerprint and change feed watch what it does), so
+  it is accepted, unless the name says it writes, deletes or runs code (every callable name of
+  the standard library's writing modules, :mod:`.pywriters`, and the usual verbs of other
+  libraries: ``save``, ``to_csv``, ``update`` …). An attribute that names a standard-library
+  module (``numpy.os``) or a dunder (``x.__dict__``) leads back to ``STRICT``.
+
+Whatever the origin, these are never read-only: ``exec``/``eval``/``compile``/``setattr``/
+``vars``/``globals``/``__import__`` of a computed name, ``getattr`` with a computed name, a
+write mode (``open(p, "w")``, ``h5py.File(p, "a")``, ``mode="w+"``, ``"w:gz"``) or a write
+switch (``inplace=True``) handed to any call, assigning or deleting an attribute, importing a
+module that runs code hidden in data (``pickle``, ``marshal``, ``shelve`` …).
 
 Code that mentions ``infomark`` is reported, so self-invocation through Python is caught.
 """
@@ -16,21 +28,57 @@ Code that mentions ``infomark`` is reported, so self-invocation through Python i
 from __future__ import annotations
 
 import ast
+import builtins as _builtins
+import re
+import sys
 
 from infomark.gates.shell.core import ws
+from infomark.gates.shell.pywriters import STD_WRITERS
 from infomark.kernel.records import dataclass, field
 
 __all__ = ["PyVerdict", "analyse_python"]
 
 _MAX_CODE = 200_000
 
-_PURE_BUILTINS = ws(
+
+_EXCEPTIONS = frozenset(
+    n for n, v in vars(_builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+)
+_PURE_BUILTINS = _EXCEPTIONS | ws(
     "print len str repr sorted list dict set frozenset tuple int float bool complex bytes range "
     "enumerate zip map filter min max sum any all type isinstance issubclass hasattr format hex "
     "oct bin ord chr abs round divmod pow id hash iter next reversed slice callable ascii open "
-    "Exception ValueError TypeError KeyError RuntimeError SystemExit AssertionError ImportError "
-    "StopIteration exit quit input dir "
+    "exit quit input dir memoryview bytearray property staticmethod classmethod super object "
+    "getattr locals NotImplemented Ellipsis"
 )
+# Builtins whose result is plain data whatever they are given (`type()` is not: it returns a
+# class, whose methods may write).
+_DATA_BUILTINS = ws(
+    "str repr len int float bool complex bytes bytearray memoryview hex oct bin ord chr abs "
+    "round format ascii hash id isinstance issubclass callable hasattr divmod dir"
+)
+_FORBIDDEN_NAMES = ws(
+    "exec eval compile __import__ __builtins__ globals setattr delattr vars breakpoint help"
+)
+_READ_DUNDERS = ws(
+    "__version__ __file__ __name__ __path__ __doc__ __spec__ __loader__ __package__ __all__ "
+    "__qualname__ __module__ __annotations__ __wrapped__ __mro__ __version_info__ __author__ "
+    "__cached__ __bases__"
+)
+# Standard-library modules that write, run or load code: an attribute of a third-party object
+# with one of these names (`numpy.os`, `pkg.builtins`) leads back to STRICT.
+_DANGEROUS_STDLIB = ws(
+    "os posix nt sys builtins shutil subprocess io _io pathlib importlib ctypes pickle _pickle "
+    "marshal code codeop runpy pty socket tempfile multiprocessing threading _thread asyncio "
+    "signal sqlite3 shelve dbm zipfile tarfile gzip bz2 lzma webbrowser urllib http ftplib "
+    "smtplib logging fileinput compileall py_compile venv ensurepip distutils pdb mmap fcntl "
+    "resource gc types operator functools inspect codecs zipapp filecmp site sysconfig"
+)
+# Callables that look an attribute up by a name given as data (only constant, read-only names),
+# and `open`: never passed around as values (`map(open, ["f"], ["w"])` opens for writing).
+_LOOKUPS = ws("getattr attrgetter methodcaller open")
+# Modules that run code hidden in the data they load.
+_CODE_LOADERS = ws("pickle _pickle cPickle marshal shelve dill cloudpickle joblib copyreg")
 _READ_ATTRS = ws(
     "__version__ __file__ __name__ __path__ __doc__ VERSION version version_info get_version "
     "python_version python_implementation platform machine node release architecture uname "
@@ -59,8 +107,119 @@ _READ_ATTRS = ws(
     "nsmallest reduce partial lru_cache cache chain product permutations combinations groupby "
     "islice tee accumulate cycle repeat starmap zip_longest which get_terminal_size cpu_count "
     "getpid getppid getuid getgid getlogin sep linesep pathsep curdir pardir devnull "
+    # more pure reads of the standard library (decimal, datetime, typing, inspect, unicodedata,
+    # urllib.parse, zipfile listings …), seen in real agents' one-liners
+    "_xoptions get_int_max_str_digits float_repr_style int_info hash_info thread_info getsizeof "
+    "builtin_module_names stdlib_module_names orig_argv platlibdir abiflags warnoptions "
+    "Decimal Fraction as_tuple is_signed is_zero is_nan is_infinite is_finite copy_sign "
+    "quantize normalize adjusted to_integral_value localcontext getcontext limit_denominator "
+    "year month day hour minute second microsecond tzinfo utc timezone fromisoformat "
+    "fromtimestamp fromordinal weekday isoweekday isocalendar total_seconds days seconds "
+    "microseconds utcoffset tzname astimezone combine monotonic perf_counter sleep gmtime "
+    "localtime mktime ctime asctime calendar monthrange isleap "
+    "TypeVar Tuple List Dict Set Optional Union Any Callable Literal Generic Protocol "
+    "get_type_hints get_origin get_args cast overload final "
+    "ismethod isbuiltin isroutine getdoc getmro isabstract iscoroutinefunction "
+    "isgeneratorfunction getfullargspec getsourcelines getsourcefile getmodulename cleandoc "
+    "Parameter Signature parameters return_annotation kind default empty annotation bind "
+    "bind_partial POSITIONAL_OR_KEYWORD KEYWORD_ONLY VAR_POSITIONAL VAR_KEYWORD "
+    "fields asdict astuple is_dataclass dataclass total_ordering wraps cached_property "
+    "singledispatch itemgetter deepcopy literal_eval parse dump walk "
+    "NodeVisitor iter_child_nodes unparse Expression Module body "
+    "isidentifier iskeyword kwlist printable ascii_letters ascii_lowercase ascii_uppercase "
+    "digits hexdigits punctuation whitespace capwords Template substitute safe_substitute "
+    "shorten wrap fill getpreferredencoding calcsize pack unpack unpack_from b64encode "
+    "b64decode urlsafe_b64encode urlsafe_b64decode hexlify unhexlify crc32 adler32 uuid4 uuid1 "
+    "UUID ip_address ip_network ip_interface unescape SequenceMatcher unified_diff ndiff "
+    "context_diff get_close_matches ratio get_opcodes urlparse urlsplit urlunsplit urlunparse "
+    "urljoin urlencode quote quote_plus unquote unquote_plus parse_qs parse_qsl netloc scheme "
+    "query fragment hostname port username password "
+    "category combining normalize east_asian_width decimal numeric lookup unidata_version "
+    "guess_type guess_extension getsitepackages getusersitepackages get_paths get_path "
+    "get_config_var get_config_vars get_platform get_python_version iter_modules "
+    "namelist infolist getnames getmembers filename file_size compress_size "
+    "reader DictReader Sniffer sniff has_header "
+    "warn simplefilter filterwarnings catch_warnings "
+    "LooseVersion StrictVersion Version parse_version vstring "
+    "getLogger getEffectiveLevel isEnabledFor level levelname "
+    "nan isfinite isclose gcd lcm factorial comb perm log2 log10 fabs fmod trunc hypot "
+    "atan atan2 radians degrees fsum prod median mean_ median_low median_high stdev variance "
+    "mode quantiles TestCase setUpClass ZipFile TarFile fix_missing_locations keywords "
+    "get_source_segment NameConstant Constant Name Load Context "
 ) - {"system"}
 _WRITE_MODES = frozenset("wax+")
+STRICT, LENIENT, DATA = 0, 1, 2  # where a value comes from (see _Checker)
+_FIXPOINT = 8
+_DATA_METHODS = frozenset(
+    n
+    for t in (str, bytes, bytearray, list, dict, set, frozenset, tuple, int, float, complex, range)
+    for n in dir(t)
+    if not n.startswith("_")
+)
+# Names that write, delete, run or load code when reached through a third-party or project
+# object: the standard library's own (generated) and the usual verbs of other libraries.
+_LENIENT_DENY = (STD_WRITERS - _READ_ATTRS - _PURE_BUILTINS) | ws("load loads")
+# A name that *contains* one of these writes or runs (`do_remove`, `cmdexec`, `auto_save`);
+# one that *starts* with one of the others does (`mkpath`, `create_all`, `update`).
+_WRITE_ANYWHERE = re.compile(
+    r"write|save|dump(?!s$)|remove|delete|unlink|rmtree|exec|system|popen|spawn|install|"
+    r"migrate|rename|truncate|touch|chmod|chown|symlink|hardlink|upload|commit|call_command|"
+    r"tofile|imsave|imwrite|overwrite|erase|purge|wipe",
+    re.IGNORECASE,
+)
+_WRITE_PREFIX = re.compile(
+    r"mk|rm|del_|copy|move|flush|download|rollback|sync|persist|store|creat|drop|insert|"
+    r"checkout|stash|push|pull|merge|rebase|restore|revert|cherry_pick|git$|"
+    r"update|replace|clean|destroy|kill|terminate|send|emit|to_(?:csv|excel|feather|hdf|json|"
+    r"latex|netcdf|parquet|pickle|sql|stata|zarr|html|markdown|file|clipboard|xml|orc|gbq)",
+    re.IGNORECASE,
+)
+_MODE = re.compile(r"[rwabxtU+]{1,4}(?:[:|][a-z0-9]*)?")  # open modes, tarfile's `w:gz`
+
+
+def _is_write_mode(value: object) -> bool:
+    """``"w"``, ``"a+"``, ``"rb+"``, tarfile's ``"w:gz"`` / ``"w|xz"``: a mode that writes."""
+    if isinstance(value, bytes):  # `libc.fopen(b"f", b"w")`
+        value = value.decode("latin-1")
+    return (
+        isinstance(value, str)
+        and _MODE.fullmatch(value) is not None
+        and bool(set(re.split(r"[:|]", value)[0]) & _WRITE_MODES)
+    )
+
+
+_WRITE_KEYWORDS = ws("inplace in_place overwrite allow_pickle write delete")
+
+
+def _module(name: str) -> int:
+    """Where an imported module's names come from."""
+    root = name.split(".")[0]
+    return STRICT if root in sys.stdlib_module_names or root in ("", "infomark") else LENIENT
+
+
+def _writes_by_name(name: str) -> bool:
+    return bool(_WRITE_ANYWHERE.search(name) or _WRITE_PREFIX.match(name.lstrip("_")))
+
+
+def _write_arguments(node: ast.Call) -> str:
+    """A call handed a write mode (``h5py.File(p, "w")``, ``mode="a"``) or a write switch
+    (``inplace=True``), whatever it calls."""
+    for k, arg in enumerate(node.args):
+        if k and isinstance(arg, ast.Constant) and _is_write_mode(arg.value):
+            return f"passes the write mode {arg.value!r}"
+    for kw in node.keywords:
+        value = kw.value
+        if kw.arg in ("mode", "filemode") and not (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and not set(value.value) & _WRITE_MODES
+        ):
+            return f"passes a write mode ({kw.arg}=)"
+        if kw.arg in _WRITE_KEYWORDS and not (
+            isinstance(value, ast.Constant) and value.value in (False, None)
+        ):
+            return f"passes {kw.arg}="
+    return ""
 
 
 @dataclass(slots=True)
@@ -179,25 +338,125 @@ def _reach(tree: ast.Module, verdict: PyVerdict) -> None:
 
 
 class _Checker:
+    """Two passes: where every name's value may come from (:data:`STRICT`, :data:`LENIENT`,
+    :data:`DATA`, to a fixpoint, flow-insensitive), then every node against the rules."""
+
     def __init__(self) -> None:
         self.defined: set[str] = set()
-        self.imported_ok: set[str] = set()
+        self.imported_ok: set[str] = set()  # `from <stdlib> import n` with n read-only
+        self.origins: dict[str, set[int]] = {}
         self.reads: list[str] = []
         self.dynamic_import = False
+        self.callees: set[int] = set()
 
     def check(self, tree: ast.Module) -> PyVerdict:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                self.defined.add(node.name)
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.name in _READ_ATTRS:
-                        self.imported_ok.add(alias.asname or alias.name)
+        self._bind_all(tree)
         for node in ast.walk(tree):
             why = self._node(node)
             if why:
                 return PyVerdict(False, why, self.dynamic_import, self.reads)
         return PyVerdict(True, reads=self.reads)
+
+    # -- where values come from ------------------------------------------------------------
+
+    def _bind_all(self, tree: ast.Module) -> None:
+        nodes = list(ast.walk(tree))
+        self.callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        for node in nodes:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.defined.add(node.name)
+                self._bind(node.name, {LENIENT})
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    self._bind((alias.asname or alias.name).split(".")[0], {_module(alias.name)})
+            elif isinstance(node, ast.ImportFrom):
+                source = _module(node.module or "") if not node.level else LENIENT
+                for alias in node.names:
+                    bound = alias.asname or alias.name
+                    if source == STRICT and alias.name in _READ_ATTRS:
+                        self.imported_ok.add(bound)
+                    stdmod = alias.name in _DANGEROUS_STDLIB
+                    self._bind(bound, {STRICT if stdmod else source})
+            elif isinstance(node, ast.arg):
+                self._bind(node.arg, {STRICT})
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self._bind(node.name, {STRICT})
+        for _ in range(_FIXPOINT):
+            before = {k: len(v) for k, v in self.origins.items()}
+            for node in nodes:
+                self._bind_value(node)
+            if before == {k: len(v) for k, v in self.origins.items()}:
+                return
+        for names in self.origins.values():  # not settled: every name may be anything
+            names.add(STRICT)
+
+    def _bind_value(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind_target(target, self._origin(node.value))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value:
+            self._bind_target(node.target, self._origin(node.value))
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            self._bind_target(node.target, self._origin(node.iter))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            self._bind_target(node.optional_vars, self._origin(node.context_expr))
+
+    def _bind_target(self, target: ast.expr, origin: set[int]) -> None:
+        if isinstance(target, ast.Name):
+            self._bind(target.id, origin)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for elt in target.elts:
+                self._bind_target(elt, origin)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, origin)
+
+    def _bind(self, name: str, origin: set[int]) -> None:
+        self.origins.setdefault(name, set()).update(origin)
+
+    def _origin(self, node: ast.expr) -> set[int]:
+        """Where the value of ``node`` may come from (every possibility)."""
+        if isinstance(node, ast.Constant | ast.JoinedStr | ast.FormattedValue):
+            return {DATA}
+        if isinstance(node, ast.Name):
+            if node.id in _DATA_BUILTINS:
+                return {STRICT}  # the function itself, not a value it returns
+            return set(self.origins.get(node.id, {STRICT}))
+        if isinstance(node, ast.Attribute):
+            if node.attr in _DANGEROUS_STDLIB or node.attr.startswith("__"):
+                return {STRICT}  # `numpy.os`, `x.__class__`: the standard library again
+            return self._origin(node.value)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in _DATA_BUILTINS:
+                return {DATA}
+            if isinstance(func, ast.Name) and func.id in _PURE_BUILTINS:
+                parts = [*node.args, *(k.value for k in node.keywords)]
+                return set().union(*(self._origin(a) for a in parts)) if parts else {DATA}
+            return self._origin(func)
+        if isinstance(node, ast.Subscript | ast.Starred | ast.Await):
+            return self._origin(node.value)
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return set().union({DATA}, *(self._origin(e) for e in node.elts))
+        if isinstance(node, ast.Dict):
+            parts = [*(k for k in node.keys if k is not None), *node.values]
+            return set().union({DATA}, *(self._origin(p) for p in parts))
+        if isinstance(node, ast.BinOp):
+            return self._origin(node.left) | self._origin(node.right)
+        if isinstance(node, ast.BoolOp):
+            return set().union(*(self._origin(v) for v in node.values))
+        if isinstance(node, ast.UnaryOp | ast.Compare):
+            return {DATA}
+        if isinstance(node, ast.IfExp):
+            return self._origin(node.body) | self._origin(node.orelse)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return {DATA} | self._origin(node.elt)
+        if isinstance(node, ast.DictComp):
+            return {DATA} | self._origin(node.key) | self._origin(node.value)
+        if isinstance(node, ast.Lambda):
+            return {LENIENT}
+        return {STRICT}
+
+    # -- the rules --------------------------------------------------------------------------
 
     def _binds(self, name: str) -> str:
         if name in _PURE_BUILTINS or name in self.imported_ok:
@@ -208,20 +467,24 @@ class _Checker:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Store | ast.Del):
                 return self._binds(node.id)
-            if node.id in ("exec", "eval", "__import__", "__builtins__", "globals", "setattr"):
+            if node.id in _FORBIDDEN_NAMES:
                 return f"uses `{node.id}`"
+            if node.id in _LOOKUPS and id(node) not in self.callees:
+                return f"passes `{node.id}` around (a lookup by a computed name)"
             return ""
         if isinstance(node, ast.Attribute):
             if not isinstance(node.ctx, ast.Load):
                 return f"assigns attribute `{node.attr}`"
-            if node.attr not in _READ_ATTRS and not _std_stream_write(node):
-                return f"uses `.{node.attr}`, which is not known to be read-only"
-            return ""
+            return self._attribute(node.value, node.attr, node)
         if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
             if isinstance(node.value, ast.Attribute):
                 return "assigns into an attribute (e.g. os.environ)"
             return ""
         if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for module in [*modules, getattr(node, "module", None) or ""]:
+                if module.split(".")[0] in _CODE_LOADERS:
+                    return f"imports `{module}`, which runs code hidden in the data it loads"
             for alias in node.names:
                 bound = (alias.asname or alias.name).split(".")[0]
                 if isinstance(node, ast.ImportFrom) and alias.name in _READ_ATTRS:
@@ -236,7 +499,25 @@ class _Checker:
             return self._call(node)
         return ""
 
+    def _attribute(self, value: ast.expr, attr: str, node: ast.Attribute | None) -> str:
+        if attr.startswith("__") and attr not in _READ_DUNDERS:
+            return f"uses `.{attr}`, which reaches the interpreter's internals"
+        if node is not None and _std_stream_write(node):
+            return ""
+        if attr == "open" and node is not None and id(node) not in self.callees:
+            return "passes `.open` around (it may be called with a write mode)"
+        for origin in self._origin(value):
+            if origin == LENIENT and (attr in _LENIENT_DENY or _writes_by_name(attr)):
+                return f"calls `.{attr}`, a name that writes, deletes or runs code"
+            if origin == DATA and attr not in _READ_ATTRS and attr not in _DATA_METHODS:
+                return f"uses `.{attr}`, which is not known to be read-only"
+            if origin == STRICT and attr not in _READ_ATTRS:
+                return f"uses `.{attr}`, which is not known to be read-only"
+        return ""
+
     def _call(self, node: ast.Call) -> str:
+        if why := _write_arguments(node):
+            return why
         func = node.func
         if isinstance(func, ast.Name):
             name = func.id
@@ -249,7 +530,19 @@ class _Checker:
                 return "imports a computed module (it may be infomark)"
             if name == "open":
                 return self._open(node)
+            if name in ("attrgetter", "methodcaller"):
+                return _constant_lookups(node)
+            if name == "getattr":
+                attr = node.args[1] if len(node.args) > 1 else None
+                if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                    return "calls `getattr()` with a computed name"
+                return self._attribute(node.args[0], attr.value, None)
             if name in _PURE_BUILTINS or name in self.defined or name in self.imported_ok:
+                return ""
+            origin = self.origins.get(name, {STRICT})
+            if STRICT not in origin and DATA not in origin:  # from a third-party module
+                if name in _LENIENT_DENY or _writes_by_name(name):
+                    return f"calls `{name}()`, a name that writes, deletes or runs code"
                 return ""
             return f"calls `{name}()`, which is not known to be read-only"
         if isinstance(func, ast.Attribute):
@@ -260,6 +553,8 @@ class _Checker:
             ):
                 self.dynamic_import = True
                 return "imports a computed module (it may be infomark)"
+            if func.attr in ("attrgetter", "methodcaller"):
+                return _constant_lookups(node)
             if func.attr == "open" and not _attr_open_reads(node):
                 return "opens a file for writing"
             return ""  # the attribute itself is checked as an Attribute node
@@ -292,6 +587,24 @@ class _Checker:
         )
 
 
+def _constant_lookups(node: ast.Call) -> str:
+    """``operator.attrgetter("a.b")`` / ``methodcaller("m")``: a getattr by name; every name
+    must be a constant known to be read-only (the object it is applied to is not known)."""
+    names = node.args if node.func and _callee(node) == "attrgetter" else node.args[:1]
+    for arg in names:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return f"calls `{_callee(node)}()` with a computed name"
+        for part in arg.value.split("."):
+            if part not in _READ_ATTRS:
+                return f"looks up `{part}` by name, which is not known to be read-only"
+    return ""
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 def _std_stream_write(node: ast.Attribute) -> bool:
     """``sys.stdout.write`` / ``sys.stderr.write`` print; they do not write files."""
     inner = node.value
@@ -318,11 +631,7 @@ def _attr_open_reads(node: ast.Call) -> bool:
                 return False
     for k, arg in enumerate(node.args):
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            if (
-                len(arg.value) <= 3
-                and set(arg.value) <= set("rwabxt+U")
-                and (set(arg.value) & _WRITE_MODES)
-            ):
+            if _is_write_mode(arg.value):
                 return False
         elif k > 0:
             return False

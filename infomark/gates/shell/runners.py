@@ -1,5 +1,5 @@
 """Runners that take a command in a less usual place: ``script -c``, ``flock``, ``taskset``,
-``parallel``, ``gdb -ex shell``, and ``time -o`` (which also writes a file)."""
+``gdb -ex shell``, and ``time -o`` (which also writes a file)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from infomark.gates.shell.words import (
     _is_sink,
     _option_value,
     _scan,
-    _shell_quote,
     _skip_options,
 )
 from infomark.gates.shell.wrappers import _code_on_stdin, _run_rest
 
-__all__ = ["_h_flock", "_h_gdb", "_h_parallel", "_h_script", "_h_taskset", "_h_time"]
+__all__ = ["_h_flock", "_h_gdb", "_h_script", "_h_taskset", "_h_time"]
 
 
 def _h_script(name: str, args: list[Arg], env: Env) -> None:
@@ -65,27 +64,6 @@ def _h_taskset(name: str, args: list[Arg], env: Env) -> None:
         env.execute("changes the CPU affinity of a running process")
         return
     _run_rest(args[i + 1 :], env)
-
-
-def _h_parallel(name: str, args: list[Arg], env: Env) -> None:
-    """GNU parallel: the words before ``:::`` are a command template (one word: shell code)."""
-    i = _skip_options(args, "jaSdIiEX", ws("--jobs --arg-file --sshlogin --delimiter --colsep"))
-    command: list[Arg] = []
-    for arg in args[i:]:
-        if arg.value in (":::", "::::", ":::+", "::::+"):
-            break
-        command.append(arg)
-    if not command:
-        _code_on_stdin(env, "shell")
-        return
-    if any(a.value is None for a in command):
-        env.opaque("runs a computed command template (opaque)")
-    code = (
-        command[0].approx
-        if len(command) == 1
-        else " ".join(_shell_quote(a.approx) for a in command)
-    )
-    env.nested(code.replace("{}", "x"), "command template")
 
 
 def _h_gdb(name: str, args: list[Arg], env: Env) -> None:

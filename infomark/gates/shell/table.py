@@ -19,6 +19,7 @@ from infomark.gates.shell.archives import (
     _h_unzip,
     _h_wget,
 )
+from infomark.gates.shell.assembled import _h_parallel, _h_xargs
 from infomark.gates.shell.core import Env, Handler, ws
 from infomark.gates.shell.files import (
     _MODIFY_VERBS,
@@ -58,7 +59,6 @@ from infomark.gates.shell.interpreters import (
 from infomark.gates.shell.runners import (
     _h_flock,
     _h_gdb,
-    _h_parallel,
     _h_script,
     _h_taskset,
     _h_time,
@@ -81,7 +81,6 @@ from infomark.gates.shell.wrappers import (
     _h_timeout,
     _h_trap,
     _h_watch,
-    _h_xargs,
     _wrapper,
 )
 

@@ -16,6 +16,7 @@ from infomark.gates.shell import table
 from infomark.gates.shell.core import (
     DESTRUCTIVE,
     MODIFY,
+    Arg,
     Env,
     Handler,
     State,
@@ -26,6 +27,7 @@ from infomark.gates.shell.core import (
     short,
     ws,
 )
+from infomark.gates.shell.envcode import code_variable
 from infomark.gates.shell.resolve import assignment, command_paths, redirect_paths, redirects_of
 from infomark.gates.shell.words import (
     BLOCK_DEVICE,
@@ -287,6 +289,8 @@ def _walk(root: Node, src: bytes, state: State, depth: int) -> None:
                 _file_redirect(node, src, state)
             elif kind == "variable_assignment":
                 assignment(node, src, state)
+                if node.parent is None or node.parent.type != "command":
+                    _code_variable(node, src, state, depth)  # a prefix's: in `_command`
             elif kind == "command_substitution":
                 _backtick_escapes(node, src, state, depth)
             elif kind == "heredoc_redirect":
@@ -296,6 +300,17 @@ def _walk(root: Node, src: bytes, state: State, depth: int) -> None:
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
                 return
+
+
+def _code_variable(node: Node, src: bytes, state: State, depth: int) -> None:
+    """``GIT_PAGER='touch f' git log``: a variable whose value some program runs."""
+    name = node.child_by_field_name("name")
+    if name is None or not src[name.start_byte : name.end_byte].isupper():
+        return
+    value = node.child_by_field_name("value")
+    where = "`" + short(src[node.start_byte : node.end_byte].decode("utf-8", "replace")) + "`"
+    word = _word(value, src) if value is not None else Arg("", "")
+    code_variable(_text(name, src), word, state, depth, where)
 
 
 def _backtick_escapes(node: Node, src: bytes, state: State, depth: int) -> None:
@@ -398,8 +413,11 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
     if name_node is None:
         return
     env = Env(state, node, src, depth)
+    for child in node.children:
+        if child.type == "variable_assignment":  # `GIT_PAGER=… git log`
+            _code_variable(child, src, state, depth)
     raw = src[name_node.start_byte : name_node.end_byte]
-    arg_nodes = node.children_by_field_name("argument")
+    arg_nodes = _fd_prefixes_dropped(node, node.children_by_field_name("argument"))
     glued = 0  # tree-sitter splits `i'n'\fomark` after a quote: bash reads one word
     end = name_node.end_byte
     while glued < len(arg_nodes) and arg_nodes[glued].start_byte == end:
@@ -439,6 +457,14 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
     handler(name, args, env)
 
 
+def _fd_prefixes_dropped(node: Node, args: list[Node]) -> list[Node]:
+    """``sh 0<<< CODE``: tree-sitter reads the descriptor of a here-string as an argument."""
+    starts = {c.start_byte for c in node.children if c.type.endswith("_redirect")}
+    if not starts:
+        return args
+    return [a for a in args if not (a.type == "number" and a.end_byte in starts)]
+
+
 def _computed_name(env: Env, written: str) -> None:
     """A command word that is a variable or a substitution: fail closed, and say whether it
     may be infomark itself (``X=infomark; $X record``, ``$(which infomark) record``)."""
@@ -457,39 +483,76 @@ def _stdin_of(node: Node, src: bytes) -> Stdin:
         if child.type == "herestring_redirect":
             named = child.named_children
             if named:
-                return Stdin("text", _word(named[-1], src).approx, label="from a here-string")
+                word = _word(named[-1], src)
+                return Stdin(
+                    "text", word.approx, label="from a here-string", exact=word.value is not None
+                )
+    own = _redirect_stdin(node, src)
+    if own is not None:
+        return own
     stmt = node
-    redirects = redirects_of(node)
+    if redirects_of(node) and node.parent is not None:
+        stmt = node.parent
+    # A command reads what its pipeline feeds it, else what a redirect of an enclosing
+    # compound statement (`if …; fi <<< X`, `while …; done < F`, `… | { sh; }`) feeds it.
+    while stmt is not None and stmt.type not in _STDIN_BARRIERS:
+        parent = stmt.parent
+        if parent is None:
+            break
+        if parent.type == "pipeline":
+            prev = stmt.prev_named_sibling
+            if prev is not None:
+                return _pipe_stdin(prev, src)
+            grand = parent.parent
+            if grand is not None and grand.type == "heredoc_redirect":  # `cat <<X | cmd`
+                owner = grand.parent
+                first = owner.child_by_field_name("body") if owner is not None else None
+                text = None
+                if first is not None and first.type == "command" and _is_plain_cat(first, src):
+                    text = _heredoc_body(grand, src)
+                return Stdin("pipe", text, label="from a here-doc through a pipe")
+        elif parent.type == "redirected_statement" and stmt.type != "command":
+            outer = _redirect_stdin(parent, src)
+            if outer is not None:
+                return outer
+        stmt = parent
+    return Stdin("none")
+
+
+# Code in these does not read the stdin of the statement around it.
+_STDIN_BARRIERS = frozenset(
+    {"command_substitution", "process_substitution", "function_definition", "program"}
+)
+
+
+def _redirect_stdin(node: Node, src: bytes) -> Stdin | None:
+    """What a statement's own redirects feed its stdin (here-string, here-doc, ``< file``)."""
+    redirects = node.children if node.type == "redirected_statement" else redirects_of(node)
     for redirect in redirects:
+        if redirect.type == "herestring_redirect" and redirect.named_children:
+            word = _word(redirect.named_children[-1], src)
+            exact = word.value is not None
+            return Stdin("text", word.approx, label="from a here-string", exact=exact)
         if redirect.type == "heredoc_redirect":
-            return Stdin("text", _heredoc_body(redirect, src), label="from a here-doc")
+            body = _heredoc_body(redirect, src)
+            exact = _heredoc_quoted(redirect, src) or not any(c in body for c in "$`\\")
+            return Stdin("text", body, label="from a here-doc", exact=exact)
         if redirect.type == "file_redirect" and _redirect_op(redirect) == "<":
             dest = redirect.child_by_field_name("destination")
             path = _word(dest, src).value if dest is not None else None
             return Stdin("file", path=path, label=f"from file {path}")
-    if redirects and node.parent is not None:
-        stmt = node.parent
-    parent = stmt.parent
-    if parent is not None and parent.type == "pipeline":
-        prev = stmt.prev_named_sibling
-        if prev is not None:
-            producer = short(src[prev.start_byte : prev.end_byte].decode("utf-8", "replace"))
-            return Stdin(
-                "pipe",
-                _upstream_text(prev, src),
-                label="from a pipe",
-                producer=producer,
-                producer_input=_stdin_of(prev, src).text if prev.type == "command" else None,
-            )
-        grand = parent.parent
-        if grand is not None and grand.type == "heredoc_redirect":  # `cat <<X | cmd`
-            owner = grand.parent
-            first = owner.child_by_field_name("body") if owner is not None else None
-            text = None
-            if first is not None and first.type == "command" and _is_plain_cat(first, src):
-                text = _heredoc_body(grand, src)
-            return Stdin("pipe", text, label="from a here-doc through a pipe")
-    return Stdin("none")
+    return None
+
+
+def _pipe_stdin(prev: Node, src: bytes) -> Stdin:
+    producer = short(src[prev.start_byte : prev.end_byte].decode("utf-8", "replace"))
+    return Stdin(
+        "pipe",
+        _upstream_text(prev, src),
+        label=f"from a pipe from `{producer}`",
+        producer=producer,
+        producer_input=_stdin_of(prev, src).text if prev.type == "command" else None,
+    )
 
 
 def _is_plain_cat(node: Node, src: bytes) -> bool:

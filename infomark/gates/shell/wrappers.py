@@ -6,13 +6,15 @@ The wrapped command is classified as if it stood alone; code strings a wrapper t
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Sequence
 
 from infomark.gates.shell.core import Env, Handler, ws
+from infomark.gates.shell.envcode import code_variable
 from infomark.gates.shell.words import (
     ASSIGNMENT,
     Arg,
-    _command_name,
     _scan,
     _shell_quote,
     _skip_options,
@@ -36,9 +38,9 @@ __all__ = [
     "_h_timeout",
     "_h_trap",
     "_h_watch",
-    "_h_xargs",
     "_run_rest",
     "_wrapper",
+    "special_file",
 ]
 
 
@@ -121,6 +123,8 @@ def _h_env(name: str, args: list[Arg], env: Env) -> None:
             i += 1
             break
         if v == "-" or ASSIGNMENT.match(v):
+            key, _, value = v.partition("=")
+            code_variable(key.rstrip("+"), Arg(value, value), env.state, env.depth, env.quoted)
             i += 1
             continue
         if v in ("-u", "-C", "--unset", "--chdir", "-P"):
@@ -154,20 +158,6 @@ def _h_timeout(name: str, args: list[Arg], env: Env) -> None:
 def _h_chroot(name: str, args: list[Arg], env: Env) -> None:
     i = _skip_options(args, "", frozenset({"--userspec", "--groups"}))
     _run_rest(args[i + 1 :], env, "starts a shell in a new root")
-
-
-def _h_xargs(name: str, args: list[Arg], env: Env) -> None:
-    i = _skip_options(
-        args,
-        "adEILnPs",
-        ws("--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
-    )
-    rest = args[i:]
-    inner = _command_name(rest[0].value) if rest and rest[0].value else None
-    if inner in ("rm", "unlink", "shred"):
-        env.destroy(f"deletes every path it reads with {inner}", "file")
-        return
-    _run_rest(rest, env, "echoes its input")
 
 
 def _h_watch(name: str, args: list[Arg], env: Env) -> None:
@@ -267,7 +257,7 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
     elif stdin.kind == "file":
         env.execute(f"runs a script {stdin.label}")
     elif stdin.text is not None and what == "shell":
-        env.nested(stdin.text, f"code {stdin.label}")
+        env.nested(stdin.text, f"code {stdin.label}", inherit=False)
     elif stdin.kind == "pipe" and stdin.producer:
         word = stdin.producer.split()[0].rsplit("/", 1)[-1] if stdin.producer.split() else ""
         how = _RUNTIME_CODE.get(word, "produced")
@@ -277,6 +267,36 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
             env.nested(decoded, f"code decoded by `{stdin.producer}`")
     else:
         env.opaque(f"runs unknown code {stdin.label} (opaque)")
+
+
+_STDIN_FILES = re.compile(r"^/(?:dev/stdin|dev/fd/0|proc/[^/]+/fd/0|proc/self/task/[^/]+/fd/0)$")
+
+
+def special_file(path: str, env: Env) -> str | None:
+    """``"stdin"`` when a script path is the command's own stdin in any spelling
+    (``/dev/stdin``, ``//dev/./fd/0``, ``/proc/self/fd/0``, ``stdin`` after ``cd /dev``),
+    ``"device"`` for another descriptor (``/dev/fd/3``, ``/proc/PID/fd/N``, ``/dev/tty``) or
+    a path written as ``/proc/…`` (code nobody can read beforehand), else None (a script
+    file, ``/dev/shm/x`` included)."""
+    if not path:
+        return None
+    full = posixpath.normpath(posixpath.join(env.state.cwds[-1], path))
+    if full.startswith("//"):
+        full = full[1:]
+    if _STDIN_FILES.match(full):
+        return "stdin"
+    if _DESCRIPTORS.match(full):  # /dev/shm/x (a tmpfs) is a file like any other
+        return "device"
+    if path.startswith("/proc/") and not path.startswith(_PROC_CWD):
+        return "device"  # written as /proc/…: a process's memory, environment, descriptors
+    return None
+
+
+# A descriptor of some process (a pipe, a socket, a deleted file): no script file.
+_DESCRIPTORS = re.compile(
+    r"^(?:/proc/[^/]+/(?:task/[^/]+/)?fd/|/dev/fd/|/dev/(?:tty|stdout|stderr)$)"
+)
+_PROC_CWD = ("/proc/self/cwd/", "/proc/thread-self/cwd/")
 
 
 def _h_infomark(name: str, args: list[Arg], env: Env) -> None:
