@@ -28,7 +28,7 @@ __all__ = ["register"]
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe"]),
+    type=click.Choice(["ledger", "strict", "observe", "verify"]),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )

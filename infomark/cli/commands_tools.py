@@ -89,7 +89,7 @@ def install_claude_code_cmd(
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe"]),
+    type=click.Choice(["ledger", "strict", "observe", "verify"]),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )

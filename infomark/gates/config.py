@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
-PROFILES = ("ledger", "strict", "observe")
+PROFILES = ("ledger", "strict", "observe", "verify")
 
 
 @dataclass(frozen=True, slots=True)

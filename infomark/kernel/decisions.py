@@ -34,6 +34,7 @@ class DecisionCode(enum.StrEnum):
     PROTECTED_TRANSCRIPT = "protected_transcript"  # the host's transcript, the journal's witness
     GRADING_EDIT = "grading_edit"  # an edit of a declared oracle's test or its configuration
     OPERATOR_APPROVED = "operator_approved"  # a held call the operator approved, run once
+    VERIFY = "verify"  # verify profile: edits run ungated; the finish is judged on the checks
 
 
 class FinishCode(enum.StrEnum):
@@ -47,6 +48,7 @@ class FinishCode(enum.StrEnum):
     ORACLE_FAILED = "oracle_failed"  # a stamped oracle failed later
     COMPLETION_WITHOUT_EVIDENCE = "completion_without_evidence"
     REQUIRED_ORACLE = "required_oracle"  # the operator's [oracles] require was not run fresh
+    CHECK_FAILED = "check_failed"  # verify profile: a required check's latest run failed
     GATE_POSITION = "gate_position"  # strict: finish only from G9
     REFUSAL_CAP_REACHED = "refusal_cap_reached"  # finished UNVERIFIED through the cap
 

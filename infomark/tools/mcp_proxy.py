@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--session", default=None, help="session (default $INFOMARK_SESSION or mcp)"
     )
     parser.add_argument("--home", type=Path, default=None, help="ledger home (default .infomark)")
-    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--profile", choices=("ledger", "strict", "observe", "verify"), default=None)
     parser.add_argument("server_cmd", nargs=argparse.REMAINDER, help="-- <command> [args…]")
     args = parser.parse_args(argv)
     server_cmd = list(args.server_cmd)

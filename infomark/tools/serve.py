@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--root", type=Path, default=None)
-    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--profile", choices=("ledger", "strict", "observe", "verify"), default=None)
     parser.add_argument("--port-file", type=Path, default=None)
     parser.add_argument("--no-access-log", action="store_true")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)

@@ -241,7 +241,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
-        reason = decision.reason
+        reason = f"[infomark {decision.code}] {decision.reason}"
         if decision.instructions:  # the pack this denial fired reaches the model with it
             reason += "\n\n" + decision.instructions
         return verdict(decision.verdict.value, reason)
@@ -269,7 +269,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
             return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
         if result.allow:
             return HookAnswer()
-        return block(result.reason)
+        return block(f"[infomark {result.code}] {result.reason}")
     return HookAnswer()  # events we do not use: no opinion
 
 

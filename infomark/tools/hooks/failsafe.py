@@ -49,7 +49,7 @@ __all__ = [
     "unreadable_answer",
 ]
 
-ENFORCING = ("ledger", "strict")
+ENFORCING = ("ledger", "strict", "verify")
 _BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
 _EVENT_KEY = b'"hook_event_name"'  # then \s* : \s* " and 1-40 ASCII letters and "
 _SPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
