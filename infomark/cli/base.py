@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "EXIT_VERDICT",
     "EXIT_VERIFY",
     "CliExit",
     "closest",
@@ -40,6 +41,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_VERIFY, EXIT_USAGE, EXIT_DENY, EXIT_ASK = 0, 1, 2, 3, 4
+EXIT_VERDICT = 5  # audit / report --fail-on, run: the verdict is one CI must not pass
 EXIT_INTERNAL = 70  # a bug in infomark: reported in one line, traceback only on request
 
 
