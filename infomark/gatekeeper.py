@@ -121,9 +121,7 @@ class Gatekeeper:
         cfg = config or load_config(root_p, home_p)
         if profile is not None:
             if profile not in PROFILES:
-                raise UserError(
-                    f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}"
-                )
+                raise UserError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
             cfg = replace(cfg, profile=profile)
         ledger = Ledger(
             home_p,
@@ -393,9 +391,7 @@ class Gatekeeper:
             data = ledger.output_of(ev) if ev is not None else None
             return data.decode("utf-8", "replace") if data is not None else None
 
-        return check_status(
-            ledger.refresh(), checks, root=ledger.root_dir, output_of=output_of
-        )
+        return check_status(ledger.refresh(), checks, root=ledger.root_dir, output_of=output_of)
 
     def approve(self, *, by: str = "operator", note: str = "") -> None:
         """Record the G4 approval (the strict profile needs it before G6)."""

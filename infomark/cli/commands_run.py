@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -120,7 +121,7 @@ def run_cmd(
         raise CliExit(EXIT_VERDICT)
 
 
-def _end_report(home: Path, session: str, root: Path) -> dict[str, object]:
+def _end_report(home: Path, session: str, root: Path) -> dict[str, Any]:
     """The verdict and the task's checks at the end of a run (declared or detected), from
     the session's own evidence; ``unverified`` when CI must not pass it."""
     from infomark.gatekeeper import Gatekeeper

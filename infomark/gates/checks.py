@@ -203,11 +203,11 @@ def check_status(
     out = []
     for check in checks:
         latest: tuple[str, Mapping[str, Any]] | None = None
-        for command, run in state.runs.items():
-            if same_check(command, check, root=root) and (
-                latest is None or int(run.get("seq") or 0) > int(latest[1].get("seq") or 0)
+        for cmd, entry in state.runs.items():
+            if same_check(cmd, check, root=root) and (
+                latest is None or int(entry.get("seq") or 0) > int(latest[1].get("seq") or 0)
             ):
-                latest = (command, run)
+                latest = (cmd, entry)
         if latest is None:
             out.append(CheckStatus(check, "not_run"))
             continue

@@ -126,9 +126,7 @@ def _cached(root: StrPath, cache: str) -> Config | None:
         if os.path.basename(path) == "pyproject.toml" and b"infomark" not in raw:
             return None  # no [tool.infomark]: the defaults (find_config_file decides)
         try:
-            if cached.get("path") == str(path) and cached.get("sha256") == sha256(
-                raw
-            ).hexdigest():
+            if cached.get("path") == str(path) and cached.get("sha256") == sha256(raw).hexdigest():
                 return Config.from_dict(cached["config"], source=str(path))
         except (KeyError, TypeError, AttributeError, ValueError):
             return None

@@ -37,8 +37,8 @@ __all__ = [
     "claims_completion",
     "completion_claims",
     "decide_finish",
-    "finish_events",
     "finish_basis",
+    "finish_events",
     "finish_problems",
     "fresh_exact_claims",
     "starting_state",
@@ -179,7 +179,6 @@ def finish_problems(
     def add(code: FinishCode, text: str) -> None:
         codes.append(code.value)
         problems.append(f"[{code.value}] {text}")
-
 
     if state.grading_changed:
         parts = [

@@ -542,4 +542,3 @@ def _journaled_error(d: Mapping[str, Any], text: str) -> dict[str, Any]:
     if 0 < line <= len(lines):
         out["source"] = lines[line - 1][:240]
     return out
-

@@ -11,7 +11,7 @@ changed and the final message. ``infomark audit``, ``infomark report`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from infomark.kernel.records import dataclass, field
@@ -26,10 +26,10 @@ __all__ = [
     "ClaimStep",
     "Entry",
     "SessionStory",
+    "fails_on",
     "overview",
     "session_story",
     "summarize",
-    "fails_on",
     "verdict_of",
 ]
 
@@ -173,7 +173,7 @@ class _Reader:
         self.last_finish: str | None = None
         self.capped = False
         self.basis: str | None = None  # what the last allowed finish rested on
-        self.checks: list[dict[str, Any]] = []  # the required checks at the last finish
+        self.checks: list[Mapping[str, Any]] = []  # the required checks at the last finish
         self.changed = False  # an edit or a command's change was recorded
         self.ran = False  # a command run was recorded
         self.stamped = False  # a stamp was applied
@@ -394,7 +394,7 @@ def verdict_of(
     last_finish: str | None,
     basis: str | None = None,
     evidence: bool = True,
-    checks: list[Mapping[str, Any]] | None = None,
+    checks: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[str, list[str]]:
     """The verdict code and its flags, most serious first. ``basis``: what the last allowed
     finish rested on (``verified``, ``unchanged``, ``unchecked``); ``evidence``: whether any

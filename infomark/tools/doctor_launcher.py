@@ -62,7 +62,8 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
             continue
         seen.add(launcher)
         if not launcher.exists():
-            if hook_argv(command, path)[0] != str(launcher):  # PYTHON -I -S LAUNCHER: not checked yet
+            # PYTHON -I -S LAUNCHER: not checked yet
+            if hook_argv(command, path)[0] != str(launcher):
                 out.append(
                     Finding(
                         CC,

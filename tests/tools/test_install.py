@@ -74,7 +74,8 @@ def test_install_detects_the_checks_allows_them_and_uninstall_removes_only_those
     assert str(tmp_path) not in command
     install(tmp_path, "--uninstall")
     # the user's own Bash(pytest -q) was there before: install did not add it, so it stays
-    assert json.loads(settings.read_text()) == {"permissions": {"allow": ["Bash(ls)", "Bash(pytest -q)"]}}
+    mine = {"permissions": {"allow": ["Bash(ls)", "Bash(pytest -q)"]}}
+    assert json.loads(settings.read_text()) == mine
     other = tmp_path / "other"
     other.mkdir()
     install(other, "--check", "make test", "--profile", "ledger")
