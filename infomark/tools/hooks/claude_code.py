@@ -15,6 +15,8 @@ closed.
 
 from __future__ import annotations
 
+import os
+
 from infomark.gates.config import Config
 from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
@@ -322,6 +324,30 @@ def _malformed(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _quick_verify(gk: Gatekeeper, home: StrPath) -> None:
+    """At a session's start: the journal's quick integrity check (docs/reliability.md); a
+    failure marks the home, so every hook after this fails closed too."""
+    from infomark.tools.integrity import (
+        PRAGMA_MAX_BYTES,
+        IntegrityFailedError,
+        quick_verify,
+        recovery,
+        write_mark,
+    )
+
+    try:
+        size = os.path.getsize(os.path.join(home, "ledger.db"))
+    except OSError:
+        size = 0
+    problems = quick_verify(gk.store.journal, pages=size <= PRAGMA_MAX_BYTES)
+    if problems:
+        write_mark(home, problems)
+        raise IntegrityFailedError(
+            f"the ledger in {home} failed its integrity check ({problems[0]}), so nothing is "
+            "written into it: " + recovery(home)
+        )
+
+
 def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed: bool) -> None:
     if gk is None:
         return
@@ -370,6 +396,10 @@ def handle(
     session = payload.get("session_id")
     gk: Gatekeeper | None = None
     try:
+        if os.path.lexists(os.path.join(home, "integrity-failed")):  # one stat when healthy
+            from infomark.tools.integrity import check_mark
+
+            check_mark(home)  # raises: the hook fails closed with the reason and the recovery
         sid = session if isinstance(session, str) and session else "claude"
         if gatekeeper is not None:
             gk = gatekeeper
@@ -392,6 +422,8 @@ def handle(
             profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
+        if event == "SessionStart" and payload.get("source") != "compact":
+            _quick_verify(gk, home)
         answer = _on_event(gk, event, payload)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
@@ -399,7 +431,8 @@ def handle(
     except Exception as exc:
         why = explain(exc, home)
         answer = failure_answer(event, payload, profile, why, home=home, root=root)
-        if not isinstance(exc, StoreBusyError):  # a busy store would only make us wait again
+        if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
+            # a busy store would only make us wait again; a failing one is not written into
             _journal_failure(gk, event, why, answer.stdout is not None or answer.exit_code == 2)
         return answer
     finally:

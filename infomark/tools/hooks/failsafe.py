@@ -329,7 +329,7 @@ def explain(exc: BaseException, home: StrPath) -> str:
             f"the ledger {db} is locked by another process: {exc}. Find it with "
             f"`fuser {db}` and stop it"
         )
-    if isinstance(exc, WitnessMismatchError):
+    if isinstance(exc, WitnessMismatchError) or getattr(exc, "code", "") == "integrity_failed":
         return str(exc)
     if isinstance(exc, StoreError | VerificationError):
         return (
