@@ -47,6 +47,7 @@ __all__ = [
     "hook_argv",
     "hook_form",
     "install_claude_code",
+    "local_settings",
     "settings_path",
     "uninstall_claude_code",
     "write_project_config",
@@ -222,7 +223,10 @@ def install_claude_code(
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
     wrote = write_launcher(launcher, text)
-    wrote = _allow_checks(data, path, checks) or wrote
+    if scope == "project":  # Claude Code honours these in -p without the workspace trust prompt
+        wrote = _allow_local(path, checks) or wrote
+    else:
+        wrote = _allow_checks(data, path, checks) or wrote
     if path.exists() and data == before:
         return Installed(path, changed=wrote)
     _save(path, data)
@@ -245,6 +249,26 @@ def allow_entries(checks: Sequence[str]) -> list[str]:
             text = head + ":*"
         out.append(f"Bash({text})")
     return out
+
+
+def local_settings(settings: Path) -> Path:
+    """``settings.local.json`` beside a project's ``settings.json``: the project's permission
+    rules go there (Claude Code 2.1 ignores a project ``settings.json``'s ``permissions`` in
+    ``claude -p`` until the workspace is trusted; the local file it always reads)."""
+    return settings.with_name("settings.local.json")
+
+
+def _allow_local(settings: Path, checks: Sequence[str] | None) -> bool:
+    if not checks:
+        return False
+    local = local_settings(settings)
+    before = _load(local)
+    data = json.loads(json.dumps(before))
+    changed = _allow_checks(data, settings, checks)
+    if data != before or not local.exists():
+        _save(local, data)
+        return True
+    return changed
 
 
 def _allow_checks(data: dict[str, Any], settings: Path, checks: Sequence[str] | None) -> bool:
@@ -371,7 +395,19 @@ def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:
     if path.exists():
         before = _load(path)
         data = _strip(json.loads(json.dumps(before)))
-        removed = _drop_allowed(data, path)
+        local = local_settings(path)
+        if scope == "project" and local.exists():
+            local_before = _load(local)
+            local_data = json.loads(json.dumps(local_before))
+            if _drop_allowed(local_data, path):
+                removed = True
+            if local_data != local_before:
+                if local_data:
+                    _save(local, local_data)
+                else:
+                    local.unlink()
+        else:
+            removed = _drop_allowed(data, path)
         if data != before:
             _save(path, data)
             removed = True
