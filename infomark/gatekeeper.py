@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from infomark.gates.checks import CheckStatus
     from infomark.gates.policies.runtime import PolicyRuntime, PolicyStep
     from infomark.gates.views import GateView, LedgerView
+    from infomark.gates.weakened import Finding as WeakFinding
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
 
@@ -365,8 +366,17 @@ class Gatekeeper:
         self._ledger.check_artifacts()
         grading_flow.check(self._ledger, self.config)
         checks = self.check_status() if self.config.profile == "verify" else None
+        found, weakened = self._weakened(checks)
         with self._ledger.transaction():
-            result = decide_finish(self._ledger.state, final_text, self.config, checks)
+            if found:
+                self._ledger.emit(
+                    "weakened_checks",
+                    {
+                        "findings": [f.to_dict() for f in found[:20]],
+                        "counted": len(weakened),
+                    },
+                )
+            result = decide_finish(self._ledger.state, final_text, self.config, checks, weakened)
             step = self.policy.finalize(self._ledger, final_text, result)
             self._commit(step)
             result = step.finish or result
@@ -377,6 +387,23 @@ class Gatekeeper:
             if result.allow and not blocked:
                 self._track(finished=True)
         return result
+
+    def _weakened(
+        self, checks: list[CheckStatus] | None
+    ) -> tuple[list[WeakFinding], list[WeakFinding]]:
+        """What the change does to weaken the checks (empty tests, skips, suppressions,
+        loosened configuration), and the part that counts against the checks it touches."""
+        state = self._ledger.state
+        if not state.last_modify_seq or self.config.profile == "observe":
+            return [], []
+        from infomark.gates.weakened import against_checks, scan
+
+        found = scan(self._ledger.root_dir)
+        if not found:
+            return [], []
+        names = [c.check for c in checks] if checks is not None else []
+        names += [c.oracle for c in state.claims.values() if c.oracle]
+        return found, against_checks(found, names)
 
     def check_status(self) -> list[CheckStatus]:
         """Where each of the project's required checks stands now (``[oracles] require``, else

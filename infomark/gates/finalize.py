@@ -24,6 +24,7 @@ from infomark.gates.checks import CheckStatus
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
+from infomark.gates.weakened import Finding as Weakness
 from infomark.kernel.decisions import FinishCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
@@ -166,6 +167,7 @@ def finish_problems(
     final_text: str,
     config: Config,
     checks: Sequence[CheckStatus] | None = None,
+    weakened: Sequence[Weakness] = (),
 ) -> tuple[str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]:
     """``(code, problems, stale, ungrounded)``; no problems means the evidence allows it.
 
@@ -191,6 +193,14 @@ def finish_problems(
             + "; ".join(parts)
             + ". Restore them, or ask the user to approve the change "
             "(`infomark approve --grading FILE`)",
+        )
+    if weakened and state.last_modify_seq > 0:
+        add(
+            FinishCode.WEAKENED_CHECKS,
+            "the change weakens the checks instead of passing them: "
+            + "; ".join(w.describe() for w in weakened[:10])
+            + ". Remove them (a real assertion, no skip or suppression, the configuration as it "
+            "was), or say you are blocked and ask the user to accept them",
         )
     if checks and (state.last_modify_seq > 0 or claims_completion(final_text or "")):
         for code, text in _check_problems(checks, state.last_modify_seq > 0):
@@ -320,8 +330,10 @@ def decide_finish(
     final_text: str,
     config: Config,
     checks: Sequence[CheckStatus] | None = None,
+    weakened: Sequence[Weakness] = (),
 ) -> FinishDecision:
-    """May the agent finish? ``checks``: the verify profile's required checks (their status)."""
+    """May the agent finish? ``checks``: the verify profile's required checks (their status);
+    ``weakened``: what in the change weakens the checks it touches (gates/weakened.py)."""
     completion = claims_completion(final_text or "")
     if _blocked(state):
         return FinishDecision(
@@ -330,7 +342,7 @@ def decide_finish(
             FinishCode.FINISHED_BLOCKED.value,
             completion_claimed=completion,
         )
-    code, problems, stale, ungrounded = finish_problems(state, final_text, config, checks)
+    code, problems, stale, ungrounded = finish_problems(state, final_text, config, checks, weakened)
     if config.profile == "strict" and not problems and state.gate not in ("G9", "SUCCESS"):
         code = FinishCode.GATE_POSITION.value
         problems.append(

@@ -49,6 +49,7 @@ class FinishCode(enum.StrEnum):
     COMPLETION_WITHOUT_EVIDENCE = "completion_without_evidence"
     REQUIRED_ORACLE = "required_oracle"  # the operator's [oracles] require was not run fresh
     CHECK_FAILED = "check_failed"  # verify profile: a required check's latest run failed
+    WEAKENED_CHECKS = "weakened_checks"  # an empty or skipped test, a suppression, a loosened gate
     GATE_POSITION = "gate_position"  # strict: finish only from G9
     REFUSAL_CAP_REACHED = "refusal_cap_reached"  # finished UNVERIFIED through the cap
 

@@ -177,6 +177,8 @@ class _Reader:
         self.changed = False  # an edit or a command's change was recorded
         self.ran = False  # a command run was recorded
         self.stamped = False  # a stamp was applied
+        self.weakened: list[str] = []  # what the last finish found weakening the checks
+        self.pending: list[str] = []  # found at the finish attempt being read
         self.host_hints: set[str] = set()
 
     def add(self, kind: str, row: EventRow, text: str) -> None:
@@ -339,6 +341,7 @@ class _Reader:
         if p.get("cap_reached"):
             self.capped = True
         self.last_finish = "finished" if allow else "refused"
+        self.weakened, self.pending = self.pending, []
         checks = p.get("checks")
         if isinstance(checks, list):
             self.checks = [c for c in checks if isinstance(c, Mapping)]
@@ -364,6 +367,15 @@ class _Reader:
     def on_finished_blocked(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.last_finish = "blocked"
         self.add("finish", row, f"stopped as blocked: {_clip(p.get('reason') or '', 100)}")
+
+    def on_weakened_checks(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        found = [f for f in p.get("findings") or [] if isinstance(f, Mapping)]
+        self.pending = [f"{f.get('kind')} {f.get('path')}:{f.get('line')}" for f in found]
+        shown = "; ".join(
+            f"{f.get('kind')}: {f.get('path')}:{f.get('line')} {_clip(f.get('text'), 60)}"
+            for f in found[:5]
+        )
+        self.add("weakened", row, f"the change weakens the checks: {shown}")
 
     def on_hook_error(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.add("error", row, f"hook error: {_clip(p.get('error') or p, 100)}")
@@ -443,6 +455,8 @@ def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = Fals
         evidence=reader.ran or reader.stamped,
         checks=reader.checks,
     )
+    if reader.weakened:
+        story.flags.append("weakened checks: " + ", ".join(reader.weakened[:5]))
     return story
 
 

@@ -233,3 +233,47 @@ def test_h_audit_verdicts_never_say_more_than_the_evidence(tmp_path: Path) -> No
     gated = cli(capped.project, "audit", "--session", capped.sid)
     assert gated.returncode == 5 and "finished_unverified" in gated.stderr
     assert cli(capped.project, "report", capped.sid, "--fail-on", "none").returncode == 0
+
+
+# -- issue 34 section 4: tests that test nothing, loosened gates ----------------------------
+WEAKENINGS = {
+    "a new test with no assertion": (
+        "tests/test_more.py",
+        "from calc import add\n\n\ndef test_more():\n    add(1, 1)\n",
+        "empty_test",
+    ),
+    "a new test marked skip": (
+        "tests/test_skip.py",
+        "import pytest\n\n\n@pytest.mark.skip\ndef test_s():\n    assert False\n",
+        "skipped_test",
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(WEAKENINGS))
+def test_4_a_test_that_tests_nothing_is_reported_and_counts(tmp_path: Path, form: str) -> None:
+    rel, text, kind = WEAKENINGS[form]
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.edit("calc.py", BUG, FIX)
+    (agent.project / rel).write_text(text)  # written by a command the agent ran
+    agent.bash(f"touch {rel}")
+    agent.bash(PYTEST)
+    stop = agent.stop("Done, with a new test.")
+    assert stop.decision == "block" and "[infomark weakened_checks]" in stop.reason, stop.reason
+    assert rel in stop.reason
+    (agent.project / rel).unlink()  # following the fix: remove it
+    agent.bash(PYTEST)
+    assert agent.stop("Done.").decision == "allow"
+    story = json.loads(cli(agent.project, "audit", "--session", agent.sid, "--json").stdout)
+    kinds = [e["text"] for e in story["story"]["timeline"] if e["kind"] == "weakened"]
+    assert kinds and kind in kinds[0]
+
+
+def test_4_a_suppression_is_reported_in_the_audit(tmp_path: Path) -> None:
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.edit("calc.py", BUG, FIX + "  # type: ignore")
+    agent.bash(PYTEST)
+    stop = agent.stop("Done.")
+    assert stop.decision == "allow", stop.reason  # pytest is not the type checker it weakens
+    story = json.loads(cli(agent.project, "audit", "--session", agent.sid, "--json").stdout)
+    assert any("suppression calc.py:2" in f for f in story["story"]["flags"]), story["story"]
