@@ -145,7 +145,7 @@ def _project_checks(
     checks = given
     if not checks:
         checks = detect_checks(root)
-        interactive = sys.stdin.isatty() and not yes and not as_json
+        interactive = sys.stdin.isatty() and sys.stdout.isatty() and not yes and not as_json
         if interactive:
             shown = ", ".join(f"`{c}`" for c in checks) or "none"
             click.echo(f"detected checks: {shown}")
