@@ -114,10 +114,17 @@ def opts() -> dict[str, Any]:
     return obj
 
 
-def open_gk(profile: str | None = None) -> Any:
+def open_gk(profile: str | None = None, *, writes: bool = False) -> Any:
+    """The session of the current options. ``writes``: the command journals what the agent
+    did; refused (exit 2, the reason and the recovery) while the home's journal is marked as
+    failing its integrity check (docs/reliability.md)."""
     from infomark.gatekeeper import Gatekeeper
 
     o = opts()
+    if writes:
+        from infomark.tools.integrity import check_mark
+
+        check_mark(o["home"])
     return Gatekeeper.open(o["home"], o["session"], profile=profile, store=o.get("store"))
 
 

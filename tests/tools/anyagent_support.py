@@ -234,4 +234,5 @@ def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         timeout=120,
         check=False,
+        stdin=subprocess.DEVNULL,
     )

@@ -277,3 +277,14 @@ def test_4_a_suppression_is_reported_in_the_audit(tmp_path: Path) -> None:
     assert stop.decision == "allow", stop.reason  # pytest is not the type checker it weakens
     story = json.loads(cli(agent.project, "audit", "--session", agent.sid, "--json").stdout)
     assert any("suppression calc.py:2" in f for f in story["story"]["flags"]), story["story"]
+
+
+def test_f_the_cli_does_not_write_into_a_marked_journal_either(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    home = project / ".infomark"
+    assert cli(project, "init").returncode == 0
+    (home / "integrity-failed").write_text("session s: event 3 was edited\n")
+    refused = cli(project, "ingest", "-")
+    assert refused.returncode == 2 and "failed its integrity check" in refused.stderr
+    assert "ledger.db.broken" in refused.stderr and "event 3 was edited" in refused.stderr
+    assert cli(project, "gate").returncode == 0  # reading is not refused for the mark
