@@ -213,3 +213,39 @@ def test_self_graded_names_the_file_and_restoring_it_moves_forward(tmp_path: Pat
         (root / "test_app.py").write_text(original)  # "Restore them"
         run(gk, root, "python3 check.py")
         assert gk.can_finish("Done.").allow
+
+
+def test_the_parsers_diagnostic_reaches_the_python_api_and_its_denial(tmp_path: Path) -> None:
+    root = project(tmp_path / "p")
+    bad = (
+        "claim_ledger:\n  claims:\n    - id: C1\n"
+        '      text: "the tests pass\n      status: Guess\n  premises_for_plan: [C1]\n'
+    )
+    with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:
+        report = gk.ingest(bad)
+        (diag,) = [d for d in report.diagnostics if d["severity"] == "error"]
+        assert (diag["line"], diag["column"]) == (4, 13) and diag["expected"]
+        denied = edit(gk, root)
+        assert denied.startswith("[no_ledger]") and "line 4, column 13" in denied
+        assert '      text: "the tests pass\n' + " " * 16 + "^" in denied  # the caret
+        gk.ingest(bad.replace('pass\n', 'pass"\n      falsifier: "x"\n      oracle: "sh check.sh"\n'))
+        assert "could not be read" not in edit(gk, root)  # fixed: the next refusal is another
+
+
+def test_a_ledger_written_in_the_verify_profile_is_graded_as_usual(tmp_path: Path) -> None:
+    root = project(tmp_path / "p")
+    (root / "infomark.toml").write_text('profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n')
+    with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:
+        gk.ingest(ledger(("C1", "sh check.sh", None), premises="C1", done="C1"))
+        assert edit(gk, root, value=3) == ""  # premises are not asked for in verify
+        ref = run(gk, root, "sh check.sh")  # fails: VALUE is 3
+        report = gk.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS")
+        assert [r["reason"] for r in report.stamps_rejected] == ["failed_evidence"]
+        fin = gk.can_finish("Done.")
+        assert not fin.allow and "[check_failed]" in fin.reason
+        assert "[completion_without_evidence]" in fin.reason  # the ledger's done_when too
+        assert edit(gk, root, value=2) == ""
+        ref = run(gk, root, "sh check.sh")
+        gk.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS")
+        fin = gk.can_finish("Done.")
+        assert fin.allow and fin.extra["basis"] == "verified", fin.reason
