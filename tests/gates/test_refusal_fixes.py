@@ -22,6 +22,7 @@ from infomark.gates.oracles import weakness
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 STRONG = ("python3 check.py", "sh check.sh")
+VERIFY_SH = 'profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n'
 WEAK = ("python3 check.py || true", "true", "python3 check.py | tail -1", "echo ok")
 
 
@@ -228,13 +229,14 @@ def test_the_parsers_diagnostic_reaches_the_python_api_and_its_denial(tmp_path: 
         denied = edit(gk, root)
         assert denied.startswith("[no_ledger]") and "line 4, column 13" in denied
         assert '      text: "the tests pass\n' + " " * 16 + "^" in denied  # the caret
-        gk.ingest(bad.replace('pass\n', 'pass"\n      falsifier: "x"\n      oracle: "sh check.sh"\n'))
+        fixed = 'pass"\n      falsifier: "x"\n      oracle: "sh check.sh"\n'
+        gk.ingest(bad.replace("pass\n", fixed))
         assert "could not be read" not in edit(gk, root)  # fixed: the next refusal is another
 
 
 def test_a_ledger_written_in_the_verify_profile_is_graded_as_usual(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
-    (root / "infomark.toml").write_text('profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n')
+    (root / "infomark.toml").write_text(VERIFY_SH)
     with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:
         gk.ingest(ledger(("C1", "sh check.sh", None), premises="C1", done="C1"))
         assert edit(gk, root, value=3) == ""  # premises are not asked for in verify
