@@ -86,8 +86,11 @@ def _git(root: str, *args: str) -> str:
 
 
 def scan(root: StrPath) -> list[Finding]:
-    """The findings in the change of the git work tree at ``root`` (none outside git)."""
+    """The findings in the change of the git work tree at ``root`` (none outside git, and
+    none in a repository with no commit yet: there is no change to read, every file is new)."""
     r = os.fspath(root)
+    if not _git(r, "rev-parse", "--verify", "--quiet", "HEAD").strip():
+        return []
     diff = _git(r, "diff", "HEAD", "--unified=0", "--no-color", "--no-ext-diff")
     new = [p for p in _git(r, "ls-files", "--others", "--exclude-standard").splitlines() if p]
     for rel in new[:200]:

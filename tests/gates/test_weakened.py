@@ -81,3 +81,19 @@ def test_what_counts_against_the_checks() -> None:
     assert kinds == {"skipped_test", "loosened_config"}  # pytest: its config counts, not noqa
     kinds = {f.kind for f in against_checks(found, ["ruff check ."])}
     assert "suppression" in kinds
+
+
+def test_no_commit_yet_or_no_git_means_no_change_to_read(tmp_path: Path) -> None:
+    import subprocess
+
+    from infomark.gates.weakened import scan
+
+    (tmp_path / "test_z.py").write_text("def test_z():\n    pass\n")
+    assert scan(tmp_path) == []  # not a repository
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert scan(tmp_path) == []  # no commit: every file would look new
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "s"], check=True)
+    (tmp_path / "test_w.py").write_text("def test_w():\n    pass\n")
+    assert [f.text for f in scan(tmp_path)] == ["def test_w(): no assertion"]
