@@ -21,7 +21,6 @@ loosened configuration when a required check is the linter or type checker they 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 
 from infomark.kernel.lazyre import lazy_compile
@@ -76,6 +75,8 @@ _CONFIGS = ("pyproject.toml", "setup.cfg", "mypy.ini", ".mypy.ini", "ruff.toml",
 
 
 def _git(root: str, *args: str) -> str:
+    import subprocess  # at a finish only: the hook's decision path stays lean
+
     try:
         done = subprocess.run(
             ["git", "-C", root, *args], capture_output=True, text=True, timeout=20, check=False
