@@ -36,7 +36,10 @@ def _open_existing() -> tuple[Any, str, bool]:
 
     require_home()
     with open_gk() as probe:
-        names = [s.session for s in overview(probe.store)]
+        if opts().get("session_given"):  # only whether it exists: no story of every session
+            names = probe.store.journal.known_sessions()
+        else:
+            names = [s.session for s in overview(probe.store)]
     session, chosen = require_session(names)
     opts()["session"] = session
     return open_gk(), session, chosen
@@ -117,6 +120,18 @@ def _tty_progress() -> Callable[[int, int], None] | None:
     return show
 
 
+def _name_session(name: str | None) -> None:
+    """A positional SESSION, as ``--session`` (``audit`` and ``report`` read it the same)."""
+    if name is not None:
+        given = opts().get("session") if opts().get("session_given") else None
+        if given is not None and given != name:
+            raise click.UsageError(
+                f"two sessions named: {name!r} and --session {given!r}; name one"
+            )
+        opts()["session"] = name
+        opts()["session_given"] = True
+
+
 @click.command()
 @click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
 @click.option(
@@ -127,27 +142,34 @@ def _tty_progress() -> Callable[[int, int], None] | None:
     help="Write a signed, self-contained bundle to FILE.",
 )
 @click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
+@click.argument("name", metavar="[SESSION]", required=False)
 @_fail_on_option
 @common
-def audit(verify: bool, export: Path | None, timeline: bool, fail_on: str) -> None:
+def audit(
+    verify: bool, export: Path | None, timeline: bool, name: str | None, fail_on: str
+) -> None:
     """Verdict, claims and evidence of a session (the latest if none is named).
 
     Verifies the journal by default and exits 1 naming the first bad event; exits 5 when the
     verdict is in a --fail-on category (by default: finished unverified, bypassed, tampered).
+    The session is named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
-    from infomark.ledger.timeline import summarize
+    from infomark.ledger.audit import build_audit
+    from infomark.ledger.timeline import finish_story, story_reader, summarize
 
+    _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
-        progress = _tty_progress()
-        if progress is None:
-            report = g.audit(verify=verify or export is not None)
-        else:  # what g.audit() does, with a progress bar on the terminal
-            from infomark.ledger.audit import build_audit
-
-            g.store.check_artifacts()
-            report = build_audit(g.store, verify=verify or export is not None, progress=progress)
-        story = summarize(session, g.events(), tampered=report.verified is False)
+        checked = verify or export is not None
+        reader = story_reader(session)
+        g.store.check_artifacts()  # what g.audit() does; the timeline comes from the same pass
+        report = build_audit(
+            g.store, verify=checked, progress=_tty_progress(), feed=reader.feed if checked else None
+        )
+        if checked:
+            story = finish_story(reader, tampered=report.verified is False)
+        else:
+            story = summarize(session, g.events())
         if export is not None:
             from infomark.ledger.bundle import export_bundle
 
@@ -157,7 +179,7 @@ def audit(verify: bool, export: Path | None, timeline: bool, fail_on: str) -> No
     data["verdict_text"] = story.verdict_text
     data["story"] = story.to_dict()
     if chosen and not opts()["json"]:
-        click.echo(f"session {session} (the latest; pass --session to choose)", err=True)
+        click.echo(f"session {session} (the latest; name one to choose)", err=True)
     if opts()["json"]:
         emit_json(data)
     else:
@@ -194,9 +216,7 @@ def report(name: str | None, html: Path | None, md: Path | None, fail_on: str) -
     from infomark.cli.report import print_story, render_html, render_markdown
     from infomark.ledger.timeline import session_story
 
-    if name is not None:
-        opts()["session"] = name
-        opts()["session_given"] = True
+    _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
         story = session_story(g.store, session, verify=True)

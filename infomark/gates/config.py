@@ -56,6 +56,7 @@ class Config:
     oracle_require: tuple[str, ...] = ()  # [oracles] require: a finish needs a fresh PASS
     grading_policy: str = "hold"  # a file-tool edit of a grading file: hold | refuse | allow
     grading_files: tuple[str, ...] = ()  # test-file globs (empty: the defaults)
+    grading_source: tuple[str, ...] = ()  # [grading] source: what an attested run carries
     source: str | None = None
 
     @classmethod
@@ -85,6 +86,7 @@ class Config:
             oracle_require=tuple(dict(d.get("oracles") or {}).get("require") or ()),
             grading_policy=str(d.get("grading_policy", "hold")),
             grading_files=tuple(d.get("grading_files") or ()),
+            grading_source=tuple(dict(d.get("grading") or {}).get("source") or ()),
             source=source,
         )
 

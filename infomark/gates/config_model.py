@@ -53,11 +53,31 @@ class TriggerModel(_Strict):
     when: dict[str, Any]
     prompt: str = Field(min_length=1, max_length=4000)
     requires_read: list[str] = Field(default_factory=list)
+    at: Literal["finish", "tool"] = "finish"
 
 
 class OraclesModel(_Strict):
     allow: list[str] = Field(default_factory=list)
     require: list[str] = Field(default_factory=list)
+
+
+class GradingModel(_Strict):
+    """``[grading]``: what an attested run carries over from the agent (docs/gates.md)."""
+
+    # root-relative globs of source files (`**` spans directories); empty: the default rule
+    source: list[str] = Field(default_factory=list)
+
+    @field_validator("source")
+    @classmethod
+    def _relative(cls, value: list[str]) -> list[str]:
+        for glob in value:
+            parts = glob.replace("\\", "/").split("/")
+            if not glob.strip() or glob.startswith("/") or ".." in parts:
+                raise ValueError(
+                    f"{glob!r} is not a project-relative glob; write one such as "
+                    '"src/**" or "*.py" (no leading /, no ..)'
+                )
+        return value
 
 
 class ScratchModel(_Strict):
@@ -114,6 +134,7 @@ class ConfigModel(_Strict):
     oracles: OraclesModel = Field(default_factory=OraclesModel)
     grading_policy: Literal["hold", "refuse", "allow"] = "hold"
     grading_files: list[str] = Field(default_factory=list)
+    grading: GradingModel = Field(default_factory=GradingModel)
     # Adaptive policy layer (packs, working memory, triggers).
     adaptive_packs: list[str] | None = None
     pack_overrides: dict[str, PackOverride] = Field(default_factory=dict)

@@ -27,8 +27,10 @@ __all__ = [
     "Entry",
     "SessionStory",
     "fails_on",
+    "finish_story",
     "overview",
     "session_story",
+    "story_reader",
     "summarize",
     "verdict_of",
 ]
@@ -256,7 +258,12 @@ class _Reader:
         cls = str(record.get("tool_class") or "")
         ev_cls = str(record.get("evidence_class") or "")
         tool = str(record.get("tool") or "")
-        if cls in _MUTATING:
+        if cls in _MUTATING and outcome == "ERROR" and ev_cls != "execution":
+            # a file tool that failed (an Edit whose old_string was not found) changed nothing;
+            # a command that errored (a time-out) may have, so it still counts below
+            target = _target(record) or command
+            self.add("edit", row, f"{tool} {_clip(target, 80)} failed: nothing changed")
+        elif cls in _MUTATING:
             self.changed = True
             target = _target(record) or command
             if target and target not in self.story.files_changed:
@@ -441,9 +448,20 @@ def fails_on(verdict: str, categories: Iterable[str]) -> bool:
 
 def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = False) -> SessionStory:
     """Read one session's events (in seq order) into a :class:`SessionStory`."""
-    reader = _Reader(session)
+    reader = story_reader(session)
     for row in events:
         reader.feed(row)
+    return finish_story(reader, tampered=tampered)
+
+
+def story_reader(session: str) -> _Reader:
+    """A reader to :meth:`feed <_Reader.feed>` rows to (in seq order), e.g. from the audit's
+    own verification pass, so the story costs no second read of the journal."""
+    return _Reader(session)
+
+
+def finish_story(reader: _Reader, *, tampered: bool = False) -> SessionStory:
+    """The story of the rows ``reader`` was fed."""
     story = reader.story
     story.host = _host(reader.host_hints)
     story.verdict, story.flags = verdict_of(
