@@ -54,8 +54,10 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
+    from infomark.gates.checks import CheckStatus
     from infomark.gates.policies.runtime import PolicyRuntime, PolicyStep
     from infomark.gates.views import GateView, LedgerView
+    from infomark.gates.weakened import Finding as WeakFinding
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
 
@@ -120,7 +122,7 @@ class Gatekeeper:
         cfg = config or load_config(root_p, home_p)
         if profile is not None:
             if profile not in PROFILES:
-                raise UserError(f"unknown profile {profile!r}; use ledger, strict or observe")
+                raise UserError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
             cfg = replace(cfg, profile=profile)
         ledger = Ledger(
             home_p,
@@ -365,8 +367,18 @@ class Gatekeeper:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
         grading_flow.check(self._ledger, self.config)
+        checks = self.check_status() if self.config.profile == "verify" else None
+        found, weakened = self._weakened(checks)
         with self._ledger.transaction():
-            result = decide_finish(self._ledger.state, final_text, self.config)
+            if found:
+                self._ledger.emit(
+                    "weakened_checks",
+                    {
+                        "findings": [f.to_dict() for f in found[:20]],
+                        "counted": len(weakened),
+                    },
+                )
+            result = decide_finish(self._ledger.state, final_text, self.config, checks, weakened)
             step = self.policy.finalize(self._ledger, final_text, result)
             self._commit(step)
             result = step.finish or result
@@ -377,6 +389,38 @@ class Gatekeeper:
             if result.allow and not blocked:
                 self._track(finished=True)
         return result
+
+    def _weakened(
+        self, checks: list[CheckStatus] | None
+    ) -> tuple[list[WeakFinding], list[WeakFinding]]:
+        """What the change does to weaken the checks (empty tests, skips, suppressions,
+        loosened configuration), and the part that counts against the checks it touches."""
+        state = self._ledger.state
+        if not state.last_modify_seq or self.config.profile == "observe":
+            return [], []
+        from infomark.gates.weakened import against_checks, scan
+
+        found = scan(self._ledger.root_dir)
+        if not found:
+            return [], []
+        names = [c.check for c in checks] if checks is not None else []
+        names += [c.oracle for c in state.claims.values() if c.oracle]
+        return found, against_checks(found, names)
+
+    def check_status(self) -> list[CheckStatus]:
+        """Where each of the project's required checks stands now (``[oracles] require``, else
+        the detected ones): a fresh PASS, failed (with the failing tests), stale, not run."""
+        from infomark.gates.checks import check_status, required_checks
+
+        ledger = self._ledger
+        checks = required_checks(self.config.oracle_require, ledger.root_dir)
+
+        def output_of(ref: str) -> str | None:
+            ev = ledger.evidence(ref)
+            data = ledger.output_of(ev) if ev is not None else None
+            return data.decode("utf-8", "replace") if data is not None else None
+
+        return check_status(ledger.refresh(), checks, root=ledger.root_dir, output_of=output_of)
 
     def approve(self, *, by: str = "operator", note: str = "") -> None:
         """Record the G4 approval (the strict profile needs it before G6)."""

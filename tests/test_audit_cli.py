@@ -113,12 +113,22 @@ def test_sessions_lists_newest_first_with_verdicts(lead_home: Path) -> None:
 
 def test_audit_without_a_session_takes_the_latest_and_says_so(lead_home: Path) -> None:
     proc = cli(lead_home, "audit")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # finished unverified: CI must not pass it
     assert "session beta (the latest" in proc.stderr
+    assert "verdict finished_unverified is in --fail-on" in proc.stderr
     assert "finished through the refusal cap" in proc.stdout
-    data = json.loads(cli(lead_home, "audit", "--json").stdout)
+    data = json.loads(cli(lead_home, "audit", "--json", "--fail-on", "none").stdout)
     assert data["session"] == "beta" and data["verdict"] == "finished_unverified"
     assert data["verified"] is True  # verified by default
+
+
+def test_fail_on_gates_ci_on_the_verdict(lead_home: Path) -> None:
+    assert cli(lead_home, "audit", "--session", "alpha").returncode == 0  # finished on evidence
+    assert cli(lead_home, "audit", "--session", "beta", "--fail-on", "none").returncode == 0
+    assert cli(lead_home, "report", "beta", "--fail-on", "bypass,tamper").returncode == 0
+    assert cli(lead_home, "report", "beta").returncode == 5
+    bad = cli(lead_home, "audit", "--fail-on", "unverifed")
+    assert bad.returncode == 2 and "unknown category unverifed" in bad.stderr
 
 
 def test_an_unknown_session_or_home_is_an_error_not_a_new_empty_one(lead_home: Path) -> None:
@@ -173,7 +183,7 @@ def test_timeline_tells_the_story_in_order(lead_home: Path) -> None:
 
 def test_report_markdown_for_a_pull_request(lead_home: Path, tmp_path: Path) -> None:
     md = tmp_path / "report.md"
-    proc = cli(lead_home, "report", "beta", "--md", str(md))
+    proc = cli(lead_home, "report", "beta", "--md", str(md), "--fail-on", "none")
     assert proc.returncode == 0, proc.stderr
     text = md.read_text()
     assert "**Verdict: finished_unverified**" in text
@@ -193,7 +203,7 @@ def test_report_page_renders_in_a_real_browser(lead_home: Path, tmp_path: Path) 
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
     verdict = re.search(r'<p id="verdict"[^>]*>(.*?)</p>', html, re.S)
-    assert verdict and "finished clean" in verdict.group(1)
+    assert verdict and "backed by checks that passed" in verdict.group(1)
     assert re.search(r'<b id="verified">verified</b>', html)
     timeline = re.search(r'<table id="timeline">(.*?)</table>', html, re.S)
     assert timeline and timeline.group(1).count("<tr") >= 8

@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "EXIT_VERDICT",
     "EXIT_VERIFY",
     "CliExit",
     "closest",
@@ -40,6 +41,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_VERIFY, EXIT_USAGE, EXIT_DENY, EXIT_ASK = 0, 1, 2, 3, 4
+EXIT_VERDICT = 5  # audit / report --fail-on, run: the verdict is one CI must not pass
 EXIT_INTERNAL = 70  # a bug in infomark: reported in one line, traceback only on request
 
 
@@ -112,10 +114,17 @@ def opts() -> dict[str, Any]:
     return obj
 
 
-def open_gk(profile: str | None = None) -> Any:
+def open_gk(profile: str | None = None, *, writes: bool = False) -> Any:
+    """The session of the current options. ``writes``: the command journals what the agent
+    did; refused (exit 2, the reason and the recovery) while the home's journal is marked as
+    failing its integrity check (docs/reliability.md)."""
     from infomark.gatekeeper import Gatekeeper
 
     o = opts()
+    if writes:
+        from infomark.tools.integrity import check_mark
+
+        check_mark(o["home"])
     return Gatekeeper.open(o["home"], o["session"], profile=profile, store=o.get("store"))
 
 

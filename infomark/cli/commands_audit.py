@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from infomark.cli.base import (
+    EXIT_VERDICT,
     EXIT_VERIFY,
     CliExit,
     common,
@@ -42,6 +43,37 @@ def _open_existing() -> tuple[Any, str, bool]:
     session, chosen = require_session(names)
     opts()["session"] = session
     return open_gk(), session, chosen
+
+
+def _fail_on_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from infomark.ledger.timeline import DEFAULT_FAIL_ON, FAIL_ON
+
+    return click.option(
+        "--fail-on",
+        "fail_on",
+        default=",".join(DEFAULT_FAIL_ON),
+        show_default=True,
+        metavar="LIST",
+        help="Exit 5 when the verdict is in one of these comma-separated categories: "
+        + ", ".join(FAIL_ON)
+        + "; `none` never (tampering still exits 1).",
+    )(fn)
+
+
+def _gate_verdict(verdict: str, fail_on: str) -> None:
+    """Exit 5 (EXIT_VERDICT) when ``verdict`` is in a ``--fail-on`` category."""
+    from infomark.ledger.timeline import FAIL_ON, fails_on
+
+    wanted = [c.strip() for c in fail_on.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in FAIL_ON and c != "none"]
+    if unknown:
+        raise click.UsageError(
+            f"--fail-on: unknown categor{'y' if len(unknown) == 1 else 'ies'} "
+            f"{', '.join(unknown)}; use {', '.join(FAIL_ON)} or none"
+        )
+    if fails_on(verdict, wanted):
+        click.echo(f"verdict {verdict} is in --fail-on {fail_on}", err=True)
+        raise CliExit(EXIT_VERDICT)
 
 
 @click.command()
@@ -111,12 +143,16 @@ def _name_session(name: str | None) -> None:
 )
 @click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
 @click.argument("name", metavar="[SESSION]", required=False)
+@_fail_on_option
 @common
-def audit(verify: bool, export: Path | None, timeline: bool, name: str | None) -> None:
+def audit(
+    verify: bool, export: Path | None, timeline: bool, name: str | None, fail_on: str
+) -> None:
     """Verdict, claims and evidence of a session (the latest if none is named).
 
-    Verifies the journal by default and exits 1 naming the first bad event. The session is
-    named as with ``report``: ``infomark audit S`` or ``--session S``.
+    Verifies the journal by default and exits 1 naming the first bad event; exits 5 when the
+    verdict is in a --fail-on category (by default: finished unverified, bypassed, tampered).
+    The session is named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
     from infomark.ledger.audit import build_audit
     from infomark.ledger.timeline import finish_story, story_reader, summarize
@@ -160,6 +196,7 @@ def audit(verify: bool, export: Path | None, timeline: bool, name: str | None) -
             f"verification FAILED at seq {first.get('seq')}: {first.get('message')}", err=True
         )
         raise CliExit(EXIT_VERIFY)
+    _gate_verdict(story.verdict, fail_on)
 
 
 @click.command()
@@ -168,11 +205,13 @@ def audit(verify: bool, export: Path | None, timeline: bool, name: str | None) -
     "--html", "html", type=click.Path(dir_okay=False, path_type=Path), help="Write a page."
 )
 @click.option("--md", "md", type=click.Path(dir_okay=False, path_type=Path), help="Write Markdown.")
+@_fail_on_option
 @common
-def report(name: str | None, html: Path | None, md: Path | None) -> None:
+def report(name: str | None, html: Path | None, md: Path | None, fail_on: str) -> None:
     """A session's verdict, timeline and claim histories (the terminal, --html or --md).
 
-    The page is self-contained (no scripts, no network); exits 1 if verification fails.
+    The page is self-contained (no scripts, no network); exits 1 if verification fails, 5
+    when the verdict is in a --fail-on category.
     """
     from infomark.cli.report import print_story, render_html, render_markdown
     from infomark.ledger.timeline import session_story
@@ -198,6 +237,7 @@ def report(name: str | None, html: Path | None, md: Path | None) -> None:
         print_story(story, timeline=True)
     if story.verdict == "tampered":
         raise CliExit(EXIT_VERIFY)
+    _gate_verdict(story.verdict, fail_on)
 
 
 @click.command()

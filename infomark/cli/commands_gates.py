@@ -28,7 +28,7 @@ __all__ = ["register"]
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe"]),
+    type=click.Choice(["ledger", "strict", "observe", "verify"]),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )
@@ -41,7 +41,7 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
     from infomark.ledger.calls import ToolCall
 
     data = parse_input_json(input_json)
-    with open_gk(profile) as gk:
+    with open_gk(profile, writes=True) as gk:
         decision = gk.authorize(ToolCall(tool=tool, input=data, tool_call_id=tool_call_id))
     if opts()["json"]:
         emit_json(decision.to_dict())
@@ -149,7 +149,7 @@ def held(show_all: bool) -> None:
 def finish(source: str | None) -> None:
     """May the agent finish with this final text (FILE or -)? Exit 0 allowed, 3 refused."""
     text = read_input(source) if source is not None else ""
-    with open_gk() as gk:
+    with open_gk(writes=True) as gk:
         result = gk.can_finish(text)
     if opts()["json"]:
         emit_json(result.to_dict())

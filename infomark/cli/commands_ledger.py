@@ -58,7 +58,7 @@ def ingest(source: str | None, strict: bool) -> None:
     text = read_input(source)
     if strict:
         _refuse_syntax_errors(text)
-    with open_gk() as gk:
+    with open_gk(writes=True) as gk:
         report = gk.ingest(text)
     if opts()["json"]:
         emit_json(report.to_dict())
@@ -123,7 +123,7 @@ def record(
             raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from None
     else:
         output = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
-    with open_gk() as gk:
+    with open_gk(writes=True) as gk:
         ev = gk.record(
             ToolCall(tool=tool, input=data, tool_call_id=tool_call_id),
             ToolOutcome(output=output, exit_code=exit_code, error=error, duration_ms=duration_ms),

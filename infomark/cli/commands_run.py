@@ -1,9 +1,11 @@
 """The runtime commands: ``infomark run`` (the reference agent runtime) and ``infomark send``.
 
-Exit codes: ``run`` 0 when the finish gate allowed the end (or a persistent run was stopped
-or reached its wake limit), 3 when it stopped at the step limit, 2 on bad input or a model
-failure (the message says what failed); ``send`` 0 delivered, 3 refused (the reason is
-printed; nothing was delivered).
+Exit codes: ``run`` 0 when the finish gate allowed the end on evidence (or a persistent run
+was stopped or reached its wake limit), 5 when the agent finished unverified (through the
+refusal cap, or with changes no fresh passing check backs) or the task's checks do not pass
+at the end, 3 when it stopped at the step limit, 2 on bad input or a model failure (the
+message says what failed); ``send`` 0 delivered, 3 refused (the reason is printed; nothing was
+delivered).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
-from infomark.cli.base import EXIT_DENY, CliExit, common, emit_json, opts
+from infomark.cli.base import EXIT_DENY, EXIT_VERDICT, CliExit, common, emit_json, opts
 
 __all__ = ["register"]
 
@@ -96,8 +99,9 @@ def run_cmd(
             result = runner.start(task, persistent=persistent or None)
         finally:
             runner.close()
+    end = _end_report(home, result.session, root.resolve())
     if opts()["json"]:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), **end})
     else:
         cost = result.to_dict()["cost"]
         click.echo(
@@ -105,8 +109,34 @@ def run_cmd(
             f"({cost['working_tokens']} tokens), {cost['idle_calls']} idle "
             f"({cost['idle_tokens']} tokens)"
         )
+        click.echo(f"verdict: {end['verdict']}: {end['verdict_text']}")
+        for c in end["checks"]:
+            failing = f" (failing: {', '.join(c['failing'])})" if c["failing"] else ""
+            click.echo(f"check `{c['check']}`: {c['state']}{failing}")
+        if not end["checks"]:
+            click.echo("checks: none declared ([oracles] require) and none detected")
     if result.reason == "max_steps":
         raise CliExit(EXIT_DENY)
+    if result.reason == "finished" and end["unverified"]:
+        raise CliExit(EXIT_VERDICT)
+
+
+def _end_report(home: Path, session: str, root: Path) -> dict[str, Any]:
+    """The verdict and the task's checks at the end of a run (declared or detected), from
+    the session's own evidence; ``unverified`` when CI must not pass it."""
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.timeline import FAIL_ON, summarize
+
+    with Gatekeeper.open(home, session, root=root) as gk:
+        checks = [c.to_dict() for c in gk.check_status()]
+        story = summarize(session, gk.events())
+    failing = any(c["state"] != "pass" for c in checks)
+    return {
+        "verdict": story.verdict,
+        "verdict_text": story.verdict_text,
+        "checks": checks,
+        "unverified": story.verdict in FAIL_ON["unverified"] or failing,
+    }
 
 
 @click.command("send")

@@ -67,6 +67,21 @@ _uninstall_option = click.option(
     is_flag=True,
     help="Remove only infomark's hook entries, the launcher and the sandbox settings it added.",
 )
+@click.option(
+    "--profile",
+    type=click.Choice(["verify", "ledger", "strict", "observe"]),
+    default="verify",
+    show_default=True,
+    help="The profile written to a new infomark.toml (an existing one is kept).",
+)
+@click.option(
+    "--check",
+    "checks",
+    multiple=True,
+    metavar="CMD",
+    help="A check a finish needs (repeat; instead of the detected ones).",
+)
+@click.option("--yes", is_flag=True, help="Accept the detected checks without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
     scope: str,
@@ -75,15 +90,28 @@ def install_claude_code_cmd(
     http_url: str | None,
     no_sandbox: bool,
     uninstall: bool,
+    profile: str,
+    checks: tuple[str, ...],
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Merge infomark's hooks into .claude/settings.json (idempotent, keeps other hooks).
 
     The hooks run .claude/infomark-hook, a launcher written beside the settings that starts
-    the hook with `python -I -S`. Says so when nothing changed (exit 0 either way).
+    the hook with `python -I -S`. A project with no infomark configuration gets an
+    infomark.toml with --profile (verify: no protocol asked of the agent; a finish after
+    changes needs a fresh PASS of the project's checks) and the checks: --check, else those
+    detected and confirmed (asked on a terminal; --yes, or no terminal, takes them as shown).
+    The checks are added to Claude Code's permissions.allow (removed by --uninstall). Says so
+    when nothing changed (exit 0 either way).
     """
     from infomark.tools.install import install_claude_code, uninstall_claude_code
 
+    chosen: list[str] = []
+    wrote_config: Path | None = None
+    configured = True
+    if not uninstall:
+        chosen, configured = _project_checks(root, list(checks), yes, as_json)
     if uninstall:
         done = uninstall_claude_code(scope=scope, root=root)
         if not done.changed:
@@ -92,12 +120,27 @@ def install_claude_code_cmd(
             text = f"removed infomark hooks from {done.path}"
     else:
         done = install_claude_code(
-            scope=scope, root=root, home=home, http_url=http_url, sandbox=not no_sandbox
+            scope=scope,
+            root=root,
+            home=home,
+            http_url=http_url,
+            sandbox=not no_sandbox,
+            checks=chosen,
         )
+        if not configured:  # only once the settings are written: never half an install
+            from infomark.tools.install import write_project_config
+
+            wrote_config = write_project_config(root, profile, chosen)
         if not done.changed:
             text = f"infomark hooks already installed in {done.path}; nothing changed"
         else:
             text = f"installed infomark hooks into {done.path}"
+        if wrote_config is not None:
+            text += f"\nwrote {wrote_config} (profile {profile})"
+        if chosen:
+            text += "\nchecks a finish needs (allowed to run in Claude Code): " + ", ".join(
+                f"`{c}`" for c in chosen
+            )
         if http_url:
             text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
         if not no_sandbox:
@@ -120,10 +163,49 @@ def install_claude_code_cmd(
                 "action": "uninstall" if uninstall else "install",
                 "changed": done.changed,
                 "settings": str(done.path),
+                "checks": chosen,
+                "config": str(wrote_config) if wrote_config is not None else None,
             }
         )
     else:
         click.echo(text)
+
+
+def _project_checks(
+    root: Path, given: list[str], yes: bool, as_json: bool
+) -> tuple[list[str], bool]:
+    """The checks to require and allow, and whether the project has a configuration: its
+    ``[oracles] require`` when it has one; else ``--check``, or the detected ones, confirmed
+    on a terminal."""
+    import sys
+
+    from infomark.gates.checks import detect_checks
+    from infomark.gates.config import load_config
+
+    config = load_config(root)
+    if config.source is not None:
+        return list(given or config.oracle_require), True
+    checks = given
+    if not checks:
+        checks = detect_checks(root)
+        interactive = sys.stdin.isatty() and sys.stdout.isatty() and not yes and not as_json
+        if interactive:
+            shown = ", ".join(f"`{c}`" for c in checks) or "none"
+            click.echo(f"detected checks: {shown}")
+            answer = click.prompt(
+                "Require these before the agent may finish? [Y/n, or type the commands, "
+                "comma-separated]",
+                default="y",
+                show_default=False,
+            ).strip()
+            if answer.lower() in ("n", "no"):
+                checks = []
+            elif answer.lower() not in ("y", "yes", ""):
+                checks = [c.strip() for c in answer.split(",") if c.strip()]
+        elif not as_json:
+            shown = ", ".join(f"`{c}`" for c in checks) or "none found"
+            click.echo(f"detected checks: {shown} (choose with --check CMD)", err=True)
+    return checks, False
 
 
 def _host_install_command(name: str, title: str, where: str) -> click.Command:
@@ -174,7 +256,7 @@ install.add_command(_host_install_command("codex", "OpenAI Codex CLI", ".codex/h
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe"]),
+    type=click.Choice(["ledger", "strict", "observe", "verify"]),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )

@@ -25,6 +25,8 @@ _VERDICT_STYLE = {
     "blocked": "yellow",
     "bypassed": "bold red",
     "finished_unverified": "bold red",
+    "finished_unchecked": "bold red",
+    "finished_unchanged": "yellow",
     "tampered": "bold red",
 }
 
@@ -126,6 +128,7 @@ padding:.3rem .5rem;text-align:left;vertical-align:top} code{font-size:.9em}
 
 _CLASS = {
     "finished": "ok",
+    "finished_unchanged": "warn",
     "open": "warn",
     "refused": "warn",
     "blocked": "warn",

@@ -22,7 +22,7 @@ from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
-from infomark.ledger.state import SessionState
+from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "BYPASS_ENV",
     "authorize_call",
     "bypass_event",
+    "claim_step",
     "decision_event",
     "deny_unattended",
     "grounding_hint",
@@ -39,11 +40,12 @@ __all__ = [
     "no_ledger_reason",
     "note_stale_sources",
     "operator_approved",
+    "parse_error_text",
     "revert_hint",
 ]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
-_ENFORCING = ("ledger", "strict")
+_ENFORCING = ("ledger", "strict", "verify")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,28 @@ class _Base:
         }
 
 
+def claim_step(claim: ClaimState) -> str:
+    """The one next step that can ground ``claim``: run its oracle and stamp it with the
+    result its expectation needs, or re-declare it when its oracle was refused (a refused
+    oracle is never suggested)."""
+    cid = claim.id
+    if claim.oracle_refused:
+        return (
+            f"its oracle `{claim.oracle}` was refused ({claim.oracle_refused}): re-declare {cid} "
+            "with `oracle:` a command that can fail, then run it"
+        )
+    if claim.oracle:
+        result = "EXPECTED_FAIL" if claim.expect == "FAIL" else "PASS"
+        return (
+            f"run `{claim.oracle}` and stamp it with "
+            f"oracle_stamp: claim_id={cid} evidence_ref=ev_… result={result}"
+        )
+    return (
+        "declare oracle: <command> and run it, or stamp an observation "
+        f"with inference_stamp: claim_id={cid} evidence_ref=ev_…"
+    )
+
+
 def grounding_hint(ungrounded: list[tuple[str, str]], state: SessionState) -> str:
     """Name each ungrounded premise with its status and say how to ground it."""
     parts = []
@@ -73,21 +97,37 @@ def grounding_hint(ungrounded: list[tuple[str, str]], state: SessionState) -> st
         claim = state.claims.get(cid)
         if claim is None:
             parts.append(f"{cid} (missing: declare it in claim_ledger with an oracle)")
-        elif claim.oracle:
-            parts.append(
-                f"{cid} ({status}: run `{claim.oracle}` and stamp it with "
-                f"oracle_stamp: claim_id={cid} evidence_ref=ev_… result=PASS)"
-            )
         else:
-            parts.append(
-                f"{cid} ({status}: declare oracle: <command> and run it, or stamp an observation "
-                f"with inference_stamp: claim_id={cid} evidence_ref=ev_…)"
-            )
+            parts.append(f"{cid} ({status}: {claim_step(claim)})")
     return "premises outside G: " + "; ".join(parts) + "."
 
 
+def parse_error_text(errors: list[dict[str, Any]]) -> str:
+    """The parser's diagnostics as the agent reads them: line, column, what was expected, and
+    the source line with a caret under the column."""
+    out = []
+    for e in errors[:3]:
+        head = f"line {e.get('line')}, column {e.get('column')}: {e.get('message')}"
+        expected = e.get("expected") or []
+        if expected and "expected" not in str(e.get("message")):
+            head += " (expected " + " or ".join(map(str, expected[:5])) + ")"
+        source = e.get("source")
+        if isinstance(source, str) and source.strip():
+            col = max(int(e.get("column") or 1), 1)
+            head += f"\n    {source}\n    {' ' * (col - 1)}^"
+        out.append(head)
+    return "\n".join(out)
+
+
 def no_ledger_reason(tool_class: str, state: SessionState) -> str:
-    """The denial that teaches the block: what is missing, a ledger to copy, the protocol."""
+    """The denial that teaches the block: what is missing, a ledger to copy, the protocol.
+    When the agent wrote a ledger that could not be read, the parser's diagnostics come first:
+    fixing them is the one next step."""
+    if not state.has_ledger and state.parse_errors:
+        return (
+            f"{tool_class} denied: the claim_ledger you wrote could not be read, so no ledger "
+            "is active. Fix it and write it again:\n" + parse_error_text(state.parse_errors)
+        )
     what = (
         "no claim_ledger is active"
         if not state.has_ledger
@@ -171,6 +211,8 @@ def _decide(
             DecisionCode.ALLOWED, f"{tool_class} tools do not mutate", **base.kw()
         )
     effective = "modify" if tool_class == "unknown" else tool_class
+    if profile == "verify":
+        return _decide_verify(effective, config, base)
     if revert:
         return Decision.allow(
             DecisionCode.REVERT,
@@ -225,16 +267,11 @@ def _decide(
                 **base.kw(),
             )
     if effective == "destructive":
-        held = [f for f in families if f not in config.allow_destructive] if families else ["?"]
-        if held:
-            named = ", ".join(f for f in held if f != "?") or "unclassified"
-            return Decision.ask(
-                DecisionCode.DESTRUCTIVE,
-                f"destructive command ({named}): held for the user's approval",
-                ungrounded=ungrounded,
-                bypass=grounding_denied and bypass,
-                **base.kw(),
-            )
+        held = _held_destructive(
+            config, ungrounded, bypass=grounding_denied and bypass, **base.kw()
+        )
+        if held is not None:
+            return held
     if grounding_denied and bypass:
         why_text = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
         return Decision.allow(
@@ -245,6 +282,39 @@ def _decide(
             **base.kw(),
         )
     return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **base.kw())
+
+
+def _held_destructive(
+    config: Config, ungrounded: tuple[tuple[str, str], ...], **kw: Any
+) -> Decision | None:
+    """A destructive command is held for the user's approval unless its family is allowed
+    (``kw``: the decision's fields, its ``families`` among them)."""
+    families: tuple[str, ...] = kw["families"]
+    held = [f for f in families if f not in config.allow_destructive] if families else ["?"]
+    if not held:
+        return None
+    named = ", ".join(f for f in held if f != "?") or "unclassified"
+    return Decision.ask(
+        DecisionCode.DESTRUCTIVE,
+        f"destructive command ({named}): held for the user's approval",
+        ungrounded=ungrounded,
+        **kw,
+    )
+
+
+def _decide_verify(effective: str, config: Config, base: _Base) -> Decision:
+    """The verify profile: no premises asked; destructive commands held as in every profile
+    (the home and infomark's files are guarded before this, by ``guard_decision``)."""
+    if effective == "destructive":
+        held = _held_destructive(config, (), **base.kw())
+        if held is not None:
+            return held
+    return Decision.allow(
+        DecisionCode.VERIFY,
+        "verify profile: edits are not gated on premises; the finish needs a fresh PASS of "
+        "the project's checks",
+        **base.kw(),
+    )
 
 
 def _mutating_gate(gate: str) -> bool:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
-PROFILES = ("ledger", "strict", "observe")
+PROFILES = ("ledger", "strict", "observe", "verify")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,39 @@ def ledger_rules(config: Config, home: StrPath) -> LedgerRules:
     )
 
 
+def _candidates(root: StrPath) -> list[str]:
+    explicit = os.environ.get("INFOMARK_CONFIG")
+    if explicit:
+        return [explicit]
+    names = ("infomark.toml", "infomark.yaml", "infomark.yml", "pyproject.toml")
+    return [os.path.join(root, n) for n in names]
+
+
+def _cached(root: StrPath, cache: str) -> Config | None:
+    """The cached configuration when the first configuration file there still has the
+    cached content (no TOML parse: the hook's start-up stays lean)."""
+    try:
+        with open(cache, encoding="utf-8") as f:
+            cached = jsonc.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    for path in _candidates(root):
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        if os.path.basename(path) == "pyproject.toml" and b"infomark" not in raw:
+            return None  # no [tool.infomark]: the defaults (find_config_file decides)
+        try:
+            if cached.get("path") == str(path) and cached.get("sha256") == sha256(raw).hexdigest():
+                return Config.from_dict(cached["config"], source=str(path))
+        except (KeyError, TypeError, AttributeError, ValueError):
+            return None
+        return None
+    return None
+
+
 def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
     """``infomark.toml``, then ``infomark.yaml`` (a seed-style ``runtime_config:`` block),
     then ``[tool.infomark]`` in ``pyproject.toml``; None if none exists.
@@ -153,6 +186,10 @@ def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
 
 def load_config(root: StrPath, home: StrPath | None = None) -> Config:
     """Load, validate (cached by content hash) and return the configuration."""
+    if home is not None:
+        hit = _cached(root, os.path.join(home, "config.cache.json"))
+        if hit is not None:
+            return hit
     found = find_config_file(root)
     if found is None:
         return Config()

@@ -115,7 +115,7 @@ class SourcesModel(_Strict):
 
 
 class ConfigModel(_Strict):
-    profile: Literal["ledger", "strict", "observe"] = "ledger"
+    profile: Literal["ledger", "strict", "observe", "verify"] = "ledger"
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
     tools: dict[str, ToolClassName] = Field(default_factory=dict)

@@ -17,10 +17,14 @@ fresh evidence is still refused.
 
 from __future__ import annotations
 
-from infomark.gates.authorize import grounding_hint
+from collections.abc import Sequence
+
+from infomark.gates.authorize import claim_step, grounding_hint
+from infomark.gates.checks import CheckStatus
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
+from infomark.gates.weakened import Finding as Weakness
 from infomark.kernel.decisions import FinishCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
@@ -34,6 +38,7 @@ __all__ = [
     "claims_completion",
     "completion_claims",
     "decide_finish",
+    "finish_basis",
     "finish_events",
     "finish_problems",
     "fresh_exact_claims",
@@ -103,20 +108,79 @@ def _fresh(state: SessionState, cid: str) -> bool:
 
 def _sentence(text: str) -> str:
     text = text.rstrip().rstrip(".")
-    return text[:1].upper() + text[1:] + "."
+    head, sep, body = text.partition("] ") if text.startswith("[") else ("", "", text)
+    return head + sep + body[:1].upper() + body[1:] + "."
+
+
+def _check_problems(checks: Sequence[CheckStatus], changed: bool) -> list[tuple[FinishCode, str]]:
+    """What each required check that is not a fresh PASS asks of the agent (one next step)."""
+    out: list[tuple[FinishCode, str]] = []
+    for c in checks:
+        if c.state == "pass":
+            continue
+        rerun = c.command or c.check  # the agent's own spelling of the check, when it ran it
+        if c.state == "fail":
+            names = ", ".join(c.failing[:10]) + (" …" if len(c.failing) > 10 else "")
+            failing = f"; failing: {names}" if names else ""
+            out.append(
+                (
+                    FinishCode.CHECK_FAILED,
+                    f"the required check `{c.check}` failed when it last ran (`{c.command}`, "
+                    f"{c.ref}){failing}. Fix the code (not the tests), then run `{rerun}` again",
+                )
+            )
+        elif c.state == "not_run":
+            out.append(
+                (
+                    FinishCode.REQUIRED_ORACLE,
+                    (
+                        f"the work changed files and the required check `{c.check}` has not "
+                        "run since"
+                        if changed
+                        else f"you say the work is done, but the required check `{c.check}` "
+                        "has not run"
+                    )
+                    + f": run `{c.check}` from the project root",
+                )
+            )
+        elif c.state == "stale":
+            out.append(
+                (
+                    FinishCode.REQUIRED_ORACLE,
+                    f"the required check `{c.check}` last ran ({c.ref}, {c.why}) before the "
+                    f"last change: run `{rerun}` again",
+                )
+            )
+        else:
+            out.append(
+                (
+                    FinishCode.REQUIRED_ORACLE,
+                    f"the run of `{c.check}` ({c.ref}) cannot count: {c.why}; run `{rerun}` "
+                    "again from the project root",
+                )
+            )
+    return out
 
 
 def finish_problems(
-    state: SessionState, final_text: str, config: Config
+    state: SessionState,
+    final_text: str,
+    config: Config,
+    checks: Sequence[CheckStatus] | None = None,
+    weakened: Sequence[Weakness] = (),
 ) -> tuple[str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """``(code, problems, stale, ungrounded)``; no problems means the evidence allows it."""
+    """``(code, problems, stale, ungrounded)``; no problems means the evidence allows it.
+
+    ``checks``: the verify profile's required checks, as :func:`~infomark.gates.checks.
+    check_status` found them (None in the other profiles). Each problem starts with its code.
+    """
     ungrounded = tuple(state.ungrounded_premises()) if state.has_ledger else ()
     problems: list[str] = []
     codes: list[str] = []
 
     def add(code: FinishCode, text: str) -> None:
         codes.append(code.value)
-        problems.append(text)
+        problems.append(f"[{code.value}] {text}")
 
     if state.grading_changed:
         parts = [
@@ -130,6 +194,17 @@ def finish_problems(
             + ". Restore them, or ask the user to approve the change "
             "(`infomark approve --grading FILE`)",
         )
+    if weakened and state.last_modify_seq > 0:
+        add(
+            FinishCode.WEAKENED_CHECKS,
+            "the change weakens the checks instead of passing them: "
+            + "; ".join(w.describe() for w in weakened[:10])
+            + ". Remove them (a real assertion, no skip or suppression, the configuration as it "
+            "was), or say you are blocked and ask the user to accept them",
+        )
+    if checks and (state.last_modify_seq > 0 or claims_completion(final_text or "")):
+        for code, text in _check_problems(checks, state.last_modify_seq > 0):
+            add(code, text)
     if ungrounded:
         add(FinishCode.UNGROUNDED_PREMISES, grounding_hint(list(ungrounded), state))
     stale = tuple(
@@ -143,13 +218,12 @@ def finish_problems(
     if stale:
         cmds = []
         for cid in stale:
-            claim = state.claims[cid]
-            cmds.append(f"{cid} (re-run `{claim.oracle}`)" if claim.oracle else cid)
+            cmds.append(f"{cid} ({claim_step(state.claims[cid])})")
         add(
             FinishCode.STALE_EVIDENCE,
             "evidence predates the last edit for: "
             + ", ".join(cmds)
-            + "; re-run each oracle and stamp the new evidence_ref",
+            + "; each stamp must name the new evidence_ref",
         )
     contradicted = [
         c for c in state.claims.values() if c.contradicted_seq and not starting_state(state, c)
@@ -165,6 +239,9 @@ def finish_problems(
     # The evidence rule binds a session that speaks the protocol (a ledger) or runs strict; a
     # ledger-less session in the ledger profile mutates with a nudge and is judged as before.
     mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile == "strict")
+    if config.profile == "verify" and not state.has_ledger:
+        # no protocol: the required checks above decide; no claim is asked for
+        return (codes[0] if codes else FinishCode.ALLOWED.value), problems, (), ()
     if mutated:
         done = completion_claims(state)
         missing = [cid for cid in done if not _fresh(state, cid)]
@@ -173,9 +250,9 @@ def finish_problems(
             for cid in missing:
                 named = state.claims.get(cid)
                 hints.append(
-                    f"{cid} (run `{named.oracle}` and stamp it)"
-                    if named is not None and named.oracle
-                    else f"{cid} (not declared with an oracle)"
+                    f"{cid} ({claim_step(named)})"
+                    if named is not None
+                    else f"{cid} (not declared: declare it in claim_ledger with an oracle)"
                 )
             add(
                 FinishCode.COMPLETION_WITHOUT_EVIDENCE,
@@ -229,7 +306,34 @@ def _blocked(state: SessionState) -> bool:
     return state.gate in BLOCKED_TERMINALS and state.gate_seq > state.last_modify_seq
 
 
-def decide_finish(state: SessionState, final_text: str, config: Config) -> FinishDecision:
+def finish_basis(state: SessionState, checks: Sequence[CheckStatus] | None) -> dict[str, Any]:
+    """What an allowed finish rests on, for the verdict (never more than the evidence):
+    ``verified`` (changes, and the required checks or the completion claims pass on evidence
+    newer than the last change), ``unchanged`` (no change; ``evidence`` says whether anything
+    was run or stamped) or ``unchecked`` (changes that no fresh evidence backs)."""
+    out: dict[str, Any] = {}
+    if checks is not None:
+        out["checks"] = [c.to_dict() for c in checks]
+    fresh_checks = bool(checks) and all(c.state == "pass" for c in checks or ())
+    if not state.last_modify_seq:
+        out["basis"] = "unchanged"
+        out["evidence"] = bool(state.last_exec_seq or fresh_exact_claims(state))
+    elif fresh_checks or (state.has_ledger and any(_fresh(state, c) for c in state.claims)):
+        out["basis"] = "verified"
+    else:
+        out["basis"] = "unchecked"
+    return out
+
+
+def decide_finish(
+    state: SessionState,
+    final_text: str,
+    config: Config,
+    checks: Sequence[CheckStatus] | None = None,
+    weakened: Sequence[Weakness] = (),
+) -> FinishDecision:
+    """May the agent finish? ``checks``: the verify profile's required checks (their status);
+    ``weakened``: what in the change weakens the checks it touches (gates/weakened.py)."""
     completion = claims_completion(final_text or "")
     if _blocked(state):
         return FinishDecision(
@@ -238,16 +342,20 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
             FinishCode.FINISHED_BLOCKED.value,
             completion_claimed=completion,
         )
-    code, problems, stale, ungrounded = finish_problems(state, final_text, config)
+    code, problems, stale, ungrounded = finish_problems(state, final_text, config, checks, weakened)
     if config.profile == "strict" and not problems and state.gate not in ("G9", "SUCCESS"):
         code = FinishCode.GATE_POSITION.value
         problems.append(
-            f"strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "
+            f"[{code}] strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "
             "write `gate: G9` once the oracle passed"
         )
     if not problems:
         return FinishDecision(
-            True, "finish allowed", FinishCode.ALLOWED.value, completion_claimed=completion
+            True,
+            "finish allowed",
+            FinishCode.ALLOWED.value,
+            completion_claimed=completion,
+            extra=finish_basis(state, checks),
         )
     cap = config.finish_refusal_cap
     if cap > 0 and state.finish_refusals + 1 > cap:
@@ -260,7 +368,7 @@ def decide_finish(state: SessionState, final_text: str, config: Config) -> Finis
             ungrounded=ungrounded,
             completion_claimed=completion,
             cap_reached=True,
-            extra={"unresolved": code},
+            extra={"unresolved": code, **finish_basis(state, checks)},
         )
     return FinishDecision(
         False,

@@ -255,7 +255,7 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     if not files and change.complete:
         return ""
     state = ledger.state
-    violation = not plan_grounded(state)
+    violation = not plan_grounded(state) and config.profile != "verify"
     payload: dict[str, Any] = {
         "tool": call.tool,
         "tool_call_id": call.tool_call_id,
@@ -286,6 +286,9 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     return (
         f"[infomark] unannounced_mutation: this call changed tracked files: {shown}. It counts "
         "as the last modification: stamps on older evidence are stale; re-run the oracles."
+        if config.profile != "verify" or state.has_ledger
+        else f"[infomark] this call changed tracked files: {shown}. It counts as a change: "
+        "run the project's checks again before you finish."
     )
 
 

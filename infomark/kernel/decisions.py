@@ -35,6 +35,7 @@ class DecisionCode(enum.StrEnum):
     PROTECTED_SANDBOX = "protected_sandbox"  # a call that asks to leave the OS sandbox
     GRADING_EDIT = "grading_edit"  # an edit of a declared oracle's test or its configuration
     OPERATOR_APPROVED = "operator_approved"  # a held call the operator approved, run once
+    VERIFY = "verify"  # verify profile: edits run ungated; the finish is judged on the checks
 
 
 class FinishCode(enum.StrEnum):
@@ -48,6 +49,8 @@ class FinishCode(enum.StrEnum):
     ORACLE_FAILED = "oracle_failed"  # a stamped oracle failed later
     COMPLETION_WITHOUT_EVIDENCE = "completion_without_evidence"
     REQUIRED_ORACLE = "required_oracle"  # the operator's [oracles] require was not run fresh
+    CHECK_FAILED = "check_failed"  # verify profile: a required check's latest run failed
+    WEAKENED_CHECKS = "weakened_checks"  # an empty or skipped test, a suppression, a loosened gate
     GATE_POSITION = "gate_position"  # strict: finish only from G9
     REFUSAL_CAP_REACHED = "refusal_cap_reached"  # finished UNVERIFIED through the cap
 

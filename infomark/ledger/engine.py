@@ -449,7 +449,7 @@ class Ledger:
                     "source": source,
                     "blocks": len(parsed.blocks) if parsed else 0,
                     "errors": [
-                        {"line": d["line"], "column": d["column"], "message": d["message"]}
+                        _journaled_error(d, text)
                         for d in report.diagnostics
                         if d.get("severity", "error") == "error"
                     ][:20],
@@ -533,3 +533,18 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _journaled_error(d: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """A parse error as ``message_ingested`` journals it: where, what, what was expected and
+    the source line (for a caret under it; clipped), so the agent is told exactly what to fix."""
+    out: dict[str, Any] = {"line": d["line"], "column": d["column"], "message": d["message"]}
+    if d.get("expected"):
+        out["expected"] = [str(e) for e in d["expected"][:8]]
+    if d.get("block"):
+        out["block"] = str(d["block"])
+    lines = text.splitlines()
+    line = int(d["line"] or 0)
+    if 0 < line <= len(lines):
+        out["source"] = lines[line - 1][:240]
+    return out

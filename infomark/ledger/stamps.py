@@ -133,14 +133,13 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             )
         if (result == "EXPECTED_FAIL") != (claim.expect == "FAIL") and result != "FAIL":
             what = (
-                f"claim {claim.id} declares no `expect: FAIL`, so it is a PASS claim"
+                f"claim {claim.id} declares no `expect: FAIL`, so it is a PASS claim; "
+                f"{RejectReason.EXPECTATION_MISMATCH.hint}"
                 if result == "EXPECTED_FAIL"
-                else f"claim {claim.id} expects FAIL; a passing run is no evidence for it"
+                else f"claim {claim.id} declares `expect: FAIL`, so result={result} cannot stamp "
+                "it: stamp a failing run of its oracle with result=EXPECTED_FAIL"
             )
-            return reject(
-                RejectReason.EXPECTATION_MISMATCH,
-                f"{what}; {RejectReason.EXPECTATION_MISMATCH.hint}",
-            )
+            return reject(RejectReason.EXPECTATION_MISMATCH, what)
         needed = Outcome.PASS if result == "PASS" else Outcome.FAIL
         if ev.outcome is not needed:
             return reject(

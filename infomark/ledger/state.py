@@ -30,7 +30,7 @@ __all__ = [
     "state_from_dict",
 ]
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: runs, parse_errors
 _HISTORY_CAP = 50
 _PENDING_CAP = 256  # authorized calls awaiting their result (oldest dropped first)
 
@@ -127,6 +127,12 @@ class SessionState:
     # held calls the operator approved (`infomark approve --call`): "tool\0input digest" →
     # the decision id that held it; each is used once
     approved_calls: dict[str, str] = field(default_factory=dict)
+    # the latest run of each command (its oracle key) → {seq, outcome, ref, cwd}: what the
+    # verify profile's required checks are judged on (gates/checks.py)
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the errors of the last message whose blocks could not be read (line, column, message,
+    # expected, source); cleared when a claim_ledger is applied
+    parse_errors: list[dict[str, Any]] = field(default_factory=list)
     v: int = STATE_VERSION
 
     # -- views -------------------------------------------------------------------
@@ -208,6 +214,7 @@ def _hist(claim: ClaimState, seq: int, cause: str, **extra: Any) -> None:
 
 @_reducer("ledger_replaced")
 def _ledger(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.parse_errors = []
     new: dict[str, ClaimState] = {}
     for c in p["claims"]:
         old = state.claims.get(c["id"])
@@ -309,6 +316,17 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         if record.get("outcome") != "PASS":
             state.last_exec_fail_seq = seq
         _contradictions(state, seq, record)
+        key = record.get("oracle_key") or record.get("command")
+        if key and not record.get("background"):
+            state.runs.pop(str(key), None)
+            state.runs[str(key)] = {
+                "seq": seq,
+                "outcome": record.get("outcome"),
+                "ref": p["ref"],
+                "cwd": record.get("cwd"),
+                "class": record.get("evidence_class"),
+            }
+            _evict_oldest(state.runs)
 
 
 def _contradictions(state: SessionState, seq: int, record: Mapping[str, Any]) -> None:
@@ -405,6 +423,9 @@ def _ingested(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     cursor = p.get("cursor")
     if cursor:
         state.cursors[str(cursor["name"])] = int(cursor["value"])
+    errors = p.get("errors")
+    if errors:
+        state.parse_errors = [dict(e) for e in errors[:5]]
 
 
 @_reducer("gate_moved")

@@ -11,7 +11,7 @@ changed and the final message. ``infomark audit``, ``infomark report`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from infomark.kernel.records import dataclass, field
@@ -20,10 +20,13 @@ from infomark.ledger.engine import Ledger
 from infomark.ledger.journal import EventRow
 
 __all__ = [
+    "DEFAULT_FAIL_ON",
+    "FAIL_ON",
     "VERDICTS",
     "ClaimStep",
     "Entry",
     "SessionStory",
+    "fails_on",
     "finish_story",
     "overview",
     "session_story",
@@ -36,12 +39,26 @@ __all__ = [
 VERDICTS: dict[str, str] = {
     "tampered": "the journal does not verify: it was changed outside infomark",
     "finished_unverified": "finished through the refusal cap, without fresh evidence",
+    "finished_unchecked": "finished with changes that no fresh passing check backs",
     "bypassed": "finished, but grounding was bypassed for some calls",
     "blocked": "stopped as blocked: the agent said it cannot finish",
-    "finished": "finished clean: every finish check passed on fresh evidence",
+    "finished": "finished: the changes are backed by checks that passed on fresh evidence",
+    "finished_unchanged": "ended without changes",
     "refused": "not finished: the last finish attempt was refused",
     "open": "open: no finish attempt yet",
 }
+
+#: what ``--fail-on`` names (``infomark audit``, ``infomark report``): category → verdicts
+FAIL_ON: dict[str, frozenset[str]] = {
+    "unverified": frozenset({"finished_unverified", "finished_unchecked"}),
+    "bypass": frozenset({"bypassed"}),
+    "tamper": frozenset({"tampered"}),
+    "unchanged": frozenset({"finished_unchanged"}),
+    "refused": frozenset({"refused"}),
+    "blocked": frozenset({"blocked"}),
+    "open": frozenset({"open"}),
+}
+DEFAULT_FAIL_ON = ("unverified", "bypass", "tamper")
 
 _MUTATING = frozenset({"modify", "destructive", "unknown"})
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "target", "destination")
@@ -157,6 +174,13 @@ class _Reader:
         self.evidence: dict[str, dict[str, Any]] = {}
         self.last_finish: str | None = None
         self.capped = False
+        self.basis: str | None = None  # what the last allowed finish rested on
+        self.checks: list[Mapping[str, Any]] = []  # the required checks at the last finish
+        self.changed = False  # an edit or a command's change was recorded
+        self.ran = False  # a command run was recorded
+        self.stamped = False  # a stamp was applied
+        self.weakened: list[str] = []  # what the last finish found weakening the checks
+        self.pending: list[str] = []  # found at the finish attempt being read
         self.host_hints: set[str] = set()
 
     def add(self, kind: str, row: EventRow, text: str) -> None:
@@ -240,11 +264,13 @@ class _Reader:
             target = _target(record) or command
             self.add("edit", row, f"{tool} {_clip(target, 80)} failed: nothing changed")
         elif cls in _MUTATING:
+            self.changed = True
             target = _target(record) or command
             if target and target not in self.story.files_changed:
                 self.story.files_changed.append(target)
             self.add("edit", row, f"{tool} {_clip(target, 80)}")
         elif ev_cls == "execution":
+            self.ran = True
             self.story.commands_run.append({"seq": row.seq, "command": command, "outcome": outcome})
             self.add("run", row, f"ran `{_clip(command, 80)}` → {outcome} ({ref})")
         elif ev_cls == "observation":
@@ -252,12 +278,14 @@ class _Reader:
 
     def on_unannounced_mutation(self, row: EventRow, p: Mapping[str, Any]) -> None:
         files = [str(f) for f in p.get("files") or []]
+        self.changed = self.changed or bool(files)
         for f in files:
             if f not in self.story.files_changed:
                 self.story.files_changed.append(f)
         self.add("edit", row, f"files changed by a command: {', '.join(files[:5]) or '?'}")
 
     def on_stamp_applied(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        self.stamped = True
         cid = str(p.get("claim_id"))
         ref = p.get("evidence_ref")
         ev = self.evidence.get(str(ref), {})
@@ -320,8 +348,21 @@ class _Reader:
         if p.get("cap_reached"):
             self.capped = True
         self.last_finish = "finished" if allow else "refused"
+        self.weakened, self.pending = self.pending, []
+        checks = p.get("checks")
+        if isinstance(checks, list):
+            self.checks = [c for c in checks if isinstance(c, Mapping)]
+        if allow and not p.get("cap_reached"):
+            basis = p.get("basis")
+            # a journal written before finishes named their basis: read it from the events
+            self.basis = str(basis) if isinstance(basis, str) else self._basis()
         verb = "finish allowed" if allow else f"finish refused: {p.get('code')}"
         self.add("finish", row, verb)
+
+    def _basis(self) -> str:
+        if not self.changed:
+            return "unchanged"
+        return "verified" if self.stamped else "unchecked"
 
     def on_finish_cap_reached(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.capped = True
@@ -333,6 +374,15 @@ class _Reader:
     def on_finished_blocked(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.last_finish = "blocked"
         self.add("finish", row, f"stopped as blocked: {_clip(p.get('reason') or '', 100)}")
+
+    def on_weakened_checks(self, row: EventRow, p: Mapping[str, Any]) -> None:
+        found = [f for f in p.get("findings") or [] if isinstance(f, Mapping)]
+        self.pending = [f"{f.get('kind')} {f.get('path')}:{f.get('line')}" for f in found]
+        shown = "; ".join(
+            f"{f.get('kind')}: {f.get('path')}:{f.get('line')} {_clip(f.get('text'), 60)}"
+            for f in found[:5]
+        )
+        self.add("weakened", row, f"the change weakens the checks: {shown}")
 
     def on_hook_error(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.add("error", row, f"hook error: {_clip(p.get('error') or p, 100)}")
@@ -356,21 +406,44 @@ def _host(hints: set[str]) -> str:
 
 
 def verdict_of(
-    *, tampered: bool, capped: bool, bypassed: int, last_finish: str | None
+    *,
+    tampered: bool,
+    capped: bool,
+    bypassed: int,
+    last_finish: str | None,
+    basis: str | None = None,
+    evidence: bool = True,
+    checks: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[str, list[str]]:
-    """The verdict code and its flags, most serious first."""
+    """The verdict code and its flags, most serious first. ``basis``: what the last allowed
+    finish rested on (``verified``, ``unchanged``, ``unchecked``); ``evidence``: whether any
+    command ran or claim was stamped; ``checks``: the required checks at the last finish.
+    The verdict never says more than the evidence."""
     flags = []
     if bypassed:
         flags.append(f"{bypassed} bypassed call{'s' if bypassed != 1 else ''}")
+    not_passing = [str(c.get("check")) for c in checks or () if c.get("state") != "pass"]
+    if not_passing:
+        flags.append("checks not passing: " + ", ".join(f"`{c}`" for c in not_passing))
     if tampered:
         return "tampered", flags
     if capped:
         return "finished_unverified", flags
     if last_finish == "finished" and bypassed:
-        return "bypassed", []
+        return "bypassed", [f for f in flags if "bypassed" not in f]
     if last_finish is None:
         return "open", flags
+    if last_finish == "finished" and basis == "unchanged":
+        flags.append("checks ran" if evidence else "no check was run, no claim proven")
+        return "finished_unchanged", flags
+    if last_finish == "finished" and basis == "unchecked":
+        return "finished_unchecked", flags
     return last_finish, flags
+
+
+def fails_on(verdict: str, categories: Iterable[str]) -> bool:
+    """Whether ``verdict`` is in one of the ``--fail-on`` categories (:data:`FAIL_ON`)."""
+    return any(verdict in FAIL_ON.get(c, frozenset()) for c in categories)
 
 
 def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = False) -> SessionStory:
@@ -396,7 +469,12 @@ def finish_story(reader: _Reader, *, tampered: bool = False) -> SessionStory:
         capped=reader.capped,
         bypassed=story.bypassed,
         last_finish=reader.last_finish,
+        basis=reader.basis,
+        evidence=reader.ran or reader.stamped,
+        checks=reader.checks,
     )
+    if reader.weakened:
+        story.flags.append("weakened checks: " + ", ".join(reader.weakened[:5]))
     return story
 
 

@@ -26,7 +26,7 @@ from infomark.tools.doctor import (
 from infomark.tools.doctor_launcher import CC as _CC
 from infomark.tools.doctor_launcher import REINSTALL as _REINSTALL
 from infomark.tools.doctor_launcher import launcher_findings
-from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS, hook_form
+from infomark.tools.install import BLOCK_ON_FAILURE, HOOK_EVENTS, hook_argv, hook_form
 
 __all__ = [
     "claude_code_findings",
@@ -105,10 +105,7 @@ def _handler_findings(event: str, handler: dict[str, Any], path: Path, home: Pat
                 )
             )
         return out
-    try:
-        argv = shlex.split(str(handler.get("command", "")))
-    except ValueError:
-        argv = []
+    argv = hook_argv(str(handler.get("command", "")), path)
     if not argv or not runnable(argv[0]):
         out.append(
             Finding(

@@ -82,6 +82,9 @@ def diagnose(
     service at ``url``, when given)."""
     user_home = user_home if user_home is not None else Path.home()
     out = home_findings(home, root)
+    from infomark.tools.integrity import integrity_findings
+
+    out += integrity_findings(home)
     out += environment_findings(env)
     out += config_findings(root)
     activity = journal_activity(home)

@@ -14,7 +14,7 @@ from typing import Any
 
 from infomark.kernel.errors import UserError
 from infomark.tools.doctor import Finding
-from infomark.tools.install import hook_form
+from infomark.tools.install import hook_argv, hook_form
 from infomark.tools.launcher import read_launcher, render
 
 __all__ = ["CC", "REINSTALL", "launcher_findings"]
@@ -23,11 +23,8 @@ CC = "claude-code"
 REINSTALL = "run `infomark install claude-code` (it restores every entry, keeping other hooks)"
 
 
-def _launcher_of(command: str) -> Path | None:
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return None
+def _launcher_of(command: str, settings: Path) -> Path | None:
+    argv = hook_argv(command, settings)
     if hook_form(command) != "launcher" or not argv:
         return None
     return Path(argv[3] if argv[1:3] == ["-I", "-S"] else argv[0])
@@ -43,7 +40,7 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         command = handler.get("command")
         if handler.get("type") == "http" or not isinstance(command, str):
             continue
-        launcher = _launcher_of(command)
+        launcher = _launcher_of(command, path)
         if launcher is None:
             if path not in older:
                 older.add(path)
@@ -65,7 +62,8 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
             continue
         seen.add(launcher)
         if not launcher.exists():
-            if shlex.split(command)[0] != str(launcher):  # PYTHON -I -S LAUNCHER: not checked yet
+            # PYTHON -I -S LAUNCHER: not checked yet
+            if hook_argv(command, path)[0] != str(launcher):
                 out.append(
                     Finding(
                         CC,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +40,25 @@ from infomark.tools.launcher import (
 __all__ = [
     "BLOCK_ON_FAILURE",
     "HOOK_EVENTS",
+    "PROJECT_DIR",
     "Installed",
+    "allow_entries",
     "check_service",
+    "hook_argv",
     "hook_form",
     "install_claude_code",
+    "local_settings",
     "settings_path",
     "uninstall_claude_code",
+    "write_project_config",
 ]
+
+#: how a project-scope hook names its launcher: relative to the project Claude Code opened
+#: (``$CLAUDE_PROJECT_DIR``; the working directory when it is unset), so a teammate's clone
+#: of a committed ``.claude/settings.json`` runs its own launcher
+PROJECT_DIR = '"${CLAUDE_PROJECT_DIR:-.}"'
+_PROJECT_WORDS = ("${CLAUDE_PROJECT_DIR:-.}", "${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR")
+_ALLOWED_FILE = "infomark-allowed.json"  # the permissions.allow entries install added
 
 BLOCK_ON_FAILURE = frozenset({"PreToolUse", "Stop", "SubagentStop"})
 HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
@@ -92,6 +104,24 @@ def hook_form(command: str) -> str | None:
         return "console"
     head = argv[3] if argv[1:3] == ["-I", "-S"] and len(argv) > 3 else argv[0] if argv else ""
     return "launcher" if Path(head).name == LAUNCHER_NAME else "console"
+
+
+def hook_argv(command: str, settings: Path) -> list[str]:
+    """The words of a hook command as Claude Code runs it: ``$CLAUDE_PROJECT_DIR`` is the
+    project a project-scope settings file belongs to ([] when it cannot be split)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return []
+    project = str(settings.parent.parent)
+    out = []
+    for word in argv:
+        for token in _PROJECT_WORDS:
+            if word.startswith(token):
+                word = project + word[len(token) :]
+                break
+        out.append(word)
+    return out
 
 
 def _ours(handler: Any) -> bool:
@@ -156,10 +186,12 @@ def install_claude_code(
     home: Path | None = None,
     http_url: str | None = None,
     sandbox: bool = True,
+    checks: Sequence[str] | None = None,
 ) -> Installed:
-    """Add infomark's hooks (command, forwarding to a service with ``http_url``), and, unless
-    ``sandbox`` is False, Claude Code's own Bash sandbox with infomark's policy
-    (:mod:`infomark.tools.install_sandbox`).
+    """Add infomark's hooks (command, forwarding to a service with ``http_url``), unless
+    ``sandbox`` is False Claude Code's own Bash sandbox with infomark's policy
+    (:mod:`infomark.tools.install_sandbox`), and ``Bash(<check>)`` permission rules for the
+    project's ``checks``.
 
     Writes the launcher beside the settings file first, then the settings. Each file is
     written only when its content changes: installing twice leaves both as they were
@@ -175,7 +207,12 @@ def install_claude_code(
         check_service(http_url, home if home is not None else root / ".infomark")
     launcher = launcher_for(path)
     text = render()  # before anything is written: an interpreter it cannot name is an error
-    command = hook_prefix(launcher.absolute()) + _MARK_CMD
+    prefix = hook_prefix(launcher.absolute())
+    if scope == "project":  # relative to the project: a teammate's clone runs its own
+        prefix = prefix.replace(
+            shlex.quote(str(launcher.absolute())), f"{PROJECT_DIR}/.claude/{launcher.name}"
+        )
+    command = prefix + _MARK_CMD
     if home is not None:
         command += " --home " + shlex.quote(str(home.resolve()))
     if http_url:
@@ -206,10 +243,130 @@ def install_claude_code(
         if scope == "project":  # Claude Code's sandbox stages writes here; made now, a first
             # sandboxed command does not change .claude/ under the session's feet
             (path.parent / ".cc-writes").mkdir(mode=0o700, exist_ok=True)
+    if scope == "project":  # Claude Code honours these in -p without the workspace trust prompt
+        wrote = _allow_local(path, checks) or wrote
+    else:
+        wrote = _allow_checks(data, path, checks) or wrote
     if path.exists() and data == before:
         return Installed(path, changed=wrote)
     _save(path, data)
     return Installed(path, changed=True)
+
+
+def allow_entries(checks: Sequence[str]) -> list[str]:
+    """Claude Code permission rules that let the project's checks run unprompted (so
+    ``claude -p`` can run them): ``Bash(pytest -q)``; a check written as a glob keeps its
+    prefix (``Bash(pytest:*)``)."""
+    out = []
+    for check in checks:
+        text = check.strip()
+        if not text:
+            continue
+        if any(ch in text for ch in "*?["):
+            head = text.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].strip()
+            if not head:
+                continue
+            text = head + ":*"
+        out.append(f"Bash({text})")
+    return out
+
+
+def local_settings(settings: Path) -> Path:
+    """``settings.local.json`` beside a project's ``settings.json``: the project's permission
+    rules go there (Claude Code 2.1 ignores a project ``settings.json``'s ``permissions`` in
+    ``claude -p`` until the workspace is trusted; the local file it always reads)."""
+    return settings.with_name("settings.local.json")
+
+
+def _allow_local(settings: Path, checks: Sequence[str] | None) -> bool:
+    if not checks:
+        return False
+    local = local_settings(settings)
+    before = _load(local)
+    data = json.loads(json.dumps(before))
+    changed = _allow_checks(data, settings, checks)
+    if data != before or not local.exists():
+        _save(local, data)
+        return True
+    return changed
+
+
+def _allow_checks(data: dict[str, Any], settings: Path, checks: Sequence[str] | None) -> bool:
+    """Merge ``Bash(<check>)`` rules into ``permissions.allow``; remember the ones added
+    (beside the settings) so ``uninstall`` removes exactly those. True when that file changed."""
+    if not checks:
+        return False
+    perms = data.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise UserError(f"{settings}: 'permissions' must be an object; nothing was changed")
+    allow = perms.setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise UserError(f"{settings}: 'permissions.allow' must be a list; nothing was changed")
+    record = settings.parent / _ALLOWED_FILE
+    added: list[str] = _read_added(record)
+    for rule in allow_entries(checks):
+        if rule not in allow:
+            allow.append(rule)
+            if rule not in added:
+                added.append(rule)
+    text = json.dumps(sorted(added), indent=2) + "\n"
+    try:
+        if record.read_text("utf-8") == text:
+            return False
+    except OSError:
+        pass
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(text, "utf-8")
+    return True
+
+
+def _read_added(record: Path) -> list[str]:
+    try:
+        got = json.loads(record.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(r) for r in got] if isinstance(got, list) else []
+
+
+def _drop_allowed(data: dict[str, Any], settings: Path) -> bool:
+    """Remove the permission rules install added (and its record of them)."""
+    record = settings.parent / _ALLOWED_FILE
+    added = set(_read_added(record))
+    perms = data.get("permissions")
+    if added and isinstance(perms, dict) and isinstance(perms.get("allow"), list):
+        perms["allow"] = [r for r in perms["allow"] if r not in added]
+        if not perms["allow"]:
+            del perms["allow"]
+        if not perms:
+            del data["permissions"]
+    try:
+        record.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def write_project_config(root: Path, profile: str, checks: Sequence[str]) -> Path | None:
+    """Write ``infomark.toml`` with the profile and the required checks when the project has
+    no infomark configuration yet; None (nothing written) when it has one."""
+    from infomark.gates.config import find_config_file
+
+    if find_config_file(root) is not None:
+        return None
+    lines = [
+        "# infomark's configuration (docs/configuration.md), written by",
+        "# `infomark install claude-code`. profile: verify asks no protocol of the agent;",
+        '# a finish after changes needs a fresh PASS of each check below. "ledger" is the',
+        "# full claim-ledger profile (docs/gates.md#profiles).",
+        f'profile = "{profile}"',
+        "",
+        "[oracles]",
+        "require = [" + ", ".join(json.dumps(c) for c in checks) + "]",
+        "",
+    ]
+    path = root / "infomark.toml"
+    path.write_text("\n".join(lines), "utf-8")
+    return path
 
 
 def check_service(url: str, home: Path) -> None:
@@ -261,6 +418,19 @@ def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:
         before = _load(path)
         data, had_record = remove_sandbox(_strip(json.loads(json.dumps(before))), path)
         removed = had_record
+        local = local_settings(path)
+        if scope == "project" and local.exists():
+            local_before = _load(local)
+            local_data = json.loads(json.dumps(local_before))
+            if _drop_allowed(local_data, path):
+                removed = True
+            if local_data != local_before:
+                if local_data:
+                    _save(local, local_data)
+                else:
+                    local.unlink()
+        elif _drop_allowed(data, path):
+            removed = True
         if data != before:
             _save(path, data)
             removed = True

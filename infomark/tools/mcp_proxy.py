@@ -44,6 +44,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from infomark._version import __version__
+from infomark.gates.config import PROFILES
 from infomark.kernel.environ import child_env
 from infomark.kernel.errors import InfomarkError
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -478,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--session", default=None, help="session (default $INFOMARK_SESSION or mcp)"
     )
     parser.add_argument("--home", type=Path, default=None, help="ledger home (default .infomark)")
-    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--profile", choices=PROFILES, default=None)
     parser.add_argument("--sandbox", action="store_true", help="downstream in the OS sandbox")
     parser.add_argument("server_cmd", nargs=argparse.REMAINDER, help="-- <command> [args…]")
     args = parser.parse_args(argv)

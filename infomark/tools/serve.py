@@ -25,6 +25,7 @@ from typing import Any
 
 import uvicorn
 
+from infomark.gates.config import PROFILES
 from infomark.kernel.errors import InfomarkError
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--root", type=Path, default=None)
-    parser.add_argument("--profile", choices=("ledger", "strict", "observe"), default=None)
+    parser.add_argument("--profile", choices=PROFILES, default=None)
     parser.add_argument("--port-file", type=Path, default=None)
     parser.add_argument("--no-access-log", action="store_true")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)

@@ -100,7 +100,7 @@ def install_hooks(project: Path) -> Path:
     """Run the installed ``infomark install claude-code --root PROJECT``; return the settings."""
     exe = Path(sys.executable).with_name("infomark")
     done = subprocess.run(
-        [str(exe), "install", "claude-code", "--root", str(project)],
+        [str(exe), "install", "claude-code", "--root", str(project), "--profile", "ledger"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -179,7 +179,8 @@ def test_http_install_forwards_keeps_session_start_and_survives_the_service(
     try:
         url = _service_url(service)
         done = subprocess.run(
-            [_EXE, "install", "claude-code", "--root", str(project), "--http", url],
+            [_EXE, "install", "claude-code", "--root", str(project), "--http", url,
+             "--profile", "ledger"],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr

@@ -111,3 +111,25 @@ def test_run_json_reports_cost_and_finish(server: ScriptedModelServer, project: 
     assert data["reason"] == "finished" and data["finish"]["allow"] is True
     assert data["cost"] == {"working_calls": 1, "idle_calls": 0, "working_tokens": 120,
                             "idle_tokens": 0}  # fmt: skip
+
+
+def test_run_reports_the_tasks_checks_and_exits_5_when_they_do_not_pass(
+    server: ScriptedModelServer, project: Path
+) -> None:
+    """Issue 34: a model that changes nothing and proves nothing while the project's test
+    fails is not "finished clean": the verdict says so, the check is named, exit 5."""
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    server.add("idle", reply("I could not find the file."))
+    got = _cli("run", "--session", "idle", "--model", server.url, "fix the test", cwd=project)
+    assert got.returncode == 5, got.stdout + got.stderr
+    assert "verdict: finished_unchanged: ended without changes" in got.stdout
+    assert "no check was run" in got.stdout
+    assert "check `pytest -q`: not_run" in got.stdout
+    server.add("idle2", reply("Nothing."))
+    again = _cli("run", "--json", "--session", "idle2", "--model", server.url, "x", cwd=project)
+    assert again.returncode == 5
+    data = json.loads(again.stdout)
+    assert data["unverified"] is True and data["checks"][0]["state"] == "not_run"

@@ -94,7 +94,7 @@ def test_done_when_names_the_claims_that_must_be_fresh(gk: Gatekeeper) -> None:
     _edit(gk)
     gk.ingest(stamp("C1", run(gk, ORACLE).ref))
     fin = gk.can_finish("")
-    assert not fin.allow and "C2 (run `make lint` and stamp it)" in fin.reason
+    assert not fin.allow and "C2 (run `make lint` and stamp it with" in fin.reason
     gk.ingest(stamp("C2", run(gk, "make lint").ref))
     assert gk.can_finish("").allow
 

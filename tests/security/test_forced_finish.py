@@ -56,7 +56,7 @@ def test_the_audit_shows_a_forced_finish_first(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=cc.project, env={**env, "COLUMNS": "200"},
         timeout=60, check=False,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # a forced finish fails CI by default (--fail-on)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert lines[0].startswith("verdict: finished through the refusal cap"), proc.stdout
     forced = next(i for i, line in enumerate(lines) if line.startswith("FINISHED UNVERIFIED"))

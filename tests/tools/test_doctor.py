@@ -126,7 +126,7 @@ class Project:
 def proj(tmp_path: Path) -> Project:
     p = Project(tmp_path)
     assert p.run("init").returncode == 0
-    assert p.run("install", "claude-code").returncode == 0
+    assert p.run("install", "claude-code", "--profile", "ledger").returncode == 0
     return p
 
 
@@ -384,7 +384,7 @@ def test_doctor_reads_the_journal_on_either_store(tmp_path: Path, backend: Backe
     p = Project(tmp_path)
     init = ("init",) if backend.url is None else ("init", "--store", backend.url)
     assert p.run(*init).returncode == 0
-    assert p.run("install", "claude-code").returncode == 0
+    assert p.run("install", "claude-code", "--profile", "ledger").returncode == 0
     drive_session(p)
     assert (p.home / "ledger.db").exists() is (not backend.pg)
     code, report = p.doctor()

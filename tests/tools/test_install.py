@@ -44,8 +44,48 @@ def test_install_json_reports_changed(tmp_path: Path) -> None:
         "action": "install",
         "changed": True,
         "settings": str(tmp_path / ".claude" / "settings.json"),
+        "checks": [],  # an empty project: nothing detected
+        "config": str(tmp_path / "infomark.toml"),
     }
-    assert json.loads(install(tmp_path, "--json").stdout)["changed"] is False
+    again = json.loads(install(tmp_path, "--json").stdout)
+    assert again["changed"] is False and again["config"] is None  # kept, not rewritten
+
+
+def test_install_detects_the_checks_allows_them_and_uninstall_removes_only_those(
+    tmp_path: Path,
+) -> None:
+    """A newcomer's default: the verify profile with the detected checks, allowed to run in
+    Claude Code (merged with the user's own rules), removed again by uninstall; the hook
+    command names the launcher relative to $CLAUDE_PROJECT_DIR so a clone works."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    assert 1\n")
+    settings = tmp_path / ".claude" / "settings.json"
+    local = tmp_path / ".claude" / "settings.local.json"  # Claude Code reads it untrusted, -p
+    settings.parent.mkdir()
+    local.write_text('{"permissions": {"allow": ["Bash(ls)", "Bash(pytest -q)"]}}')
+    got = install(tmp_path, "--yes", "--json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["checks"] == ["pytest -q"]
+    config = (tmp_path / "infomark.toml").read_text()
+    assert 'profile = "verify"' in config and 'require = ["pytest -q"]' in config
+    data = json.loads(settings.read_text())
+    assert "permissions" not in data
+    mine = {"permissions": {"allow": ["Bash(ls)", "Bash(pytest -q)"]}}
+    assert json.loads(local.read_text()) == mine  # merged, once
+    command = data["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert command.startswith('"${CLAUDE_PROJECT_DIR:-.}"/.claude/infomark-hook hook claude-code')
+    assert str(tmp_path) not in command
+    install(tmp_path, "--uninstall")
+    # the user's own Bash(pytest -q) was there before: install did not add it, so it stays
+    assert json.loads(local.read_text()) == mine
+    other = tmp_path / "other"
+    other.mkdir()
+    install(other, "--check", "make test", "--profile", "ledger")
+    ours = json.loads((other / ".claude" / "settings.local.json").read_text())
+    assert ours["permissions"]["allow"] == ["Bash(make test)"]
+    assert 'profile = "ledger"' in (other / "infomark.toml").read_text()
+    install(other, "--uninstall")
+    assert not (other / ".claude" / "settings.local.json").exists()  # it held only ours
 
 
 def test_uninstall_says_when_there_was_nothing_to_remove(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import infomark
-from infomark.tools.install import hook_form
+from infomark.tools.install import hook_argv, hook_form
 from infomark.tools.launcher import hook_prefix, read_launcher, render, search_paths
 
 EXE = shutil.which("infomark") or str(Path(sys.executable).with_name("infomark"))
@@ -39,7 +39,10 @@ def run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def install(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = run(root, "install", "claude-code", "--root", str(root), *args)
+    """Install with the ledger profile (these tests are about the launcher; the ledger
+    profile's denial of an edit is what shows the hook judged)."""
+    profile = () if "--uninstall" in args else ("--profile", "ledger")
+    done = run(root, "install", "claude-code", "--root", str(root), *profile, *args)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -68,7 +71,11 @@ def as_claude(command: str, root: Path, stdin: str, **env: str) -> subprocess.Co
         capture_output=True,
         text=True,
         cwd=root,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("INFOMARK_")}, **env},
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("INFOMARK_")},
+            "CLAUDE_PROJECT_DIR": str(root),  # as Claude Code sets it for every hook
+            **env,
+        },
         timeout=120,
         check=False,
     )
@@ -105,7 +112,8 @@ def test_install_writes_an_isolated_launcher_beside_the_settings(project: Path) 
     assert found.version == tuple(sys.version_info[:2]) and found.problems() == []
     for event, handlers in entries(project / ".claude" / "settings.json").items():
         (handler,) = handlers
-        assert shlex.split(handler["command"])[:3] == [str(launcher), "hook", "claude-code"]
+        settings = project / ".claude" / "settings.json"
+        assert hook_argv(handler["command"], settings)[:3] == [str(launcher), "hook", "claude-code"]
         assert hook_form(handler["command"]) == "launcher", event
 
 
@@ -180,6 +188,8 @@ def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) 
     launcher.write_text(
         text.replace("\n    raise SystemExit(main())\n", report + "    raise SystemExit(0)\n")
     )
+    warm = as_claude(pre_command(project), project, payload(project, "PreToolUse", **READ))
+    assert warm.returncode == 0, warm.stderr  # the first call validates infomark.toml (cached)
     done = as_claude(pre_command(project), project, payload(project, "PreToolUse", **READ))
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
     modules = set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
@@ -191,7 +201,8 @@ def test_the_launcher_process_loads_no_site_and_the_same_modules(project: Path) 
         "_virtualenv",
     }
     assert {m for m in modules if m.split(".")[0] == "infomark"} == PRETOOL_MODULES
-    assert not {m.split(".")[0] for m in modules} & {*HEAVY, *SLOW_STDLIB}  # none added either
+    bad = {m.split(".")[0] for m in modules} & {*HEAVY, *SLOW_STDLIB}
+    assert not bad, bad  # none added either
 
 
 def _moved(project: Path, tmp_path: Path) -> tuple[Path, Path]:

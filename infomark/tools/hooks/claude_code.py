@@ -15,6 +15,8 @@ closed.
 
 from __future__ import annotations
 
+import os
+
 from infomark.gates.config import Config
 from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
@@ -266,7 +268,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
-        reason = decision.reason
+        reason = f"[infomark {decision.code}] {decision.reason}"
         if decision.instructions:  # the pack this denial fired reaches the model with it
             reason += "\n\n" + decision.instructions
         return verdict(decision.verdict.value, reason)
@@ -294,7 +296,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
             return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
         if result.allow:
             return HookAnswer()
-        return block(result.reason)
+        return block(f"[infomark {result.code}] {result.reason}")
     return HookAnswer()  # events we do not use: no opinion
 
 
@@ -345,6 +347,30 @@ def _malformed(payload: dict[str, Any]) -> str | None:
         if not isinstance(payload.get("tool_input"), dict):
             return "tool_input must be an object"
     return None
+
+
+def _quick_verify(gk: Gatekeeper, home: StrPath) -> None:
+    """At a session's start: the journal's quick integrity check (docs/reliability.md); a
+    failure marks the home, so every hook after this fails closed too."""
+    from infomark.tools.integrity import (
+        PRAGMA_MAX_BYTES,
+        IntegrityFailedError,
+        quick_verify,
+        recovery,
+        write_mark,
+    )
+
+    try:
+        size = os.path.getsize(os.path.join(home, "ledger.db"))
+    except OSError:
+        size = 0
+    problems = quick_verify(gk.store.journal, pages=size <= PRAGMA_MAX_BYTES)
+    if problems:
+        write_mark(home, problems)
+        raise IntegrityFailedError(
+            f"the ledger in {home} failed its integrity check ({problems[0]}), so nothing is "
+            "written into it: " + recovery(home)
+        )
 
 
 def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed: bool) -> None:
@@ -398,6 +424,10 @@ def handle(
     session = payload.get("session_id")
     gk: Gatekeeper | None = None
     try:
+        if os.path.lexists(os.path.join(home, "integrity-failed")):  # one stat when healthy
+            from infomark.tools.integrity import check_mark
+
+            check_mark(home)  # raises: the hook fails closed with the reason and the recovery
         sid = session if isinstance(session, str) and session else "claude"
         if gatekeeper is not None:
             gk = gatekeeper
@@ -420,6 +450,8 @@ def handle(
             profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
+        if event == "SessionStart" and payload.get("source") != "compact":
+            _quick_verify(gk, home)
         extra = ""
         if host_step is not None:
             event, payload, extra = host_step(gk, event, payload)
@@ -432,7 +464,8 @@ def handle(
     except Exception as exc:
         why = explain(exc, home)
         answer = failure_answer(event, payload, profile, why, home=home, root=root)
-        if not isinstance(exc, StoreBusyError):  # a busy store would only make us wait again
+        if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
+            # a busy store would only make us wait again; a failing one is not written into
             closed = event not in ("PostToolUse", "PostToolUseFailure") and (
                 answer.stdout is not None or answer.exit_code == 2
             )  # a result's answer only says it is not evidence: nothing was held

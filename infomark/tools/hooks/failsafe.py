@@ -50,7 +50,7 @@ __all__ = [
     "unreadable_answer",
 ]
 
-ENFORCING = ("ledger", "strict")
+ENFORCING = ("ledger", "strict", "verify")
 _BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
 _EVENT_KEY = b'"hook_event_name"'  # then \s* : \s* " and 1-40 ASCII letters and "
 _SPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
@@ -330,7 +330,7 @@ def explain(exc: BaseException, home: StrPath) -> str:
             f"the ledger {db} is locked by another process: {exc}. Find it with "
             f"`fuser {db}` and stop it"
         )
-    if isinstance(exc, WitnessMismatchError):
+    if isinstance(exc, WitnessMismatchError) or getattr(exc, "code", "") == "integrity_failed":
         return str(exc)
     if isinstance(exc, StoreError | VerificationError):
         return (
