@@ -16,7 +16,7 @@ class across modules would put a module more on the hook's hot path for no new j
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from infomark.gates import grading_flow, watch
 from infomark.gates.authorize import (
@@ -78,6 +78,10 @@ class Gatekeeper:
         # Files the host keeps that witness the journal (Claude Code's transcript): the
         # agent's tools may not change them; set by the integration, like `unattended`.
         self.host_files: tuple[str, ...] = ()
+        # Runs a claim's oracle the way infomark grades it (docs/security.md#attested-runs):
+        # claim id -> the text for the agent; set by the integrations that can (the tools
+        # layer's attested runner); the finish calls it for the claims it needs.
+        self.attester: Callable[[str], str] | None = None
         # What the hook last verified of this session's journal tail (the Claude Code hook's own
         # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
         self._tail_memo: object | None = None
@@ -243,6 +247,12 @@ class Gatekeeper:
 
             changed = recheck_premises(self._ledger, self.refetch)
         grading_flow.check(self._ledger, self.config, seed=True)
+        if not self._ledger.state.baseline and (
+            self.attester is not None or self.config.attest_required
+        ):
+            from infomark.gates import baseline  # once per session: before the first action
+
+            baseline.ensure(self._ledger)
         guard = protected(
             call.tool,
             call.input,
@@ -363,8 +373,11 @@ class Gatekeeper:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
         grading_flow.check(self._ledger, self.config)
+        attested = self._attest_for_finish()
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
+            if attested and not result.allow:
+                result = replace(result, reason=result.reason + "\n\n" + attested)
             step = self.policy.finalize(self._ledger, final_text, result)
             self._commit(step)
             result = step.finish or result
@@ -375,6 +388,43 @@ class Gatekeeper:
             if result.allow and not blocked:
                 self._track(finished=True)
         return result
+
+    def _attest_for_finish(self) -> str:
+        """Run, through the attester, the oracles of the claims the finish needs attested."""
+        from infomark.gates.finalize import to_attest
+
+        if self.attester is None:
+            return ""
+        return "\n".join(
+            self.attester(cid) for cid in to_attest(self._ledger.refresh(), self.config)
+        )
+
+    def record_attested(
+        self,
+        claim_id: str,
+        outcome: ToolOutcome,
+        attestation: Mapping[str, Any],
+        judged: str,
+    ) -> tuple[Evidence, IngestReport]:
+        """Record infomark's own run of ``claim_id``'s oracle and bind the claim to it.
+
+        Called by the attested runner (tools layer) only: ``judged`` is the outcome read from
+        the runner's report (``PASS``, ``FAIL``, ``ERROR``). The stamp it implies is judged
+        like any other: ``PASS`` on a pass claim, ``EXPECTED_FAIL`` on an ``expect: FAIL``
+        claim that failed, ``FAIL`` (the claim leaves G) on a pass claim that did not pass.
+        """
+        claim = self._ledger.state.claims.get(claim_id)
+        if claim is None or claim.oracle is None:
+            raise UserError(f"claim {claim_id!r} is not declared with an oracle")
+        evidence = self._ledger.record_attested(claim.oracle, outcome, attestation, judged)
+        if judged == "PASS":
+            result = "PASS"
+        else:
+            result = "EXPECTED_FAIL" if claim.expect == "FAIL" and judged == "FAIL" else "FAIL"
+        text = f"oracle_stamp: claim_id={claim_id} evidence_ref={evidence.ref} result={result}"
+        if result == "FAIL" and evidence.outcome.value != "FAIL":
+            return evidence, IngestReport()  # ERROR: nothing to bind; the text says why
+        return evidence, self.ingest(text, source="attest")
 
     def approve(self, *, by: str = "operator", note: str = "") -> None:
         """Record the G4 approval (the strict profile needs it before G6)."""

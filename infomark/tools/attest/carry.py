@@ -1,0 +1,248 @@
+"""The throwaway copy an attested run happens in: the baseline, plus the agent's source changes.
+
+:func:`build` writes the baseline's files (git objects through ``git cat-file --batch``, the
+rest from the blob store) into a private directory, then carries over exactly the changes
+the source rule accepts (:func:`is_source`); every other change is left out and named, so the
+finish can say which file did not count. Directories that hold an environment (``.venv``,
+``node_modules`` …) are linked to their real place, which the sandbox keeps read-only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from infomark.gates.baseline import ENV_DIRS, current_digest, git, git_blob_id, walk_files
+from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS, _name_matches
+from infomark.kernel.digest import sha256
+from infomark.kernel.errors import UserError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from infomark.ledger.engine import Ledger
+
+__all__ = ["Carry", "build", "changes", "is_source", "remove"]
+
+#: names a runner or the interpreter reads as configuration or start-up code: a new one is
+#: never carried (the attested copy has the baseline's, or none)
+_NEVER_NEW = frozenset(
+    {
+        *CONFIG_NAMES,
+        "__init__.py",
+        "conftest.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "setup.py",
+        "GNUmakefile",
+        "makefile",
+        "Makefile",
+    }
+)
+
+
+@dataclass(slots=True)
+class Carry:
+    """What went into the copy besides the baseline."""
+
+    carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
+    left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
+
+
+def _test_file(rel: str, globs: Sequence[str]) -> bool:
+    return _name_matches(rel, globs)
+
+
+def _dir(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def is_source(
+    rel: str,
+    baseline: Mapping[str, list[str]],
+    *,
+    source_globs: Sequence[str] = (),
+    test_globs: Sequence[str] = DEFAULT_TEST_GLOBS,
+) -> tuple[bool, str]:
+    """Is a change of ``rel`` the agent's source (carried), and why (or why not)?
+
+    ``[grading] source`` globs, when set, decide alone (a grading file never counts). The
+    default: a file of the baseline that is not a test, a runner's configuration or start-up
+    code, nor a dotfile; a new file that is a new test (``test_*.py`` …: run, under the
+    attested run's integrity checks), or that has the suffix of the baseline's source files
+    in a directory that held such a file. A new configuration file, ``conftest.py``,
+    ``__init__.py`` of an existing directory, dotfile or ``.pth`` is never carried.
+    """
+    name = rel.rsplit("/", 1)[-1]
+    known = rel in baseline
+    parts = rel.split("/")
+    if any(p.startswith(".") for p in parts):
+        return False, "a hidden file (configuration, not source)"
+    if name.endswith(".pth"):
+        return False, "a .pth file runs at interpreter start-up"
+    if known and _test_file(rel, test_globs):
+        return False, "a test file of the baseline (the attested run uses the baseline's)"
+    if name in _NEVER_NEW or name in CONFIG_NAMES:
+        if known and name not in CONFIG_NAMES and name not in ("conftest.py", "setup.py"):
+            return True, "source of the baseline"  # e.g. a package's __init__.py
+        if not known and name == "__init__.py" and not _held_files(baseline, _dir(rel)):
+            return True, "a new package in a new directory"
+        return False, f"{name} is read by the test runner or the interpreter (grading surface)"
+    if source_globs:
+        if any(fnmatch.fnmatchcase(rel, g) for g in source_globs):
+            return True, "matches [grading] source"
+        return False, "outside [grading] source"
+    if known:
+        return True, "source of the baseline"
+    if _test_file(rel, test_globs):
+        return True, "a new test (run under the integrity checks)"
+    suffix = os.path.splitext(name)[1]
+    if not suffix:
+        return False, "a new file without a source suffix"
+    anchor = _dir(rel)
+    while anchor and not _held_files(baseline, anchor):
+        anchor = _dir(anchor)
+    held = [p for p in baseline if _dir(p) == anchor and p.endswith(suffix)]
+    if held:
+        return True, f"a new {suffix} file where the baseline held {suffix} source"
+    return False, f"a new {suffix or 'extensionless'} file where the baseline held none"
+
+
+def _held_files(baseline: Mapping[str, list[str]], d: str) -> bool:
+    prefix = d + "/" if d else ""
+    return any(p.startswith(prefix) and "/" not in p[len(prefix) :] for p in baseline)
+
+
+def changes(
+    root: str, baseline: Mapping[str, list[str]], home: str, *, kind: str
+) -> dict[str, str | None]:
+    """Files that differ from the baseline now: path -> current digest (None: deleted)."""
+    now: set[str]
+    if kind == "git":
+        listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", ".")
+        if listed is None:
+            raise UserError(f"git cannot list the files of {root}")
+        now = {p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p}
+    else:
+        now = set(walk_files(root, (home,)))
+    out: dict[str, str | None] = {}
+    for rel in sorted(now | set(baseline)):
+        full = os.path.join(root, rel)
+        entry = baseline.get(rel)
+        ref = entry[0] if entry else "sha256:"
+        got = current_digest(full, ref)
+        if entry is None:
+            if got is not None:
+                out[rel] = got
+        elif got != entry[0]:
+            out[rel] = got
+    return out
+
+
+def _write(path: str, data: bytes, mode: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if mode == "l":
+        os.symlink(data.decode("utf-8", "surrogateescape"), path)
+        return
+    with open(path, "wb") as fh:
+        fh.write(data)
+    if mode == "x":
+        os.chmod(path, 0o700)  # the copy is private: its owner runs it
+
+
+def _git_objects(root: str, oids: list[str]) -> dict[str, bytes]:
+    if not oids:
+        return {}
+    out = git(root, "cat-file", "--batch", stdin=("\n".join(oids) + "\n").encode())
+    if out is None:
+        raise UserError("git cannot read the baseline's objects (was HEAD's history rewritten?)")
+    objects: dict[str, bytes] = {}
+    pos = 0
+    for oid in oids:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].split()
+        if len(header) != 3:
+            raise UserError(f"git object {oid} of the baseline is missing")
+        size = int(header[2])
+        data = out[nl + 1 : nl + 1 + size]
+        if git_blob_id(data) != oid:
+            raise UserError(f"git object {oid} does not hold what the baseline recorded")
+        objects[oid] = data
+        pos = nl + 1 + size + 1
+    return objects
+
+
+def build(
+    ledger: Ledger,
+    manifest: Mapping[str, Any],
+    dest: str,
+    *,
+    source_globs: Sequence[str] = (),
+    test_globs: Sequence[str] = DEFAULT_TEST_GLOBS,
+    approved: Mapping[str, str] | None = None,
+) -> Carry:
+    """Write the copy under ``dest``: the baseline, the approved grading files
+    (``approved``: path -> blob, the operator accepted them), then the source changes."""
+    root = ledger.root_dir
+    files: dict[str, list[str]] = {k: list(v) for k, v in dict(manifest["files"]).items()}
+    oids = sorted({r[4:] for r, _ in files.values() if r.startswith("git:")})
+    objects = _git_objects(root, oids)
+    for rel, (ref, mode) in files.items():
+        if ref.startswith("git:"):
+            data = objects[ref[4:]]
+        else:
+            blob = ledger.blobs.get(ref)
+            if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
+                raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
+            data = blob
+        _write(os.path.join(dest, rel), data, mode)
+    for rel, blob_ref in (approved or {}).items():
+        data_ = ledger.blobs.get(blob_ref)
+        if data_ is not None:
+            target = os.path.join(dest, rel)
+            if os.path.lexists(target):
+                os.unlink(target)
+            _write(target, data_, "f")
+            files[rel] = [blob_ref, "f"]
+    carry = Carry()
+    kind = str(manifest.get("kind"))
+    for rel, digest in changes(root, files, ledger.home_dir, kind=kind).items():
+        ok, why = is_source(rel, files, source_globs=source_globs, test_globs=test_globs)
+        if not ok:
+            carry.left_out[rel] = why
+            continue
+        target = os.path.join(dest, rel)
+        if os.path.lexists(target):
+            os.unlink(target)
+        if digest is None:
+            carry.carried[rel] = "deleted"
+            continue
+        full = os.path.join(root, rel)
+        mode = "l" if os.path.islink(full) else ("x" if os.access(full, os.X_OK) else "f")
+        try:
+            data = os.readlink(full).encode() if mode == "l" else _read_file(full)
+        except OSError:
+            continue
+        _write(target, data, mode)
+        carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
+    for name in sorted(ENV_DIRS - {".git", ".hg", ".svn", "__pycache__"}):
+        real = os.path.join(root, name)
+        if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
+            os.symlink(os.path.realpath(real), os.path.join(dest, name))
+    return carry
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def remove(dest: str) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
