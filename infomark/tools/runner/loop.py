@@ -42,6 +42,7 @@ from infomark.tools.runner.model import ChatResult, ModelClient, RawToolCall
 from infomark.tools.runner.result import RunResult
 from infomark.tools.runner.schedule import Clock, IdleSchedule, PendingSleep, SystemClock
 from infomark.tools.runner.subagents import Supervisor
+from infomark.tools.runner.textcalls import text_call_help
 from infomark.tools.runner.toolset import ToolsMixin
 from infomark.wrapping import GatedResult, wrap_executor
 
@@ -273,6 +274,9 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             self._after_model_response(res)
             if res.tool_calls:
                 did_work = self._tool_batch(res.tool_calls) or did_work
+                continue
+            if res.text_problems:  # a call written as text that could not be read
+                self._push({"role": "user", "content": text_call_help(res.text_problems)})
                 continue
             if self._before_finalize(res.content):
                 return "finished", did_work

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
 from infomark.kernel.errors import InfomarkError
+from infomark.tools.runner.textcalls import extract
 
 __all__ = ["ChatResult", "ModelClient", "ModelError", "RawToolCall", "completions_url"]
 
@@ -49,6 +50,8 @@ class ChatResult:
     attempts: int = 1
     duration_ms: float = 0.0
     raw_message: Mapping[str, Any] = field(default_factory=dict)
+    # What a reply that tried to write a tool call as text got wrong (see textcalls.py).
+    text_problems: tuple[str, ...] = ()
 
     @property
     def total_tokens(self) -> int:
@@ -59,6 +62,33 @@ def completions_url(url: str) -> str:
     """``…/v1`` → ``…/v1/chat/completions``; a full endpoint URL is kept."""
     url = url.rstrip("/")
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
+
+
+def _tool_names(tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    names = set()
+    for tool in tools:
+        fn = tool.get("function")
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            names.add(fn["name"])
+    return frozenset(names)
+
+
+def _with_text_calls(result: ChatResult, tools: Sequence[Mapping[str, Any]]) -> ChatResult:
+    """A reply with no structured calls may hold calls written as text (textcalls.py)."""
+    if result.tool_calls or not tools or not result.content.strip():
+        return result
+    found = extract(result.content, _tool_names(tools))
+    if not found.calls and not found.problems:
+        return result
+    calls = tuple(
+        RawToolCall(f"text_call_{i}", c.name, c.arguments) for i, c in enumerate(found.calls)
+    )
+    return replace(
+        result,
+        content=found.text if calls else result.content,
+        tool_calls=calls,
+        text_problems=() if calls else found.problems,
+    )
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -168,16 +198,11 @@ class ModelClient:
                             f"model call to {self.url} returned HTTP 200 with a body that is "
                             f"not JSON: {_redact(resp.text[:_EXCERPT], self._key)!r}"
                         ) from None
-                    result = _parse(data, self.url)
-                    return ChatResult(
-                        result.content,
-                        result.tool_calls,
-                        result.prompt_tokens,
-                        result.completion_tokens,
-                        result.finish_reason,
-                        attempt,
-                        (time.perf_counter() - started) * 1000,
-                        result.raw_message,
+                    result = _with_text_calls(_parse(data, self.url), tools)
+                    return replace(
+                        result,
+                        attempts=attempt,
+                        duration_ms=(time.perf_counter() - started) * 1000,
                     )
                 excerpt = _redact(resp.text[:_EXCERPT], self._key)
                 last = f"HTTP {resp.status_code}: {excerpt!r}"

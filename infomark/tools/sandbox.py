@@ -1,0 +1,339 @@
+"""The operating system's boundary around a program infomark runs for the agent or for itself.
+
+infomark and the agent run as the same OS user, so no check of a command's *text* can stop a
+program from opening the key once it runs. This module puts the boundary in the kernel: a
+program runs in its own mount, PID, IPC, UTS and (by default) network namespace, set up by
+**bubblewrap** (``bwrap``, the Debian package; the sandbox Flatpak and Claude Code use). Inside:
+
+- the whole filesystem is read-only (``--ro-bind / /``) and ``/tmp`` is a fresh tmpfs;
+- the paths in ``policy.writable`` are bound read-write (the project, an attested run's copy);
+- the paths in ``policy.read_only`` are bound read-only again inside a writable tree (a hook
+  launcher that lives in the project);
+- the paths in ``policy.hidden`` are covered: a directory by an empty read-only tmpfs, a file
+  by ``/dev/null``, so the key, the journal, the tokens and the transcripts cannot be read;
+- the environment is exactly ``policy.env`` (built by :func:`clean_env`), never the caller's;
+- the capabilities are dropped, a nested user namespace cannot be created (so the hiding
+  mounts cannot be undone), and the program dies with its parent;
+- CPU time and address space are capped with ``setrlimit`` in the child, the wall clock by
+  killing the sandbox.
+
+There is no unsandboxed fallback: :func:`run` raises :class:`SandboxUnavailable` (with the
+reason and the fix) when :func:`probe` finds no working sandbox, and callers fail closed.
+
+One module, one small interface, shared by attested oracle runs (issue 26) and the agent's
+own commands (issue 27). Written here rather than taken from a library because the Python
+bindings on PyPI wrap bubblewrap's command line with less control than these ~200 lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import IO
+
+from infomark.kernel.errors import InfomarkError
+
+__all__ = [
+    "Limits",
+    "SandboxBackend",
+    "SandboxPolicy",
+    "SandboxRun",
+    "SandboxStatus",
+    "SandboxUnavailable",
+    "clean_env",
+    "command",
+    "probe",
+    "run",
+]
+
+# The variables a program needs to behave as in a terminal; nothing that changes what a
+# test runner, interpreter or build tool loads (PYTEST_ADDOPTS, PYTHONPATH, PYTHONSTARTUP,
+# MAKEFLAGS, NODE_OPTIONS, LD_PRELOAD …) gets in unless the operator names it.
+_BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "TZ")
+_FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# Exit status 128 + n is how a shell reports death by signal n; bwrap passes the child's on.
+_SIGNAL_BASE = 128
+
+# The sandbox's own /tmp: a fresh tmpfs mounted inside it, never the host's directory.
+_SANDBOX_TMP = "/tmp"  # noqa: S108
+
+
+class SandboxBackend(StrEnum):
+    """Which mechanism draws the boundary."""
+
+    BWRAP = "bubblewrap"
+    NONE = "none"
+
+
+class SandboxUnavailable(InfomarkError):
+    """No sandbox can run here; nothing is run unsandboxed in its place."""
+
+    code = "sandbox_unavailable"
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        super().__init__(f"{message}; fix: {fix}")
+        self.fix = fix
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource caps for one sandboxed program (``None``: no cap)."""
+
+    cpu_seconds: int | None = None
+    memory_bytes: int | None = None
+    wall_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """What a sandboxed program may see and touch."""
+
+    cwd: str
+    writable: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    network: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    private_tmp: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxStatus:
+    """Whether a sandbox runs here: the backend, and if not, why and how to fix it."""
+
+    backend: SandboxBackend
+    available: bool
+    detail: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxRun:
+    """What a sandboxed program did: its exit status, output and the limits it hit."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    backend: SandboxBackend
+    limits_hit: tuple[str, ...]
+    wall_seconds: float
+
+
+_NAMESPACES = (
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+)
+_HARDENING = ("--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session")
+
+_probe_lock = threading.Lock()
+_probed: SandboxStatus | None = None
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def probe(*, refresh: bool = False) -> SandboxStatus:
+    """Whether a sandbox really runs here (it is started once per process, then cached)."""
+    global _probed
+    with _probe_lock:
+        if _probed is None or refresh:
+            _probed = _probe_bwrap()
+        return _probed
+
+
+def _probe_bwrap() -> SandboxStatus:
+    exe = _bwrap()
+    if exe is None:
+        return SandboxStatus(
+            SandboxBackend.NONE,
+            False,
+            "bubblewrap (bwrap) is not installed",
+            "install it: apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap",
+        )
+    argv = [exe, *_NAMESPACES, "--unshare-net", *_HARDENING]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": _FALLBACK_PATH})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(
+            SandboxBackend.NONE, False, f"bwrap could not start: {exc}", _USERNS_FIX
+        )
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        return SandboxStatus(SandboxBackend.NONE, False, f"bwrap failed: {why}", _USERNS_FIX)
+    return SandboxStatus(SandboxBackend.BWRAP, True, f"bubblewrap at {exe}", "")
+
+
+_USERNS_FIX = (
+    "bubblewrap needs unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1 "
+    "(Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 24.04), or run "
+    "outside a container that forbids them"
+)
+
+
+def clean_env(
+    passthrough: Iterable[str] = (), *, base: Mapping[str, str] | None = None
+) -> tuple[tuple[str, str], ...]:
+    """The environment a sandboxed program gets: the terminal basics and the named variables.
+
+    ``LC_*`` locale variables pass; every other variable of ``base`` (``os.environ`` by
+    default) is left out unless ``passthrough`` names it.
+    """
+    source = os.environ if base is None else base
+    wanted = set(_BASE_ENV) | set(passthrough)
+    env = {k: v for k, v in source.items() if k in wanted or k.startswith("LC_")}
+    env.setdefault("PATH", _FALLBACK_PATH)
+    return tuple(sorted(env.items()))
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def command(argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+    """The full command line that runs ``argv`` under ``policy`` (bwrap's flags, then argv)."""
+    exe = _bwrap() or "bwrap"
+    out = [exe, *_NAMESPACES]
+    if not policy.network:
+        out.append("--unshare-net")
+    out += [*_HARDENING, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if policy.private_tmp:
+        out += ["--tmpfs", _SANDBOX_TMP]
+    writable = [_real(p) for p in policy.writable]
+    for path in writable:
+        out += ["--bind", path, path]
+    for path in (_real(p) for p in policy.read_only):
+        if os.path.exists(path):
+            out += ["--ro-bind", path, path]
+    for path in (_real(p) for p in policy.hidden):
+        if not os.path.lexists(path):
+            continue
+        if policy.private_tmp and _under(path, [_SANDBOX_TMP]) and not _under(path, writable):
+            continue  # already out of sight: the fresh /tmp does not hold it
+        if os.path.isdir(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            out += ["--ro-bind", "/dev/null", path]
+    out += ["--chdir", policy.cwd, "--", *argv]
+    return out
+
+
+def _limit(limits: Limits) -> None:
+    """Runs in the child between fork and exec: the caps the kernel enforces."""
+    if limits.cpu_seconds is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    if limits.memory_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+
+def _drain(stream: IO[bytes], cap: int, sink: list[bytes], cut: list[bool]) -> None:
+    kept = 0
+    while chunk := stream.read(65536):
+        if kept < cap:
+            sink.append(chunk[: cap - kept])
+        if kept + len(chunk) > cap:
+            cut[0] = True
+        kept += len(chunk)
+    stream.close()
+
+
+def run(
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    *,
+    stdin: bytes | None = None,
+    max_output: int = 8 << 20,
+) -> SandboxRun:
+    """Run ``argv`` under ``policy`` and wait for it; never unsandboxed.
+
+    Raises :class:`SandboxUnavailable` when :func:`probe` finds no working sandbox.
+    """
+    status = probe()
+    if not status.available:
+        raise SandboxUnavailable(f"no sandbox can run here ({status.detail})", fix=status.fix)
+    limits = policy.limits
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command(argv, policy),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(policy.env),
+        start_new_session=True,
+        preexec_fn=(lambda: _limit(limits))
+        if limits.cpu_seconds is not None or limits.memory_bytes is not None
+        else None,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[bytes] = []
+    err: list[bytes] = []
+    cut = [False]
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, max_output, out, cut), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, max_output, err, cut), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    if stdin is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    timed_out = threading.Event()
+
+    def _expire() -> None:
+        timed_out.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    timer = None
+    if limits.wall_seconds is not None:
+        timer = threading.Timer(limits.wall_seconds, _expire)
+        timer.daemon = True
+        timer.start()
+    _, status_word, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status_word)
+    if timer is not None:
+        timer.cancel()
+    for reader in readers:
+        reader.join()
+    wall = time.monotonic() - started
+    code = proc.returncode
+    stderr = b"".join(err)
+    hit: list[str] = []
+    if timed_out.is_set():
+        hit.append("wall")
+    cpu = usage.ru_utime + usage.ru_stime
+    if limits.cpu_seconds is not None and (
+        code in (-signal.SIGXCPU, _SIGNAL_BASE + signal.SIGXCPU) or cpu >= limits.cpu_seconds
+    ):
+        hit.append("cpu")
+    if limits.memory_bytes is not None and (
+        b"MemoryError" in stderr or b"Cannot allocate memory" in stderr
+    ):
+        hit.append("memory")
+    if cut[0]:
+        hit.append("output")
+    if code < 0:
+        code = _SIGNAL_BASE - code
+    return SandboxRun(code, b"".join(out), stderr, status.backend, tuple(hit), wall)
