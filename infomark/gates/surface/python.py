@@ -1,0 +1,571 @@
+"""What pytest, unittest, tox and nox read: their configuration, rootdir, conftests, tests.
+
+pytest (≥ 9, ``_pytest/config/findpaths.py``): from the common ancestor of the arguments (the
+invocation directory when there are none) upwards, the first directory holding a file with
+pytest configuration wins, trying in each directory ``pytest.toml``, ``.pytest.toml``,
+``pytest.ini``, ``.pytest.ini`` (these four even when empty), ``pyproject.toml`` (with
+``[tool.pytest]`` / ``[tool.pytest.ini_options]``), ``tox.ini`` (``[pytest]``), ``setup.cfg``
+(``[tool:pytest]``); ``-c FILE`` replaces the search, ``--rootdir`` the rootdir. With no
+configuration, a ``setup.py`` above the ancestor names the rootdir. So every one of those
+names in every directory from the collection paths up to the configuration found (to the
+filesystem's root when none is found) is on the surface: a new one closer in wins. Conftests:
+pytest imports ``conftest.py`` from the confcutdir (the configuration's directory, else the
+rootdir) down to each collection path, and from every directory it collects; a test's
+``__init__.py`` chain decides its package and imports every ``__init__.py`` on it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shlex
+import tomllib
+from collections.abc import Iterator, Sequence
+
+from infomark.gates.surface.model import GradingSurface, RunnerCall
+from infomark.kernel.runners import PYTEST_CONFIG_NAMES, PYTHON_STARTUP_NAMES, RunnerKind
+
+__all__ = ["nox_surface", "pytest_surface", "tox_surface", "unittest_surface"]
+
+# pytest options that take a value as the next word (the rest are flags or --opt=value).
+_PYTEST_VALUE = frozenset(
+    {
+        "-c",
+        "--config-file",
+        "--rootdir",
+        "--confcutdir",
+        "-p",
+        "-k",
+        "-m",
+        "-o",
+        "--override-ini",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--import-mode",
+        "--basetemp",
+        "-W",
+        "--pythonwarnings",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--log-file",
+        "--log-level",
+        "--log-format",
+        "--tb",
+        "-r",
+        "--maxfail",
+        "--durations",
+        "--durations-min",
+        "--capture",
+        "--color",
+        "--code-highlight",
+        "--debug",
+        "-n",
+        "--numprocesses",
+        "--dist",
+        "--maxprocesses",
+        "--timeout",
+        "--timeout-method",
+        "--cov",
+        "--cov-report",
+        "--cov-config",
+        "--cov-fail-under",
+        "--hypothesis-profile",
+        "--hypothesis-seed",
+        "--report-log",
+        "--doctest-glob",
+        "--strict-config",
+    }
+)
+_CACHE_OPTS = frozenset(
+    {"--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first"}
+    | {"--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}
+)
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+_TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+_MAX_WALK = 20_000
+
+
+class _Opts:
+    """The pytest options discovery needs, from the command line then ``addopts``."""
+
+    def __init__(self) -> None:
+        self.inifile: str | None = None
+        self.rootdir: str | None = None
+        self.confcutdir: str | None = None
+        self.plugins: list[str] = []
+        self.paths: list[str] = []
+        self.pyargs = False
+        self.noconftest = False
+        self.cache = False  # --lf / --ff / --nf / --sw read .pytest_cache
+
+    def read(self, args: Sequence[str], *, positional: bool = True) -> None:
+        i = 0
+        while i < len(args):
+            a = args[i]
+            i += 1
+            if a == "--":
+                if positional:
+                    self.paths.extend(args[i:])
+                break
+            if not a.startswith("-") or a == "-":
+                if positional:
+                    self.paths.append(a)
+                continue
+            opt, eq, inline = a.partition("=")
+            value: str | None = inline if eq else None
+            if value is None and opt in _PYTEST_VALUE:
+                value = args[i] if i < len(args) else None
+                i += 1
+            if value is None and opt.startswith("-p") and len(opt) > 2 and opt[1] == "p":
+                opt, value = "-p", opt[2:]
+            if value is None and opt.startswith("-c") and len(opt) > 2 and not opt.startswith("--"):
+                opt, value = "-c", opt[2:]
+            self._one(opt, value)
+
+    def _one(self, opt: str, value: str | None) -> None:
+        if opt in ("-c", "--config-file") and value:
+            self.inifile = value
+        elif opt == "--rootdir" and value:
+            self.rootdir = value
+        elif opt == "--confcutdir" and value:
+            self.confcutdir = value
+        elif opt == "-p" and value and not value.startswith("no:"):
+            self.plugins.append(value)
+        elif opt == "--pyargs":
+            self.pyargs = True
+        elif opt == "--noconftest":
+            self.noconftest = True
+        elif opt in _CACHE_OPTS:
+            self.cache = True
+
+
+def _has_config(path: str) -> bool:
+    """pytest would take its configuration from ``path`` (its loader returns a dict)."""
+    name = os.path.basename(path)
+    if not os.path.isfile(path):
+        return False
+    if name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        return True
+    try:
+        if name == "pyproject.toml":
+            with open(path, "rb") as f:
+                doc = tomllib.load(f)
+            tool = doc.get("tool")
+            return isinstance(tool, dict) and isinstance(tool.get("pytest"), dict)
+        parser = configparser.RawConfigParser(strict=False, interpolation=None)
+        parser.read(path, encoding="utf-8")
+    except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
+        return True  # pytest would fail on it: it is configuration all the same
+    return parser.has_section("pytest" if name == "tox.ini" else "tool:pytest")
+
+
+def _ini_values(path: str) -> dict[str, list[str]]:
+    """``addopts``, ``testpaths``, ``python_files``, ``pythonpath``, ``norecursedirs`` …"""
+    name = os.path.basename(path)
+    raw: dict[str, object] = {}
+    try:
+        if name.endswith(".toml"):
+            with open(path, "rb") as f:
+                doc = tomllib.load(f)
+            if name == "pyproject.toml" or "pytest" not in doc:
+                tool = doc.get("tool", {})
+                table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+                if isinstance(table, dict):
+                    raw = table.get("ini_options", table)
+            else:
+                raw = doc["pytest"]
+        else:
+            parser = configparser.RawConfigParser(strict=False, interpolation=None)
+            parser.read(path, encoding="utf-8")
+            section = "tool:pytest" if name == "setup.cfg" else "pytest"
+            if parser.has_section(section):
+                raw = dict(parser.items(section))
+    except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
+        return {}
+    out: dict[str, list[str]] = {}
+    if not isinstance(raw, dict):
+        return out
+    for key in ("addopts", "testpaths", "python_files", "pythonpath", "norecursedirs"):
+        v = raw.get(key)
+        if isinstance(v, list):
+            out[key] = [str(x) for x in v]
+        elif isinstance(v, str):
+            try:
+                out[key] = shlex.split(v) if key == "addopts" else v.split()
+            except ValueError:
+                out[key] = v.split()
+    req = raw.get("required_plugins")
+    if isinstance(req, str | list):
+        out["required_plugins"] = req.split() if isinstance(req, str) else [str(x) for x in req]
+    return out
+
+
+def _rel(root: str, path: str) -> str | None:
+    """``path`` relative to ``root`` (``/``-separated), None when it is not under it."""
+    rel = os.path.relpath(path, root)
+    if rel == ".":
+        return ""
+    if rel.startswith(".."):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+class _Collector:
+    """Files inside the root, absolute paths above it, globs, notes."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.files: dict[str, None] = {}
+        self.above: dict[str, None] = {}
+        self.globs: dict[str, None] = {}
+        self.notes: list[str] = []
+
+    def add(self, path: str) -> None:
+        path = os.path.normpath(path)
+        rel = _rel(self.root, path)
+        if rel is None:
+            self.above[path] = None
+        elif rel:
+            self.files[rel] = None
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    yield path
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
+        yield path
+
+
+def _locate(base: str, col: _Collector) -> str | None:
+    """pytest's ``locate_config`` from ``base`` up; every candidate on the way is surface."""
+    pyproject: str | None = None
+    for d in _ancestors(base):
+        for name in PYTEST_CONFIG_NAMES:
+            p = os.path.join(d, name)
+            col.add(p)
+            if name == "pyproject.toml" and pyproject is None and os.path.isfile(p):
+                pyproject = p
+            if _has_config(p):
+                return p
+    return pyproject
+
+
+def _walk_tests(
+    root: str, start: str, patterns: Sequence[str], norecurse: Sequence[str]
+) -> Iterator[str]:
+    import fnmatch
+
+    if os.path.isfile(start):
+        yield start
+        return
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(start):
+        dirnames[:] = sorted(
+            d for d in dirnames if not any(fnmatch.fnmatchcase(d, p) for p in norecurse)
+        )
+        for name in sorted(filenames):
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                yield os.path.join(dirpath, name)
+        count += len(filenames)
+        if count > _MAX_WALK:
+            return
+
+
+def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
+    """The pytest surface of one pytest call, run from ``root``/``call.cwd``."""
+    root = os.path.abspath(root)
+    col = _Collector(root)
+    invocation = os.path.normpath(os.path.join(root, call.cwd))
+    opts = _Opts()
+    env = dict(environ)
+    env.update(call.env)
+    try:
+        opts.read(shlex.split(env.get("PYTEST_ADDOPTS", "")))
+    except ValueError:
+        col.notes.append("PYTEST_ADDOPTS cannot be split: discovery ignored it")
+    opts.read(call.args)
+    args = [a.split("::", 1)[0] for a in opts.paths]
+    arg_paths = [os.path.normpath(os.path.join(invocation, a)) for a in args]
+    existing = [p for p in arg_paths if os.path.exists(p)]
+    if opts.pyargs:
+        col.notes.append("--pyargs: test arguments may name installed modules")
+    ancestor = _common(existing, invocation)
+    if opts.inifile:
+        inifile: str | None = os.path.normpath(os.path.join(invocation, opts.inifile))
+        assert inifile is not None
+        col.add(inifile)
+        rootdir = os.path.dirname(inifile) if os.path.isfile(inifile) else ancestor
+    else:
+        inifile = _locate(ancestor, col)
+        rootdir = os.path.dirname(inifile) if inifile else ancestor
+        if inifile is None:
+            for d in _ancestors(ancestor):
+                col.add(os.path.join(d, "setup.py"))
+                if os.path.isfile(os.path.join(d, "setup.py")):
+                    rootdir = d
+                    break
+    if opts.rootdir:
+        rootdir = os.path.normpath(os.path.join(invocation, os.path.expandvars(opts.rootdir)))
+    ini = _ini_values(inifile) if inifile and _has_config(inifile) else {}
+    if ini.get("addopts"):
+        before = len(opts.paths)
+        opts.read(ini["addopts"])
+        if len(opts.paths) > before:  # positional words in addopts are test paths too
+            args += opts.paths[before:]
+    for plugin in [*opts.plugins, *env.get("PYTEST_PLUGINS", "").replace(",", " ").split()]:
+        _plugin_files(root, rootdir, plugin, ini.get("pythonpath", []), col)
+    for plugin in ini.get("required_plugins", []):
+        col.notes.append(f"required plugin {plugin}: an installed distribution (entry point)")
+    confcut = (
+        os.path.normpath(os.path.join(invocation, opts.confcutdir))
+        if opts.confcutdir
+        else (os.path.dirname(inifile) if inifile else rootdir)
+    )
+    # collection paths: the arguments, else testpaths (from the rootdir), else the invocation dir
+    if arg_paths:
+        starts = arg_paths
+    elif ini.get("testpaths") and os.path.samefile(invocation, rootdir):
+        import glob
+
+        starts = sorted(
+            {
+                os.path.normpath(m)
+                for t in ini["testpaths"]
+                for m in glob.glob(os.path.join(rootdir, t), recursive=True)
+            }
+        ) or [invocation]
+    else:
+        starts = [invocation]
+    patterns = ini.get("python_files") or ["test_*.py", "*_test.py"]
+    norecurse = ini.get("norecursedirs") or list(_NORECURSE)
+    tests: dict[str, None] = {}
+    test_globs: dict[str, None] = {}
+    for start in starts:
+        start_rel = _rel(root, start)
+        if os.path.isfile(start) or start.endswith(".py"):
+            col.add(start)  # a test file the oracle names is graded from the baseline
+        elif start_rel is not None:
+            base = f"{start_rel}/" if start_rel else ""
+            for pat in patterns:
+                test_globs[f"{base}**/{pat}" if "/" not in pat else base + pat] = None
+            col.globs[f"{base}**/conftest.py"] = None
+        for test in _walk_tests(root, start, patterns, norecurse):
+            rel = _rel(root, test)
+            if rel is not None:
+                tests[rel] = None
+            _chain(root, confcut, rootdir, os.path.dirname(test), col)
+        _chain(
+            root, confcut, rootdir, start if os.path.isdir(start) else os.path.dirname(start), col
+        )
+        if start_rel and _is_test_dir(start_rel.split("/")[0]):
+            col.globs[f"{start_rel.split('/')[0]}/**"] = None  # helpers and data beside the tests
+    for d in _ancestors(os.path.dirname(confcut) if confcut else rootdir):
+        col.add(os.path.join(d, "conftest.py"))  # a config moved up would bring these in
+    for name in PYTHON_STARTUP_NAMES:
+        col.add(os.path.join(root, name))
+    col.globs["**/*.pth"] = None
+    for venv in (".venv", "venv", ".tox", ".nox"):
+        if os.path.isdir(os.path.join(root, venv)):
+            col.globs[f"{venv}/**"] = None  # the runner, its plugins (entry points) live here
+    if opts.cache:
+        col.globs[".pytest_cache/**"] = None
+        col.notes.append("--lf/--ff/--nf/--sw: the selection reads .pytest_cache")
+    if opts.noconftest:
+        col.notes.append("--noconftest: conftest.py files are not loaded")
+    for pp in ini.get("pythonpath", []):
+        col.notes.append(f"pythonpath {pp}: modules there import before the tests'")
+    col.notes.append(
+        f"pytest: rootdir {_rel(root, rootdir) or rootdir}, configuration "
+        f"{(_rel(root, inifile) or inifile) if inifile else 'none'}"
+    )
+    return GradingSurface(
+        root=root,
+        kind=RunnerKind.PYTEST,
+        files=tuple(col.files),
+        above=tuple(col.above),
+        globs=tuple(col.globs),
+        test_globs=tuple(test_globs),
+        tests=tuple(tests),
+        notes=tuple(col.notes),
+        kinds=(RunnerKind.PYTEST,),
+        calls=(call,),
+    )
+
+
+def _is_test_dir(rel: str) -> bool:
+    return rel.rsplit("/", 1)[-1] in _TEST_DIR_NAMES
+
+
+def _common(paths: Sequence[str], invocation: str) -> str:
+    """pytest's ``get_common_ancestor`` (a file's directory; the invocation dir for none)."""
+    if not paths:
+        return invocation
+    common = os.path.commonpath(paths)
+    return os.path.dirname(common) if os.path.isfile(common) else common
+
+
+def _chain(root: str, confcut: str, rootdir: str, directory: str, col: _Collector) -> None:
+    """``conftest.py`` from the confcutdir down to ``directory``; the ``__init__.py`` chain
+    from ``directory`` up to the rootdir (and on above it while the package goes on)."""
+    top = confcut if _under(directory, confcut) else rootdir
+    d = directory
+    while True:
+        col.add(os.path.join(d, "conftest.py"))
+        col.add(os.path.join(d, "__init__.py"))
+        if d == top or not _under(d, top) or os.path.dirname(d) == d:
+            break
+        d = os.path.dirname(d)
+    # pytest's package path goes up while __init__.py exists: past the rootdir too
+    d = top
+    while os.path.isfile(os.path.join(d, "__init__.py")) and os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+        col.add(os.path.join(d, "__init__.py"))
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _plugin_files(
+    root: str, rootdir: str, plugin: str, pythonpath: Sequence[str], col: _Collector
+) -> None:
+    """A ``-p`` / ``PYTEST_PLUGINS`` module: a file in the project when one matches."""
+    parts = plugin.split(".")
+    for base in (root, rootdir, *(os.path.join(rootdir, p) for p in pythonpath)):
+        mod = os.path.join(base, *parts)
+        col.add(mod + ".py")
+        col.add(os.path.join(mod, "__init__.py"))
+    col.notes.append(f"plugin {plugin}: a module of the project or an installed one")
+
+
+def unittest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
+    """``python -m unittest [discover -s DIR -p PATTERN -t TOP] | names``."""
+    root = os.path.abspath(root)
+    col = _Collector(root)
+    invocation = os.path.normpath(os.path.join(root, call.cwd))
+    args = list(call.args)
+    start, pattern, top = ".", "test*.py", None
+    names: list[str] = []
+    discover = not args or args[0] == "discover" or all(a.startswith("-") for a in args)
+    i = 1 if args and args[0] == "discover" else 0
+    positional: list[str] = []
+    while i < len(args):
+        a = args[i]
+        if a in ("-s", "--start-directory", "-p", "--pattern", "-t", "--top-level-directory"):
+            value = args[i + 1] if i + 1 < len(args) else ""
+            if a in ("-s", "--start-directory"):
+                start = value
+            elif a in ("-p", "--pattern"):
+                pattern = value
+            else:
+                top = value
+            i += 2
+            continue
+        if not a.startswith("-"):
+            positional.append(a)
+        i += 1
+    if discover:
+        for k, v in enumerate(positional[:3]):
+            start, pattern, top = (
+                (v, pattern, top) if k == 0 else (start, v, top) if k == 1 else (start, pattern, v)
+            )
+    else:
+        names = positional
+    tests: dict[str, None] = {}
+    test_globs: dict[str, None] = {}
+    if discover:
+        begin = os.path.normpath(os.path.join(invocation, start))
+        rel = _rel(root, begin)
+        base = f"{rel}/" if rel else ""
+        test_globs[f"{base}**/{pattern}"] = None
+        for test in _walk_tests(root, begin, [pattern], [".*", "__pycache__"]):
+            r = _rel(root, test)
+            if r is not None:
+                tests[r] = None
+        if top:
+            col.add(os.path.join(invocation, top, "__init__.py"))
+    for name in names:
+        as_path = name if name.endswith(".py") else name.replace(".", "/")
+        for cand in (as_path, as_path + ".py", os.path.join(as_path, "__init__.py")):
+            col.add(os.path.join(invocation, cand))
+        parts = as_path.split("/")
+        for k in range(1, len(parts)):
+            col.add(os.path.join(invocation, *parts[:k], "__init__.py"))
+            col.add(os.path.join(invocation, *parts[:k]) + ".py")
+    for name in PYTHON_STARTUP_NAMES:
+        col.add(os.path.join(root, name))
+    col.globs["**/*.pth"] = None
+    return GradingSurface(
+        root=root,
+        kind=RunnerKind.UNITTEST,
+        files=tuple(col.files),
+        above=tuple(col.above),
+        globs=tuple(col.globs),
+        test_globs=tuple(test_globs),
+        tests=tuple(tests),
+        notes=tuple(col.notes),
+        kinds=(RunnerKind.UNITTEST,),
+        calls=(call,),
+    )
+
+
+def tox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
+    """tox: its configuration (``-c``, else ``tox.ini``, ``setup.cfg``, ``pyproject.toml``,
+    ``tox.toml``) and the package it builds; the commands of each environment are noted."""
+    from infomark.kernel.runners import TOX_FILES
+
+    root = os.path.abspath(root)
+    col = _Collector(root)
+    invocation = os.path.normpath(os.path.join(root, call.cwd))
+    args = list(call.args)
+    for i, a in enumerate(args):
+        if a in ("-c", "--conf") and i + 1 < len(args):
+            col.add(os.path.join(invocation, args[i + 1]))
+    for d in _ancestors(invocation):
+        for name in TOX_FILES:
+            col.add(os.path.join(d, name))
+    col.add(os.path.join(invocation, "setup.py"))
+    col.globs[".tox/**"] = None
+    col.notes.append("tox: the commands of its environments run in the attested copy as written")
+    return GradingSurface(
+        root=root,
+        kind=RunnerKind.TOX,
+        files=tuple(col.files),
+        above=tuple(col.above),
+        globs=tuple(col.globs),
+        notes=tuple(col.notes),
+        kinds=(RunnerKind.TOX,),
+        calls=(call,),
+    )
+
+
+def nox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
+    """nox: ``noxfile.py`` (or ``-f FILE``) and its environments."""
+    root = os.path.abspath(root)
+    col = _Collector(root)
+    invocation = os.path.normpath(os.path.join(root, call.cwd))
+    args = list(call.args)
+    named = False
+    for i, a in enumerate(args):
+        if a in ("-f", "--noxfile") and i + 1 < len(args):
+            col.add(os.path.join(invocation, args[i + 1]))
+            named = True
+    if not named:
+        col.add(os.path.join(invocation, "noxfile.py"))
+    col.globs[".nox/**"] = None
+    col.notes.append("nox: the sessions' commands run in the attested copy as written")
+    return GradingSurface(
+        root=root,
+        kind=RunnerKind.NOX,
+        files=tuple(col.files),
+        above=tuple(col.above),
+        globs=tuple(col.globs),
+        notes=tuple(col.notes),
+        kinds=(RunnerKind.NOX,),
+        calls=(call,),
+    )
