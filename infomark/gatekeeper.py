@@ -417,13 +417,16 @@ class Gatekeeper:
         if claim is None or claim.oracle is None:
             raise UserError(f"claim {claim_id!r} is not declared with an oracle")
         evidence = self._ledger.record_attested(claim.oracle, outcome, attestation, judged)
+        ref = evidence.ref
         if judged == "PASS":
-            result = "PASS"
+            text = f"oracle_stamp: claim_id={claim_id} evidence_ref={ref} result=PASS"
+        elif judged == "FAIL":
+            result = "EXPECTED_FAIL" if claim.expect == "FAIL" else "FAIL"
+            text = f"oracle_stamp: claim_id={claim_id} evidence_ref={ref} result={result}"
+        elif claim.stamp is not None:  # the run shows nothing (tampered, no test ran …)
+            text = f"divergence_event: claim_id={claim_id} evidence_ref={ref}"
         else:
-            result = "EXPECTED_FAIL" if claim.expect == "FAIL" and judged == "FAIL" else "FAIL"
-        text = f"oracle_stamp: claim_id={claim_id} evidence_ref={evidence.ref} result={result}"
-        if result == "FAIL" and evidence.outcome.value != "FAIL":
-            return evidence, IngestReport()  # ERROR: nothing to bind; the text says why
+            return evidence, IngestReport()
         return evidence, self.ingest(text, source="attest")
 
     def approve(self, *, by: str = "operator", note: str = "") -> None:

@@ -9,14 +9,14 @@ finish can say which file did not count. Directories that hold an environment (`
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, current_digest, git, git_blob_id, walk_files
-from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS, _name_matches
+from infomark.gates.grading import CONFIG_NAMES
+from infomark.gates.surface import GradingSurface, SourceSet, discover, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from infomark.ledger.engine import Ledger
 
-__all__ = ["Carry", "build", "changes", "is_source", "remove"]
+__all__ = ["Carry", "build", "changes", "guard", "is_source", "remove"]
 
 #: names a runner or the interpreter reads as configuration or start-up code: a new one is
 #: never carried (the attested copy has the baseline's, or none)
@@ -56,63 +56,49 @@ class Carry:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
 
 
-def _test_file(rel: str, globs: Sequence[str]) -> bool:
-    return _name_matches(rel, globs)
-
-
 def _dir(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
-def is_source(
-    rel: str,
-    baseline: Mapping[str, list[str]],
-    *,
-    source_globs: Sequence[str] = (),
-    test_globs: Sequence[str] = DEFAULT_TEST_GLOBS,
-) -> tuple[bool, str]:
-    """Is a change of ``rel`` the agent's source (carried), and why (or why not)?
-
-    ``[grading] source`` globs, when set, decide alone (a grading file never counts). The
-    default: a file of the baseline that is not a test, a runner's configuration or start-up
-    code, nor a dotfile; a new file that is a new test (``test_*.py`` …: run, under the
-    attested run's integrity checks), or that has the suffix of the baseline's source files
-    in a directory that held such a file. A new configuration file, ``conftest.py``,
-    ``__init__.py`` of an existing directory, dotfile or ``.pth`` is never carried.
-    """
+def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
+    """Why a change of ``rel`` is never carried, whatever the runner's surface says: a hidden
+    file or directory (configuration), a ``.pth`` file, or a *new* file under a name a runner
+    or the interpreter reads as configuration or start-up code (a new ``__init__.py`` only in
+    a new directory: a new package)."""
     name = rel.rsplit("/", 1)[-1]
-    known = rel in baseline
-    parts = rel.split("/")
-    if any(p.startswith(".") for p in parts):
-        return False, "a hidden file (configuration, not source)"
+    if any(p.startswith(".") for p in rel.split("/")):
+        return "a hidden file (configuration, not source)"
     if name.endswith(".pth"):
-        return False, "a .pth file runs at interpreter start-up"
-    if known and _test_file(rel, test_globs):
-        return False, "a test file of the baseline (the attested run uses the baseline's)"
-    if name in _NEVER_NEW or name in CONFIG_NAMES:
-        if known and name not in CONFIG_NAMES and name not in ("conftest.py", "setup.py"):
-            return True, "source of the baseline"  # e.g. a package's __init__.py
-        if not known and name == "__init__.py" and not _held_files(baseline, _dir(rel)):
-            return True, "a new package in a new directory"
-        return False, f"{name} is read by the test runner or the interpreter (grading surface)"
-    if source_globs:
-        if any(fnmatch.fnmatchcase(rel, g) for g in source_globs):
-            return True, "matches [grading] source"
+        return "a .pth file runs at interpreter start-up"
+    if rel in baseline or name not in _NEVER_NEW:
+        return None
+    if name == "__init__.py" and not _held_files(baseline, _dir(rel)):
+        return None  # a new package in a new directory
+    return f"a new {name}: read by the test runner or the interpreter"
+
+
+def is_source(rel: str, baseline: Mapping[str, list[str]], rule: SourceSet) -> tuple[bool, str]:
+    """Is a change of ``rel`` carried into the attested copy, and why (or why not)?
+
+    The runner's surface and the source rule (:func:`infomark.gates.surface.source_set`:
+    ``[grading] source`` globs, else files of the baseline outside the surface and new files
+    beside them, and new tests) decide; :func:`guard` can only take more out.
+    """
+    why_not = guard(rel, baseline)
+    if why_not is not None:
+        return False, why_not
+    if rule.carried(rel):
+        if rel in baseline:
+            return True, "source of the baseline"
+        if rule.surface.is_new_test(rel):
+            return True, "a new test (run under the runner's integrity check)"
+        return True, "a new file beside the baseline's source"
+    if rule.surface.covers(rel):
+        kinds = ", ".join(k.value for k in rule.surface.kinds or (rule.surface.kind,))
+        return False, f"grading surface of {kinds} (the baseline's version is used)"
+    if rule.globs:
         return False, "outside [grading] source"
-    if known:
-        return True, "source of the baseline"
-    if _test_file(rel, test_globs):
-        return True, "a new test (run under the integrity checks)"
-    suffix = os.path.splitext(name)[1]
-    if not suffix:
-        return False, "a new file without a source suffix"
-    anchor = _dir(rel)
-    while anchor and not _held_files(baseline, anchor):
-        anchor = _dir(anchor)
-    held = [p for p in baseline if _dir(p) == anchor and p.endswith(suffix)]
-    if held:
-        return True, f"a new {suffix} file where the baseline held {suffix} source"
-    return False, f"a new {suffix or 'extensionless'} file where the baseline held none"
+    return False, "not source: a new file where the baseline held no source beside it"
 
 
 def _held_files(baseline: Mapping[str, list[str]], d: str) -> bool:
@@ -183,13 +169,14 @@ def build(
     ledger: Ledger,
     manifest: Mapping[str, Any],
     dest: str,
+    oracle: str,
     *,
     source_globs: Sequence[str] = (),
-    test_globs: Sequence[str] = DEFAULT_TEST_GLOBS,
     approved: Mapping[str, str] | None = None,
-) -> Carry:
+) -> tuple[Carry, GradingSurface]:
     """Write the copy under ``dest``: the baseline, the approved grading files
-    (``approved``: path -> blob, the operator accepted them), then the source changes."""
+    (``approved``: path -> blob, the operator accepted them), then the source changes;
+    the runner's grading surface is discovered on the baseline's files, not the agent's."""
     root = ledger.root_dir
     files: dict[str, list[str]] = {k: list(v) for k, v in dict(manifest["files"]).items()}
     oids = sorted({r[4:] for r, _ in files.values() if r.startswith("git:")})
@@ -204,17 +191,19 @@ def build(
             data = blob
         _write(os.path.join(dest, rel), data, mode)
     for rel, blob_ref in (approved or {}).items():
-        data_ = ledger.blobs.get(blob_ref)
-        if data_ is not None:
+        approved_data = ledger.blobs.get(blob_ref)
+        if approved_data is not None:
             target = os.path.join(dest, rel)
             if os.path.lexists(target):
                 os.unlink(target)
-            _write(target, data_, "f")
+            _write(target, approved_data, "f")
             files[rel] = [blob_ref, "f"]
+    grading = discover(dest, oracle)
+    rule = source_set(grading, files, source_globs)
     carry = Carry()
     kind = str(manifest.get("kind"))
     for rel, digest in changes(root, files, ledger.home_dir, kind=kind).items():
-        ok, why = is_source(rel, files, source_globs=source_globs, test_globs=test_globs)
+        ok, why = is_source(rel, files, rule)
         if not ok:
             carry.left_out[rel] = why
             continue
@@ -236,7 +225,7 @@ def build(
         real = os.path.join(root, name)
         if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
-    return carry
+    return carry, grading
 
 
 def _read_file(path: str) -> bytes:

@@ -13,16 +13,17 @@ changed files were not carried.
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass
 
 from infomark.gates import baseline
-from infomark.gates.grading import DEFAULT_TEST_GLOBS
 from infomark.gates.protect import installation_paths
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.ledger.calls import ToolOutcome
-from infomark.tools import sandbox
-from infomark.tools.attest import carry, outcome
+from infomark.ledger.evidence import Outcome
+from infomark.tools import attest_report, sandbox
+from infomark.tools.attest import carry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,7 +95,15 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
         )
     try:
         baseline.ensure(gk.store)
-        manifest = baseline.load(gk.store, gk.store.refresh().baseline)
+        recorded = gk.store.refresh().baseline
+        first = gk.store.state.first_modify_seq
+        if first and int(recorded.get("seq", 0)) > first:
+            raise UserError(
+                f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
+                f"change (seq {first}), so it may hold the agent's changes; a new session "
+                "records it before the first action"
+            )
+        manifest = baseline.load(gk.store, recorded)
     except UserError as exc:
         return CheckResult(f"no attested run of {claim_id}: {exc}")
     cfg = dict(gk.config.attest)
@@ -121,34 +130,49 @@ def _run(
     approved = {
         p: b for p, b in state.grading_blobs.items() if p not in state.grading_changed and b
     }
-    carried = carry.build(
+    carried, grading = carry.build(
         gk.store,
         manifest,
         copy,
+        oracle,
         source_globs=gk.config.grading_source,
-        test_globs=gk.config.grading_files or DEFAULT_TEST_GLOBS,
         approved=approved,
     )
-    prepared = outcome.prepare(oracle, copy, workdir)
+    prepared = attest_report.prepare(_argv(oracle), grading, workdir)
+    env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
+    env.update(prepared.env)
     policy = sandbox.SandboxPolicy(
         cwd=copy,
         writable=(workdir,),
+        read_only=prepared.readable,
         hidden=private_paths(gk.store.home_dir),
         network=bool(cfg.get("network", False)),
-        env=tuple(
-            sorted({**dict(sandbox.clean_env(tuple(cfg.get("env", ())))), **prepared.env}.items())
-        ),
+        env=tuple(sorted(env.items())),
         limits=_limits(cfg),
     )
-    ran = sandbox.run(["/bin/sh", "-c", oracle], policy)
-    report = outcome.read(prepared, ran.exit_code, ran.stdout + ran.stderr)
-    expect = "FAIL" if state.claims[claim_id].expect == "FAIL" else "PASS"
-    judged = outcome.judge(report, ran.exit_code, expect=expect, limits_hit=ran.limits_hit)
+    ran = sandbox.run(list(prepared.argv), policy)
+    output = ran.stdout + ran.stderr
+    report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
+    claim = state.claims[claim_id]
+    expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
+    judged = attest_report.judge(report, ran.exit_code, expect=expect)
+    if ran.limits_hit:
+        judged = attest_report.Judgement(
+            Outcome.FAIL,
+            judged.code,
+            f"the run was stopped: the {', '.join(ran.limits_hit)} limit was reached; "
+            + judged.detail,
+        )
     attestation = {
         "claim_id": claim_id,
         "baseline": state.baseline.get("id"),
         "carried": carried.carried,
         "left_out": carried.left_out,
+        "surface": {
+            "kinds": [k.value for k in grading.kinds or (grading.kind,)],
+            "conservative": grading.conservative,
+            "notes": list(grading.notes),
+        },
         "sandbox": ran.backend.value,
         "network": policy.network,
         "limits": {
@@ -159,15 +183,20 @@ def _run(
         "limits_hit": list(ran.limits_hit),
         "wall_ms": int(ran.wall_seconds * 1000),
         "report": report.to_dict(),
-        "judgement": {"outcome": judged.outcome, "code": judged.code, "detail": judged.detail},
+        "judgement": {
+            "outcome": judged.outcome.value,
+            "code": judged.code.value if judged.code else None,
+            "detail": judged.detail,
+            "exit_status_only": judged.exit_status_only,
+        },
     }
-    result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
-    evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome)
+    result = ToolOutcome(output, exit_code=ran.exit_code)
+    evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome.value)
     rank = gk.store.state.claims[claim_id].status
     return CheckResult(
         _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), ran.stdout),
         evidence,
-        judged.outcome,
+        judged.outcome.value,
         rank,
     )
 
@@ -176,15 +205,15 @@ def _answer(
     claim_id: str,
     oracle: str,
     evidence: Evidence,
-    judged: outcome.Judgement,
+    judged: attest_report.Judgement,
     carried: carry.Carry,
     rank: str,
     ingest: dict[str, Any],
     stdout: bytes,
 ) -> str:
     lines = [
-        f"[infomark attested run of {claim_id} `{oracle}`: {judged.outcome}"
-        f"{f' ({judged.code})' if judged.code else ''} evidence_ref={evidence.ref}]",
+        f"[infomark attested run of {claim_id} `{oracle}`: {judged.outcome.value}"
+        f"{f' ({judged.code.value})' if judged.code else ''} evidence_ref={evidence.ref}]",
         f"{claim_id} is {rank}. {judged.detail}".strip(),
     ]
     for rej in ingest.get("stamps_rejected") or ():
@@ -200,6 +229,20 @@ def _answer(
     if tail:
         lines.append("output:\n" + tail)
     return "\n".join(lines)
+
+
+_SHELL = frozenset("|&;<>()$`\\\"'*?[]#~=%!{}\n")
+
+
+def _argv(oracle: str) -> list[str]:
+    """The oracle as argv: its words when it is one plain command, else ``sh -c``."""
+    try:
+        words = shlex.split(oracle)
+    except ValueError:
+        words = []
+    if words and not any(set(w) & _SHELL for w in words) and shlex.join(words) == oracle.strip():
+        return words
+    return ["/bin/sh", "-c", oracle]
 
 
 def attester_for(gk: Gatekeeper) -> None:

@@ -238,6 +238,11 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         gk.unattended = unattended_host(payload)
         transcript = payload.get("transcript_path")
         gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
+        from infomark.tools.hooks.check_call import check_target, run_check
+
+        target = check_target(str(payload["tool_name"]), payload["tool_input"])
+        if target is not None:  # `infomark check C1`: run by infomark, not by the shell
+            return deny(run_check(gk, target))
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
@@ -392,6 +397,9 @@ def handle(
             profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
+        from infomark.tools.hooks.check_call import lazy_attester
+
+        lazy_attester(gk)  # the finish, and the baseline before the first action
         answer = _on_event(gk, event, payload)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
