@@ -373,7 +373,9 @@ class Gatekeeper:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
         grading_flow.check(self._ledger, self.config)
-        attested = self._attest_for_finish()
+        attested = ""
+        if not decide_finish(self._ledger.refresh(), final_text, self.config).allow:
+            attested = self._attest_for_finish()  # what infomark's own runs show, first
         with self._ledger.transaction():
             result = decide_finish(self._ledger.state, final_text, self.config)
             if attested and not result.allow:

@@ -76,6 +76,8 @@ def starting_state(state: SessionState, claim: ClaimState) -> bool:
     """A claim grounded before the first mutation that describes the starting state."""
     if claim.stamp is None or not state.first_modify_seq:
         return False
+    if claim.expect == "FAIL" and claim.stamp.result == "EXPECTED_FAIL":
+        return True  # a reproduction: it describes the tree before the fix, whenever it ran
     if claim.stamp.evidence_seq >= state.first_modify_seq:
         return False
     return claim.id in state.premises or claim.expect == "FAIL"
@@ -109,7 +111,7 @@ def to_attest(state: SessionState, config: Config) -> list[str]:
     """The claims a finish would have infomark run itself: those it needs fresh whose
     oracle has no fresh attested PASS (``done_when``, else every claim with an oracle that
     expects a pass), at most ``[attest] at_finish``."""
-    if not config.attest_required or state.last_modify_seq <= 0:
+    if not config.attest_required:
         return []
     ids = state.done_when or [
         c.id for c in state.claims.values() if c.oracle and c.expect != "FAIL"

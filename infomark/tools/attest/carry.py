@@ -118,6 +118,9 @@ def changes(
         now = {p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p}
     else:
         now = set(walk_files(root, (home,)))
+    inside = os.path.relpath(os.path.realpath(home), os.path.realpath(root))
+    if not inside.startswith(".."):  # the ledger home in the project: never the agent's change
+        now = {p for p in now if p != inside and not p.startswith(inside + "/")}
     out: dict[str, str | None] = {}
     for rel in sorted(now | set(baseline)):
         full = os.path.join(root, rel)

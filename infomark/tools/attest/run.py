@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from infomark.gates import baseline
 from infomark.gates.protect import installation_paths
 from infomark.kernel.errors import InfomarkError, UserError
+from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
@@ -156,6 +157,15 @@ def _run(
     claim = state.claims[claim_id]
     expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
     judged = attest_report.judge(report, ran.exit_code, expect=expect)
+    if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
+        judged = attest_report.Judgement(
+            Outcome.ERROR,
+            RejectReason.WEAK_ORACLE,
+            f"`{oracle}` starts no test runner infomark knows, so its exit status 0 shows no "
+            "test ran; declare an oracle that runs the tests (pytest, make test, npm test, "
+            "cargo test, go test …)",
+            exit_status_only=True,
+        )
     if ran.limits_hit:
         judged = attest_report.Judgement(
             Outcome.FAIL,
