@@ -123,15 +123,17 @@ class Agent:
         self.cc.say(text)
         self.call("Read", {"file_path": str(self.root / "calc.py")})
 
-    def call(self, tool: str, tool_input: dict[str, Any], response: Any = None) -> str:
-        """PreToolUse; if allowed, run it for real (Bash, Write) and PostToolUse. Returns the
-        text the agent sees (the deny reason or the evidence tag)."""
+    def call(self, tool: str, tool_input: dict[str, Any], *, user_approves: bool = False) -> str:
+        """PreToolUse; if allowed, run it for real (Bash, Write, Read) and PostToolUse. Returns
+        the text the agent sees (the deny reason or the evidence tag). ``user_approves``: an
+        ``ask`` is answered yes by the user in Claude Code's prompt (not a denial)."""
         self.n += 1
         uid = f"toolu_{self.n}"
         self.cc.say(f"calling {tool}", tool_use_id=uid)
         out = self.hook("PreToolUse", tool_name=tool, tool_input=tool_input, tool_use_id=uid)
         spec = (out or {}).get("hookSpecificOutput") or {}
-        if spec.get("permissionDecision") in ("deny", "ask"):
+        asked = spec.get("permissionDecision") == "ask"
+        if spec.get("permissionDecision") == "deny" or (asked and not user_approves):
             reason = str(spec.get("permissionDecisionReason", ""))
             self.denials.append(reason)
             return reason
@@ -168,8 +170,9 @@ class Agent:
         ctx = ((post or {}).get("hookSpecificOutput") or {}).get("additionalContext", "")
         return str(ctx)
 
-    def write(self, rel: str, content: str) -> str:
-        return self.call("Write", {"file_path": str(self.root / rel), "content": content})
+    def write(self, rel: str, content: str, *, user_approves: bool = False) -> str:
+        tool_input = {"file_path": str(self.root / rel), "content": content}
+        return self.call("Write", tool_input, user_approves=user_approves)
 
     def bash(self, command: str) -> str:
         return self.call("Bash", {"command": command})

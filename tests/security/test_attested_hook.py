@@ -17,6 +17,7 @@ import pytest
 
 from tests.security.attested_project import (
     FIXED,
+    TESTS,
     MAKE,
     PYTEST,
     Agent,
@@ -182,6 +183,24 @@ def test_a_fix_with_a_new_module_and_a_new_test_finishes(tmp_path: Path) -> None
     text = agent.check("C2")
     assert "PASS" in text and "arith.py" in text and "test_arith.py" in text, text
     assert agent.status("C2") == "Exact"
+    allowed, reason = agent.stop()
+    assert allowed, reason
+    assert agent.denials == []
+    agent.verify()
+
+
+def test_an_approved_test_change_is_the_new_baseline(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    agent = Agent(root, tmp_path / "home")
+    agent.say(ledger(PYTEST, expect_fail=True, also=(("C2", PYTEST, False),)))
+    tag = agent.bash(PYTEST)
+    ref = tag.split("evidence_ref=")[1].split()[0]
+    agent.say(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=EXPECTED_FAIL")
+    more = TESTS + "\n\ndef test_three():\n    assert add(1, 2) == 3\n"
+    agent.write("test_calc.py", more, user_approves=True)  # held; the user says yes
+    agent.write("calc.py", FIXED)
+    text = agent.check("C2")
+    assert "PASS" in text and "3 passed" in text, text  # the approved content ran
     allowed, reason = agent.stop()
     assert allowed, reason
     assert agent.denials == []

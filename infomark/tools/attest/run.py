@@ -146,7 +146,7 @@ def _run(
         cwd=copy,
         writable=(workdir,),
         read_only=prepared.readable,
-        hidden=private_paths(gk.store.home_dir),
+        hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
         network=bool(cfg.get("network", False)),
         env=tuple(sorted(env.items())),
         limits=_limits(cfg),

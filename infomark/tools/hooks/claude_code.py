@@ -268,6 +268,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         extra = gk.after_tool_text(call, outcome, evidence)
         return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
     if event in ("Stop", "SubagentStop"):
+        transcript = payload.get("transcript_path")  # out of an attested run's sight too
+        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
         final = payload.get("last_assistant_message")
         result = gk.can_finish(final if isinstance(final, str) else "")
         if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
