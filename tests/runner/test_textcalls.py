@@ -134,7 +134,9 @@ def test_the_runner_runs_a_fenced_call_through_the_gate(
     (project / "notes.txt").write_text("hello from the file\n")
     server.add(
         "tc",
-        reply('Let me look.\n```json\n{"name": "read", "arguments": {"file_path": "notes.txt"}}\n```'),
+        reply(
+            'Let me look.\n```json\n{"name": "read", "arguments": {"file_path": "notes.txt"}}\n```'
+        ),
         lambda req: reply("seen: " + " | ".join(tool_results(req))),
     )
     with Runner(_spec(server), home=home, session="tc", root=project) as runner:

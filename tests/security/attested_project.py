@@ -35,6 +35,19 @@ TESTS = (
     "def test_zero():\n    assert add(0, 0) == 0\n"
 )
 
+PYTEST_TOML = '[pytest]\naddopts = ["-k", "zero"]\n'
+PYTEST_INI = "[pytest]\naddopts = -k zero\n"
+
+PATCH_RUNNER = (
+    "import _pytest.python as _p\n"
+    "_orig = _p.Function.runtest\n\n\n"
+    "def _runtest(self):\n"
+    "    try:\n        _orig(self)\n    except AssertionError:\n        pass\n\n\n"
+    "_p.Function.runtest = _runtest\n"
+)
+
+REPRO = "from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n"
+
 
 def need_bwrap() -> None:
     from infomark.tools import sandbox

@@ -20,7 +20,7 @@ from tests.security.attested_project import PYTEST, git, ledger, need_bwrap
 
 pytestmark = pytest.mark.slow
 
-PROBE = '''import os
+PROBE = """import os
 import socket
 
 import pytest
@@ -64,7 +64,7 @@ def test_the_network_is_closed():
 def test_the_environment_is_clean():
     assert "SECRET_OF_THE_HOST" not in os.environ
     assert "PYTHONSTARTUP" not in os.environ
-'''
+"""
 
 
 @pytest.fixture(autouse=True)

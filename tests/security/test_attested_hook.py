@@ -17,9 +17,13 @@ import pytest
 
 from tests.security.attested_project import (
     FIXED,
-    TESTS,
     MAKE,
+    PATCH_RUNNER,
     PYTEST,
+    PYTEST_INI,
+    PYTEST_TOML,
+    REPRO,
+    TESTS,
     Agent,
     ledger,
     need_bwrap,
@@ -59,10 +63,6 @@ def _refused(agent: Agent, *names: str) -> str:
     return reason
 
 
-PYTEST_TOML = '[pytest]\naddopts = ["-k", "zero"]\n'
-PYTEST_INI = "[pytest]\naddopts = -k zero\n"
-
-
 @pytest.mark.parametrize(
     ("name", "content"),
     [("pytest.toml", PYTEST_TOML), (".pytest.toml", PYTEST_TOML), (".pytest.ini", PYTEST_INI)],
@@ -75,15 +75,6 @@ def test_a_new_pytest_configuration_is_not_carried(tmp_path: Path, name: str, co
     assert "FAIL" in text and name in text, text
     assert agent.status() == "Unknown"
     _refused(agent, name, "test_add")
-
-
-PATCH_RUNNER = (
-    "import _pytest.python as _p\n"
-    "_orig = _p.Function.runtest\n\n\n"
-    "def _runtest(self):\n"
-    "    try:\n        _orig(self)\n    except AssertionError:\n        pass\n\n\n"
-    "_p.Function.runtest = _runtest\n"
-)
 
 
 def test_a_new_root_init_that_patches_the_runner_is_not_carried(tmp_path: Path) -> None:
@@ -143,8 +134,6 @@ def test_an_oracle_that_cannot_fail_grounds_nothing(tmp_path: Path, oracle: str)
 
 
 # -- the honest flows: no denial or refusal beyond the protocol's own steps ----------------
-
-REPRO = "from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n"
 
 
 def test_tdd_fix_expect_fail_then_attested_pass_then_finish(tmp_path: Path) -> None:
