@@ -184,6 +184,7 @@ def _unwrap(
         if _ASSIGN.fullmatch(w):
             key, _, value = w.partition("=")
             env = (*env, (key, value))
+            prefix.append(w)
             i += 1
             continue
         if name == "env":

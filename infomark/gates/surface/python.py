@@ -25,7 +25,13 @@ from collections.abc import Iterator, Sequence
 from infomark.gates.surface.model import GradingSurface, RunnerCall
 from infomark.kernel.runners import PYTEST_CONFIG_NAMES, PYTHON_STARTUP_NAMES, RunnerKind
 
-__all__ = ["nox_surface", "pytest_surface", "tox_surface", "unittest_surface"]
+__all__ = [
+    "nox_surface",
+    "pytest_setup",
+    "pytest_surface",
+    "tox_surface",
+    "unittest_surface",
+]
 
 # pytest options that take a value as the next word (the rest are flags or --opt=value).
 _PYTEST_VALUE = frozenset(
@@ -294,21 +300,7 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
     existing = [p for p in arg_paths if os.path.exists(p)]
     if opts.pyargs:
         col.notes.append("--pyargs: test arguments may name installed modules")
-    ancestor = _common(existing, invocation)
-    if opts.inifile:
-        inifile: str | None = os.path.normpath(os.path.join(invocation, opts.inifile))
-        assert inifile is not None
-        col.add(inifile)
-        rootdir = os.path.dirname(inifile) if os.path.isfile(inifile) else ancestor
-    else:
-        inifile = _locate(ancestor, col)
-        rootdir = os.path.dirname(inifile) if inifile else ancestor
-        if inifile is None:
-            for d in _ancestors(ancestor):
-                col.add(os.path.join(d, "setup.py"))
-                if os.path.isfile(os.path.join(d, "setup.py")):
-                    rootdir = d
-                    break
+    rootdir, inifile = _setup(invocation, existing, opts.inifile, col)
     if opts.rootdir:
         rootdir = os.path.normpath(os.path.join(invocation, os.path.expandvars(opts.rootdir)))
     ini = _ini_values(inifile) if inifile and _has_config(inifile) else {}
@@ -395,6 +387,49 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
         kinds=(RunnerKind.PYTEST,),
         calls=(call,),
     )
+
+
+def _setup(
+    invocation: str, existing: Sequence[str], inifile_arg: str | None, col: _Collector
+) -> tuple[str, str | None]:
+    """pytest's ``determine_setup`` without ``--rootdir``: ``(rootdir, inifile)``."""
+    dirs = [p if os.path.isdir(p) else os.path.dirname(p) for p in existing]
+    ancestor = _common(dirs, invocation)
+    if inifile_arg:
+        inifile = os.path.normpath(os.path.join(invocation, inifile_arg))
+        col.add(inifile)
+        return (os.path.dirname(inifile) if os.path.isfile(inifile) else ancestor), inifile
+    found = _locate(ancestor, col)
+    if found:
+        return os.path.dirname(found), found
+    for d in _ancestors(ancestor):
+        col.add(os.path.join(d, "setup.py"))
+        if os.path.isfile(os.path.join(d, "setup.py")):
+            return d, None
+    if dirs and any(d != ancestor for d in dirs):
+        for d in dirs:
+            found = _locate(d, col)
+            if found:
+                return os.path.dirname(found), found
+    rootdir = os.path.commonpath([invocation, ancestor])
+    return (ancestor if rootdir == os.path.dirname(rootdir) else rootdir), None
+
+
+def pytest_setup(root: str, call: RunnerCall, environ: dict[str, str]) -> tuple[str, str | None]:
+    """``(rootdir, inifile or None)`` as pytest determines them for ``call`` (absolute)."""
+    surface_root = os.path.abspath(root)
+    invocation = os.path.normpath(os.path.join(surface_root, call.cwd))
+    opts = _Opts()
+    opts.read(call.args)
+    existing = [
+        p
+        for a in opts.paths
+        if os.path.exists(p := os.path.normpath(os.path.join(invocation, a.split("::", 1)[0])))
+    ]
+    rootdir, inifile = _setup(invocation, existing, opts.inifile, _Collector(surface_root))
+    if opts.rootdir:
+        rootdir = os.path.normpath(os.path.join(invocation, os.path.expandvars(opts.rootdir)))
+    return rootdir, inifile
 
 
 def _is_test_dir(rel: str) -> bool:

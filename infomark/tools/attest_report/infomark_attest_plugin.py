@@ -7,11 +7,11 @@ pytest imports a ``-p`` plugin before any ``conftest.py``, test module or ``__in
 so the references taken at import are the runner's own functions.
 
 What it writes, one JSON line per event to the file named by ``INFOMARK_ATTEST_REPORT``
-(read once at import and removed from ``os.environ``): ``start`` (pid, pytest version,
-xdist worker id), ``collected`` (count, deselected, collection errors), ``test`` (node id,
-outcome, ``wasxfail``), ``tamper`` (what was found), ``finish`` (pytest's exit status, its
-counts). It also points pytest's JUnit XML at ``junit-<pid>.xml`` beside that file, which
-the reader compares with these counts.
+(read at import, and left in the environment so that xdist's workers report too): ``start``
+(pid, pytest version, xdist worker id), ``collected`` (count, deselected, collection
+errors), ``test`` (node id, outcome), ``tamper`` (what was found), ``finish`` (pytest's
+exit status, its counts). It also points pytest's JUnit XML at ``junit-<pid>.xml`` beside
+that file, which the reader compares with these counts.
 
 What it checks, at session start, after collection, after each test and at the end:
 - the functions the outcome depends on are the objects it saw at import:
@@ -49,7 +49,7 @@ import _pytest.runner
 import _pytest.skipping
 import pytest
 
-_PATH = os.environ.pop("INFOMARK_ATTEST_REPORT", "")
+_PATH = os.environ.get("INFOMARK_ATTEST_REPORT", "")  # kept: xdist workers report too
 _WATCHED_HOOKS = (
     "pytest_runtest_protocol",
     "pytest_runtest_call",

@@ -90,7 +90,7 @@ def _direct_call(argv: tuple[str, ...]) -> tuple[int, RunnerKind] | None:
         return None
     call = calls[0]
     index = len(argv) - len(call.argv)
-    if index < 0 or argv[index:] != call.argv:
+    if index < 0 or argv[index:] != call.argv or argv[:index] != call.prefix:
         return None
     return index, call.kind
 

@@ -63,6 +63,7 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
     tests: dict[str, str] = {}
     collected = deselected = collection_errors = 0
     status: int | None = None
+    worker_collected = worker_errors = 0
     for doc in _lines(prepared.report_path):
         kind, pid = doc.get("kind"), doc.get("pid")
         if kind == "garbage" or not isinstance(pid, int):
@@ -75,6 +76,9 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
         elif _worker(starts.get(pid)):
             if kind == "finish":
                 finishes[pid] = doc
+            elif kind == "collected":  # xdist: each worker collects, the controller does not
+                worker_collected = max(worker_collected, _int(doc.get("count")))
+                worker_errors = max(worker_errors, _int(doc.get("errors")))
             continue  # a worker's tests reach the controller's logreport too
         elif kind == "collected":
             collected += _int(doc.get("count"))
@@ -91,6 +95,8 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
             finishes[pid] = doc
             status = _int(doc.get("exitstatus")) if status in (None, 0) else status
     counts = {k: sum(1 for o in tests.values() if o == k) for k in _KEYS}
+    collected = collected or worker_collected
+    collection_errors = max(collection_errors, worker_errors)
     complete = bool(starts) and set(starts) <= set(finishes)
     notes: list[str] = []
     if not starts:
