@@ -247,9 +247,7 @@ class Gatekeeper:
 
             changed = recheck_premises(self._ledger, self.refetch)
         grading_flow.check(self._ledger, self.config, seed=True)
-        if not self._ledger.state.baseline and (
-            self.attester is not None or self.config.attest_required
-        ):
+        if not self._ledger.state.baseline and self.config.attest_required:
             from infomark.gates import baseline  # once per session: before the first action
 
             baseline.ensure(self._ledger)

@@ -36,6 +36,8 @@ LOCAL_ONLY = {
     "store": "the in-process ledger engine (journal, key, projection)",
     "state": "the in-process projection; state_document is its remote view",
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
+    "record_attested": "only infomark's own attested runner mints attested evidence; the "
+    "agent asks for a run on the check route (POST /sessions/{s}/check)",
     "approve_grading": "an operator act on the project's test files: never on a route the "
     "agent's token can reach (infomark approve --grading FILE, in a terminal)",
 }

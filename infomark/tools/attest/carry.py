@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, current_digest, git, git_blob_id, walk_files
-from infomark.gates.grading import CONFIG_NAMES
-from infomark.gates.surface import GradingSurface, SourceSet, discover, source_set
+from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
+from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
 
@@ -87,6 +87,8 @@ def is_source(rel: str, baseline: Mapping[str, list[str]], rule: SourceSet) -> t
     why_not = guard(rel, baseline)
     if why_not is not None:
         return False, why_not
+    if rel not in baseline and _new_test(rel, rule.surface):
+        return True, "a new test (run under the runner's integrity check)"
     if rule.carried(rel):
         if rel in baseline:
             return True, "source of the baseline"
@@ -99,6 +101,13 @@ def is_source(rel: str, baseline: Mapping[str, list[str]], rule: SourceSet) -> t
     if rule.globs:
         return False, "outside [grading] source"
     return False, "not source: a new file where the baseline held no source beside it"
+
+
+def _new_test(rel: str, surface: GradingSurface) -> bool:
+    """A test file by the runner's own patterns, new since the baseline: also one the oracle
+    names (a reproduction written first, TDD), which the surface lists as a named file."""
+    globs = surface.test_globs or DEFAULT_TEST_GLOBS  # a named file: the usual test names
+    return surface.is_new_test(rel) or any(glob_match(rel, g) for g in globs)
 
 
 def _held_files(baseline: Mapping[str, list[str]], d: str) -> bool:

@@ -101,8 +101,8 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
         if first and int(recorded.get("seq", 0)) > first:
             raise UserError(
                 f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
-                f"change (seq {first}), so it may hold the agent's changes; a new session "
-                "records it before the first action"
+                f"change (seq {first}), so it may hold the agent's changes; with `[attest] "
+                "required = true` a session records it before its first action"
             )
         manifest = baseline.load(gk.store, recorded)
     except UserError as exc:
