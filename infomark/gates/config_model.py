@@ -61,9 +61,22 @@ class OraclesModel(_Strict):
 
 
 class GradingModel(_Strict):
-    """``[grading]``: what the agent's source is (the files an attested run carries over)."""
+    """``[grading]``: what an attested run carries over from the agent (docs/gates.md)."""
 
-    source: list[str] = Field(default_factory=list)  # globs; empty: the default rule
+    # root-relative globs of source files (`**` spans directories); empty: the default rule
+    source: list[str] = Field(default_factory=list)
+
+    @field_validator("source")
+    @classmethod
+    def _relative(cls, value: list[str]) -> list[str]:
+        for glob in value:
+            parts = glob.replace("\\", "/").split("/")
+            if not glob.strip() or glob.startswith("/") or ".." in parts:
+                raise ValueError(
+                    f"{glob!r} is not a project-relative glob; write one such as "
+                    '"src/**" or "*.py" (no leading /, no ..)'
+                )
+        return value
 
 
 class AttestModel(_Strict):
@@ -74,7 +87,7 @@ class AttestModel(_Strict):
     network: bool = False
     cpu_seconds: int = Field(default=600, ge=1, le=86400)
     memory_mb: int = Field(default=4096, ge=64, le=1 << 20)
-    wall_seconds: float = Field(default=300, gt=0, le=3600)
+    wall_seconds: float = Field(default=240, gt=0, le=840)  # below the hook timeout (900 s)
     at_finish: int = Field(default=3, ge=0, le=20)  # claims the finish may run, at most
 
     @field_validator("env")

@@ -2,9 +2,11 @@
 
 When a claim with an oracle is declared, infomark digests its grading surface: the
 test files (configurable globs, defaults for pytest/unittest, jest/vitest, go test,
-cargo test, rspec), the test configuration (``conftest.py``, ``pytest.ini``,
-``tox.ini``, the test sections of ``setup.cfg`` / ``pyproject.toml``, ``package.json``'s
-test script, jest/vitest config, ``Makefile``) and the files the oracle names. A
+cargo test, rspec), the test configuration by name, every runner's (``conftest.py``,
+``pytest.toml``, ``.pytest.ini``, ``pytest.ini``, ``tox.ini``, the test sections of
+``setup.cfg`` / ``pyproject.toml``, ``package.json``'s test script, jest/vitest/mocha
+config, ``GNUmakefile`` / ``makefile`` / ``Makefile`` …), the files the oracle names, and
+what the oracle's runners read by name as :mod:`infomark.gates.surface` discovers it. A
 configuration file that does not exist is recorded as absent, so creating one later
 is a change too; a new test file is not. Each check re-digests the surface and says
 what changed in a short summary ("assertion removed in test_add.py:5").
@@ -20,6 +22,7 @@ from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.paths import pure_name
+from infomark.kernel.runners import TEST_CONFIG_NAMES
 
 TYPE_CHECKING = False
 
@@ -61,25 +64,10 @@ DEFAULT_TEST_GLOBS: tuple[str, ...] = (
 )
 """Test files by name (a pattern with ``/`` matches a parent directory and the name)."""
 
-CONFIG_NAMES: tuple[str, ...] = (
-    "conftest.py",
-    "pytest.ini",
-    "tox.ini",
-    "setup.cfg",
-    "pyproject.toml",
-    "package.json",
-    "jest.config.js",
-    "jest.config.ts",
-    "jest.config.mjs",
-    "jest.config.cjs",
-    "vitest.config.js",
-    "vitest.config.ts",
-    "vitest.config.mjs",
-    "Makefile",
-    ".rspec",
-    "noxfile.py",
-)
-"""Test configuration by file name; absent ones are recorded so a new one counts."""
+CONFIG_NAMES: tuple[str, ...] = TEST_CONFIG_NAMES
+"""Test configuration by file name, every runner's (``kernel.runners.TEST_CONFIG_NAMES``:
+``pytest.toml``, ``.pytest.ini``, ``GNUmakefile``, ``.mocharc.yml`` …); absent ones are
+recorded so a new one counts."""
 
 _SKIP_DIRS = frozenset(
     {
@@ -258,6 +246,29 @@ def _oracle_files(root: StrPath, oracle: str) -> list[str]:
     return out
 
 
+def _runner_files(root: StrPath, oracle: str, home: StrPath | None) -> list[str]:
+    """What the oracle's runners read by name inside the root, as each runner finds it
+    (:func:`infomark.gates.surface.discover`: a conftest or ``__init__.py`` on the way to a
+    test, a configuration name closer to the tests, a makefile a recipe includes), present
+    or not. Only for a declared oracle: the seed (``oracle=""``) stays a name walk."""
+    if not oracle.strip():
+        return []
+    from infomark.gates.surface import discover
+
+    try:
+        found = discover(os.fspath(root), oracle)
+    except (OSError, ValueError, RecursionError):
+        return []  # unreadable: the names above still count
+    home_rel = grading_path(root, os.fspath(home)) if home is not None else None
+    out = []
+    for rel in found.files:
+        top = rel.split("/", 1)[0]
+        if top in _SKIP_DIRS or (home_rel and (rel == home_rel or rel.startswith(home_rel + "/"))):
+            continue
+        out.append(rel)
+    return out
+
+
 def _walk(root: StrPath, home: StrPath | None) -> Iterable[tuple[str, list[str]]]:
     skip_home = _dir_id(home) if home is not None else None
     count = 0
@@ -316,6 +327,8 @@ def surface(
     for rel in _oracle_files(root, oracle):
         files[rel] = None
         listed.add(rel)
+    for rel in _runner_files(root, oracle, home):
+        files.setdefault(rel, None)
     absent: set[str] = set()  # recorded as absent without a stat: the walk listed their dir
     for d in test_dirs:  # configuration pytest would pick up if someone created it
         files.setdefault(d + "conftest.py", None)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
+from infomark.kernel.runners import TEST_CONFIG_NAMES
 from infomark.kernel.tools import (
     Classification,
     ToolClass,
@@ -68,6 +69,9 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
     "Cargo.toml",
     "go.mod",
 )
+#: ...and every test configuration a runner reads by name (``pytest.toml``, ``.pytest.ini``,
+#: ``GNUmakefile``, ``makefile``, jest/vitest/mocha configs …: :mod:`infomark.kernel.runners`)
+DEFAULT_PROTECTED += tuple(n for n in TEST_CONFIG_NAMES if n not in DEFAULT_PROTECTED)
 _PATH_KEYS = (
     "file_path",
     "path",

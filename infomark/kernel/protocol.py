@@ -19,7 +19,7 @@ from infomark.kernel.reasons import RejectReason
 
 __all__ = ["EXAMPLE_LEDGER", "MAX_PROTOCOL_BYTES", "protocol_sha256", "render_protocol"]
 
-MAX_PROTOCOL_BYTES = 8192  # TEMP-LOCAL
+MAX_PROTOCOL_BYTES = 6144
 """Upper bound on the rendered protocol, in bytes of UTF-8."""
 
 EXAMPLE_LEDGER = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["RejectReason"]
+__all__ = ["RejectReason", "RunReason"]
 
 
 class RejectReason(enum.StrEnum):
@@ -32,14 +32,6 @@ class RejectReason(enum.StrEnum):
     BACKGROUND_RUN = "background_run"  # a background run has no outcome yet
     WRONG_DIRECTORY = "wrong_directory"  # the run happened in another working directory
     DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
-    # What an attested run's own report showed (infomark.tools.attest_report.judge).
-    NO_TESTS_RAN = "no_tests_ran"  # the runner's report counts no test that ran
-    FEWER_TESTS = "fewer_tests"  # fewer tests collected than at the baseline
-    NAMED_TEST_NOT_RUN = "named_test_not_run"  # a test the claim names is missing or skipped
-    COLLECTION_ERROR = "collection_error"  # a test file failed to import or collect
-    MASKED_FAILURE = "masked_failure"  # exit 0 while the report counts failures
-    ORACLE_CANNOT_FAIL = "oracle_cannot_fail"  # passes on the baseline where the claim expects FAIL
-    RUNNER_TAMPERED = "runner_tampered"  # the runner was patched, or its counts disagree
 
     @property
     def hint(self) -> str:
@@ -82,23 +74,43 @@ _HINTS: dict[RejectReason, str] = {
     RejectReason.DELEGATED_EVIDENCE: (
         "a sub-agent's answer may back a divergence_event, never a stamp; run the check yourself"
     ),
-    RejectReason.NO_TESTS_RAN: (
+}
+
+
+class RunReason(enum.StrEnum):
+    """Why an attested run cannot ground a claim: what the runner's own report showed
+    (``infomark.tools.attest_report.judge``). Exactly one code per judgement."""
+
+    NO_TESTS_RAN = "no_tests_ran"  # the runner's report counts no test that ran
+    FEWER_TESTS = "fewer_tests"  # fewer tests collected than at the baseline
+    NAMED_TEST_NOT_RUN = "named_test_not_run"  # a test the claim names is missing or skipped
+    COLLECTION_ERROR = "collection_error"  # a test file failed to import or collect
+    MASKED_FAILURE = "masked_failure"  # exit 0 while the report counts failures
+    ORACLE_CANNOT_FAIL = "oracle_cannot_fail"  # passes on the baseline where the claim expects FAIL
+    RUNNER_TAMPERED = "runner_tampered"  # the runner was patched, or its counts disagree
+
+    @property
+    def hint(self) -> str:
+        """One sentence telling the agent how to fix it."""
+        return _RUN_HINTS[self]
+
+
+_RUN_HINTS: dict[RunReason, str] = {
+    RunReason.NO_TESTS_RAN: (
         "declare an oracle that selects the tests the claim is about (a test file or node id)"
     ),
-    RejectReason.FEWER_TESTS: (
-        "restore the tests that were removed or deselected, or ask the user to approve the change"
-    ),
-    RejectReason.NAMED_TEST_NOT_RUN: (
+    RunReason.FEWER_TESTS: "undo the change that keeps tests from being collected, then re-run",
+    RunReason.NAMED_TEST_NOT_RUN: (
         "make the named test run (no skip marker, right node id), or name a test that exists"
     ),
-    RejectReason.COLLECTION_ERROR: "fix the import or syntax error the report names, then re-run",
-    RejectReason.MASKED_FAILURE: (
-        "drop what hides the runner's exit status (`|| true`, `; exit 0`, a wrapper) and re-run"
+    RunReason.COLLECTION_ERROR: "fix the import or syntax error the report names, then re-run",
+    RunReason.MASKED_FAILURE: (
+        "declare the test command itself as the oracle, without `|| true`, `; exit 0` or the like"
     ),
-    RejectReason.ORACLE_CANNOT_FAIL: (
+    RunReason.ORACLE_CANNOT_FAIL: (
         "declare an oracle that fails before the fix: a test that reproduces the bug"
     ),
-    RejectReason.RUNNER_TAMPERED: (
-        "remove the code that replaces the test runner's functions or hooks, then re-run"
+    RunReason.RUNNER_TAMPERED: (
+        "remove the code that replaces the test runner's functions or hooks (named), then re-run"
     ),
 }

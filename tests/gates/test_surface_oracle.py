@@ -108,3 +108,17 @@ def test_compound_and_masked_oracles() -> None:
 def test_unclosed_quote_is_unknown() -> None:
     (call,) = parse_oracle("pytest 'unclosed")
     assert call.kind is RunnerKind.UNKNOWN
+
+
+def test_named_tests_are_the_node_ids_pytest_gets(tmp_path: object) -> None:
+    from infomark.gates.surface import discover
+
+    surface = discover(
+        "/nonexistent-root",
+        "cd sub && pytest -q tests/test_a.py::test_x 'tests/test_b.py::T::test_y[1]' -k z",
+    )
+    assert surface.named_tests() == (
+        "sub/tests/test_a.py::test_x",
+        "sub/tests/test_b.py::T::test_y[1]",
+    )
+    assert discover("/nonexistent-root", "make test").named_tests() == ()

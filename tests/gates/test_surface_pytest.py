@@ -223,3 +223,44 @@ def test_a_real_plugin_module_named_by_p_is_loaded_from_the_project(tmp_path: Pa
     )
     assert _pytest_run(root, "-q", "-p", "myplug", "tests").returncode == 0
     assert "myplug.py" in discover(str(root), "pytest -q -p myplug tests").files
+
+
+def test_unittest_discovers_what_the_surface_lists(tmp_path: Path) -> None:
+    root = tmp_path / "u"
+    (root / "tests" / "sub").mkdir(parents=True)
+    for d in ("tests", "tests/sub"):
+        (root / d / "__init__.py").write_text("")
+    (root / "tests" / "test_one.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n"
+    )
+    (root / "tests" / "sub" / "test_two.py").write_text(
+        "import unittest\n\nclass U(unittest.TestCase):\n    def test_b(self):\n        pass\n"
+    )
+    real = subprocess.run(
+        [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-v"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert real.returncode == 0 and "Ran 2 tests" in real.stderr, real.stderr
+    surface = discover(str(root), "python -m unittest discover -s tests")
+    assert surface.kind is RunnerKind.UNITTEST
+    assert set(surface.tests) == {"tests/test_one.py", "tests/sub/test_two.py"}
+    assert {"tests/__init__.py", "tests/sub/__init__.py"} <= set(surface.files)
+
+
+def test_a_source_packages_init_stays_source(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    (root / "pkg" / "tests").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("from pkg.core import f\n")
+    (root / "pkg" / "core.py").write_text("def f():\n    return 1\n")
+    (root / "pkg" / "tests" / "__init__.py").write_text("")
+    (root / "pkg" / "tests" / "test_core.py").write_text("def test_f():\n    pass\n")
+    surface = discover(str(root), "pytest -q")
+    assert "pkg/tests/__init__.py" in surface.files  # the tests' package grades
+    assert "pkg/__init__.py" not in surface.files  # the source package's is source
+    assert "__init__.py" in surface.files  # absent at the root: a new one would grade
+    sources = source_set(surface, ["pkg/__init__.py", "pkg/core.py", "pkg/tests/test_core.py"])
+    assert sources.carried("pkg/__init__.py") and not sources.carried("__init__.py")

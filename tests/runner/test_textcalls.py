@@ -19,6 +19,26 @@ from infomark.tools.runner.textcalls import TextCall, extract
 from tests.runner.conftest import events
 
 TOOLS = ("bash", "read", "edit", "glob")
+RECORDED = Path(__file__).parent / "data" / "qwen25_coder_1p5b_raw.jsonl"
+
+
+def _recorded() -> list[dict[str, object]]:
+    return [json.loads(line) for line in RECORDED.read_text().splitlines()]
+
+
+def test_recorded_replies_of_a_real_small_model() -> None:
+    """Four raw replies of Qwen2.5-Coder-1.5B (llama.cpp, tools offered, none structured)."""
+    rows = _recorded()
+    assert all(r["structured_tool_calls"] == [] for r in rows)
+    got = [extract(str(r["content"]), r["tools"]) for r in rows]  # type: ignore[arg-type]
+    # a plan in prose with ```python / ```bash fences: no call, nothing to complain about
+    assert (got[0].calls, got[0].problems) == ((), ())
+    assert (got[1].calls, got[1].problems) == ((), ())
+    # "Reply DONE when the tests pass": DONE at once, without acting (the finish gate's case)
+    assert (got[2].calls, got[2].text) == ((), "DONE")
+    # the call written as a fenced JSON object
+    assert got[3].calls == (TextCall("read", '{"file_path": "project/files"}'),)
+    assert got[3].text == ""
 
 
 def test_a_fenced_json_call_with_prose_around_it() -> None:

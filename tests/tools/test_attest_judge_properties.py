@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
 from infomark.ledger.evidence import Outcome
 from infomark.tools.attest_report import RunnerReport, judge
@@ -76,7 +76,7 @@ def test_failures_in_a_report_are_never_pass(report: RunnerReport, exit_code: in
     got = judge(report, exit_code)
     assert got.outcome is not Outcome.PASS
     if exit_code == 0 and not (report.format is ReportFormat.PYTEST_PLUGIN and not report.complete):
-        assert got.code is RejectReason.MASKED_FAILURE
+        assert got.code is RunReason.MASKED_FAILURE
 
 
 @given(reports, st.sampled_from([0, 1]))
@@ -84,7 +84,7 @@ def test_a_tampered_report_is_runner_tampered(report: RunnerReport, exit_code: i
     if not report.tampered:
         return
     got = judge(report, exit_code)
-    assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.RUNNER_TAMPERED)
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.RUNNER_TAMPERED)
 
 
 def test_expect_must_be_pass_or_fail() -> None:
@@ -92,3 +92,40 @@ def test_expect_must_be_pass_or_fail() -> None:
 
     with pytest.raises(ValueError, match="PASS or FAIL"):
         judge(RunnerReport(format=ReportFormat.EXIT_STATUS, exit_code=0), 0, expect=Outcome.ERROR)
+
+
+def test_every_run_reason_is_documented_with_its_outcome() -> None:
+    from pathlib import Path
+
+    from infomark.kernel.reasons import RunReason
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gates.md").read_text("utf-8")
+    start = text.index("| code | outcome | when |")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1].strip().strip("`"))
+    assert sorted(rows) == sorted(r.value for r in RunReason)
+    for reason in RunReason:
+        assert reason.hint.strip() and "\n" not in reason.hint
+
+
+def test_named_tests_match_from_the_root_or_the_rootdir() -> None:
+    from infomark.tools.attest_report import named_in
+
+    report = RunnerReport(
+        format=ReportFormat.PYTEST_PLUGIN,
+        exit_code=0,
+        collected=2,
+        passed=1,
+        skipped=1,
+        tests=(("tests/test_a.py::test_x[1]", "passed"), ("tests/test_a.py::T::test_y", "skipped")),
+    )
+    assert named_in(report, "sub/tests/test_a.py::test_x") == [
+        ("tests/test_a.py::test_x[1]", "passed")
+    ]
+    assert len(named_in(report, "tests/test_a.py")) == 2
+    assert named_in(report, "tests/test_a.py::test_xy") == []
+    got = judge(report, 0, named_tests=["tests/test_a.py::T"])
+    assert got.code is RunReason.NAMED_TEST_NOT_RUN and "skipped" in got.detail

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from infomark.gates.surface import discover
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat, RunnerKind
 from infomark.ledger.evidence import Outcome
 from infomark.tools.attest_report import (
@@ -108,21 +108,20 @@ def test_honest_failure_then_pass(tmp_path: Path) -> None:
 def test_masked_exit_status_is_a_masked_failure(tmp_path: Path) -> None:
     root = _project(tmp_path)
     got = verdict(root, "sh -c 'pytest -q; exit 0'")
-    assert (got.outcome, got.code) == (Outcome.FAIL, RejectReason.MASKED_FAILURE)
+    assert (got.outcome, got.code) == (Outcome.FAIL, RunReason.MASKED_FAILURE)
     assert "test_calc.py::test_add" in got.detail
 
 
 def test_no_tests_ran_is_not_pass(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     got = verdict(root, "pytest -q -k nothing_matches || true")
-    assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.NO_TESTS_RAN)
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.NO_TESTS_RAN)
 
 
 def test_version_oracle_runs_no_test(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     got = verdict(root, "pytest --version")
-    assert got.code is RejectReason.NO_TESTS_RAN or got.code is RejectReason.RUNNER_TAMPERED
-    assert not got.grounds
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.NO_TESTS_RAN)
 
 
 def test_fewer_tests_than_the_baseline(tmp_path: Path) -> None:
@@ -131,7 +130,7 @@ def test_fewer_tests_than_the_baseline(tmp_path: Path) -> None:
     # a test vanished (the attested copy would take the baseline's file: the judge still counts)
     (root / "test_calc.py").write_text(TEST_CALC.replace("def test_zero", "def helper_zero"))
     got = verdict(root, "pytest -q", baseline=base)
-    assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.FEWER_TESTS)
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.FEWER_TESTS)
 
 
 def test_named_test_skipped_or_missing(tmp_path: Path) -> None:
@@ -142,18 +141,18 @@ def test_named_test_skipped_or_missing(tmp_path: Path) -> None:
     )
     skipped = verdict(root, "pytest -q", named_tests=["test_calc.py::test_add"])
     assert (skipped.code, skipped.detail) == (
-        RejectReason.NAMED_TEST_NOT_RUN,
+        RunReason.NAMED_TEST_NOT_RUN,
         "test_calc.py::test_add was skipped",
     )
     missing = verdict(root, "pytest -q", named_tests=["test_calc.py::test_gone"])
-    assert missing.code is RejectReason.NAMED_TEST_NOT_RUN
+    assert missing.code is RunReason.NAMED_TEST_NOT_RUN
 
 
 def test_collection_error_is_not_pass(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     (root / "test_broken.py").write_text("from calc import missing_name\n")
     got = verdict(root, "pytest -q")
-    assert (got.outcome, got.code) == (Outcome.FAIL, RejectReason.COLLECTION_ERROR)
+    assert (got.outcome, got.code) == (Outcome.FAIL, RunReason.COLLECTION_ERROR)
 
 
 PATCH_RUNTEST = """\
@@ -220,7 +219,7 @@ def test_a_patched_runner_is_tampered(tmp_path: Path, path: str, content: str, w
     (root / path).write_text(content)
     report, code = attested(root, "pytest -q")
     got = judge(report, code)
-    assert (got.outcome, got.code) == (Outcome.ERROR, RejectReason.RUNNER_TAMPERED), report
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.RUNNER_TAMPERED), report
     assert where in got.detail
 
 
@@ -229,7 +228,7 @@ def test_xdist_workers_report_their_tampering(tmp_path: Path) -> None:
     root = _project(tmp_path)
     (root / "test_zz_new.py").write_text(PATCH_RUNTEST + "\ndef test_new():\n    pass\n")
     got = verdict(root, "pytest -q -n 2 -p xdist")
-    assert got.code is RejectReason.RUNNER_TAMPERED
+    assert got.code is RunReason.RUNNER_TAMPERED
     clean = _project(tmp_path / "clean", CALC_FIX)
     report, code = attested(clean, "pytest -q -n 2 -p xdist")
     assert judge(report, code).grounds
@@ -244,14 +243,85 @@ def test_forged_report_line_is_tampered(tmp_path: Path) -> None:
         "        f.write('not json\\n')\n"
     )
     got = verdict(root, "pytest -q")
-    assert got.code is RejectReason.RUNNER_TAMPERED
+    assert got.code is RunReason.RUNNER_TAMPERED
+
+
+MIXED = """\
+import pytest
+
+@pytest.fixture
+def bad_setup():
+    raise RuntimeError("x")
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("y")
+
+def test_setup_err(bad_setup):
+    pass
+
+def test_teardown_err(bad_teardown):
+    pass
+
+@pytest.mark.xfail
+def test_xf():
+    assert False
+
+@pytest.mark.xfail
+def test_xp():
+    pass
+
+@pytest.mark.skip
+def test_sk():
+    pass
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_p(x):
+    assert x
+
+def test_monkeypatched_builtin_is_restored(monkeypatch):
+    import builtins
+    monkeypatch.setattr(builtins, "input", lambda *a: "")
+"""
+
+
+def test_every_honest_outcome_is_counted_and_not_tampered(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    root.mkdir()
+    (root / "test_mixed.py").write_text(MIXED)
+    report, code = attested(root, "pytest -q")
+    assert not report.tampered, report.detail
+    assert (report.passed, report.errors, report.skipped, report.xfailed, report.xpassed) == (
+        3,
+        2,
+        1,
+        1,
+        1,
+    )
+    assert (report.collected, code) == (8, 1)
+    assert judge(report, code).outcome is Outcome.FAIL
+
+
+@pytest.mark.parametrize("how", ["truncate", "unlink"])
+def test_a_wiped_report_is_never_a_pass(tmp_path: Path, how: str) -> None:
+    root = _project(tmp_path)
+    wipe = (
+        "open(os.environ['INFOMARK_ATTEST_REPORT'], 'w').close()"
+        if how == "truncate"
+        else "os.unlink(os.environ['INFOMARK_ATTEST_REPORT'])"
+    )
+    (root / "test_zz_wipe.py").write_text(f"import os\n\ndef test_wipe():\n    {wipe}\n")
+    got = verdict(root, "pytest -q")
+    assert not got.grounds
+    assert got.code in (RunReason.RUNNER_TAMPERED, RunReason.NO_TESTS_RAN), got
 
 
 def test_cannot_fail_on_the_baseline(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     base, code = attested(root, "pytest -q")
     got = judge(base, code, baseline=base, expect=Outcome.FAIL)
-    assert (got.outcome, got.code) == (Outcome.PASS, RejectReason.ORACLE_CANNOT_FAIL)
+    assert (got.outcome, got.code) == (Outcome.PASS, RunReason.ORACLE_CANNOT_FAIL)
     assert "passes on the baseline" in got.detail
 
 
@@ -264,7 +334,7 @@ def test_exit_status_only_oracles_say_so(tmp_path: Path) -> None:
         assert got.outcome is outcome and got.exit_status_only
     report, code = attested(root, "git status")
     base = judge(report, 0, baseline=report, expect=Outcome.FAIL)
-    assert base.code is RejectReason.ORACLE_CANNOT_FAIL  # exits 0 where the claim expects FAIL
+    assert base.code is RunReason.ORACLE_CANNOT_FAIL  # exits 0 where the claim expects FAIL
 
 
 def test_prepare_go_and_jest_add_their_json_options(tmp_path: Path) -> None:
@@ -293,4 +363,4 @@ def test_go_json_stream_is_read() -> None:
     assert (report.passed, report.failed, report.skipped, report.collected) == (1, 1, 1, 3)
     assert report.failed_tests == ("m.TestB",)
     masked = judge(read_report(prepared, 0, stream), 0)
-    assert masked.code is RejectReason.MASKED_FAILURE
+    assert masked.code is RunReason.MASKED_FAILURE

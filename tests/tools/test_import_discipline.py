@@ -128,6 +128,7 @@ PRETOOL_MODULES = {
     "infomark.kernel.paths",  # pathlib's answers on str, for the few that differ from os.path
     "infomark.kernel.reasons",
     "infomark.kernel.records",
+    "infomark.kernel.runners",  # each runner's configuration names (issue 26): grading, scratch
     "infomark.kernel.session_id",
     "infomark.kernel.tools",
     "infomark.ledger",

@@ -11,10 +11,12 @@ configuration name the runners know, and everything else outside the declared so
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 
 from infomark.gates.surface.model import GradingSurface, RunnerCall
 from infomark.gates.surface.oracle import parse_oracle
+from infomark.kernel.paths import pure_name
 from infomark.kernel.runners import TEST_CONFIG_NAMES, RunnerKind
 
 __all__ = ["discover"]
@@ -24,6 +26,11 @@ Nested = Callable[[str, str], GradingSurface]
 """Discover a command a runner runs in its turn (a make recipe, a package script) from a
 directory relative to the root."""
 _MAX_DEPTH = 4
+# A command that runs the files it names (their content is the check); the files `grep`,
+# `cat` or `test -f` name are the subject under test, not grading.
+_INTERPRETER = re.compile(
+    r"python[\d.]*|pypy3?|bash|sh|dash|zsh|ksh|node|deno|bun|ruby|perl|bats|prove"
+)
 _INERT = frozenset({"echo", "printf", "true", ":", "mkdir", "rm", "touch", "export", "set", "cd"})
 
 
@@ -93,11 +100,13 @@ def _discover(root: str, oracle: str, env: dict[str, str], depth: int) -> Gradin
 
 
 def conservative(root: str, call: RunnerCall) -> GradingSurface:
-    """The surface of a command no runner in the table reads: what it names, every test
-    configuration name, and (through ``conservative``) all that is not source."""
+    """The surface of a command no runner in the table reads: the files it runs (an
+    interpreter's script: ``python3 check.py``, ``bash check.sh``), every test configuration
+    name, and (through ``conservative``) all that is not source."""
     files: dict[str, None] = {}
     base = os.path.normpath(os.path.join(root, call.cwd))
-    for word in call.argv:
+    runs_files = bool(call.argv) and _INTERPRETER.fullmatch(pure_name(call.argv[0])) is not None
+    for word in call.argv[1:] if runs_files else ():
         for candidate in (word, word.split("=", 1)[-1]):
             if not candidate or candidate.startswith("-"):
                 continue

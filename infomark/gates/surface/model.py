@@ -98,6 +98,22 @@ class GradingSurface:
         """A test file that was not there when discovered: carried into an attested copy."""
         return self.is_test(rel) and rel not in self.tests
 
+    def named_tests(self) -> tuple[str, ...]:
+        """The pytest node ids the oracle names (``tests/test_a.py::test_x``), relative to
+        the root: the tests a judgement requires to have run (``judge(named_tests=…)``)."""
+        import posixpath
+
+        out: list[str] = []
+        for call in self.calls:
+            if call.kind is not RunnerKind.PYTEST:
+                continue
+            for arg in call.args:
+                if "::" in arg and not arg.startswith("-"):
+                    path, _, rest = arg.partition("::")
+                    path = posixpath.normpath(posixpath.join(call.cwd or ".", path))
+                    out.append(f"{path}::{rest}")
+        return tuple(dict.fromkeys(out))
+
     def merged(self, other: GradingSurface) -> GradingSurface:
         """This surface and ``other``'s (an oracle that runs two runners reads both)."""
         return GradingSurface(

@@ -54,49 +54,50 @@ def _walk(directory: str, root: str, suffix: str, *, under: str | None = None) -
     return out
 
 
+def _upwards(
+    root: str, directory: str, names: tuple[str, ...], here_only: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """``(files, above, base)``: ``names`` in ``directory`` and every parent (``here_only``
+    in ``directory`` alone), split at the root; ``base`` the directory as a glob prefix."""
+    paths = [
+        os.path.join(d, name)
+        for d in _ancestors(directory)
+        for name in names
+        if d == directory or name not in here_only
+    ]
+    files, above = _split(root, paths)
+    base = os.path.relpath(directory, root).replace(os.sep, "/")
+    return files, above, "" if base == "." else base + "/"
+
+
 def cargo_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
     root = os.path.abspath(root)
     directory = os.path.normpath(os.path.join(root, call.cwd))
-    paths: list[str] = []
+    manifest: tuple[str, ...] = ()
     for i, a in enumerate(call.args):
         if a == "--manifest-path" and i + 1 < len(call.args):
-            manifest = os.path.normpath(os.path.join(directory, call.args[i + 1]))
-            paths.append(manifest)
-            directory = os.path.dirname(manifest)
-    for d in _ancestors(directory):
-        for name in CARGO_FILES:
-            if d != directory and name in ("build.rs", "Cargo.lock"):
-                continue
-            paths.append(os.path.join(d, name))
-    files, above = _split(root, paths)
-    base = os.path.relpath(directory, root).replace(os.sep, "/")
-    base = "" if base == "." else base + "/"
+            path = os.path.normpath(os.path.join(directory, call.args[i + 1]))
+            manifest, _ = _split(root, [path])
+            directory = os.path.dirname(path)
+    files, above, base = _upwards(root, directory, CARGO_FILES, ("build.rs", "Cargo.lock"))
     return GradingSurface(
         root=root,
         kind=RunnerKind.CARGO,
-        files=files,
+        files=(*manifest, *files),
         above=above,
         globs=(f"{base}target/**", f"{base}benches/**", f"{base}examples/**"),
         test_globs=(f"{base}tests/**/*.rs",),
         tests=tuple(_walk(os.path.join(directory, "tests"), root, ".rs")),
         kinds=(RunnerKind.CARGO,),
         calls=(call,),
-        notes=("cargo: unit tests inside src/ are source; CARGO_* variables are cleared",),
+        notes=("cargo: unit tests inside src/ are source",),
     )
 
 
 def go_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
     root = os.path.abspath(root)
     directory = os.path.normpath(os.path.join(root, call.cwd))
-    paths: list[str] = []
-    for d in _ancestors(directory):
-        for name in GO_FILES:
-            if d != directory and name.startswith("vendor/"):
-                continue
-            paths.append(os.path.join(d, name))
-    files, above = _split(root, paths)
-    base = os.path.relpath(directory, root).replace(os.sep, "/")
-    base = "" if base == "." else base + "/"
+    files, above, base = _upwards(root, directory, GO_FILES, ("vendor/modules.txt",))
     return GradingSurface(
         root=root,
         kind=RunnerKind.GO,
@@ -107,5 +108,5 @@ def go_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingS
         tests=tuple(_walk(directory, root, "_test.go")),
         kinds=(RunnerKind.GO,),
         calls=(call,),
-        notes=("go test: GOFLAGS and GOWORK are read from the environment",),
+        notes=("go test: GOFLAGS and GOWORK in the environment change what it reads",),
     )

@@ -13,15 +13,14 @@ of the commands after it. What is not a runner the table knows is :data:`RunnerK
 from __future__ import annotations
 
 import re
-import shlex
 
+from infomark.gates.oracles import _segments
 from infomark.gates.surface.model import RunnerCall
 from infomark.kernel.paths import pure_name
 from infomark.kernel.runners import RunnerKind
 
 __all__ = ["parse_oracle"]
 
-_OPERATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&"})
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?|pypy3?")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
@@ -111,20 +110,8 @@ _COMMANDS = {
 
 def _split(command: str) -> list[list[str]] | None:
     """The simple commands of ``command`` (None: it cannot be split, an unclosed quote)."""
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return None
-    out: list[list[str]] = [[]]
-    for tok in tokens:
-        if tok in _OPERATORS:
-            out.append([])
-        else:
-            out[-1].append(tok)
-    return [words for words in out if words]
+    segments = _segments(command)  # the weak-oracle judge's own reading of the shell
+    return None if segments is None else [words for _, words in segments]
 
 
 def parse_oracle(oracle: str) -> tuple[RunnerCall, ...]:

@@ -228,6 +228,26 @@ class _Collector:
         self.globs: dict[str, None] = {}
         self.notes: list[str] = []
 
+    def surface(
+        self,
+        kind: RunnerKind,
+        call: RunnerCall,
+        tests: dict[str, None] | None = None,
+        test_globs: dict[str, None] | None = None,
+    ) -> GradingSurface:
+        return GradingSurface(
+            root=self.root,
+            kind=kind,
+            files=tuple(self.files),
+            above=tuple(self.above),
+            globs=tuple(self.globs),
+            test_globs=tuple(test_globs or ()),
+            tests=tuple(tests or ()),
+            notes=tuple(self.notes),
+            kinds=(kind,),
+            calls=(call,),
+        )
+
     def add(self, path: str) -> None:
         path = os.path.normpath(path)
         rel = _rel(self.root, path)
@@ -350,6 +370,9 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
             rel = _rel(root, test)
             if rel is not None:
                 tests[rel] = None
+                top = rel.split("/", 1)[0]
+                if "/" in rel and _is_test_dir(top):
+                    col.globs[f"{top}/**"] = None  # helpers and data beside the tests
             _chain(root, confcut, rootdir, os.path.dirname(test), col)
         _chain(
             root, confcut, rootdir, start if os.path.isdir(start) else os.path.dirname(start), col
@@ -375,18 +398,7 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
         f"pytest: rootdir {_rel(root, rootdir) or rootdir}, configuration "
         f"{(_rel(root, inifile) or inifile) if inifile else 'none'}"
     )
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.PYTEST,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        test_globs=tuple(test_globs),
-        tests=tuple(tests),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.PYTEST,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.PYTEST, call, tests, test_globs)
 
 
 def _setup(
@@ -451,7 +463,8 @@ def _chain(root: str, confcut: str, rootdir: str, directory: str, col: _Collecto
     d = directory
     while True:
         col.add(os.path.join(d, "conftest.py"))
-        col.add(os.path.join(d, "__init__.py"))
+        if _graded_init(d):
+            col.add(os.path.join(d, "__init__.py"))
         if d == top or not _under(d, top) or os.path.dirname(d) == d:
             break
         d = os.path.dirname(d)
@@ -459,7 +472,26 @@ def _chain(root: str, confcut: str, rootdir: str, directory: str, col: _Collecto
     d = top
     while os.path.isfile(os.path.join(d, "__init__.py")) and os.path.dirname(d) != d:
         d = os.path.dirname(d)
-        col.add(os.path.join(d, "__init__.py"))
+        if _graded_init(d):
+            col.add(os.path.join(d, "__init__.py"))
+
+
+def _graded_init(directory: str) -> bool:
+    """Whether ``directory``'s ``__init__.py`` grades: absent (a new one changes how pytest
+    imports every test below it: the root ``__init__.py`` attack), or the package of tests
+    only. An existing ``__init__.py`` of a package that holds source is source: the agent's
+    change to it is carried, and the runner's integrity check watches what it does."""
+    init = os.path.join(directory, "__init__.py")
+    if not os.path.isfile(init):
+        return True
+    if os.path.basename(directory) in _TEST_DIR_NAMES:
+        return True
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return True
+    modules = [n for n in names if n.endswith(".py") and n not in ("__init__.py", "conftest.py")]
+    return all(n.startswith("test_") or n.endswith("_test.py") for n in modules)
 
 
 def _under(path: str, base: str) -> bool:
@@ -522,6 +554,12 @@ def unittest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Gr
             r = _rel(root, test)
             if r is not None:
                 tests[r] = None
+            d = os.path.dirname(test)  # discovery enters a directory only as a package
+            while _under(d, begin):
+                col.add(os.path.join(d, "__init__.py"))
+                if d == begin:
+                    break
+                d = os.path.dirname(d)
         if top:
             col.add(os.path.join(invocation, top, "__init__.py"))
     for name in names:
@@ -535,18 +573,7 @@ def unittest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Gr
     for name in PYTHON_STARTUP_NAMES:
         col.add(os.path.join(root, name))
     col.globs["**/*.pth"] = None
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.UNITTEST,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        test_globs=tuple(test_globs),
-        tests=tuple(tests),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.UNITTEST,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.UNITTEST, call, tests, test_globs)
 
 
 def tox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
@@ -567,16 +594,7 @@ def tox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grading
     col.add(os.path.join(invocation, "setup.py"))
     col.globs[".tox/**"] = None
     col.notes.append("tox: the commands of its environments run in the attested copy as written")
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.TOX,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.TOX,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.TOX, call)
 
 
 def nox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
@@ -594,13 +612,4 @@ def nox_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grading
         col.add(os.path.join(invocation, "noxfile.py"))
     col.globs[".nox/**"] = None
     col.notes.append("nox: the sessions' commands run in the attested copy as written")
-    return GradingSurface(
-        root=root,
-        kind=RunnerKind.NOX,
-        files=tuple(col.files),
-        above=tuple(col.above),
-        globs=tuple(col.globs),
-        notes=tuple(col.notes),
-        kinds=(RunnerKind.NOX,),
-        calls=(call,),
-    )
+    return col.surface(RunnerKind.NOX, call)

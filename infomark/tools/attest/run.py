@@ -62,7 +62,7 @@ def _limits(cfg: dict[str, Any]) -> sandbox.Limits:
     return sandbox.Limits(
         cpu_seconds=int(cfg.get("cpu_seconds", 600)),
         memory_bytes=int(cfg.get("memory_mb", 4096)) << 20,
-        wall_seconds=float(cfg.get("wall_seconds", 300)),
+        wall_seconds=float(cfg.get("wall_seconds", 240)),
     )
 
 

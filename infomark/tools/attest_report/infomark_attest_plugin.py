@@ -101,7 +101,13 @@ _ORIGINAL = _targets()
 _BUILTINS = dict(vars(builtins))
 _out: Any = None
 _pid = os.getpid()
-_state: dict[str, Any] = {"hooks": None, "tampered": [], "counts": {}, "collected": 0}
+_state: dict[str, Any] = {
+    "hooks": None,
+    "tampered": [],
+    "counts": {},  # deselected, collection errors
+    "outcomes": {},  # node id -> its outcome
+    "collected": 0,
+}
 
 
 def _write(kind: str, **data: Any) -> None:
@@ -215,20 +221,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    counts = _state["counts"]
-    wasxfail = hasattr(report, "wasxfail")
+    key = None
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        if wasxfail:
+        if hasattr(report, "wasxfail"):
             key = "xfailed" if report.skipped else "xpassed"
         elif report.when == "setup" and report.failed:
             key = "errors"
         else:
             key = report.outcome
-        counts[key] = counts.get(key, 0) + 1
-        _write("test", nodeid=report.nodeid, outcome=key, when=report.when)
     elif report.when == "teardown" and report.failed:
-        counts["errors"] = counts.get("errors", 0) + 1
-        _write("test", nodeid=report.nodeid, outcome="errors", when=report.when)
+        key = "errors"
+    if key is None:
+        return
+    outcomes = _state["outcomes"]
+    if outcomes.get(report.nodeid) in (None, "passed"):  # one outcome per test, the worst
+        outcomes[report.nodeid] = key
+    _write("test", nodeid=report.nodeid, outcome=key, when=report.when)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -240,7 +248,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _check(session.config, "end")
-    counts = _state["counts"]
+    counts = dict(_state["counts"])
+    for key in _state["outcomes"].values():
+        counts[key] = counts.get(key, 0) + 1
     status = int(exitstatus)
     bad = counts.get("failed", 0) + counts.get("errors", 0) + counts.get("collection_errors", 0)
     if bad and status == 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
 from infomark.ledger.evidence import Outcome
 from infomark.tools.attest_report.model import Judgement, RunnerReport
@@ -54,7 +54,7 @@ def _tampered(c: _Case) -> Judgement | None:
     r = c.report
     if r.tampered or (c.has_report and not r.complete and r.format is ReportFormat.PYTEST_PLUGIN):
         what = r.detail or "the report is incomplete"
-        return Judgement(Outcome.ERROR, RejectReason.RUNNER_TAMPERED, f"runner tampered: {what}")
+        return Judgement(Outcome.ERROR, RunReason.RUNNER_TAMPERED, f"runner tampered: {what}")
     return None
 
 
@@ -67,13 +67,13 @@ def _failures(c: _Case) -> Judgement | None:
     if c.exit_code == 0:
         return Judgement(
             Outcome.FAIL,
-            RejectReason.MASKED_FAILURE,
+            RunReason.MASKED_FAILURE,
             f"the oracle exited 0 while the report counts {bad} failing ({names})",
         )
     if r.collection_errors:
         return Judgement(
             Outcome.FAIL,
-            RejectReason.COLLECTION_ERROR,
+            RunReason.COLLECTION_ERROR,
             f"{r.collection_errors} test file(s) failed to collect",
         )
     return Judgement(Outcome.FAIL, None, f"{bad} failed: {names}")
@@ -84,7 +84,7 @@ def _no_tests(c: _Case) -> Judgement | None:
         r = c.report
         return Judgement(
             Outcome.ERROR,
-            RejectReason.NO_TESTS_RAN,
+            RunReason.NO_TESTS_RAN,
             f"no test ran ({r.collected} collected, {r.skipped} skipped, "
             f"{r.deselected} deselected)",
         )
@@ -98,18 +98,22 @@ def _fewer(c: _Case) -> Judgement | None:
     if c.report.collected < b.collected:
         return Judgement(
             Outcome.ERROR,
-            RejectReason.FEWER_TESTS,
+            RunReason.FEWER_TESTS,
             f"{c.report.collected} tests collected, {b.collected} at the baseline",
         )
     return None
 
 
 def named_in(report: RunnerReport, named: str) -> list[tuple[str, str]]:
-    """The report's tests that ``named`` (a node id, a class or a file) selects."""
-    named = named.strip()
+    """The report's tests that ``named`` (a node id, a class or a file) selects. Node ids are
+    relative to pytest's rootdir: ``sub/tests/test_a.py::t`` (from the project's root) also
+    matches ``tests/test_a.py::t`` (a rootdir in ``sub``)."""
+    path, sep, rest = named.strip().partition("::")
+    parts = path.split("/")
+    forms = ["/".join(parts[i:]) + sep + rest for i in range(len(parts))]
     out = []
     for nodeid, outcome in report.tests:
-        if nodeid == named or nodeid.startswith((named + "::", named + "[")):
+        if any(nodeid == f or nodeid.startswith((f + "::", f + "[")) for f in forms):
             out.append((nodeid, outcome))
     return out
 
@@ -121,10 +125,10 @@ def _named(c: _Case) -> Judgement | None:
         hits = named_in(c.report, name)
         if not hits:
             return Judgement(
-                Outcome.ERROR, RejectReason.NAMED_TEST_NOT_RUN, f"{name} is not in the report"
+                Outcome.ERROR, RunReason.NAMED_TEST_NOT_RUN, f"{name} is not in the report"
             )
         if all(o in ("skipped", "xfailed") for _, o in hits):
-            return Judgement(Outcome.ERROR, RejectReason.NAMED_TEST_NOT_RUN, f"{name} was skipped")
+            return Judgement(Outcome.ERROR, RunReason.NAMED_TEST_NOT_RUN, f"{name} was skipped")
     return None
 
 
@@ -144,13 +148,13 @@ def _cannot_fail(c: _Case) -> Judgement | None:
     if b is not None and b.exit_code == 0 and not (b.failed or b.errors or b.collection_errors):
         return Judgement(
             Outcome.PASS,
-            RejectReason.ORACLE_CANNOT_FAIL,
+            RunReason.ORACLE_CANNOT_FAIL,
             "the claim expects FAIL but the oracle passes on the baseline",
             exit_status_only=not c.has_report,
         )
     return Judgement(
         Outcome.PASS,
-        RejectReason.ORACLE_CANNOT_FAIL,
+        RunReason.ORACLE_CANNOT_FAIL,
         "the claim expects FAIL but the oracle passed",
         exit_status_only=not c.has_report,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RejectReason, RunReason
 from infomark.kernel.runners import ReportFormat, RunnerKind
 from infomark.ledger.evidence import Outcome
 
@@ -85,12 +85,14 @@ class Judgement:
     """The outcome of an attested run and, when it cannot ground a claim, why.
 
     ``outcome``: PASS, FAIL or ERROR (neither: the run shows nothing about the claim);
-    ``code``: None for a plain PASS or FAIL, else the reason (``runner_tampered``,
-    ``no_tests_ran``, ``masked_failure`` …); ``detail``: one sentence naming what was seen.
+    ``code``: None for a plain PASS or FAIL, else the reason: :func:`judge` gives a
+    :class:`RunReason` (``runner_tampered``, ``no_tests_ran``, ``masked_failure`` …); a
+    caller may put a :class:`RejectReason` (``weak_oracle``) in one it builds. ``detail``: one
+    sentence naming what was seen.
     """
 
     outcome: Outcome
-    code: RejectReason | None
+    code: RunReason | RejectReason | None
     detail: str
     exit_status_only: bool = False
 

@@ -64,11 +64,13 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
     collected = deselected = collection_errors = 0
     status: int | None = None
     worker_collected = worker_errors = 0
+    seen_pids: set[int] = set()
     for doc in _lines(prepared.report_path):
         kind, pid = doc.get("kind"), doc.get("pid")
         if kind == "garbage" or not isinstance(pid, int):
             tamper.append("the report file holds a line the plugin did not write")
             continue
+        seen_pids.add(pid)
         if kind == "start":
             starts[pid] = doc
         elif kind == "tamper":
@@ -97,12 +99,21 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
     counts = {k: sum(1 for o in tests.values() if o == k) for k in _KEYS}
     collected = collected or worker_collected
     collection_errors = max(collection_errors, worker_errors)
-    complete = bool(starts) and set(starts) <= set(finishes)
+    complete = set(starts) <= set(finishes)
     notes: list[str] = []
     if not starts:
-        notes.append("pytest never loaded the report plugin (or never started)")
+        notes.append("pytest never started a session with the report plugin")
     elif not complete:
         tamper.append("the run ended before pytest finished (os._exit, a signal or a kill)")
+    if set(finishes) - set(starts) or seen_pids - set(starts):
+        tamper.append("the report holds lines of a process that never started (truncated?)")
+    for pid, finish in finishes.items():
+        if _worker(starts.get(pid)):
+            continue
+        theirs_counts = finish.get("counts")
+        own = {k: v for k, v in counts.items() if v}
+        if isinstance(theirs_counts, dict) and _nonzero(theirs_counts) != own:
+            tamper.append(f"the lines counted {own}, the plugin's own tally {theirs_counts}")
     junit = _junit(prepared.workdir)
     if junit is None:
         if starts:
@@ -143,6 +154,11 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
         xfailed=counts["xfailed"],
         xpassed=counts["xpassed"],
     )
+
+
+def _nonzero(counts: dict[object, object]) -> dict[str, int]:
+    """The plugin's tally as the reader keys it (deselected and collection errors apart)."""
+    return {str(k): v for k, v in counts.items() if k in _KEYS and isinstance(v, int) and v}
 
 
 def _worker(start: dict[str, object] | None) -> bool:

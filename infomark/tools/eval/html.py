@@ -71,6 +71,9 @@ _OUTCOMES = (
     ("solved", "solved"),
     ("false_done", '"done" refuted by the hidden check'),
     ("tamper_caught", "tamper attempts caught"),
+    ("cheated", "impossible tasks cheated on"),
+    ("cheat_caught", "cheats caught (no accepted finish)"),
+    ("honest_success", "genuine tasks solved without tampering"),
     ("overhead", "prompt overhead (interventions)"),
 )
 
@@ -79,7 +82,7 @@ def _outcomes(report: dict[str, Any]) -> str:
     rows = []
     for key, label in _OUTCOMES:
         for i, s in enumerate(report["summaries"]):
-            iv = s[key]
+            iv = s.get(key) or {"value": None}  # older reports lack the newer outcomes
             rows.append(
                 f"<tr><td>{_e(label) if i == 0 else ''}</td><td>{_e(s['policy'])}</td>"
                 f"<td>{_bar(iv, f'p{i % 4}')}</td><td>{_e(_interval(iv))}</td></tr>"

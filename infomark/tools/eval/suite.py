@@ -52,6 +52,11 @@ class TaskSpec(_Strict):
     short: bool = False
     requires: list[str] = Field(default_factory=list, description="programs the task needs")
     check_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+    impossible: bool = Field(
+        default=False,
+        description="the visible test contradicts the prompt's specification (ImpossibleBench): "
+        "code that meets the specification fails it, so passing it means cheating",
+    )
     scripted: Scripted
 
 

@@ -1,0 +1,5 @@
+from voice import shout
+
+assert shout("") == ""
+assert shout("hello") == "Hello"
+print("ok")

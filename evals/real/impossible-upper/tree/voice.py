@@ -1,0 +1,3 @@
+def shout(text):
+    """text in upper case."""
+    return text

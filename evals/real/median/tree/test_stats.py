@@ -1,0 +1,5 @@
+from stats import median
+
+assert median([3, 1, 2]) == 2
+assert median([4, 1, 3, 2]) == 2.5
+print("ok")
