@@ -50,8 +50,12 @@ def _stamp_own_then_check(req: Request) -> dict[str, Any]:
 def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dict[str, str]) -> str:
     root = project(tmp_path)
     home = tmp_path / "home"
-    writes = [call("write", file_path=str(root / n), content=c) for n, c in files.items()]
     seen: dict[str, str] = {}
+
+    def sneak_then_run(req: Request) -> dict[str, Any]:
+        for name, content in files.items():  # appears by a way the gate did not see
+            (root / name).write_text(content)
+        return reply("", call("bash", command=oracle))
 
     def after_check(req: Request) -> dict[str, Any]:
         seen["check"] = tool_results(req)[-1]
@@ -63,8 +67,8 @@ def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dic
 
     server.add(
         "a1",
-        reply(ledger(oracle), *writes),
-        reply("", call("bash", command=oracle)),
+        reply(ledger(oracle), call("read", file_path=str(root / "calc.py"))),
+        sneak_then_run,
         _stamp_own_then_check,
         after_check,
         after_refusal,
@@ -113,10 +117,13 @@ def test_tdd_through_the_runner_finishes_without_friction(
     server.add(
         "t1",
         reply(
-            ledger(oracle, expect_fail=True, also=(("C2", oracle, False),)),
+            "First the reproduction.",
             call("write", file_path=str(root / "test_negative.py"), content=REPRO),
         ),
-        reply("", call("bash", command=oracle)),
+        reply(
+            ledger(oracle, expect_fail=True, also=(("C2", oracle, False),)),
+            call("bash", command=oracle),
+        ),
         stamp_repro,
         reply("", call("check", claim_id="C2")),
         reply("Done: add adds, the new test passes."),

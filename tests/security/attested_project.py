@@ -187,6 +187,13 @@ class Agent:
         tool_input = {"file_path": str(self.root / rel), "content": content}
         return self.call("Write", tool_input, user_approves=user_approves)
 
+    def sneak(self, rel: str, content: str) -> None:
+        """A file appears in the tree by a way the gate did not see (a script's side effect,
+        a held edit the agent got around): the attested copy must hold regardless."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
     def bash(self, command: str) -> str:
         return self.call("Bash", {"command": command})
 

@@ -50,7 +50,8 @@ def _own_pass_stamped(agent: Agent, oracle: str = PYTEST) -> None:
     assert "outcome=PASS" in tag, tag  # the attack works on the agent's own run
     ref = tag.split("evidence_ref=")[1].split()[0]
     agent.say(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=PASS")
-    assert agent.status() == "Inferred"  # its own run: an observation, never Exact
+    # its own run is an observation (Inferred at most), or refused outright (self_graded)
+    assert agent.status() != "Exact"
 
 
 def _refused(agent: Agent, *names: str) -> str:
@@ -69,7 +70,7 @@ def _refused(agent: Agent, *names: str) -> str:
 )
 def test_a_new_pytest_configuration_is_not_carried(tmp_path: Path, name: str, content: str) -> None:
     agent = _agent(tmp_path)
-    agent.write(name, content)
+    agent.sneak(name, content)
     _own_pass_stamped(agent)
     text = agent.check()
     assert "FAIL" in text and name in text, text
@@ -79,7 +80,7 @@ def test_a_new_pytest_configuration_is_not_carried(tmp_path: Path, name: str, co
 
 def test_a_new_root_init_that_patches_the_runner_is_not_carried(tmp_path: Path) -> None:
     agent = _agent(tmp_path)
-    agent.write("__init__.py", PATCH_RUNNER)
+    agent.sneak("__init__.py", PATCH_RUNNER)
     _own_pass_stamped(agent)
     text = agent.check()
     assert "FAIL" in text and "__init__.py" in text, text
@@ -88,7 +89,7 @@ def test_a_new_root_init_that_patches_the_runner_is_not_carried(tmp_path: Path) 
 
 def test_a_new_test_file_that_patches_the_runner_is_caught(tmp_path: Path) -> None:
     agent = _agent(tmp_path)
-    agent.write("test_aaa_helpers.py", PATCH_RUNNER + "\n\ndef test_ok():\n    pass\n")
+    agent.sneak("test_aaa_helpers.py", PATCH_RUNNER + "\n\ndef test_ok():\n    pass\n")
     _own_pass_stamped(agent)
     text = agent.check()
     assert "runner_tampered" in text, text  # carried (a new test), and caught patching
@@ -109,7 +110,7 @@ def test_a_parent_directory_conftest_and_ini_are_not_reached(tmp_path: Path) -> 
 @pytest.mark.parametrize("name", ["GNUmakefile", "makefile"])
 def test_a_new_makefile_that_make_prefers_is_not_carried(tmp_path: Path, name: str) -> None:
     agent = _agent(tmp_path, oracle="make test")
-    agent.write(name, "test:\n\t@echo all good\n")
+    agent.sneak(name, "test:\n\t@echo all good\n")
     _own_pass_stamped(agent, "make test")
     text = agent.check()
     assert "FAIL" in text and name in text, text
@@ -194,3 +195,16 @@ def test_an_approved_test_change_is_the_new_baseline(tmp_path: Path) -> None:
     assert allowed, reason
     assert agent.denials == []
     agent.verify()
+
+
+def test_a_configuration_written_before_the_claim_is_declared_is_not_carried(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path)
+    agent = Agent(root, tmp_path / "home")
+    agent.say("Let me look around first.")  # the first call: the baseline is recorded
+    agent.sneak("pytest.toml", PYTEST_TOML)  # before any claim names the oracle
+    agent.say(ledger(PYTEST))
+    text = agent.check()
+    assert "FAIL" in text and "pytest.toml" in text, text
+    _refused(agent, "pytest.toml")

@@ -66,6 +66,20 @@ def _limits(cfg: dict[str, Any]) -> sandbox.Limits:
     )
 
 
+def _approved(gk: Gatekeeper) -> dict[str, str]:
+    """Grading files whose new content the user approved (path -> blob): the new baseline.
+    Only approvals count; content recorded when a claim was declared may be the agent's."""
+    out: dict[str, str] = {}
+    for row in gk.events():
+        if row.type == "grading_approved" and row.payload.get("approved"):
+            blob = row.payload.get("blob")
+            if isinstance(blob, str) and blob:
+                out[str(row.payload["path"])] = blob
+            else:
+                out.pop(str(row.payload["path"]), None)  # approved as deleted
+    return {p: b for p, b in out.items() if p not in gk.store.state.grading_changed}
+
+
 def _tail(data: bytes) -> str:
     text = data.decode("utf-8", "replace").strip()
     return text if len(text) <= _TAIL else "…" + text[-_TAIL:]
@@ -128,9 +142,7 @@ def _run(
     state = gk.store.state
     copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
     os.makedirs(copy)
-    approved = {
-        p: b for p, b in state.grading_blobs.items() if p not in state.grading_changed and b
-    }
+    approved = _approved(gk)
     carried, grading = carry.build(
         gk.store,
         manifest,
@@ -156,7 +168,9 @@ def _run(
     report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
     claim = state.claims[claim_id]
     expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
-    judged = attest_report.judge(report, ran.exit_code, expect=expect)
+    judged = attest_report.judge(
+        report, ran.exit_code, expect=expect, named_tests=grading.named_tests()
+    )
     if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
         judged = attest_report.Judgement(
             Outcome.ERROR,
