@@ -358,7 +358,20 @@ def config_findings(root: Path) -> list[Finding]:
                 'set profile = "ledger" (or strict) in the configuration',
             )
         )
-    return out
+    return out + _sandbox_findings(config.attest_required)
+
+
+def _sandbox_findings(required: bool) -> list[Finding]:
+    """Whether attested runs can happen here (docs/security.md#attested-runs)."""
+    from infomark.tools.sandbox import probe
+
+    status = probe()
+    if status.available:
+        return [Finding("config", "sandbox", "ok", f"attested runs: {status.detail}")]
+    what = f"no attested run can happen here: {status.detail}"
+    if required:
+        what += "; [attest] required = true, so no claim with an oracle can become Exact"
+    return [Finding("config", "sandbox", "problem" if required else "warning", what, status.fix)]
 
 
 def _fired_by_denial(p: dict[str, Any]) -> bool:
