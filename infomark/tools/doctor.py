@@ -358,20 +358,22 @@ def config_findings(root: Path) -> list[Finding]:
                 'set profile = "ledger" (or strict) in the configuration',
             )
         )
-    return out + _sandbox_findings(config.attest_required)
+    return out + (_sandbox_findings() if config.attest_required else [])
 
 
-def _sandbox_findings(required: bool) -> list[Finding]:
-    """Whether attested runs can happen here (docs/security.md#attested-runs)."""
+def _sandbox_findings() -> list[Finding]:
+    """With ``[attest] required``: whether attested runs can happen here (else no claim with
+    an oracle can become Exact; docs/security.md#attested-runs)."""
     from infomark.tools.sandbox import probe
 
     status = probe()
     if status.available:
         return [Finding("config", "sandbox", "ok", f"attested runs: {status.detail}")]
-    what = f"no attested run can happen here: {status.detail}"
-    if required:
-        what += "; [attest] required = true, so no claim with an oracle can become Exact"
-    return [Finding("config", "sandbox", "problem" if required else "warning", what, status.fix)]
+    what = (
+        f"no attested run can happen here ({status.detail}); [attest] required = true, so "
+        "no claim with an oracle can become Exact"
+    )
+    return [Finding("config", "sandbox", "problem", what, status.fix)]
 
 
 def _fired_by_denial(p: dict[str, Any]) -> bool:
