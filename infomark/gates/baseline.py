@@ -25,6 +25,7 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 
+from infomark.gates.fingerprint import _SKIP_DIRS
 from infomark.kernel.errors import UserError
 
 TYPE_CHECKING = False
@@ -50,23 +51,9 @@ __all__ = [
 Manifest = dict[str, list[str]]  # path -> [ref, mode]
 
 #: directories that hold an environment or caches, not the project: never part of the
-#: baseline (an attested copy reaches them read-only at their real place)
-ENV_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-    }
-)
+#: baseline (an attested copy reaches them read-only at their real place); the working-tree
+#: fingerprint skips the same ones
+ENV_DIRS = _SKIP_DIRS
 _MAX_FILES = 50_000
 _MAX_BYTES = 512 << 20
 _GIT_SAFE = (
