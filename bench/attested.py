@@ -93,7 +93,12 @@ def main(argv: list[str]) -> int:
     print(f"baseline capture (once per session): {fmt(capture)}")
     print(f"copy (baseline + change, surface discovery): {fmt(statistics.median(copies))}")
     print(f"bare `pytest -q`: {fmt(p.base)}   attested: {fmt(p.ours)}")
-    print(f"ratio (median of pairs): {p.ratio:.2f}x   fixed cost (median difference): {fmt(fixed)}")
+    sign = "-" if fixed < 0 else ""
+    print(
+        f"ratio (median of pairs): {p.ratio:.2f}x   fixed cost (median difference): "
+        f"{sign}{fmt(abs(fixed))}"
+    )
+    print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0
 
 

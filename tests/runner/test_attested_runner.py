@@ -21,6 +21,7 @@ from tests.security.attested_project import (
     MAKE,
     PATCH_RUNNER,
     PYTEST,
+    PYTEST_INI,
     PYTEST_TOML,
     REPRO,
     ledger,
@@ -79,7 +80,7 @@ def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dic
         assert runner.gk.audit(verify=True).verified
     finishes = [p for _, t, p in events(home, "a1") if t == "finish_decision"]
     assert finishes[0]["allow"] is False
-    assert "FAIL" in seen["check"]
+    assert ": PASS" not in seen["check"].split("]")[0], seen["check"]
     return seen["check"] + "\n" + seen["refusal"]
 
 
@@ -89,6 +90,9 @@ def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dic
         (PYTEST, {"pytest.toml": PYTEST_TOML}, "pytest.toml"),
         (PYTEST, {"__init__.py": PATCH_RUNNER}, "__init__.py"),
         ("make test", {"GNUmakefile": "test:\n\t@echo fine\n"}, "GNUmakefile"),
+        (PYTEST, {"../pytest.ini": PYTEST_INI, "../conftest.py": PATCH_RUNNER}, "test_add"),
+        (PYTEST, {"test_aaa.py": PATCH_RUNNER + "\n\ndef test_ok():\n    pass\n"}, "tampered"),
+        ("test -f calc.py", {}, "weak_oracle"),
     ],
 )
 def test_attacks_through_the_runner(
