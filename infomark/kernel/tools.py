@@ -205,6 +205,7 @@ INFOMARK_TOOL_NAMES: frozenset[str] = frozenset(
         "infomark_stamp",
         "infomark_divergence",
         "infomark_status",
+        "infomark_check",
         "infomark_finish",
     }
 )

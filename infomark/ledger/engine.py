@@ -253,13 +253,7 @@ class Ledger:
         evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
         """
         cid = call_id or call.tool_call_id
-        data = outcome.output
-        # Hashed once (a large text chunk by chunk, never copied whole); the blob is durable
-        # (fsync'd) before the event that points to it commits.
-        if isinstance(data, bytes):
-            output_digest, output_size = self.blobs.put(data), len(data)
-        else:
-            output_digest, output_size = self.blobs.put_text(data)
+        output_digest, output_size = self._store_output(outcome)
         eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
         if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -314,6 +308,14 @@ class Ledger:
             raise refused
         return Evidence.from_record(ref, record)
 
+    def _store_output(self, outcome: ToolOutcome) -> tuple[str, int]:
+        """Store a result's output as a blob: ``(digest, size)``. Hashed once (a large text
+        chunk by chunk, never copied whole); durable before the event pointing to it commits."""
+        data = outcome.output
+        if isinstance(data, bytes):
+            return self.blobs.put(data), len(data)
+        return self.blobs.put_text(data)
+
     def _sign(self, record: dict[str, Any], seq: int) -> str:
         """Sign ``record`` and journal it as ``evidence_recorded`` at ``seq``: its ref."""
         record_json = canonical_json(record)
@@ -342,10 +344,7 @@ class Ledger:
         which may differ from the exit status (a run that ran no test is no ``PASS``).
         """
         call = ToolCall("infomark.check", {"command": oracle})
-        if isinstance(outcome.output, bytes):
-            output_digest, output_size = self.blobs.put(outcome.output), len(outcome.output)
-        else:
-            output_digest, output_size = self.blobs.put_text(outcome.output)
+        output_digest, output_size = self._store_output(outcome)
         with self.transaction():
             seq = self.journal.last_seq(self.session) + 1
             record = build_record(

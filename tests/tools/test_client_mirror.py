@@ -24,7 +24,8 @@ FACADE = {
     "after_tool_text", "approve", "approve_grading", "audit", "authorize", "can_finish",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
-    "on_prompt", "open", "policy", "record", "session", "state", "state_document", "store",
+    "on_prompt", "open", "policy", "record", "record_attested", "session", "state",
+    "state_document", "store",
     "store_cursor", "tool", "use_policies", "wrap",
 }  # fmt: skip
 
