@@ -10,6 +10,7 @@ STAMP_RT := $(VENV)/.installed
 help:
 	@echo "make demo   - install and run the scripted gatekeeper demo"
 	@echo "make test   - install with dev extras; lint, type-check and run the suite"
+	@echo "              (first run: downloads Claude Code, ~357 MB, into ~/.cache/infomark-e2e)"
 	@echo "make lint   - ruff check + ruff format --check"
 	@echo "make bench  - run the benchmarks (numbers for docs/performance.md)"
 	@echo "make soak   - long reliability suite (docs/reliability.md)"
@@ -33,6 +34,7 @@ $(STAMP): pyproject.toml | $(PY)
 
 demo: $(STAMP_RT)
 	$(VENV)/bin/infomark demo
+	@echo "infomark is in $(VENV)/bin: run $(VENV)/bin/infomark, or 'source $(VENV)/bin/activate' first"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check infomark tests bench

@@ -191,7 +191,7 @@ class Gatekeeper:
                 self._track()
                 if report.changed:
                     report.instructions = self._commit(
-                        self.policy.after_ingest(self._ledger, report)
+                        self.policy.after_ingest(self._ledger, report, text)
                     )
         return report
 

@@ -313,3 +313,47 @@ def test_hook_help_prints_help_without_reading_stdin() -> None:
                 stream.close()
     assert code == 0
     assert "usage: infomark hook claude-code" in out and "--url SERVICE_URL" in out
+
+
+def test_audit_takes_the_session_as_report_does(lead_home: Path) -> None:
+    """docs/cli.md: `infomark audit S` names the session like `infomark report S`."""
+    by_arg = cli(lead_home, "audit", "alpha", "--json")
+    by_opt = cli(lead_home, "audit", "--session", "alpha", "--json")
+    assert by_arg.returncode == 0, by_arg.stderr
+    a, b = json.loads(by_arg.stdout), json.loads(by_opt.stdout)
+    assert a["session"] == b["session"] == "alpha" and a["verdict"] == b["verdict"] == "finished"
+    assert cli(lead_home, "report", "alpha", "--json").returncode == 0
+    both = cli(lead_home, "audit", "alpha", "--session", "beta")
+    assert both.returncode == 2 and "two sessions named" in both.stderr
+
+
+def test_a_failed_edit_is_not_a_changed_file(tmp_path: Path) -> None:
+    """An `edit` whose tool errored (old_string not found) changed nothing: audit and report
+    list it in the timeline as failed, never under `files changed`."""
+    root = tmp_path / "project"
+    root.mkdir()
+    home = root / ".infomark"
+
+    def executor(call: ToolCall) -> ToolOutcome:
+        if call.input.get("old_string") == "missing":
+            return ToolOutcome(output="", error="old_string not found in app.py", is_error=True)
+        return _executor(call)
+
+    with Gatekeeper.open(home, "edits", root=root) as gk:
+        tool = gk.wrap(executor)
+        gk.ingest(LEDGER)
+        run = gk.evidence(_ref(tool(ToolCall("bash", {"command": "sh check.sh"}))))
+        assert run is not None
+        gk.ingest(f"oracle_stamp: claim_id=C1 evidence_ref={run.ref} result=PASS")
+        bad = ToolCall("Edit", {"file_path": "bad.py", "old_string": "missing", "new_string": "x"})
+        assert tool(bad).is_error
+        tool(ToolCall("Edit", {"file_path": "app.py", "old_string": "a", "new_string": "b"}))
+    audit = json.loads(cli(home, "audit", "edits", "--json").stdout)
+    assert audit["story"]["files_changed"] == ["app.py"]
+    human = cli(home, "audit", "edits")
+    assert "changed: app.py" in human.stdout and "changed: bad.py" not in human.stdout
+    report = cli(home, "report", "edits")
+    assert "bad.py failed: nothing changed" in report.stdout
+    md = home.parent / "r.md"
+    assert cli(home, "report", "edits", "--md", str(md)).returncode == 0
+    assert "`bad.py`" not in md.read_text()

@@ -197,7 +197,7 @@ def test_kernel_validate_and_render(home: Path) -> None:
         [EXE, "kernel", "render", "--json"], capture_output=True, text=True, check=False
     )
     doc = json.loads(r.stdout)
-    assert doc["bytes"] <= 6144 and len(doc["sha256"]) == 64 and "claim_ledger" in doc["text"]
+    assert doc["bytes"] <= 6656 and len(doc["sha256"]) == 64 and "claim_ledger" in doc["text"]
 
 
 def test_install_claude_code_is_idempotent_and_keeps_other_hooks(tmp_path: Path) -> None:

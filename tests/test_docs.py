@@ -4,6 +4,9 @@
    the line before its fence is ``<!-- no-test -->``. A file's blocks run in order in one
    namespace (later blocks may use earlier ones), in a fresh temporary directory, with the
    virtual environment's ``bin`` first on ``PATH`` (as after ``source .venv/bin/activate``).
+   What a ``print(...)`` is documented to print (its trailing ``# comment``, or the comment
+   lines right after it) must be what it prints: in order, whitespace collapsed, ``…``
+   standing for any text.
 2. Every ``$ infomark …`` command in a ``sh`` / ``console`` block names a real command and
    parses with its real options.
 3. Every CLI command has help text and a hand-written section in ``docs/cli.md``.
@@ -110,15 +113,88 @@ def docs_sandbox(tmp_path: Path) -> Iterator[Path]:
         os.environ.update(old_env)
 
 
+_PRINT = re.compile(r"^\s*print\(")
+
+
+def documented_prints(body: str) -> list[str]:
+    """What each ``print`` of a block is documented to print, in order.
+
+    A print's trailing comment is its output; without one, the comment lines right after it
+    are (a long line may wrap over several). Other comments explain and are not compared.
+    """
+    lines = body.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if not _PRINT.match(line):
+            continue
+        code, sep, comment = line.partition("  #")
+        if sep and code.count("(") == code.count(")"):
+            out.append(comment.strip())
+            continue
+        shown = []
+        for nxt in lines[i + 1 :]:
+            if not nxt.lstrip().startswith("#"):
+                break
+            shown.append(nxt.lstrip()[1:].strip())
+        if shown:
+            out.append(" ".join(shown))
+    return out
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def prints_match(expected: list[str], printed: str) -> str | None:
+    """None when every documented output appears in ``printed``, in order; else the first
+    that does not."""
+    actual = _collapse(printed)
+    pos = 0
+    for want in expected:
+        pattern = ".*?".join(re.escape(part) for part in _collapse(want).split("…"))
+        found = re.compile(pattern, re.DOTALL).search(actual, pos)
+        if found is None:
+            return want
+        pos = found.end()
+    return None
+
+
 @pytest.mark.parametrize("path", _python_files(), ids=lambda p: p.name)
 def test_python_examples_run(path: Path, docs_sandbox: Path) -> None:
+    import contextlib
+    import io
+
     namespace: dict[str, object] = {"__name__": "__docs__"}
     for block in [f for f in fences(path) if f.info == "python" and not f.marked_no_test]:
         code = compile(block.body, block.where, "exec")
+        printed = io.StringIO()
         try:
-            exec(code, namespace)  # running our own documentation is the point
+            with contextlib.redirect_stdout(printed):
+                exec(code, namespace)  # running our own documentation is the point
         except Exception as exc:
             pytest.fail(f"the python example at {block.where} failed: {type(exc).__name__}: {exc}")
+        missing = prints_match(documented_prints(block.body), printed.getvalue())
+        assert missing is None, (
+            f"the python example at {block.where} is documented to print {missing!r}; it "
+            f"printed:\n{printed.getvalue()}"
+        )
+
+
+def test_documented_prints_are_read_and_compared() -> None:
+    body = (
+        "x = 1  # not a print\n"
+        "print(x)  # 1\n"
+        "print('a long', 'line')\n"
+        "# a long\n"
+        "# line\n"
+        "print(2)\n"
+        "y = 3\n"
+    )
+    assert documented_prints(body) == ["1", "a long line"]
+    assert prints_match(["1", "a long line"], "1\na long line\n2\n") is None
+    assert prints_match(["ev_… tool=bash"], "[ev_0123 tool=bash]") is None
+    assert prints_match(["scratch"], "ungrounded_premises\n") == "scratch"  # the README bug
+    assert prints_match(["2", "1"], "1\n2\n") == "1"  # order matters
 
 
 def test_fence_scanner_skips_nested_and_honours_no_test(tmp_path: Path) -> None:
@@ -448,3 +524,42 @@ def test_slug_follows_github() -> None:
     assert _slug(" The event-sourced journal") == "the-event-sourced-journal"
     assert _slug(" `infomark hook claude-code`") == "infomark-hook-claude-code"
     assert _slug(" statement_changed") == "statement_changed"
+
+
+def test_every_session_id_length_in_the_docs_is_the_rule() -> None:
+    """The session-id rule (kernel/session_id.py) is the one the docs state, wherever."""
+    from infomark.kernel.session_id import SESSION_ID_MAX
+
+    said = []
+    for path in DOC_FILES:
+        for m in re.finditer(r"(?:session|id)[^.|]{0,40}?1[–-](\d+) characters", path.read_text()):
+            said.append((path.name, int(m.group(1))))
+    assert said and all(n == SESSION_ID_MAX for _, n in said), said
+
+
+def test_the_readme_tells_a_newcomer_where_infomark_is_and_what_make_test_downloads() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert ".venv/bin/infomark" in readme and "source .venv/bin/activate" in readme
+    installer = (ROOT / "scripts" / "install-claude-code.sh").read_text("utf-8")
+    version = re.search(r"INFOMARK_CLAUDE_VERSION:-([0-9.]+)", installer)
+    prefix = re.search(r'INFOMARK_E2E_CACHE:-\$HOME/([^}"]+)', installer)
+    assert version and prefix
+    assert f"pinned version ({version[1]}, about 357 MB" in readme
+    assert f"`~/{prefix[1]}`" in readme and "INFOMARK_E2E_CACHE" in readme
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    assert "source $(VENV)/bin/activate" in makefile and "~357 MB" in makefile
+
+
+def test_concepts_carries_the_seed_table_with_every_deviation_and_its_reason() -> None:
+    text = (DOCS / "concepts.md").read_text("utf-8")
+    rows = markdown_table(text, "| seed rule | what infomark does | why |")
+    assert len(rows) >= 30 and all(len(r) == 3 and r[0] and r[1] for r in rows)
+    seeds = {r[0].split(":", 1)[0] for r in rows}
+    assert seeds == {"000", "001", "002", "003"}
+    deviations = [r for r in rows if "deviation" in r[1] or "deviation" in r[2]]
+    assert len(deviations) >= 8
+    assert all(r[2] not in ("", "–") for r in deviations), "a deviation needs its reason"
+    said = " ".join(" ".join(r) for r in rows)
+    for item in ("5 s doubling", "language", "REUSE.BEFORE", "[execution ev_…]", 'at = "tool"',
+                 "plan_drift", "would_have_skipped", "[policies]", "per profile"):  # fmt: skip
+        assert item in said, item

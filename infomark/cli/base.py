@@ -162,9 +162,11 @@ def require_home() -> Path:
     home: Path = opts()["home"]
     if (home / "ledger.db").is_file():
         return home
+    from infomark.ledger.keys import KEY_ENV
     from infomark.ledger.store import STORE_ENV
 
-    if (home / "key").is_file() and ((home / "store").is_file() or os.environ.get(STORE_ENV)):
+    keyed = (home / "key").is_file() or bool(os.environ.get(KEY_ENV))  # the secret-manager route
+    if keyed and ((home / "store").is_file() or os.environ.get(STORE_ENV)):
         return home  # a home whose journal is in a shared store
     parent = home.parent if str(home.parent) else Path(".")
     try:

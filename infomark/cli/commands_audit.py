@@ -85,6 +85,18 @@ def _tty_progress() -> Callable[[int, int], None] | None:
     return show
 
 
+def _name_session(name: str | None) -> None:
+    """A positional SESSION, as ``--session`` (``audit`` and ``report`` read it the same)."""
+    if name is not None:
+        given = opts().get("session") if opts().get("session_given") else None
+        if given is not None and given != name:
+            raise click.UsageError(
+                f"two sessions named: {name!r} and --session {given!r}; name one"
+            )
+        opts()["session"] = name
+        opts()["session_given"] = True
+
+
 @click.command()
 @click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
 @click.option(
@@ -95,14 +107,17 @@ def _tty_progress() -> Callable[[int, int], None] | None:
     help="Write a signed, self-contained bundle to FILE.",
 )
 @click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
+@click.argument("name", metavar="[SESSION]", required=False)
 @common
-def audit(verify: bool, export: Path | None, timeline: bool) -> None:
+def audit(verify: bool, export: Path | None, timeline: bool, name: str | None) -> None:
     """Verdict, claims and evidence of a session (the latest if none is named).
 
-    Verifies the journal by default and exits 1 naming the first bad event.
+    Verifies the journal by default and exits 1 naming the first bad event. The session is
+    named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
     from infomark.ledger.timeline import summarize
 
+    _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
         progress = _tty_progress()
@@ -123,7 +138,7 @@ def audit(verify: bool, export: Path | None, timeline: bool) -> None:
     data["verdict_text"] = story.verdict_text
     data["story"] = story.to_dict()
     if chosen and not opts()["json"]:
-        click.echo(f"session {session} (the latest; pass --session to choose)", err=True)
+        click.echo(f"session {session} (the latest; name one to choose)", err=True)
     if opts()["json"]:
         emit_json(data)
     else:
@@ -157,9 +172,7 @@ def report(name: str | None, html: Path | None, md: Path | None) -> None:
     from infomark.cli.report import print_story, render_html, render_markdown
     from infomark.ledger.timeline import session_story
 
-    if name is not None:
-        opts()["session"] = name
-        opts()["session_given"] = True
+    _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
         story = session_story(g.store, session, verify=True)

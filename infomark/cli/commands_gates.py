@@ -198,6 +198,8 @@ def gate() -> None:
             f"moves: {', '.join(view.allowed_moves) or '-'}; "
             f"loop budget {view.budget_used}/{view.loop_budget}"
         )
+        if view.enforced:
+            click.echo(f"here: {view.enforced}")
 
 
 @click.group()

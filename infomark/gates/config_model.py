@@ -53,6 +53,7 @@ class TriggerModel(_Strict):
     when: dict[str, Any]
     prompt: str = Field(min_length=1, max_length=4000)
     requires_read: list[str] = Field(default_factory=list)
+    at: Literal["finish", "tool"] = "finish"
 
 
 class OraclesModel(_Strict):

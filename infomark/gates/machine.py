@@ -28,8 +28,25 @@ def _has_ledger(s: SessionState, c: Config) -> bool:
     return s.has_ledger and bool(s.claims)
 
 
+def _lacking_checks(s: SessionState) -> list[str]:
+    """``C1 (no oracle)``, ``C2 (no falsifier, no oracle)``: claims the G2→G3 move lacks."""
+    out: list[str] = []
+    for cl in s.claims.values():
+        missing = [
+            f"no {what}"
+            for what, value in (("falsifier", cl.falsifier), ("oracle", cl.oracle))
+            if not (value or "").strip()
+        ]
+        if cl.oracle and cl.oracle_refused:
+            missing.append(f"oracle refused: {cl.oracle_refused}")
+        if missing:
+            out.append(f"{cl.id} ({', '.join(missing)})")
+    return out
+
+
 def _falsifiable(s: SessionState, c: Config) -> bool:
-    return _has_ledger(s, c) and all((cl.falsifier or "").strip() for cl in s.claims.values())
+    """Seed 002, G2 DECOMPOSE: every claim has a falsifier *and* a declared oracle."""
+    return _has_ledger(s, c) and not _lacking_checks(s)
 
 
 def _grounded(s: SessionState, c: Config) -> bool:
@@ -114,6 +131,15 @@ if set(GUARD_PREDICATES) != set(GUARDS):  # pragma: no cover - caught by tests a
     raise RuntimeError("every kernel guard needs exactly one predicate")
 
 
+def _lacking_detail(s: SessionState) -> str:
+    lacking = _lacking_checks(s)
+    return ("; lacking: " + ", ".join(lacking)) if lacking else ""
+
+
+_GUARD_DETAILS: Mapping[str, Callable[[SessionState], str]] = {"falsifiable": _lacking_detail}
+"""Guards whose refusal names what exactly is missing, not only the rule."""
+
+
 def loop_budget(gate: str, config: Config, graph: GateGraph = DEFAULT_GRAPH) -> int:
     """Back moves a gate may take without progress: configured, else its routes out."""
     if gate in config.loop_budget:
@@ -171,7 +197,9 @@ def plan_move(
     failed: list[str] = []
     for edge in edges:
         if not GUARD_PREDICATES[edge.guard](state, config):
-            failed.append(f"{edge.guard} ({GUARDS[edge.guard]})")
+            explain = _GUARD_DETAILS.get(edge.guard)
+            detail = explain(state) if explain is not None else ""
+            failed.append(f"{edge.guard} ({GUARDS[edge.guard]}{detail})")
             continue
         if edge.kind is not EdgeKind.BACK:
             return Move(True, src, dst, edge.condition, edge.kind.value, edge.guard)

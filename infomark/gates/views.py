@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from infomark.gates.config import Config
+from infomark.gates.enforcement import enforced_at
 from infomark.gates.machine import loop_budget
 from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.kernel.records import dataclass
@@ -57,6 +58,7 @@ class GateView:
     loop_budget: int
     budget_used: int
     profile: str
+    enforced: str = ""  # what the profile enforces at this gate (gates/enforcement.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +67,7 @@ class GateView:
             "loop_budget": self.loop_budget,
             "budget_used": self.budget_used,
             "profile": self.profile,
+            "enforced": self.enforced,
         }
 
 
@@ -92,4 +95,5 @@ def gate_view(state: SessionState, config: Config) -> GateView:
         loop_budget=loop_budget(pos, config) if is_gate else 0,
         budget_used=state.gate_budget_used.get(pos, 0),
         profile=config.profile,
+        enforced=enforced_at(config.profile, pos),
     )

@@ -19,7 +19,7 @@ from infomark.kernel.reasons import RejectReason
 
 __all__ = ["EXAMPLE_LEDGER", "MAX_PROTOCOL_BYTES", "protocol_sha256", "render_protocol"]
 
-MAX_PROTOCOL_BYTES = 6144
+MAX_PROTOCOL_BYTES = 6656
 """Upper bound on the rendered protocol, in bytes of UTF-8."""
 
 EXAMPLE_LEDGER = """\
@@ -117,6 +117,11 @@ def render_protocol(graph: GateGraph = DEFAULT_GRAPH) -> str:
         "user approval in the strict profile; nothing mutates in that turn.",
         "While a premise is outside G, modify and destructive tools are denied. To ground",
         "it, run its declared oracle and stamp the evidence.",
+        "",
+        "## Language and prior art",
+        "G0: think and respond in the user's language; a reply in another language resets",
+        "the gate to G0. REUSE.BEFORE: search and read the existing code (and prior art)",
+        "before you write a new module.",
         "",
         "## Finishing",
         "Words do not decide. After your last edit, every stop needs fresh evidence: the",

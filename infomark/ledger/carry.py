@@ -3,8 +3,10 @@
 Everything infomark puts in front of a model is one of two things, and its tag says which:
 
 * a **handle**: something infomark holds verbatim and can show again (a recorded evidence
-  whose signed record verifies and whose output blob is present): ``[Exact ev_…]``; a handle
-  whose record or blob is gone is ``[Unknown ev_… blob missing]``;
+  whose signed record verifies and whose output blob is present), labelled by its evidence
+  class, not by a rank (a handle is not a grade): ``[execution ev_…]``, ``[observation
+  ev_…]``, ``[web ev_…]``; a handle whose record or blob is gone is ``[gone ev_… blob
+  missing]``;
 * a **summary** infomark derived from the journal (the working memory, the ledger line):
   ``[Inferred summary of seq 12–40]``, naming the span of events it was computed from.
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from infomark.ledger.source_stamp import SourceContext
 
 __all__ = [
+    "GONE",
     "carry_block",
     "carry_over",
     "carry_over_view",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 _LIVE_CAP = 8
+GONE = "gone"
+"""The label of a handle whose record or blob is no longer there."""
 _TEXT_MAX = 100
 
 
@@ -57,9 +62,9 @@ def summary_tag(first: int, last: int) -> str:
     return f"[Inferred summary of {span}]"
 
 
-def evidence_tag(ref: str, rank: str = "Exact", why: str = "") -> str:
-    """``[Exact ev_…]`` for a live handle; ``[Unknown ev_… blob missing]`` for a dead one."""
-    return f"[{rank} {ref}{' ' + why if why else ''}]"
+def evidence_tag(ref: str, label: str = "evidence", why: str = "") -> str:
+    """``[execution ev_…]`` for a live handle (its class); ``[gone ev_… blob missing]``."""
+    return f"[{label} {ref}{' ' + why if why else ''}]"
 
 
 def claim_tag(claim: ClaimState, handles: Mapping[str, tuple[str, str]] | None = None) -> str:
@@ -67,32 +72,33 @@ def claim_tag(claim: ClaimState, handles: Mapping[str, tuple[str, str]] | None =
     if claim.stamp is None:
         return f"[{claim.status} as declared, seq {claim.declared_seq}]"
     ref = claim.stamp.evidence_ref
-    rank, why = (handles or {}).get(ref, ("", ""))
-    if rank == "Unknown":  # the stamp's handle is gone: say so, whatever the status
+    label, why = (handles or {}).get(ref, ("", ""))
+    if label == GONE:  # the stamp's handle is gone: say so, whatever the status
         return f"[{claim.status} {ref}, its evidence {why}]"
     return f"[{claim.status} {ref}]"
 
 
 def _handle(ctx: SourceContext, ref: str, deep: bool) -> tuple[str, str]:
-    """``(rank, why)`` of an evidence handle now: Exact, or Unknown with the reason."""
+    """``(label, why)`` of an evidence handle now: its class, or ``gone`` with the reason."""
     ev, why = ctx.verify_ref(ref)
     if ev is None:
-        return "Unknown", (why.value if why is not None else "unknown_evidence").replace("_", " ")
+        return GONE, (why.value if why is not None else "unknown_evidence").replace("_", " ")
+    live = (str(ev.evidence_class), "")
     if not deep:
-        present = ctx.blobs.exists(ev.output_digest)
-        return ("Exact", "") if present else ("Unknown", "blob missing")
+        return live if ctx.blobs.exists(ev.output_digest) else (GONE, "blob missing")
     ok = ctx.blobs.verify(ev.output_digest)
     if ok is None:
-        return "Unknown", "blob missing"
+        return GONE, "blob missing"
     if ok is False:
-        return "Unknown", "blob altered"
-    return "Exact", ""
+        return GONE, "blob altered"
+    return live
 
 
 def handle_ranks(
     ctx: SourceContext, refs: Iterable[str], *, deep: bool = True
 ) -> dict[str, tuple[str, str]]:
-    """The rank of each evidence handle: its record verifies and its blob is there.
+    """Each evidence handle's label: its class while its record verifies and its blob is
+    there, else ``gone``.
 
     ``deep`` also re-hashes each blob (at a compaction); without it the blob's presence is
     checked (every context view).
@@ -106,8 +112,8 @@ def _why_invalid(
     stamp = claim.stamp
     if stamp is None or not claim.mark > InfoMark.UNKNOWN:
         return None
-    rank, why = handles.get(stamp.evidence_ref, ("Exact", ""))
-    if rank != "Exact":
+    label, why = handles.get(stamp.evidence_ref, ("", ""))
+    if label == GONE:
         return f"its evidence {stamp.evidence_ref} is gone ({why})"
     if stamp.evidence_seq < state.last_modify_seq:
         return (
@@ -151,7 +157,7 @@ def carry_over(ctx: SourceContext, *, trigger: str = "compaction") -> dict[str, 
         )
         dropped.append({"claim_id": claim.id, "evidence_ref": ref, "why": why})
     state = ctx.state
-    live = [ref for ref, (rank, _) in handles.items() if rank == "Exact"]
+    live = [ref for ref, (label, _) in handles.items() if label != GONE]
     carried = {
         "trigger": trigger,
         "claims": [
@@ -165,6 +171,7 @@ def carry_over(ctx: SourceContext, *, trigger: str = "compaction") -> dict[str, 
         "premises": list(state.premises),
         "open_questions": list(state.open_questions),
         "live_evidence": live,
+        "live_classes": {ref: handles[ref][0] for ref in live},
         "dropped": dropped,
     }
     ctx.emit("compaction_carried", carried)
@@ -188,9 +195,11 @@ def carry_over_view(ctx: SourceContext) -> dict[str, Any]:
             for d in last.get("dropped", [])
             if (c := state.claims.get(str(d.get("claim_id")))) is not None and c.stamp is None
         ]
+    live = [ref for ref, (label, _) in handles.items() if label != GONE]
     return {
         "claims": [],
-        "live_evidence": [ref for ref, (rank, _) in handles.items() if rank == "Exact"],
+        "live_evidence": live,
+        "live_classes": {ref: handles[ref][0] for ref in live},
         "dropped": dropped,
     }
 
@@ -230,8 +239,10 @@ def carry_block(state: SessionState, carried: Mapping[str, Any], describe: Any =
     live = list(carried.get("live_evidence", []))
     if live:
         parts = []
+        classes = carried.get("live_classes") or {}
         for ref in live:
             what = describe(ref) if describe is not None else ""
-            parts.append(evidence_tag(ref) + (f" {what}" if what else ""))
+            tag = evidence_tag(ref, str(classes.get(ref, "evidence")))
+            parts.append(tag + (f" {what}" if what else ""))
         lines.append("live evidence: " + "; ".join(parts))
     return "\n".join(lines)

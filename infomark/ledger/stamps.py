@@ -276,7 +276,7 @@ def _named_by_claim(
     """An inference_stamp's evidence must be the claim's oracle run or its `observe:` target."""
     if claim.observe is not None:
         inp = ev.record.get("input") or {}
-        seen = [str(inp[k]) for k in _OBSERVE_KEYS if isinstance(inp.get(k), str)]
+        seen = _observed_values(inp, every_key=ev.evidence_class is EvidenceClass.OBSERVATION)
         if any(_same_target(ctx.root_dir, claim.observe, v) for v in seen):
             return None
         return (
@@ -291,6 +291,28 @@ def _named_by_claim(
         f"claim {claim.id} names neither an oracle nor an `observe:` target; "
         f"{RejectReason.EVIDENCE_NOT_NAMED.hint}",
     )
+
+
+def _observed_values(inp: Any, *, every_key: bool) -> list[str]:
+    """What a call looked at: the usual keys, and for observation evidence every top-level
+    string.
+
+    A code-search tool (``codesearch``, ``codegraph``, an MCP search) names its target under
+    any key (``q``, ``symbol``, ``name`` …), so a claim's ``observe:`` may name any string an
+    observation was given (seed 002: local code search grounds a claim at Inferred). A run's
+    other fields (a Bash ``description``) name nothing it looked at: only its ``command``.
+    """
+    if not isinstance(inp, dict):
+        return []
+    seen = [str(inp[k]) for k in _OBSERVE_KEYS if isinstance(inp.get(k), str)]
+    if not every_key:
+        return seen
+    for key, value in inp.items():
+        if key in _OBSERVE_KEYS:
+            continue
+        values = value if isinstance(value, list) else [value]
+        seen.extend(v for v in values if isinstance(v, str) and v.strip())
+    return seen
 
 
 def _same_target(root: StrPath, want: str, got: str) -> bool:

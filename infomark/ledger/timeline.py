@@ -232,7 +232,12 @@ class _Reader:
         cls = str(record.get("tool_class") or "")
         ev_cls = str(record.get("evidence_class") or "")
         tool = str(record.get("tool") or "")
-        if cls in _MUTATING:
+        if cls in _MUTATING and outcome == "ERROR" and ev_cls != "execution":
+            # a file tool that failed (an Edit whose old_string was not found) changed nothing;
+            # a command that errored (a time-out) may have, so it still counts below
+            target = _target(record) or command
+            self.add("edit", row, f"{tool} {_clip(target, 80)} failed: nothing changed")
+        elif cls in _MUTATING:
             target = _target(record) or command
             if target and target not in self.story.files_changed:
                 self.story.files_changed.append(target)

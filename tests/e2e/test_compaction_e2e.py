@@ -89,7 +89,7 @@ def test_a_compaction_keeps_claim_ids_ranks_and_refs_verbatim(
     assert carried, "no model request after the compaction carried the ledger"
     text = carried[-1][carried[-1].index("[infomark:carried]") :]
     assert f"- C1 [Exact {ref}] 'test_parser.py passes on parser.py'" in text
-    assert f"live evidence: [Exact {ref}] Bash `{ORACLE}` PASS" in text
+    assert f"live evidence: [execution {ref}] Bash `{ORACLE}` PASS" in text
     assert "premises_for_plan: [C1]" in text
 
     with Gatekeeper.open(project / ".infomark", session, root=project) as gk:

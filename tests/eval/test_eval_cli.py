@@ -108,6 +108,21 @@ def test_the_gate_promotes_the_default(run: dict[str, Any]) -> None:
     assert d["improvement"]["low"] > 0 and d["tasks"] >= 6 and d["resamples"] == 10_000
 
 
+def test_the_quick_start_activates_a_promoted_decision(run: dict[str, Any]) -> None:
+    """docs/eval.md's quick start: its `infomark eval` line uses this seed, and the id its
+    `infomark activate` line names is the default's decision, a promotion (in a fresh home the
+    first decision's id is the same on every machine)."""
+    text = (Path(__file__).parents[2] / "docs" / "eval.md").read_text(encoding="utf-8")
+    quick = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [ln.removeprefix("$ ") for ln in quick.splitlines()]
+    eval_line = next(ln for ln in lines if ln.startswith("infomark eval"))
+    assert f"--seed {SEED}" in eval_line
+    shown = re.search(r"infomark activate (prm_[0-9a-f]{16})", quick)
+    assert shown is not None
+    default = {p["b"]: p for p in run["report"]["promotions"]}["default"]
+    assert (default["id"], default["decision"]) == (shown[1], "promote")
+
+
 def test_the_gate_refuses_noise(run: dict[str, Any]) -> None:
     n = {p["b"]: p for p in run["report"]["promotions"]}["noise"]
     assert n["decision"] == "refuse" and any("short tasks take" in x for x in n["reasons"])

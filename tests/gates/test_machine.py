@@ -147,3 +147,20 @@ def test_derived_position_follows_runtime_evidence() -> None:
     s.last_exec_seq = 8
     assert derived_position(s) == "G8"  # re-run after the change
     assert derived_position(s, finished=True) == "G9"
+
+
+def test_g2_to_g3_needs_an_oracle_for_every_claim_and_names_the_claims_without_one() -> None:
+    """Seed 002, G2 DECOMPOSE: the move's message says "falsifiable and has an oracle"; the
+    guard checks exactly that, and the refusal names the claims that lack either."""
+    no_oracle = claim("C2", oracle=None)
+    bare = replace(claim("C3", oracle=None), falsifier=None)
+    s = state("G2", has_ledger=True, claims={"C1": claim("C1"), "C2": no_oracle, "C3": bare})
+    move = plan_move(s, "G3", CFG)
+    assert not move.ok
+    assert "lacking: C2 (no oracle), C3 (no falsifier, no oracle)" in move.reason
+    assert "C1" not in move.reason.split("lacking:")[1]
+    weak = replace(claim("C1", oracle="true"), oracle_refused="weak_oracle")
+    refused = plan_move(state("G2", has_ledger=True, claims={"C1": weak}), "G3", CFG)
+    assert not refused.ok and "C1 (oracle refused: weak_oracle)" in refused.reason
+    ok = plan_move(state("G2", has_ledger=True, claims={"C1": claim("C1")}), "G3", CFG)
+    assert ok.ok and ok.guard == "falsifiable"

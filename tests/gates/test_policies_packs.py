@@ -287,8 +287,19 @@ def _fire_stale(s: Session) -> None:
     s.finish("summary")
 
 
+def _fire_plan_drift(s: Session) -> None:
+    for i in range(6):  # reads and failing runs, interleaved: no progress, no streak
+        s.read(f"f{i}.py")
+        s.bash(f"try{i}", exit_code=1, output="nope")
+
+
+def _fire_reuse(s: Session) -> None:
+    s.write("src/new_module.py")  # a new module, nothing read or searched yet
+
+
 FIRE: dict[str, Callable[[Session], None]] = {
     "repeated_failures": _fire_failures,
+    "plan_drift": _fire_plan_drift,
     "read_heavy_drift": _fire_drift,
     "context_pressure": _fire_pressure,
     "repeated_compaction": _fire_compaction,
@@ -296,11 +307,13 @@ FIRE: dict[str, Callable[[Session], None]] = {
     "ungrounded_premises": _fire_premises,
     "stamp_rejected": _fire_rejected,
     "stale_evidence": _fire_stale,
+    "reuse_before": _fire_reuse,
 }
 
 
 def test_every_default_pack_is_covered() -> None:
-    assert set(FIRE) | {"excessive_subagents"} == set(DEFAULT_PACKS)
+    # language_drift needs a prompt in another language: tests/gates/test_language.py
+    assert set(FIRE) | {"excessive_subagents", "language_drift"} == set(DEFAULT_PACKS)
 
 
 @pytest.mark.parametrize("name", sorted(FIRE))

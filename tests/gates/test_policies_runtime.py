@@ -231,6 +231,7 @@ def test_every_pack_event_has_the_documented_payload(gk: Gatekeeper) -> None:
         assert e["why"] in ("expired", "evicted", "resolved")
     updates = s.events("policy_updated")
     keys = {"metrics", "working_set", "packs", "memory", "triggers", "last_hook_results", "custom"}
+    keys |= {"conversation"}  # the recent messages and the pending turn
     assert updates and all(set(u.get("set", {})) <= keys for u in updates)
     assert all(op[0] in "smdac" and op[1][0] in keys for u in updates for op in u.get("patch", []))
 

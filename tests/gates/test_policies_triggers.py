@@ -36,6 +36,8 @@ EVOLVE: dict[str, Any] = {
     "prompt": "Now record what you learned about the user's voice in voice.md.",
 }
 
+SKIPPED = {"would_have_skipped": 1, "already_done": 0, "unobservable": 0, "skip_rate": 1.0}
+
 
 def _session(gk: Gatekeeper, *triggers: dict[str, Any]) -> Session:
     return Session(gk, {"triggers": list(triggers)})
@@ -72,7 +74,9 @@ def test_content_writer_walk_through(gk: Gatekeeper, project: Path) -> None:
     assert verdict.allow and verdict.fired == []  # at most once per user prompt
     met = s.events("trigger_obligation_met")
     assert [(e["name"], e["read"]) for e in met] == [("voice-review", ["voice.md"])]
-    assert _metrics(s) == {"voice-review": {"fired": 1, "repeated": 0, "met": 1, "missed": 0}}
+    assert _metrics(s) == {  # wrote the piece and stopped: it would have skipped the review
+        "voice-review": {"fired": 1, "repeated": 0, "met": 1, "missed": 0, **SKIPPED}
+    }
 
     # the next prompt writes nothing under writing/: an old write never re-fires
     for i in range(3):
@@ -141,7 +145,9 @@ def test_obligation_missed_repeats_once_then_records_the_miss_and_allows(gk: Gat
         ("voice-review", ["voice.md"], "finished_without_read")
     ]
     assert [e["repeat"] for e in s.events("trigger_fired")] == [False, True]
-    assert _metrics(s) == {"voice-review": {"fired": 1, "repeated": 1, "met": 0, "missed": 1}}
+    assert _metrics(s) == {
+        "voice-review": {"fired": 1, "repeated": 1, "met": 0, "missed": 1, **SKIPPED}
+    }
 
 
 def test_obligation_met_by_a_read_command(gk: Gatekeeper) -> None:

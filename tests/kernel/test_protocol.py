@@ -65,13 +65,13 @@ def test_deterministic_across_hash_seeds(tmp_path: Path) -> None:
 
 
 def test_within_size_bound() -> None:
-    assert MAX_PROTOCOL_BYTES == 6144
+    assert MAX_PROTOCOL_BYTES == 6656
     assert len(TEXT.encode("utf-8")) <= MAX_PROTOCOL_BYTES
 
 
 def test_oversized_protocol_is_refused() -> None:
     wordy = tuple(dataclasses.replace(g, allows="x" * 1000) for g in DEFAULT_GRAPH.gates)
-    with pytest.raises(GraphError, match="6144"):
+    with pytest.raises(GraphError, match="6656"):
         render_protocol(dataclasses.replace(DEFAULT_GRAPH, gates=wordy))
 
 

@@ -37,8 +37,9 @@ def test_tags_spell_rank_and_source() -> None:
     assert summary_tag(12, 40) == "[Inferred summary of seq 12–40]"
     assert summary_tag(5, 5) == "[Inferred summary of seq 5]"
     assert summary_tag(1, 0) == "[Inferred summary of no events yet]"
-    assert evidence_tag("ev_" + "a" * 24) == f"[Exact ev_{'a' * 24}]"
-    assert evidence_tag("ev_x", "Unknown", "blob missing") == "[Unknown ev_x blob missing]"
+    # a handle is labelled by its evidence class, never by a rank: it is not a grade
+    assert evidence_tag("ev_" + "a" * 24, "execution") == f"[execution ev_{'a' * 24}]"
+    assert evidence_tag("ev_x", "gone", "blob missing") == "[gone ev_x blob missing]"
 
 
 def test_the_context_view_tags_claims_memory_and_evidence(gk: Gatekeeper) -> None:
@@ -54,16 +55,18 @@ def test_the_context_view_tags_claims_memory_and_evidence(gk: Gatekeeper) -> Non
         line.startswith((f"[Inferred summary of seq 1–{seq}] ", "evidence: ")) for line in memory
     ), memory
     evidence = next(line for line in memory if line.startswith("evidence: "))
-    assert f"[Exact {ref}] bash PASS" in evidence and f"[Exact {read}] Read OBSERVED" in evidence
+    assert f"[execution {ref}] bash PASS" in evidence
+    assert f"[observation {read}] Read OBSERVED" in evidence
+    assert "[Exact ev_" not in evidence  # a handle does not read as a grade
 
 
-def test_a_handle_whose_blob_is_gone_is_shown_unknown(gk: Gatekeeper) -> None:
+def test_a_handle_whose_blob_is_gone_is_shown_gone(gk: Gatekeeper) -> None:
     ref = _stamp_c1(gk)
     ev = gk.evidence(ref)
     assert ev is not None
     gk.store.blobs.path_for(ev.output_digest).unlink()
     view = gk.context_view()
-    assert f"[Unknown {ref} blob missing] bash PASS" in view
+    assert f"[gone {ref} blob missing] bash PASS" in view
     assert f"C1 [Exact {ref}, its evidence blob missing]" in view
 
 

@@ -40,6 +40,33 @@ def _send(home: Path, project: Path, text: str) -> subprocess.CompletedProcess[s
     )
 
 
+def _start(
+    server: ScriptedModelServer, project: Path, home: Path, session: str, agent_text: str
+) -> tuple[subprocess.Popen[str], tuple[str, ...]]:
+    """A persistent `infomark run` of the agent file ``agent_text``; ``(process, base args)``."""
+    agent = project / "agent.toml"
+    agent.write_text(agent_text)
+    base = ("--home", str(home), "--root", str(project))
+    run = _infomark(
+        "run", *base, "--session", session, "--agent", str(agent), "--model", server.url,
+        "--model-name", "scripted", "--quiet", "stay around", cwd=project,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        run, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    return proc, base
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` if it still runs, wait for it and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def _alive(proc: subprocess.Popen[str]) -> str | None:
     return None if proc.poll() is None else f"exit {proc.returncode}"
 
@@ -55,36 +82,22 @@ def test_idle_wake_by_send_sigkill_and_resume_keeps_the_schedule(
     server: ScriptedModelServer, project: Path, home: Path
 ) -> None:
     server.state.default = {"role": "assistant", "content": "idle"}
-    agent = project / "agent.toml"
-    agent.write_text(AGENT)
-    base = ("--home", str(home), "--root", str(project))
-    run = _infomark(
-        "run", *base, "--session", "p", "--agent", str(agent), "--model", server.url,
-        "--model-name", "scripted", "--quiet", "stay around", cwd=project,
-    )  # fmt: skip
-    proc = subprocess.Popen(
-        run, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc, base = _start(server, project, home, "p", AGENT)
     try:
-        # three instant empty wakes at level 0, then a long sleep at level 1
-        first = wait_event(home, "p", _is("waiting", level=1), alive=lambda: _alive(proc))  # type: ignore[arg-type]
+        # the first sleep is the schedule's base (seed 003: no instant wakes)
+        first = wait_event(home, "p", _is("waiting", level=0), alive=lambda: _alive(proc))  # type: ignore[arg-type]
         assert first[2]["delay"] == 120
         got = _send(home, project, "first steer")
         assert got.returncode == 0, got.stderr
         woke = wait_event(home, "p", _is("woken", reason="inbox"), after=first[0])  # type: ignore[arg-type]
         asleep = wait_event(
-            home, "p", _is("waiting", level=1), after=woke[0], alive=lambda: _alive(proc)
+            home, "p", _is("waiting", level=0), after=woke[0], alive=lambda: _alive(proc)
         )  # type: ignore[arg-type]
         assert any("first steer" in r.text() for r in server.requests)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        assert proc.stdout is not None and proc.stderr is not None
-        proc.stdout.close()
-        proc.stderr.close()
+        _reap(proc)
     assert proc.returncode == -signal.SIGKILL
 
     # the dead runtime's inbox is not live: a send is refused, never reported delivered
@@ -130,3 +143,73 @@ def test_idle_wake_by_send_sigkill_and_resume_keeps_the_schedule(
     assert rows[-1][1] == "inbox_closed"
     assert _send(home, project, "too late").returncode == 3
     del out
+
+
+BACKOFF_AGENT = """\
+name = "backoff"
+tools = ["read", "wait"]
+
+[idle]
+persistent = true
+base_seconds = 0.05
+cap_seconds = 300
+poll_seconds = 0.01
+"""
+
+
+def test_sigkill_after_backing_off_resumes_at_the_same_level_not_at_zero(
+    server: ScriptedModelServer, project: Path, home: Path
+) -> None:
+    """Three empty timer wakes (0.05, 0.1, 0.2 s) raise the level to 3; the third wake turn's
+    model call is held open by the test, the runtime is SIGKILLed there, and `--resume`
+    settles that wake turn and sleeps on level 3 (0.4 s), not on a fresh schedule."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    wake_turns = 0
+
+    def model(_req: object) -> dict[str, str]:
+        nonlocal wake_turns
+        wake_turns += 1
+        if wake_turns == 4:  # the working turn, then the third idle wake turn
+            entered.set()
+            release.wait(120)
+        return {"role": "assistant", "content": "idle"}
+
+    server.state.default = model
+    proc, base = _start(server, project, home, "b", BACKOFF_AGENT)
+    try:
+        assert entered.wait(120), "the third wake turn never called the model"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        release.set()
+        _reap(proc)
+    before = events(home, "b")
+    delays = [p["delay"] for _, t, p in before if t == "waiting" and p["by"] == "idle"]
+    assert delays == [0.05, 0.1, 0.2]  # 5 s doubling, scaled: the seed's schedule
+    killed_at = before[-1][0]
+    proc2 = subprocess.Popen(
+        _infomark("run", *base, "--resume", "b", "--quiet", cwd=project),
+        cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        resumed = wait_event(
+            home, "b", _is("run_resumed"), after=killed_at, alive=lambda: _alive(proc2)
+        )  # type: ignore[arg-type]
+        assert (resumed[2]["level"], resumed[2]["pending_sleep_until"]) == (2, None)
+        assert resumed[2]["interrupted_wake"] == "timer"  # the killed wake turn is finished
+        nxt = wait_event(
+            home, "b", _is("waiting", by="idle"), after=resumed[0], alive=lambda: _alive(proc2)
+        )  # type: ignore[arg-type]
+        assert (nxt[2]["level"], nxt[2]["delay"]) == (3, 0.4)
+        proc2.send_signal(signal.SIGTERM)
+        proc2.wait(timeout=30)
+    finally:
+        if proc2.poll() is None:
+            proc2.kill()
+            proc2.wait(timeout=30)
+        assert proc2.stderr is not None
+        err = proc2.stderr.read()
+        proc2.stderr.close()
+    assert proc2.returncode == 0, err

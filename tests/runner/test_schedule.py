@@ -14,35 +14,47 @@ from infomark.tools.runner.send import send_message
 from tests.runner.conftest import events
 
 
-def test_delay_doubles_from_base_to_cap_holding_each_level_for_three_empty_wakes() -> None:
+def test_the_default_is_the_seeds_5s_doubling_to_a_300s_cap() -> None:
+    """Seed 003: "5s doubling to a 300s cap, reset by any real event": 7 sleeps to the cap."""
     s = IdleSchedule()
     seen = []
-    for _ in range(30):
+    for _ in range(10):
         seen.append(s.delay())
         s.empty_wake()
-    assert seen[:15] == [0, 0, 0, 5, 5, 5, 10, 10, 10, 20, 20, 20, 40, 40, 40]
-    assert seen[15:21] == [80, 80, 80, 160, 160, 160]
-    assert seen[21:] == [300] * 9  # min(5·2^7, 300): the cap holds for ever
+    assert seen == [5, 10, 20, 40, 80, 160, 300, 300, 300, 300]
+    s.reset()
+    assert s.delay() == 5 and (s.level, s.ticks) == (0, 0)
+    assert IdleSpec() == IdleSpec(base_seconds=5.0, cap_seconds=300.0, hold=1)
 
 
-@given(st.lists(st.sampled_from(["empty", "event"]), max_size=200))
-def test_schedule_properties(moves: list[str]) -> None:
-    s = IdleSchedule(base=5, cap=300, hold=3)
+def test_hold_and_base_are_configurable() -> None:
+    s = IdleSchedule(base=2, cap=10, hold=2)
+    seen = []
+    for _ in range(8):
+        seen.append(s.delay())
+        s.empty_wake()
+    assert seen == [2, 2, 4, 4, 8, 8, 10, 10]
+
+
+@given(
+    st.lists(st.sampled_from(["empty", "event"]), max_size=200),
+    st.integers(min_value=1, max_value=4),
+)
+def test_schedule_properties(moves: list[str], hold: int) -> None:
+    s = IdleSchedule(base=5, cap=300, hold=hold)
     empties = 0
     for move in moves:
         before = s.delay()
         if move == "event":
             s.reset()
             empties = 0
-            assert s.delay() == 0 and s.ticks == 0
+            assert s.delay() == 5 and s.ticks == 0
         else:
             s.empty_wake()
             empties += 1
             assert s.delay() >= before  # empty wakes never shorten the sleep
-        assert 0 <= s.delay() <= 300
-        assert s.level == min(empties // 3, s.level)  # a level needs 3 empty wakes
-        if empties < 3:
-            assert s.delay() == 0
+        assert 5 <= s.delay() <= 300
+        assert s.delay() == min(5 * 2 ** (empties // hold), 300)
 
 
 def test_restart_restores_level_ticks_and_the_interrupted_sleep() -> None:
@@ -91,7 +103,7 @@ class _SendAt(FakeClock):
 
 
 def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, home: Path) -> None:
-    clock = _SendAt(home, "p", at=50.0)  # 45 s of sleeps precede the first 20 s one
+    clock = _SendAt(home, "p", at=50.0)  # during the fourth sleep: 5 + 10 + 20, then 40
     with ScriptedModelServer() as server:
         # working turn, then every wake turn replies without tools (empty wakes), except the
         # one the operator message triggers, which does real work (a glob)
@@ -104,7 +116,7 @@ def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, 
         spec = AgentSpec(
             name="p",
             model=ModelSpec(url=server.url, name="scripted", retries=0),
-            idle=IdleSpec(persistent=True, max_wakes=14, poll_seconds=1.0),
+            idle=IdleSpec(persistent=True, max_wakes=8, poll_seconds=1.0),
         )
         with Runner(spec, home=home, session="p", root=project, clock=clock) as runner:
             result = runner.start("stay around")
@@ -112,14 +124,14 @@ def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, 
     rows = events(home, "p")
     delays = [p["delay"] for _, t, p in rows if t == "waiting" and p["by"] == "idle"]
     wakes = [p["reason"] for _, t, p in rows if t == "woken" and p["by"] == "idle"]
-    assert delays[:10] == [0, 0, 0, 5, 5, 5, 10, 10, 10, 20]
-    assert wakes[9] == "inbox" and wakes.count("inbox") == 1
-    assert delays[10:14] == [0, 0, 0, 5]  # reset by the message, then backing off again
-    # idle cost kept apart: 14 wake turns, one of them with a tool call (two model calls)
-    assert result.idle_calls == 15 and result.working_calls == 1
+    assert delays[:4] == [5, 10, 20, 40]
+    assert wakes[:4] == ["timer", "timer", "timer", "inbox"] and wakes.count("inbox") == 1
+    assert delays[4:8] == [5, 10, 20, 40]  # reset by the message, then backing off again
+    # idle cost kept apart: 8 wake turns, one of them with a tool call (two model calls)
+    assert result.idle_calls == 9 and result.working_calls == 1
     finished = next(p for _, t, p in rows if t == "run_finished")
-    assert (finished["idle_calls"], finished["working_calls"]) == (15, 1)
-    assert clock.sleeps and all(s <= 20 for s in clock.sleeps)
+    assert (finished["idle_calls"], finished["working_calls"]) == (9, 1)
+    assert clock.sleeps and all(s <= 1.0 for s in clock.sleeps)  # polled every second
 
 
 class _TouchAt(FakeClock):
@@ -143,7 +155,7 @@ def test_a_watched_file_change_wakes_the_run_and_resets_the_schedule(
     watched = project / "src" / "app.py"
     watched.write_text("v1\n")
     (project / "notes.txt").write_text("not watched\n")
-    clock = _TouchAt(watched, at=12.0)  # during the third 5 s sleep (0, 0, 0, 5, 5, 5)
+    clock = _TouchAt(watched, at=12.0)  # during the second sleep (5, then 10)
     with ScriptedModelServer() as server:
         server.state.default = reply("ok")
         spec = AgentSpec(
@@ -157,8 +169,8 @@ def test_a_watched_file_change_wakes_the_run_and_resets_the_schedule(
     rows = events(home, "w")
     wakes = [p["reason"] for _, t, p in rows if t == "woken" and p["by"] == "idle"]
     delays = [p["delay"] for _, t, p in rows if t == "waiting" and p["by"] == "idle"]
-    assert wakes[:6] == ["timer"] * 5 + ["file_change"]
-    assert delays[:7] == [0, 0, 0, 5, 5, 5, 0]  # the change reset the schedule
+    assert wakes[:2] == ["timer", "file_change"]
+    assert delays[:3] == [5, 10, 5]  # the change reset the schedule
     assert any("a watched file changed" in p for p in prompts)
 
 

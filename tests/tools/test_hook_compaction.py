@@ -100,7 +100,7 @@ def test_compaction_re_injects_ids_ranks_and_live_refs_verbatim(cc: Session) -> 
     assert "is stale" in dropped and f"re-run `{ORACLE}`" in dropped
     assert "premises_for_plan: [C1]" in text
     live = next(line for line in text.splitlines() if line.startswith("live evidence: "))
-    assert f"[Exact {seen}] Read" in live
+    assert f"[observation {seen}] Read" in live  # a handle: its class, not a rank
     assert "infomark protocol" in text  # the protocol comes back too
 
     with _gk(cc) as gk:

@@ -76,13 +76,18 @@ class TurnContext:
     ``context_window``, ``compacted`` (``host_report``), ``meta`` (free task
     metadata). Filled by the runtime: ``phase``, ``state`` (the session's ledger
     projection, read-only), ``metrics``, ``working_set``, ``memory``, ``turn``
-    (user prompts so far), ``settings`` (this policy's) and ``policy_state``
-    (what this policy stored last time through :attr:`HookResult.state`).
+    (user prompts so far), ``settings`` (this policy's), ``policy_state``
+    (what this policy stored last time through :attr:`HookResult.state`),
+    ``recent_messages`` (the last user prompts and agent responses, oldest first, each
+    ``{"role", "text", "turn"}`` clipped to 200 characters) and ``pending_turn`` (the user
+    request being worked on: ``{"prompt", "turn", "calls", "responses", "finish_attempts"}``,
+    None before the first prompt).
     """
 
     prompt: str | None = None
     tool_results: tuple[ToolResult, ...] = ()
     report: IngestReport | None = None
+    response_text: str = ""  # the parsed response (``after_model_response``), when given
     call: ToolCall | None = None
     decision: Decision | None = None
     final_text: str = ""
@@ -99,6 +104,8 @@ class TurnContext:
     memory: Mapping[str, Any] = field(default_factory=dict)
     settings: PackSettings = field(default_factory=PackSettings)
     policy_state: Mapping[str, Any] = field(default_factory=dict)
+    recent_messages: tuple[Mapping[str, Any], ...] = ()
+    pending_turn: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import math
 
 from infomark.gates.finalize import claims_completion, fresh_exact_claims
 from infomark.gates.policies.context import HookResult, TurnContext
+from infomark.gates.policies.language import detect_language, language_name
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.state import SessionState
 
@@ -24,9 +25,12 @@ __all__ = [
     "ContextPressure",
     "EvidenceBeforeDone",
     "ExcessiveSubagents",
+    "LanguageDrift",
+    "PlanDrift",
     "ReadHeavyDrift",
     "RepeatedCompaction",
     "RepeatedFailures",
+    "ReuseBefore",
     "StaleEvidence",
     "StampRejected",
     "UngroundedPremises",
@@ -152,6 +156,117 @@ class ReadHeavyDrift(_CountPack):
 
     def after_model_response(self, ctx: TurnContext) -> HookResult:
         return self._check(ctx)
+
+
+class PlanDrift(_CountPack):
+    """Seed 000's plan-drift pack: many calls and no progress on the plan."""
+
+    name = "plan_drift"
+    severity = 5
+    threshold = 12
+    metric = "calls_since_progress"
+    summary = "N tool calls without progress (no write, passing run or stamp), not all reads (12)."
+
+    def say(self, ctx: TurnContext, n: int, t: int) -> tuple[str, str, dict[str, Any]]:
+        text = (
+            f"{_n(n, 'tool call')} without progress (no change made, no check passed, no claim "
+            "grounded). State the current objective, the blocking uncertainty and the next "
+            "concrete action before continuing."
+        )
+        pending = dict(ctx.pending_turn or {})
+        evidence = {"calls_since_progress": n, "prompt": pending.get("prompt")}
+        return text, f"{n} tool calls without progress (threshold {t})", evidence
+
+    def _drifting(self, ctx: TurnContext) -> HookResult:
+        n = int(ctx.metrics.get(self.metric, 0))
+        if n and int(ctx.metrics.get("reads_without_write", 0)) >= n:
+            return HookResult()  # a pure read streak is read_heavy_drift's to say
+        return self._check(ctx)
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
+        return self._drifting(ctx)
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult:
+        return self._drifting(ctx)
+
+
+class LanguageDrift(_Pack):
+    """Seed 002, G0: "respond in the user's language"; a reply in another one resets to G0.
+
+    The user's language is detected on the prompt, the reply's on the response (code, paths
+    and block syntax removed); both must be detected with confidence, or nothing happens. A
+    final reply in another language is refused (the refusal says why); the runtime moves the
+    gate back to G0 when this pack fires (``gate_moved``, ``kind: reset``).
+    """
+
+    name = "language_drift"
+    severity = 9
+    summary = "The reply is in another language than the user's prompt (seed 002, G0)."
+
+    def _judge(self, ctx: TurnContext, text: str, *, final: bool) -> HookResult | None:
+        user = (ctx.pending_turn or {}).get("language")
+        said = detect_language(text) if user else None
+        if not user or said is None:
+            return None
+        if said == user:
+            return HookResult(resolved=True)
+        theirs, mine = language_name(str(user)), language_name(said)
+        text = (
+            f"You replied in {mine}; the user wrote in {theirs}. G0 says: think and respond in "
+            "the user's language. A reply in another language means the process law was not "
+            f"running, so the gate is back at G0: restate the task in {theirs}, then continue "
+            "from there."
+        )
+        return HookResult(
+            instructions=(text,),
+            key=f"turn{ctx.turn}:{said}",
+            reason=f"reply in {said}, user prompt in {user}",
+            evidence={"user_language": user, "reply_language": said},
+            continue_=not final,
+        )
+
+    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
+        return self._judge(ctx, ctx.response_text, final=False)
+
+    def before_finalize(self, ctx: TurnContext) -> HookResult | None:
+        return self._judge(ctx, ctx.final_text, final=True)
+
+
+_CODE_SUFFIXES = (
+    ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".rb", ".php", ".c",
+    ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".scala", ".sh", ".lua", ".ex", ".hs",
+)  # fmt: skip
+
+
+class ReuseBefore(_Pack):
+    """Seed 002, REUSE.BEFORE: prior art before invention.
+
+    Fires when the agent writes a new source module and has not read or searched anything in
+    this session (no read, search or web call, no ``cat``): it is inventing blind.
+    """
+
+    name = "reuse_before"
+    severity = 6
+    summary = "A new source module written with no read or search of existing code (session)."
+
+    def after_tool_batch(self, ctx: TurnContext) -> HookResult | None:
+        if int(ctx.metrics.get("lookups", 0)) > 0:
+            return HookResult(resolved=True)
+        written = ctx.working_set.get("files_written") or []
+        new = [str(p) for p in written if str(p).endswith(_CODE_SUFFIXES)]
+        if not new:
+            return None
+        text = (
+            f"You are writing a new module ({_clip(new[0], 60)}) without having searched or "
+            "read any existing code in this session. REUSE.BEFORE: search the project (and "
+            "prior art) for what already does this, read it, then decide to reuse or write."
+        )
+        return HookResult(
+            instructions=(text,),
+            key="blind",
+            reason="new module written before any read or search",
+            evidence={"written": new[:5], "lookups": 0},
+        )
 
 
 class ContextPressure(_Pack):
@@ -405,6 +520,7 @@ class StaleEvidence(_Pack):
 DEFAULT_POLICIES: tuple[type[Any], ...] = (
     RepeatedFailures,
     ReadHeavyDrift,
+    PlanDrift,
     ContextPressure,
     RepeatedCompaction,
     EvidenceBeforeDone,
@@ -412,4 +528,6 @@ DEFAULT_POLICIES: tuple[type[Any], ...] = (
     UngroundedPremises,
     StampRejected,
     StaleEvidence,
+    LanguageDrift,
+    ReuseBefore,
 )

@@ -136,6 +136,7 @@ def new_metrics() -> dict[str, Any]:
     return {
         "prompts": 0,
         "tool_calls": 0,
+        "lookups": 0,
         "failures": 0,
         "consecutive_failures": 0,
         "reads_without_write": 0,
@@ -217,6 +218,8 @@ def observe_tool(
         _push(ws["failures"], failure, _FAILURES_CAP)
     else:
         m["consecutive_failures"] = 0
+    if facts.tool_class in _READ or facts.read:
+        m["lookups"] = int(m.get("lookups", 0)) + 1  # REUSE.BEFORE: looked at what exists
     if facts.tool_class in _READ:
         m["reads_without_write"] += 1
     elif facts.tool_class in (*_WRITE, "execute"):

@@ -33,6 +33,7 @@ from infomark.gates.policies.context import (
     ToolResult,
     TurnContext,
 )
+from infomark.gates.policies.language import detect_language
 from infomark.gates.policies.memory import build_memory, merge_memory
 from infomark.gates.policies.metrics import (
     new_metrics,
@@ -49,6 +50,7 @@ from infomark.gates.policies.settings import PolicySettings
 from infomark.gates.policies.triggers import (
     TriggerOutcome,
     empty_trigger_state,
+    evaluate_tool_triggers,
     evaluate_triggers,
     record_activity,
     start_prompt,
@@ -78,10 +80,13 @@ POLICY_KEYS = (
     "triggers",
     "last_hook_results",
     "custom",
+    "conversation",
 )
 _NOTES_CAP = 8
 _CUSTOM_STATE_MAX = 2000
 _MEMORY_PHASES = ("before_model_call", "after_model_response", "after_tool_batch")
+_RECENT_CAP = 6
+_RECENT_TEXT = 200
 
 Event: TypeAlias = "tuple[str, dict[str, Any]]"
 
@@ -98,8 +103,10 @@ class _Work:
     triggers: dict[str, Any] | None
     hooks: dict[str, Any]
     custom: dict[str, Any]
+    conversation: dict[str, Any] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     memory_line: list[str] = field(default_factory=list)
+    batch: dict[str, list[str]] = field(default_factory=dict)  # this tool batch's activity
 
     @classmethod
     def load(cls, policy: Mapping[str, Any], settings: PolicySettings) -> _Work:
@@ -120,6 +127,7 @@ class _Work:
             triggers=triggers,
             hooks=mine["last_hook_results"] or {},
             custom=mine["custom"] or {},
+            conversation=mine["conversation"] or {},
             events=board.events,
         )
 
@@ -136,6 +144,7 @@ class _Work:
             "triggers": self.triggers,
             "last_hook_results": self.hooks or None,
             "custom": self.custom or None,
+            "conversation": self.conversation or None,
         }
 
     def journal(self) -> tuple[Event, ...]:
@@ -192,6 +201,65 @@ def _describe(event: Event) -> str:
     if type_ == "trigger_fired":
         return f"trigger {p['name']} {'repeated' if p.get('repeat') else 'fired'}"
     return f"{type_.replace('_', ' ')} {p.get('name', '')}".strip()
+
+
+_LANGUAGE = "language_drift"
+
+
+def _language_reset(gate: str) -> Event:
+    """Seed 002: a reply in another language than the user's sends the gate back to G0."""
+    return (
+        "gate_moved",
+        {
+            "from": gate,
+            "to": "G0",
+            "kind": "reset",
+            "guard": _LANGUAGE,
+            "by": "runtime",
+            "reason": "the reply is not in the user's language: G0 was not running",
+            "burned": 0,
+            "measure": None,
+        },
+    )
+
+
+def _converse(work: _Work, phase: str, ctx: TurnContext) -> None:
+    """Keep the recent messages and the pending turn (seed 000's TurnContext) up to date."""
+    conv = work.conversation
+    recent: list[dict[str, Any]] = conv.setdefault("recent", [])
+    said = ""
+    pending = conv.get("pending")
+    if phase == "before_model_call" and ctx.prompt is not None:
+        turn = int(work.metrics["prompts"]) + 1
+        conv["pending"] = {
+            "prompt": _clip_text(ctx.prompt),
+            "turn": turn,
+            "calls": 0,
+            "responses": 0,
+            "finish_attempts": 0,
+            "language": detect_language(ctx.prompt),
+        }
+        recent.append({"role": "user", "text": _clip_text(ctx.prompt), "turn": turn})
+    elif phase == "after_tool_batch" and pending:
+        pending["calls"] += len(ctx.tool_results)
+    elif phase == "after_model_response":
+        if pending:
+            pending["responses"] += 1
+        said = ctx.response_text
+    elif phase == "before_finalize":
+        if pending:
+            pending["finish_attempts"] += 1
+        said = ctx.final_text
+    if said.strip():
+        recent.append({"role": "agent", "text": _clip_text(said), "turn": work.turn})
+    del recent[: max(0, len(recent) - _RECENT_CAP)]
+    if not recent and not conv.get("pending"):
+        work.conversation = {}
+
+
+def _clip_text(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _RECENT_TEXT else text[: _RECENT_TEXT - 1] + "…"
 
 
 class PolicyRuntime:
@@ -261,11 +329,11 @@ class PolicyRuntime:
         ctx = TurnContext(call=call, decision=decision)
         return self._step(self._execute(ledger, "after_decision", ctx))
 
-    def after_ingest(self, ledger: Ledger, report: IngestReport) -> PolicyStep:
+    def after_ingest(self, ledger: Ledger, report: IngestReport, text: str = "") -> PolicyStep:
         """After a model response was parsed. ``text``: packs added or renewed ("" if none)."""
         if report.skipped:
             return _NOTHING
-        ctx = TurnContext(report=report)
+        ctx = TurnContext(report=report, response_text=text)
         return self._step(self._execute(ledger, "after_model_response", ctx))
 
     def before_finalize(
@@ -355,6 +423,12 @@ class PolicyRuntime:
             metrics=MappingProxyType(work.metrics),
             working_set=MappingProxyType(work.working_set),
             memory=MappingProxyType(work.memory),
+            recent_messages=tuple(MappingProxyType(m) for m in work.conversation.get("recent", [])),
+            pending_turn=(
+                MappingProxyType(work.conversation["pending"])
+                if work.conversation.get("pending")
+                else None
+            ),
         )
         notes: list[str] = []
         human: list[str] = []
@@ -378,10 +452,19 @@ class PolicyRuntime:
                 work.triggers, self.settings.triggers, ledger.state, work.turn
             )
             work.events += trigger.events
+        tool_trigger: TriggerOutcome | None = None
+        if phase == "after_tool_batch" and work.triggers is not None and work.batch:
+            tool_trigger = evaluate_tool_triggers(
+                work.triggers, self.settings.triggers, work.batch, ledger.state, work.turn
+            )
+            work.events += tool_trigger.events
         if phase in _MEMORY_PHASES:
             self._update_memory(work, ledger, ctx)
         notes += work.board.notes
         delivered = list(work.board.delivered)
+        refused = [name for name, _ in refusals]
+        if _LANGUAGE in (*delivered, *refused) and ledger.state.gate != "G0":
+            work.events.append(_language_reset(ledger.state.gate))
         human = [_describe(e) for e in work.events] + work.memory_line + human
         proceed = not refusals and not (trigger is not None and trigger.refuse)
         work.hooks[phase] = {
@@ -392,11 +475,14 @@ class PolicyRuntime:
             "continue": proceed,
         }
         delivered_text = work.board.render(delivered) if delivered else ""
+        if tool_trigger is not None and tool_trigger.prompts:  # delivered with the tool result
+            delivered_text = "\n".join(t for t in (delivered_text, tool_trigger.reason) if t)
         active_text = work.board.render()
         events = work.journal()
         texts = [render_pack(p) for p in work.board.active if p["name"] in delivered]
-        if trigger is not None and trigger.prompts:
-            texts.append(trigger.reason)
+        for fired in (trigger, tool_trigger):
+            if fired is not None and fired.prompts:
+                texts.append(fired.reason)
         hook = HookResult(
             notes=tuple(notes),
             instructions=tuple(texts),
@@ -408,6 +494,7 @@ class PolicyRuntime:
     def _observe(self, work: _Work, ledger: Ledger, phase: str, ctx: TurnContext) -> None:
         """Phase bookkeeping: counters, working set, trigger delta, expiry."""
         m = work.metrics
+        _converse(work, phase, ctx)
         if phase == "before_model_call" and ctx.prompt is not None:
             observe_prompt(m)
             if work.triggers is not None:
@@ -425,6 +512,13 @@ class PolicyRuntime:
                         edited=facts.edited,
                         read=facts.read,
                     )
+                    for key, values in (
+                        ("tools", [facts.tool]),
+                        ("written", facts.written),
+                        ("edited", facts.edited),
+                        ("read", facts.read),
+                    ):
+                        work.batch.setdefault(key, []).extend(values)
         elif phase == "after_model_response" and ctx.report is not None:
             observe_ingest(m, ctx.report)
         elif phase == "host_report":

@@ -10,6 +10,20 @@ prompt is repeated once, then the miss is recorded and the finish allowed. A
 trigger with ``after = "other"`` fires once ``other`` completed (its obligation
 met or, with no obligation, the agent came back to finish after the follow-up).
 
+A trigger with ``at = "tool"`` is a *tool-level* trigger (seed 001's "fire triggers
+immediately after specific tool calls"): it is evaluated right after each tool batch against
+that batch's calls, and its prompt is delivered with the tool result instead of refusing a
+finish; its ``requires_read`` obligation is settled at the next finish like any other.
+
+**The "would have been skipped" baseline** (seed 001's trigger metrics): when a trigger with
+``requires_read`` fires, the runtime looks at whether the agent had already read the files
+*after* the change that matched (it did the step unasked: ``already_done``) or not
+(``would_have_skipped``); a tool-level trigger asks before the agent could, so its firings are
+``unobservable``. The counts per trigger, and ``skip_rate`` = would_have_skipped /
+(would_have_skipped + already_done), measure how often the model would have skipped the
+step without the runtime. A trigger without ``requires_read`` has no observable step
+(``unobservable``).
+
 The state lives in ``state.policy["triggers"]`` as plain JSON. Standard library only.
 """
 
@@ -32,6 +46,7 @@ __all__ = [
     "TriggerOutcome",
     "TriggerSpec",
     "empty_trigger_state",
+    "evaluate_tool_triggers",
     "evaluate_triggers",
     "parse_triggers",
     "record_activity",
@@ -59,6 +74,7 @@ class TriggerSpec:
     claim_status: str | None = None
     after: str | None = None
     requires_read: tuple[str, ...] = ()
+    at: str = "finish"  # or "tool": evaluated right after each tool batch
 
     def when(self) -> dict[str, Any]:
         """The condition as configured (for documents and events)."""
@@ -120,11 +136,11 @@ def _claim_condition(value: Any, where: str) -> tuple[str, str]:
 def _parse_one(i: int, raw: Any) -> TriggerSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{_where(i, None)}: expected a table with name, when and prompt")
-    unknown = set(raw) - {"name", "when", "prompt", "requires_read"}
+    unknown = set(raw) - {"name", "when", "prompt", "requires_read", "at"}
     if unknown:
         raise ConfigError(
             f"{_where(i, None)}: unknown key(s) {sorted(unknown)}; "
-            "a trigger has name, when, prompt and optionally requires_read"
+            "a trigger has name, when, prompt and optionally requires_read and at"
         )
     name = _str(raw.get("name"), f"{_where(i, None)}.name")
     where = _where(i, name)
@@ -154,7 +170,18 @@ def _parse_one(i: int, raw: Any) -> TriggerSpec:
             f'{where}.requires_read: expected a list of file globs, e.g. ["voice.md"]'
         )
     requires = tuple(_str(r, f"{where}.requires_read") for r in reads)
-    return TriggerSpec(name=name, prompt=prompt, requires_read=requires, **kw)
+    at = raw.get("at", "finish")
+    if at not in ("finish", "tool"):
+        raise ConfigError(
+            f'{where}.at: expected "finish" (at the turn boundary) or "tool" (right after a '
+            f"matching tool call), got {at!r}"
+        )
+    if at == "tool" and ("after" in kw or "claim_id" in kw):
+        raise ConfigError(
+            f'{where}: at = "tool" fires on a tool call; use file_written, file_edited or '
+            "tool_used (after and claim_status are judged at the finish)"
+        )
+    return TriggerSpec(name=name, prompt=prompt, requires_read=requires, at=at, **kw)
 
 
 def parse_triggers(raw: Any) -> tuple[TriggerSpec, ...]:
@@ -191,8 +218,9 @@ def parse_triggers(raw: Any) -> tuple[TriggerSpec, ...]:
 # -- state ---------------------------------------------------------------------------------
 
 
-def _empty_delta() -> dict[str, list[str]]:
-    return {"written": [], "edited": [], "read": [], "tools": []}
+def _empty_delta() -> dict[str, list[Any]]:
+    # "order": [kind, path] of changes and reads in the order they happened (the baseline)
+    return {"written": [], "edited": [], "read": [], "tools": [], "order": []}
 
 
 def empty_trigger_state() -> dict[str, Any]:
@@ -215,9 +243,36 @@ def _push(items: list[Any], value: Any) -> None:
         del items[: len(items) - _DELTA_CAP]
 
 
+_COUNTS = (
+    "fired",
+    "repeated",
+    "met",
+    "missed",
+    "would_have_skipped",
+    "already_done",
+    "unobservable",
+)
+
+
 def _count(ts: dict[str, Any], name: str, key: str) -> None:
-    m = ts["metrics"].setdefault(name, {"fired": 0, "repeated": 0, "met": 0, "missed": 0})
+    m = ts["metrics"].setdefault(name, {})
+    for k in _COUNTS:
+        m.setdefault(k, 0)
     m[key] += 1
+
+
+def _baseline(spec: TriggerSpec, delta: Mapping[str, Any], matched: Mapping[str, Any]) -> str:
+    """Had the agent already done the step (read each required file after the change)?"""
+    if not spec.requires_read:
+        return "unobservable"
+    changed = {p for key in ("file_written", "file_edited") for p in matched.get(key, [])}
+    order = [tuple(e) for e in delta.get("order", [])]
+    last = max(
+        (i for i, (kind, p) in enumerate(order) if kind != "read" and p in changed), default=-1
+    )
+    after = [p for kind, p in order[last + 1 :] if kind == "read"]
+    done = all(any(glob_match(pat, p) for p in after) for pat in spec.requires_read)
+    return "already_done" if done else "would_have_skipped"
 
 
 def _missing(pending: Mapping[str, Any]) -> list[str]:
@@ -234,13 +289,17 @@ def record_activity(
 ) -> None:
     """Add one executed call to the delta, and tick off pending ``requires_read`` globs."""
     delta = ts["delta"]
+    delta.setdefault("order", [])
     _push(delta["tools"], tool)
     for p in written:
         _push(delta["written"], p)
+        _push(delta["order"], ["written", p])
     for p in edited:
         _push(delta["edited"], p)
+        _push(delta["order"], ["edited", p])
     for p in read:
         _push(delta["read"], p)
+        _push(delta["order"], ["read", p])
         for pending in ts["pending"].values():
             for pattern in pending["requires_read"]:
                 if pattern not in pending["satisfied"] and glob_match(pattern, p):
@@ -330,6 +389,70 @@ def _obligations(
     return out
 
 
+def _fire(
+    ts: dict[str, Any],
+    spec: TriggerSpec,
+    matched: dict[str, Any],
+    baseline: str,
+    out: TriggerOutcome,
+    turn: int,
+) -> None:
+    _push(ts["fired"], spec.name)
+    _count(ts, spec.name, "fired")
+    _count(ts, spec.name, baseline)
+    ts["pending"][spec.name] = {
+        "requires_read": list(spec.requires_read),
+        "satisfied": [],
+        "paths": [],
+        "repeats": 0,
+        "turn": turn,
+    }
+    out.prompts.append((spec.name, spec.prompt))
+    out.fired.append(spec.name)
+    out.events.append(
+        (
+            "trigger_fired",
+            {
+                "name": spec.name,
+                "repeat": False,
+                "prompt": spec.prompt,
+                "matched": matched,
+                "requires_read": list(spec.requires_read),
+                "turn": turn,
+                "at": spec.at,
+                "baseline": baseline,
+            },
+        )
+    )
+
+
+def evaluate_tool_triggers(
+    ts: dict[str, Any],
+    specs: Sequence[TriggerSpec],
+    batch: Mapping[str, Sequence[str]],
+    state: SessionState,
+    turn: int,
+) -> TriggerOutcome:
+    """Right after a tool batch: fire each ``at = "tool"`` trigger the batch's calls match.
+
+    ``batch`` holds this batch's ``written``, ``edited``, ``read`` paths and ``tools``. The
+    prompt is delivered with the tool result; nothing is refused.
+    """
+    out = TriggerOutcome()
+    view = {
+        "delta": {**_empty_delta(), **{k: list(v) for k, v in batch.items()}},
+        "claims_seen": ts["claims_seen"],
+        "completed": ts["completed"],
+    }
+    for spec in specs:
+        if spec.at != "tool" or spec.name in ts["fired"]:
+            continue
+        matched = _matches(spec, view, state)
+        if matched is not None:  # asked before the agent could do the step unasked
+            _fire(ts, spec, matched, "unobservable", out, turn)
+    return out
+
+
 def evaluate_triggers(
     ts: dict[str, Any], specs: Sequence[TriggerSpec], state: SessionState, turn: int
 ) -> TriggerOutcome:
@@ -338,35 +461,12 @@ def evaluate_triggers(
     ts["evaluations"] += 1
     out = _obligations(ts, by_name, turn)
     for spec in specs:
-        if spec.name in ts["fired"]:
+        if spec.at == "tool" or spec.name in ts["fired"]:
             continue
         matched = _matches(spec, ts, state)
         if matched is None:
             continue
-        _push(ts["fired"], spec.name)
-        _count(ts, spec.name, "fired")
-        ts["pending"][spec.name] = {
-            "requires_read": list(spec.requires_read),
-            "satisfied": [],
-            "paths": [],
-            "repeats": 0,
-            "turn": turn,
-        }
-        out.prompts.append((spec.name, spec.prompt))
-        out.fired.append(spec.name)
-        out.events.append(
-            (
-                "trigger_fired",
-                {
-                    "name": spec.name,
-                    "repeat": False,
-                    "prompt": spec.prompt,
-                    "matched": matched,
-                    "requires_read": list(spec.requires_read),
-                    "turn": turn,
-                },
-            )
-        )
+        _fire(ts, spec, matched, _baseline(spec, ts["delta"], matched), out, turn)
     # The delta is consumed: one change fires a trigger at one evaluation at most.
     ts["delta"] = _empty_delta()
     ts["claims_seen"] = {
@@ -378,11 +478,21 @@ def evaluate_triggers(
 
 
 def trigger_metrics(ts: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Per-trigger counts (fired, repeated, met, missed) and what is open now."""
+    """Per-trigger counts (fired, repeated, met, missed, the baseline) and what is open now.
+
+    ``skip_rate``: of the firings whose step could be observed, the share where the agent had
+    not done it before the runtime asked (None before any).
+    """
     if not ts:
         return {"triggers": {}, "fired_this_prompt": [], "pending": [], "evaluations": 0}
+    counts: dict[str, dict[str, Any]] = {}
+    for name, raw in ts.get("metrics", {}).items():
+        m: dict[str, Any] = {k: int(raw.get(k, 0)) for k in _COUNTS}
+        seen = m["would_have_skipped"] + m["already_done"]
+        m["skip_rate"] = round(m["would_have_skipped"] / seen, 3) if seen else None
+        counts[name] = m
     return {
-        "triggers": {k: dict(v) for k, v in ts.get("metrics", {}).items()},
+        "triggers": counts,
         "fired_this_prompt": list(ts.get("fired", [])),
         "pending": [
             {

@@ -5,7 +5,8 @@ the working memory and a short ledger summary, each tagged
 (``[infomark:pack NAME]``, ``[infomark:memory]``, ``[infomark:ledger]``) and
 together within a character budget. Every memory line and the ledger line carry their
 rank and source (:mod:`infomark.ledger.carry`): ``[Inferred summary of seq A–B]`` for what
-the runtime derived, ``[Exact ev_…]`` for an evidence handle, and each claim its own rank
+the runtime derived, ``[execution ev_…]`` (its evidence class, not a rank) for an
+evidence handle, and each claim its own rank
 and the ref it rests on. :func:`state_document` is the whole runtime
 state as one JSON document (seed 000's ``state.json``). Neither emits anything.
 """
@@ -88,12 +89,32 @@ def _ledger_line(state: SessionState, handles: Handles | None = None) -> str:
 
 
 def _evidence_item(e: Mapping[str, Any], handles: Handles) -> str:
-    rank, why = handles.get(str(e["ref"]), ("Exact", ""))
-    return f"{evidence_tag(str(e['ref']), rank, why)} {e['tool']} {e['outcome']}"
+    label, why = handles.get(str(e["ref"]), ("evidence", ""))
+    return f"{evidence_tag(str(e['ref']), label, why)} {e['tool']} {e['outcome']}"
+
+
+_WS_FILES = 5
+
+
+def _working_files(ws: Mapping[str, Any]) -> str:
+    """``read a.py, b.py; edited c.py; written d.md``: the last few files of each kind."""
+    parts = []
+    for key, word in (
+        ("files_read", "read"),
+        ("files_edited", "edited"),
+        ("files_written", "written"),
+    ):
+        files = [str(f) for f in (ws.get(key) or [])][-_WS_FILES:]
+        if files:
+            parts.append(f"{word} " + ", ".join(reversed(files)))
+    return "; ".join(parts)
 
 
 def _memory_lines(
-    memory: Mapping[str, Any], seq: int = 0, handles: Handles | None = None
+    memory: Mapping[str, Any],
+    seq: int = 0,
+    handles: Handles | None = None,
+    working_set: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Memory fields as short lines, most useful first, each tagged with rank and source."""
     tag = summary_tag(1, seq) + " "
@@ -111,6 +132,10 @@ def _memory_lines(
                 f"{p['id']} ({p['status']}, {p['why']})" for p in memory["pending_verification"]
             )
         )
+    if working_set:
+        files = _working_files(working_set)
+        if files:
+            lines.append(f"{tag}working set: {files}")
     if memory.get("recent_failures"):
         lines.append(
             f"{tag}failures: "
@@ -145,7 +170,12 @@ def context_view(state: SessionState, budget: int = 1200, handles: Handles | Non
     ledger = _clip(_ledger_line(state, handles), room - 1)
     room -= len(ledger) + 1 if ledger else 0
     memory: list[str] = []
-    lines = _memory_lines(state.policy.get("memory") or {}, state.seq, handles)
+    lines = _memory_lines(
+        state.policy.get("memory") or {},
+        state.seq,
+        handles,
+        state.policy.get("working_set") or {},
+    )
     if lines and room > len("[infomark:memory]") + 20:
         memory.append("[infomark:memory]")
         room -= len(memory[0]) + 1
@@ -231,6 +261,8 @@ def state_document(
         "turn_metrics": metrics,
         "working_set": {**new_working_set(), **(policy.get("working_set") or {})},
         "triggers": triggers,
+        "recent_messages": list((policy.get("conversation") or {}).get("recent") or []),
+        "pending_turn": (policy.get("conversation") or {}).get("pending"),
         "ledger": {
             "has_ledger": state.has_ledger,
             "claims": _claims(state),

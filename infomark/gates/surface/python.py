@@ -210,6 +210,11 @@ def _ini_values(path: str) -> dict[str, list[str]]:
 
 def _rel(root: str, path: str) -> str | None:
     """``path`` relative to ``root`` (``/``-separated), None when it is not under it."""
+    if path == root:
+        return ""
+    prefix = root.rstrip(os.sep) + os.sep
+    if path.startswith(prefix) and f"{os.sep}." not in path[len(prefix) - 1 :]:
+        return path[len(prefix) :]  # the common case, without relpath's normalising
     rel = os.path.relpath(path, root)
     if rel == ".":
         return ""
@@ -357,6 +362,7 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
     norecurse = ini.get("norecursedirs") or list(_NORECURSE)
     tests: dict[str, None] = {}
     test_globs: dict[str, None] = {}
+    test_dirs: dict[str, None] = {}
     for start in starts:
         start_rel = _rel(root, start)
         if os.path.isfile(start) or start.endswith(".py"):
@@ -373,12 +379,14 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
                 top = rel.split("/", 1)[0]
                 if "/" in rel and _is_test_dir(top):
                     col.globs[f"{top}/**"] = None  # helpers and data beside the tests
-            _chain(root, confcut, rootdir, os.path.dirname(test), col)
+            test_dirs[os.path.dirname(test)] = None
         _chain(
             root, confcut, rootdir, start if os.path.isdir(start) else os.path.dirname(start), col
         )
         if start_rel and _is_test_dir(start_rel.split("/")[0]):
             col.globs[f"{start_rel.split('/')[0]}/**"] = None  # helpers and data beside the tests
+    for directory in test_dirs:
+        _chain(root, confcut, rootdir, directory, col)
     for d in _ancestors(os.path.dirname(confcut) if confcut else rootdir):
         col.add(os.path.join(d, "conftest.py"))  # a config moved up would bring these in
     for name in PYTHON_STARTUP_NAMES:

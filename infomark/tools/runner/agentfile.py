@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from infomark.gates.policies.settings import PolicySettings
 from infomark.kernel.errors import ConfigError
 
 __all__ = [
@@ -70,7 +71,7 @@ class IdleSpec:
     persistent: bool = False
     base_seconds: float = 5.0
     cap_seconds: float = 300.0
-    hold: int = 3
+    hold: int = 1
     watch: tuple[str, ...] = ()
     max_wakes: int = 0  # 0: idle until stopped
     poll_seconds: float = 0.2
@@ -88,6 +89,9 @@ class AgentSpec:
     bash: BashSpec = field(default_factory=BashSpec)
     idle: IdleSpec = field(default_factory=IdleSpec)
     agents: Mapping[str, Path] = field(default_factory=dict)  # spawn_agent(agent=NAME)
+    # [policies]: this agent's packs and triggers, over the project's (a director and its
+    # workers may differ); the keys of the project's policy section
+    policies: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
 
     def with_model(self, url: str | None, name: str | None) -> AgentSpec:
@@ -164,10 +168,16 @@ def parse_agent(
     top = {k: v for k, v in data.items() if not isinstance(v, dict)}
     sections = {k: v for k, v in data.items() if isinstance(v, dict)}
     for name in sections:
-        if name not in ("model", "bash", "idle", "agents"):
+        if name not in ("model", "bash", "idle", "agents", "policies"):
             raise ConfigError(
-                f"{where}: unknown table [{name}]; the tables are [model], [bash], [idle], [agents]"
+                f"{where}: unknown table [{name}]; the tables are [model], [bash], [idle], "
+                "[agents], [policies]"
             )
+    policies = dict(sections.get("policies", {}))
+    try:
+        PolicySettings.from_mapping(policies)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: [policies]: {exc}") from None
     plain = _check(where, top, "")
     tools = tuple(plain.pop("tools", DEFAULT_TOOLS))
     for t in tools:
@@ -205,6 +215,7 @@ def parse_agent(
         bash=BashSpec(**_check(where, sections.get("bash", {}), "bash")),
         idle=IdleSpec(**idle),
         agents=agents,
+        policies=policies,
     )
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.gatekeeper import Gatekeeper
-from infomark.gates.config import Config
+from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import render_protocol
 from infomark.ledger.calls import ToolCall
@@ -68,6 +68,29 @@ def make_client(spec: AgentSpec) -> ModelClient:
     )
 
 
+def _project_config(root: Path, home: Path) -> Config:
+    from infomark.ledger.home import ensure_private_dir
+
+    ensure_private_dir(home)  # load_config caches into the home
+    return load_config(root, home)
+
+
+def agent_config(spec: AgentSpec, config: Config) -> Config:
+    """The project's configuration with the agent file's ``[policies]`` over it.
+
+    A key the agent file sets replaces the project's (``adaptive_packs``, ``triggers`` …);
+    ``pack_overrides`` merge pack by pack, the agent's winning.
+    """
+    mine = dict(spec.policies)
+    merged = {**config.policies, **mine}
+    if "pack_overrides" in mine:
+        merged["pack_overrides"] = {
+            **dict(config.policies.get("pack_overrides") or {}),
+            **dict(mine["pack_overrides"]),
+        }
+    return replace(config, policies=merged)
+
+
 class Runner(LeaseMixin, ToolsMixin, IdleMixin):
     """One agent session driven natively, with the gatekeeper inside every step."""
 
@@ -89,6 +112,8 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         self.home = Path(home)
         self.root = Path(root)
         self.raw_session = session
+        if spec.policies:
+            config = agent_config(spec, config or _project_config(self.root, self.home))
         self.gk = Gatekeeper.open(
             self.home, session, root=self.root, profile=profile, config=config
         )
@@ -318,12 +343,34 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         self._user_turn(task)
         return self._drive()
 
+    def _wake_turn(self, woke_by: str, prompt: str | None, final_pending: str | None) -> str:
+        """One idle wake turn (``prompt`` None: resume the one a crash interrupted), settled."""
+        self._idle_turn = True
+        try:
+            if prompt is not None:
+                self._user_turn(prompt)
+            reason, work = self._work(final_pending=final_pending)
+        finally:
+            self._idle_turn = False
+        if work or woke_by != "timer":
+            self.schedule.reset()
+        else:
+            self.schedule.empty_wake()
+        self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
+        return reason
+
     def _drive(
-        self, *, final_pending: str | None = None, pending_sleep: PendingSleep | None = None
+        self,
+        *,
+        final_pending: str | None = None,
+        pending_sleep: PendingSleep | None = None,
+        resumed_wake: str | None = None,
     ) -> RunResult:
         reason = "error"
         try:
-            if pending_sleep is None:
+            if resumed_wake is not None and self.spec.idle.persistent:
+                reason = self._wake_turn(resumed_wake, None, final_pending)
+            elif pending_sleep is None:
                 reason, _ = self._work(final_pending=final_pending)
             else:
                 reason = "finished"  # the run was asleep: its last turn had ended
@@ -333,17 +380,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
                 if wake is None:
                     reason = "idle_limit"
                     break
-                self._idle_turn = True
-                try:
-                    self._user_turn(wake[1])
-                    reason, work = self._work()
-                finally:
-                    self._idle_turn = False
-                if work or wake[0] != "timer":
-                    self.schedule.reset()
-                else:
-                    self.schedule.empty_wake()
-                self.emit("idle_settled", {"by": "idle", "work": work, **self.schedule.to_dict()})
+                reason = self._wake_turn(wake[0], wake[1], None)
         except Stop as stop:
             reason = stop.reason
         except KeyboardInterrupt:

@@ -22,7 +22,7 @@ from infomark.tools.runner.agentfile import AgentSpec, load_agent
 from infomark.tools.runner.loop import _INTERRUPTED, Runner
 from infomark.tools.runner.model import ModelClient
 from infomark.tools.runner.result import RunResult
-from infomark.tools.runner.schedule import Clock, schedule_from_events
+from infomark.tools.runner.schedule import Clock, interrupted_wake, schedule_from_events
 
 __all__ = ["resume_run", "run_record"]
 
@@ -104,6 +104,7 @@ def _continue(runner: Runner, after: list[tuple[int, str, dict[str, Any]]]) -> R
         elif type_ == "woken" and payload.get("by") == "idle":
             runner.idle_wakes += 1
     pending_sleep = schedule_from_events(runner.schedule, after)
+    resumed_wake = interrupted_wake(after)
     runner.messages = messages
     runner.open_inbox()
     interrupted = _interrupted_calls(messages)
@@ -113,6 +114,7 @@ def _continue(runner: Runner, after: list[tuple[int, str, dict[str, Any]]]) -> R
             "messages": len(messages),
             "interrupted_calls": interrupted,
             "pending_sleep_until": pending_sleep.until if pending_sleep else None,
+            "interrupted_wake": resumed_wake,
             "idle_wakes": runner.idle_wakes,
             **runner.schedule.to_dict(),
         },
@@ -130,7 +132,9 @@ def _continue(runner: Runner, after: list[tuple[int, str, dict[str, Any]]]) -> R
         final_pending = str(last.get("content") or "")
     if pending_sleep is not None and not runner.spec.idle.persistent:
         pending_sleep = None
-    return runner._drive(final_pending=final_pending, pending_sleep=pending_sleep)
+    return runner._drive(
+        final_pending=final_pending, pending_sleep=pending_sleep, resumed_wake=resumed_wake
+    )
 
 
 def _interrupted_calls(messages: list[dict[str, Any]]) -> list[str]:

@@ -1,8 +1,10 @@
 """The idle schedule of a persistent run (headlong's timer) and the clock it runs on.
 
-``delay(0) = 0`` and ``delay(n) = min(base · 2^(n−1), cap)``; each level is held for
-``hold`` empty wakes, then the next level starts; any real event (an inbox message, a
-watched file change, a fired trigger, real work by the model) resets it to level 0. The
+Seed 003 (headlong): "5 s doubling to a 300 s cap, reset by any real event". ``delay(n) =
+min(base · 2^n, cap)``: 5, 10, 20, 40, 80, 160, 300 … s with the defaults; each level is held
+for ``hold`` empty wakes (default 1), then the next level starts; any real event (an inbox
+message, a watched file change, a fired trigger, real work by the model) resets it to level
+0. The
 state ``{level, ticks}`` is journaled with every ``waiting`` / ``woken`` event, so a
 restarted runtime resumes the schedule where it stopped (:func:`schedule_from_events`).
 
@@ -23,6 +25,7 @@ __all__ = [
     "IdleSchedule",
     "PendingSleep",
     "SystemClock",
+    "interrupted_wake",
     "schedule_from_events",
     "sleep_until",
 ]
@@ -68,15 +71,13 @@ class IdleSchedule:
 
     base: float = 5.0
     cap: float = 300.0
-    hold: int = 3
+    hold: int = 1
     level: int = 0
     ticks: int = 0
 
     def delay(self) -> float:
         """Seconds to sleep at the current level."""
-        if self.level <= 0:
-            return 0.0
-        return float(min(self.base * 2.0 ** (self.level - 1), self.cap))
+        return float(min(self.base * 2.0 ** max(self.level, 0), self.cap))
 
     def empty_wake(self) -> None:
         """A wake that brought nothing: count it; after ``hold`` of them, back off a level."""
@@ -127,6 +128,23 @@ def schedule_from_events(
             schedule.ticks = int(payload.get("ticks", schedule.ticks))
             pending = None
     return pending
+
+
+def interrupted_wake(events: Iterable[tuple[int, str, Mapping[str, Any]]]) -> str | None:
+    """The reason of an idle ``woken`` whose wake turn never settled (a crash in that turn).
+
+    A resume finishes that wake turn as an idle turn and settles the schedule on it, so a
+    run killed while backing off continues at its level instead of restarting the backoff.
+    """
+    reason: str | None = None
+    for _seq, type_, payload in events:
+        if payload.get("by", "idle") != "idle":
+            continue
+        if type_ == "woken":
+            reason = str(payload.get("reason", "timer"))
+        elif type_ in ("waiting", "idle_settled"):
+            reason = None
+    return reason
 
 
 def sleep_until(
