@@ -9,7 +9,9 @@ and ``launcher`` (the launcher ``infomark install claude-code`` writes: ``python
 recorded ``sys.path``). The hook's 4 s watchdog is lifted for the count (valgrind runs ~50×
 slower than the hardware); nothing else changes.
 ``--base DIR`` counts another checkout of infomark (say ``git worktree add /tmp/base main``)
-with the same interpreter, for a before / after table.
+with the same interpreter, for a before / after table. ``--real`` counts the cases of a
+session shaped like real use instead (``bench/session.py``: a transcript, a grounded
+5-claim ledger, real applied stamps, Bash / Edit / Read, PostToolUse of real outputs).
 """
 
 from __future__ import annotations
@@ -119,6 +121,29 @@ def case(event: str, text: str | None, tree: Path, work: Path, form: str) -> int
     return count(argv, payload(2, event), env, str(work))
 
 
+def real_case(name: str, tree: Path, work: Path) -> int:
+    """One case of :data:`bench.session.CASES`: a grounded session (5 claims stamped by
+    their oracles' recorded runs, a read and an edit), the installed launcher of ``tree``."""
+    from bench.session import CASES as REAL
+    from bench.session import RealSession
+
+    if work.exists():
+        shutil.rmtree(work)
+    env_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree)  # the grounding hooks run ``tree``'s code too
+    try:
+        s = RealSession(work, tree=tree)
+        s.ground()
+        stdin = REAL[name](s)
+    finally:
+        if env_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = env_path
+    lifted = launcher(tree, work)  # the same launcher with the watchdog lifted
+    return count(lifted, stdin, {**s.env, "PYTHONPATH": str(tree)}, str(s.project))
+
+
 def main(argv: list[str]) -> int:
     trees = {"ours": ROOT}
     if "--base" in argv:
@@ -128,6 +153,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="infomark-icount-") as tmp:
         bare = count([sys.executable, "-I", "-S", "-c", "pass"], b"", dict(os.environ), tmp)
         print(f"bare `python -I -S -c pass`: {bare / 1e6:.1f} M instructions")
+        if "--real" in argv:  # the realistic session (bench/session.py), launcher only
+            from bench.session import CASES as REAL
+
+            print("| case (grounded session, launcher) | " + " | ".join(trees) + " |")
+            print("|---|" + "---|" * len(trees))
+            for name in REAL:
+                cells = []
+                for label, tree in trees.items():
+                    n = real_case(name, tree, Path(tmp) / label)
+                    cells.append(f"{n / 1e6:.1f} M = {n / bare:.2f}×")
+                print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+            return 0
         columns = [f"{label}, {form}" for label in trees for form in FORMS]
         print("| case | " + " | ".join(columns) + " |")
         print("|---|" + "---|" * len(columns))

@@ -331,6 +331,7 @@ class Gatekeeper:
         cls_ = cov.classification.tool_class.value
         cid = call_id or call.tool_call_id
         refused: RecordRefused | None = None
+        stored = self._ledger.store_output(outcome)  # before the lock: a big blob takes time
         with self._ledger.transaction():
             pending = self._ledger.state.pending_calls.get(cid or "")
             try:
@@ -342,6 +343,7 @@ class Gatekeeper:
                     call_id=cid,
                     cwd=cwd,
                     background_id=background_id,
+                    stored=stored,
                 )
             except RecordRefused as exc:  # journaled by the engine: commit that, then raise
                 refused = exc

@@ -35,7 +35,10 @@ def _open_existing() -> tuple[Any, str, bool]:
 
     require_home()
     with open_gk() as probe:
-        names = [s.session for s in overview(probe.store)]
+        if opts().get("session_given"):  # only whether it exists: no story of every session
+            names = probe.store.journal.known_sessions()
+        else:
+            names = [s.session for s in overview(probe.store)]
     session, chosen = require_session(names)
     opts()["session"] = session
     return open_gk(), session, chosen
@@ -115,20 +118,22 @@ def audit(verify: bool, export: Path | None, timeline: bool, name: str | None) -
     Verifies the journal by default and exits 1 naming the first bad event. The session is
     named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
-    from infomark.ledger.timeline import summarize
+    from infomark.ledger.audit import build_audit
+    from infomark.ledger.timeline import finish_story, story_reader, summarize
 
     _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
-        progress = _tty_progress()
-        if progress is None:
-            report = g.audit(verify=verify or export is not None)
-        else:  # what g.audit() does, with a progress bar on the terminal
-            from infomark.ledger.audit import build_audit
-
-            g.store.check_artifacts()
-            report = build_audit(g.store, verify=verify or export is not None, progress=progress)
-        story = summarize(session, g.events(), tampered=report.verified is False)
+        checked = verify or export is not None
+        reader = story_reader(session)
+        g.store.check_artifacts()  # what g.audit() does; the timeline comes from the same pass
+        report = build_audit(
+            g.store, verify=checked, progress=_tty_progress(), feed=reader.feed if checked else None
+        )
+        if checked:
+            story = finish_story(reader, tampered=report.verified is False)
+        else:
+            story = summarize(session, g.events())
         if export is not None:
             from infomark.ledger.bundle import export_bundle
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -10,40 +12,51 @@ from infomark.cli.base import EXIT_VERIFY, CliExit, common, emit_json, open_gk, 
 
 __all__ = ["register"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 @click.group()
 def install() -> None:
     """Install infomark into an agent host."""
 
 
-@install.command("claude-code")
-@click.option(
-    "--scope",
-    type=click.Choice(["project", "user"]),
-    default="project",
-    help="project: .claude/settings.json; user: ~/.claude/settings.json.",
-)
-@click.option(
+def _scope_option(where: str) -> Callable[[F], F]:
+    return click.option(
+        "--scope",
+        type=click.Choice(["project", "user"]),
+        default="project",
+        help=f"project: {where}; user: ~/{where}.",
+    )
+
+
+_root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
     help="Project directory (for --scope project).",
 )
-@click.option(
+_home_option = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Pin the ledger home in the hook command (default: <project>/.infomark).",
 )
+_uninstall_option = click.option(
+    "--uninstall", is_flag=True, help="Remove only infomark's hook entries, and the launcher."
+)
+
+
+@install.command("claude-code")
+@_scope_option(".claude/settings.json")
+@_root_option
+@_home_option
 @click.option(
     "--http",
     "http_url",
     default=None,
     help="Forward to a running `infomark serve` (e.g. http://127.0.0.1:8765); checked first.",
 )
-@click.option(
-    "--uninstall", is_flag=True, help="Remove only infomark's hook entries, and the launcher."
-)
+@_uninstall_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
 def install_claude_code_cmd(
     scope: str,
@@ -84,6 +97,51 @@ def install_claude_code_cmd(
         )
     else:
         click.echo(text)
+
+
+def _host_install_command(name: str, title: str, where: str) -> click.Command:
+    """``infomark install <host>`` for a host of :mod:`infomark.tools.hosts`."""
+
+    @_scope_option(where)
+    @_root_option
+    @_home_option
+    @_uninstall_option
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON with stable keys.")
+    def command(scope: str, root: Path, home: Path | None, uninstall: bool, as_json: bool) -> None:
+        from infomark.tools.hosts.core import load_spec
+        from infomark.tools.hosts.install import install_host, uninstall_host
+
+        spec = load_spec(name)
+        if uninstall:
+            done = uninstall_host(spec, scope=scope, root=root)
+            text = (
+                f"removed infomark hooks from {done.path}"
+                if done.changed
+                else f"no infomark hooks in {done.path}; nothing changed"
+            )
+        else:
+            done = install_host(spec, scope=scope, root=root, home=home)
+            text = (
+                f"installed infomark hooks into {done.path}"
+                if done.changed
+                else f"infomark hooks already installed in {done.path}; nothing changed"
+            )
+        if as_json:
+            action = "uninstall" if uninstall else "install"
+            emit_json({"action": action, "changed": done.changed, "settings": str(done.path)})
+        else:
+            click.echo(text)
+
+    command.__doc__ = (
+        f"Merge infomark's hooks into {where} for {title} (idempotent, keeps other hooks).\n\n"
+        f"    The hooks run {where.rsplit('/', 1)[0]}/infomark-hook, a launcher written beside "
+        "the file. Says so when nothing changed (exit 0 either way)."
+    )
+    return click.command(name)(command)
+
+
+install.add_command(_host_install_command("gemini", "Gemini CLI", ".gemini/settings.json"))
+install.add_command(_host_install_command("codex", "OpenAI Codex CLI", ".codex/hooks.json"))
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})

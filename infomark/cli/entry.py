@@ -25,13 +25,17 @@ def _hook_process(args: list[str]) -> int:
 
     No cycle collection while it imports (~5 % of its instructions), and no interpreter
     teardown after the answer is out (~9 %): the journal is committed and closed by then,
-    stdout and stderr are flushed, and nothing else is left to release.
+    stdout and stderr are flushed, and nothing else is left to release (the journal's
+    connection is left open on purpose: ``journal.keep_wal_at_exit``).
     """
     import gc
     import os
 
     gc.disable()
+    from infomark.ledger.journal import keep_wal_at_exit
     from infomark.tools.hooks.dispatch import run_hook
+
+    keep_wal_at_exit()  # no checkpoint and WAL deletion at close: the next hook reuses them
 
     code = run_hook(args)
     sys.stdout.flush()

@@ -15,6 +15,7 @@ from typing import Any
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.engine import Ledger
 from infomark.ledger.state import SessionState
+from infomark.ledger.store_base import EventRow
 from infomark.ledger.verify import Problem, _Replay, _verify, verify_session
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
@@ -87,10 +88,27 @@ def build_audit(
     *,
     verify: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    feed: Callable[[EventRow], None] | None = None,
 ) -> AuditReport:
-    """The audit of the ledger's session; with ``verify``, one pass verifies and replays."""
+    """The audit of the ledger's session; with ``verify``, one pass verifies and replays.
+
+    ``feed``: called with every row of that pass (with ``verify`` only), so a caller can
+    build more from the same read (the CLI's timeline).
+
+    The whole report is read in one snapshot of the store: a live session is reported as
+    of one committed head, never half before and half after a concurrent write."""
+    with ledger.journal.snapshot():
+        return _build_audit(ledger, verify, progress, feed)
+
+
+def _build_audit(
+    ledger: Ledger,
+    verify: bool,
+    progress: Callable[[int, int], None] | None,
+    feed: Callable[[EventRow], None] | None,
+) -> AuditReport:
     if verify:
-        rep = _Replay(ledger.session)
+        rep = _Replay(ledger.session, feed)
         problems = _verify(ledger, ledger.session, progress, rep)
         state, bypasses, rejections = rep.state, rep.bypasses, rep.rejections
     else:

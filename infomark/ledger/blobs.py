@@ -1,4 +1,11 @@
-"""Content-addressed storage of tool outputs under ``<home>/blobs`` (sha256)."""
+"""Content-addressed storage of tool outputs under ``<home>/blobs`` (sha256).
+
+A new blob is written to ``<home>/blobs/.tmp/<hex>.<pid>.<random>``, fsync'd, then renamed
+into place. :data:`PARTIAL` names the temp files this process is writing, so the hook's
+watchdog can remove them when it answers in the hook's place (a process that ends with
+``os._exit`` leaves no other trace); every :class:`BlobStore` opened sweeps the temp files
+of writers that no longer run (a killed process, a host crash).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +23,11 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-__all__ = ["BlobStore", "Blobs"]
+__all__ = ["PARTIAL", "BlobStore", "Blobs", "remove_partial"]
+
+PARTIAL: set[str] = set()  # temp files this process is writing right now
+_TMP = ".tmp"
+_STALE_S = 3600.0  # a temp file untouched this long is an orphan, whoever wrote it
 
 # Characters per encoded chunk of a large text output: the slice, its encoding and the hash
 # update stay in cache, and the two buffers of a chunk together stay under glibc's 128 KiB
@@ -58,10 +69,63 @@ else:
         home (:class:`BlobStore`) or a store's table (``pg_blobs.PgBlobStore``)."""
 
 
+def remove_partial() -> list[str]:
+    """Delete the temp files this process is writing (the watchdog, before it exits)."""
+    removed = []
+    for path in list(PARTIAL):
+        with suppress(OSError):
+            os.unlink(path)
+            removed.append(path)
+        PARTIAL.discard(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep(tmp: str) -> int:
+    """Remove orphaned temp files under ``tmp``: their writer is gone, or they are stale."""
+    import time
+
+    removed = 0
+    try:
+        entries = list(os.scandir(tmp))
+    except OSError:  # no temp dir yet: nothing was ever left
+        return 0
+    now = time.time()
+    for entry in entries:
+        parts = entry.name.split(".")
+        pid = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else -1
+        with suppress(OSError):
+            if pid == os.getpid():
+                continue
+            if (pid > 0 and not _alive(pid)) or now - entry.stat().st_mtime > _STALE_S:
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+def _write_all(fd: int, chunks: Iterable[bytes]) -> None:
+    """Every byte of ``chunks`` to ``fd`` (the tests' seam for a slow disk)."""
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
+
+
 class BlobStore:
     def __init__(self, root: StrPath) -> None:
         self.root = root
         self._root = os.fspath(root)
+        self._tmp = os.path.join(self._root, _TMP)
+        sweep(self._tmp)
 
     def _file(self, digest: str) -> str:
         hexd = digest.removeprefix("sha256:")
@@ -118,26 +182,31 @@ class BlobStore:
     def _write(self, hexd: str, chunks: Iterable[bytes]) -> None:
         """Write ``chunks`` to a private temp file, fsync it, then rename it into place."""
         folder = os.path.join(self._root, hexd[:2])
-        tmp = os.path.join(folder, f".{hexd[2:]}.{os.getpid()}.{os.urandom(4).hex()}")
+        tmp = os.path.join(self._tmp, f"{hexd[:16]}.{os.getpid()}.{os.urandom(4).hex()}")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(tmp, flags, 0o600)
         except FileNotFoundError:
-            os.makedirs(folder, exist_ok=True)
+            os.makedirs(self._tmp, exist_ok=True)
             fd = os.open(tmp, flags, 0o600)
+        PARTIAL.add(tmp)
         try:
-            for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            try:
+                _write_all(fd, chunks)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.replace(tmp, os.path.join(folder, hexd[2:]))
+            except FileNotFoundError:
+                os.makedirs(folder, exist_ok=True)
+                os.replace(tmp, os.path.join(folder, hexd[2:]))
         except BaseException:
-            os.close(fd)
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-        os.close(fd)
-        os.replace(tmp, os.path.join(folder, hexd[2:]))
+        finally:
+            PARTIAL.discard(tmp)
 
     def get(self, digest: str) -> bytes | None:
         try:

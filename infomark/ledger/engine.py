@@ -233,6 +233,14 @@ class Ledger:
         return list(self._emitted)
 
     # -- evidence --------------------------------------------------------------------------
+    def store_output(self, outcome: ToolOutcome) -> tuple[str, int]:
+        """The output's blob, stored: ``(digest, size)``. Hashed once (a large text chunk by
+        chunk, never copied whole); durable (fsync'd) before any event points to it."""
+        data = outcome.output
+        if isinstance(data, bytes):
+            return self.blobs.put(data), len(data)
+        return self.blobs.put_text(data)
+
     def record(
         self,
         call: ToolCall,
@@ -243,8 +251,12 @@ class Ledger:
         call_id: str | None = None,
         cwd: str | None = None,
         background_id: str | None = None,
+        stored: tuple[str, int] | None = None,
     ) -> Evidence:
         """Record the result of an authorized call as signed evidence (with its ref and tag).
+
+        ``stored``: what :meth:`store_output` returned for this outcome, called before the
+        write transaction (a large output is then written without holding the home's lock).
 
         ``call_id`` (default: ``call.tool_call_id``) must name a pending call that was
         authorized with the same tool and input, and only once: anything else is journaled
@@ -253,7 +265,7 @@ class Ledger:
         evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
         """
         cid = call_id or call.tool_call_id
-        output_digest, output_size = self._store_output(outcome)
+        output_digest, output_size = stored or self.store_output(outcome)
         eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
         if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -308,14 +320,6 @@ class Ledger:
             raise refused
         return Evidence.from_record(ref, record)
 
-    def _store_output(self, outcome: ToolOutcome) -> tuple[str, int]:
-        """Store a result's output as a blob: ``(digest, size)``. Hashed once (a large text
-        chunk by chunk, never copied whole); durable before the event pointing to it commits."""
-        data = outcome.output
-        if isinstance(data, bytes):
-            return self.blobs.put(data), len(data)
-        return self.blobs.put_text(data)
-
     def _sign(self, record: dict[str, Any], seq: int) -> str:
         """Sign ``record`` and journal it as ``evidence_recorded`` at ``seq``: its ref."""
         record_json = canonical_json(record)
@@ -344,7 +348,7 @@ class Ledger:
         which may differ from the exit status (a run that ran no test is no ``PASS``).
         """
         call = ToolCall("infomark.check", {"command": oracle})
-        output_digest, output_size = self._store_output(outcome)
+        output_digest, output_size = self.store_output(outcome)
         with self.transaction():
             seq = self.journal.last_seq(self.session) + 1
             record = build_record(

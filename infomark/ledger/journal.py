@@ -66,6 +66,7 @@ __all__ = [
     "bound_store_waits",
     "event_body",
     "event_hash",
+    "keep_wal_at_exit",
     "loads_object",
 ]
 
@@ -85,6 +86,30 @@ def bound_store_waits(total_seconds: float) -> None:
     """
     global _BUSY_MS
     _BUSY_MS = max(50, int(total_seconds * 1000 / _RETRIES))
+
+
+_KEEP_WAL: list[sqlite3.Connection] | None = None  # see keep_wal_at_exit
+_HOOK_WAL_PAGES = 128  # wal_autocheckpoint where the WAL outlives the process
+
+
+def keep_wal_at_exit() -> None:
+    """This process ends with ``os._exit`` right after its answer (the command hook): from
+    now on :meth:`Journal.close` leaves each connection to the exit instead of closing it.
+
+    SQLite's close of the last connection checkpoints the WAL into the database and deletes
+    the ``-wal`` and ``-shm`` files, which the next hook process re-creates: 4 ``fdatasync``
+    calls (WAL, its directory, WAL and database again) and 2 unlinks in every hook process,
+    a Read's PreToolUse included, whose own commit needs none. Left open, the WAL and its
+    index stay for the next process; the kernel drops the locks at exit, as after any
+    crash, which WAL mode is built to survive (everything is committed by then).
+
+    The next process to open the home rebuilds the WAL index from the WAL (~2 instructions a
+    byte, measured: ~10 M for SQLite's default of 1,000 pages), so such processes checkpoint
+    at :data:`_HOOK_WAL_PAGES` pages (every ~20 hook calls, in the commit that crosses it).
+    """
+    global _KEEP_WAL
+    if _KEEP_WAL is None:
+        _KEEP_WAL = []
 
 
 _SCHEMA = (
@@ -166,6 +191,12 @@ class Journal(BaseJournal):
                     f"(got {got[0]!r}); put the home on a local filesystem"
                 )
         self._retry(lambda: self._db.execute("PRAGMA synchronous=FULL"), deadline, _OPEN)
+        if _KEEP_WAL is not None:  # the next process re-reads the WAL: keep it short
+            self._retry(
+                lambda: self._db.execute(f"PRAGMA wal_autocheckpoint={_HOOK_WAL_PAGES}"),
+                deadline,
+                _OPEN,
+            )
         version = self._retry(
             lambda: int(self._db.execute("PRAGMA user_version").fetchone()[0]), deadline, _OPEN
         )
@@ -240,6 +271,9 @@ class Journal(BaseJournal):
         return migrated
 
     def close(self) -> None:
+        if _KEEP_WAL is not None and not self._db.in_transaction:
+            _KEEP_WAL.append(self._db)  # a reference: garbage collection would close it
+            return
         self._db.close()
 
     # -- transactions ----------------------------------------------------------
@@ -257,7 +291,7 @@ class Journal(BaseJournal):
     @contextmanager
     def write(self, session: str | None = None) -> Iterator[Conn]:
         """A serialised write transaction (``BEGIN IMMEDIATE``); commits or rolls back whole."""
-        if self._in_tx:
+        if self._in_tx or self._reading:
             raise StoreError("nested write transaction")
         relaxed, self._relax_next, self._sync_after = self._relax_next, False, False
         if relaxed:  # set outside a transaction: SQLite refuses to change it inside one
@@ -298,6 +332,13 @@ class Journal(BaseJournal):
         if not self._in_tx:
             self._relax_next = True
 
+    def defer_checkpoints(self) -> bool:
+        """No automatic checkpoint in this connection's commits (``wal_autocheckpoint=0``):
+        the HTTP service's :class:`~infomark.tools.checkpointer.Checkpointer` runs them off
+        the request path."""
+        self._retry(lambda: self._db.execute("PRAGMA wal_autocheckpoint=0"))
+        return True
+
     def require_sync(self) -> None:
         """The open transaction turned out to need the disk: fsync the WAL after it."""
         self._sync_after = True
@@ -315,14 +356,24 @@ class Journal(BaseJournal):
             os.close(fd)
         self.last_commit_synced = True
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One deferred read transaction (WAL: the first read fixes what it sees, writers
+        go on in parallel and never wait for it); re-entrant."""
+        if self._reading or self._in_tx:
+            yield
+            return
+        self._retry(lambda: self._db.execute("BEGIN"))
+        self._reading = True
+        try:
+            self._one("SELECT 1 FROM meta LIMIT 1")  # fixes the snapshot now
+            yield
+        finally:
+            self._reading = False
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")  # a read transaction: nothing to write
+
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         """Home-level problems (manifest, marker), read in one consistent snapshot."""
-
-        def check() -> list[tuple[str | None, int | None, str, str]]:
-            self._db.execute("BEGIN")
-            try:
-                return manifest.verify_home(self._db, self.path, self.key)
-            finally:
-                self._db.execute("COMMIT")
-
-        return self._retry(check)
+        with self.snapshot():
+            return self._retry(lambda: manifest.verify_home(self._db, self.path, self.key))

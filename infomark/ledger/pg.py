@@ -346,7 +346,7 @@ class PgJournal(BaseJournal):
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 if _busy(exc):
                     raise self._busy_error(exc) from None
-                if attempt == 2 or self._in_tx:
+                if attempt == 2 or self._in_tx or self._reading:
                     raise StoreError(f"{what} {self.where}: {exc}") from None
                 time.sleep(0.05)
             except psycopg.Error as exc:
@@ -385,7 +385,7 @@ class PgJournal(BaseJournal):
     @contextmanager
     def write(self, session: str | None = None) -> Iterator[Conn]:
         """One READ COMMITTED transaction; ``session`` is locked before anything is read."""
-        if self._in_tx:
+        if self._in_tx or self._reading:
             raise StoreError("nested write transaction")
         try:
             with self._db.pool.connection() as conn:
@@ -424,17 +424,31 @@ class PgJournal(BaseJournal):
         return super().head(session)
 
     # -- reads -------------------------------------------------------------------------------
-    def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
-        def check(conn: psycopg.Connection[Any]) -> list[tuple[str | None, int | None, str, str]]:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            router = _Router(self._db.pool)
-            router.tx = conn
-            try:
-                return manifest.verify_home(router, self.path, self.key)
-            finally:
-                conn.execute("COMMIT")
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One REPEATABLE READ, READ ONLY transaction on one connection: every read inside
+        sees the snapshot its first statement took; re-entrant."""
+        if self._db.tx is not None:
+            yield
+            return
+        try:
+            with self._db.pool.connection() as conn:
+                self._retry(lambda: conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+                self._db.tx = conn  # every read routes to this connection
+                self._reading = True  # and no write may open in it
+                try:
+                    yield
+                finally:
+                    self._db.tx = None
+                    self._reading = False
+                    with suppress(psycopg.Error):  # a lost connection ended it already
+                        conn.execute("COMMIT")
+        except PoolTimeout as exc:
+            raise self._busy_error(exc) from None
 
-        return self._retry(lambda: self._with_conn(check))
+    def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
+        with self.snapshot():
+            return self._retry(lambda: manifest.verify_home(self._db, self.path, self.key))
 
     def stream_rows(self, session: str) -> Iterator[tuple[Any, ...]]:
         """Pages of 1000 rows by seq: memory flat in the number of events."""

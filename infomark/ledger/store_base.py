@@ -12,6 +12,8 @@ talks to this interface only:
 * reads (``events``, ``raw_rows``, ``stream_rows``, ``head_row``, ``evidence_*``,
   ``sessions``) see what is committed; :meth:`reader` is a second connection for
   lock-free peeks; :meth:`reopen` another handle on the same store (a thread of its own);
+* :meth:`snapshot` holds one read transaction, so a verification reads rows, heads,
+  evidence and the manifest as one committed state while writers go on;
 * :meth:`verify_home` checks the home manifest in one consistent read snapshot.
 
 The hash chain, the MACs, the heads and the home manifest are computed here, once, for
@@ -161,6 +163,7 @@ class BaseJournal(ABC):
         self.path = path
         self.key = key
         self._in_tx = False
+        self._reading = False  # inside snapshot()
         self._touched: manifest.Touched = {}  # sessions appended to in this transaction
         self.rows_read = 0  # event rows this handle read for projections (tests pin O(1))
 
@@ -177,6 +180,11 @@ class BaseJournal(ABC):
     def require_sync(self) -> None:
         """The open transaction needs the disk after all (after :meth:`relax_next`)."""
         return None
+
+    def defer_checkpoints(self) -> bool:
+        """Leave WAL checkpoints to a background checkpointer (the HTTP service's); True
+        where the backend has them (SQLite). Here: nothing to defer."""
+        return False
 
     @property
     def store_url(self) -> str | None:
@@ -195,6 +203,13 @@ class BaseJournal(ABC):
     @abstractmethod
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         """Home-level problems (manifest, marker), read in one consistent snapshot."""
+
+    @abstractmethod
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Every read inside sees one committed state of the store (one read transaction),
+        however many writers commit meanwhile: what verification needs, so that rows and
+        heads read at different moments never look like a truncated journal. Re-entrant;
+        no write may open inside it."""
 
     @abstractmethod
     def reader(self) -> Any:

@@ -24,8 +24,10 @@ __all__ = [
     "ClaimStep",
     "Entry",
     "SessionStory",
+    "finish_story",
     "overview",
     "session_story",
+    "story_reader",
     "summarize",
     "verdict_of",
 ]
@@ -373,9 +375,20 @@ def verdict_of(
 
 def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = False) -> SessionStory:
     """Read one session's events (in seq order) into a :class:`SessionStory`."""
-    reader = _Reader(session)
+    reader = story_reader(session)
     for row in events:
         reader.feed(row)
+    return finish_story(reader, tampered=tampered)
+
+
+def story_reader(session: str) -> _Reader:
+    """A reader to :meth:`feed <_Reader.feed>` rows to (in seq order), e.g. from the audit's
+    own verification pass, so the story costs no second read of the journal."""
+    return _Reader(session)
+
+
+def finish_story(reader: _Reader, *, tampered: bool = False) -> SessionStory:
+    """The story of the rows ``reader`` was fed."""
     story = reader.story
     story.host = _host(reader.host_hints)
     story.verdict, story.flags = verdict_of(

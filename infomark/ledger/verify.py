@@ -19,7 +19,7 @@ from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
-from infomark.ledger.store_base import _STR, GENESIS, event_hash, loads_object
+from infomark.ledger.store_base import _STR, GENESIS, EventRow, event_hash, loads_object
 
 __all__ = ["Problem", "verify_session"]
 
@@ -76,10 +76,22 @@ def _verify(
 ) -> list[Problem]:
     """One streaming pass: chain, MACs, head, evidence index and blobs (and the replay).
 
-    Rows and the evidence index are read as two seq-ordered streams and merged, so memory
-    is flat in the number of events; each payload is parsed at most once and each blob is
-    read once.
+    Everything is read in one snapshot of the store (:meth:`BaseJournal.snapshot`), so a
+    session that is live while it is verified is verified up to the head that snapshot
+    holds: rows committed meanwhile are neither seen nor missed. Rows and the evidence
+    index are read as two seq-ordered streams and merged, so memory is flat in the number
+    of events; each payload is parsed at most once and each blob is read once.
     """
+    with ledger.journal.snapshot():
+        return _verify_pass(ledger, sess, progress, replay)
+
+
+def _verify_pass(
+    ledger: Ledger,
+    sess: str,
+    progress: Callable[[int, int], None] | None,
+    replay: _Replay | None,
+) -> list[Problem]:
     j = ledger.journal
     key = ledger.key
     ours_kid = key.key_id
@@ -170,7 +182,10 @@ def _verify(
             parsed = parsed if parsed is not None else loads_object(payload)
             problems.extend(_check_merged(ledger, sess, seq, parsed))
         if replay is not None:
-            replay.apply(seq, type_, parsed if parsed is not None else loads_object(payload))
+            parsed = parsed if parsed is not None else loads_object(payload)
+            replay.apply(seq, type_, parsed)
+            if replay.feed is not None:  # the audit's story, from this same pass
+                replay.feed(EventRow(s, seq, type_, parsed, ts, prev_hash, h, mac, kid))
         prev = h
         expected = seq + 1
         last_seq = seq
@@ -366,8 +381,9 @@ def _check_merged(ledger: Ledger, sess: str, seq: int, payload: dict[str, Any]) 
 class _Replay:
     """The projection rebuilt during the verification pass (the same reducer as live)."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, feed: Callable[[EventRow], None] | None = None) -> None:
         self.state = SessionState(session=session)
+        self.feed = feed  # each row, as read and parsed once (the audit's timeline)
         self.bypasses: list[dict[str, Any]] = []
         self.rejections: list[dict[str, Any]] = []
 

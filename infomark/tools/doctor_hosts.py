@@ -87,6 +87,9 @@ def diagnose(
     activity = journal_activity(home)
     out += claude_code_findings(home, root, user_home, activity)
     out += mcp_findings(home, root, user_home, activity)
+    from infomark.tools.doctor_agents import agent_findings  # Gemini CLI, Codex
+
+    out += agent_findings(root, user_home)
     if url:
         out += service_findings(url, home)
     return out

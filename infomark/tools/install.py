@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,8 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _strip(data: dict[str, Any]) -> dict[str, Any]:
+def _strip(data: dict[str, Any], ours: Callable[[Any], bool] = _ours) -> dict[str, Any]:
+    """``data`` without the hook handlers ``ours`` claims (empty groups and events go too)."""
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return data
@@ -135,7 +137,7 @@ def _strip(data: dict[str, Any]) -> dict[str, Any]:
         kept = []
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h)]}
+                group = {**group, "hooks": [h for h in group["hooks"] if not ours(h)]}
                 if not group["hooks"]:
                     continue
             kept.append(group)

@@ -91,9 +91,10 @@ elif kind == "gone":
     why = f"{detail} is gone"
 else:
     why = f"infomark does not import ({type(detail).__name__}: {str(detail)[:300]})"
+host = sys.argv[2] if sys.argv[2:3] in (["gemini"], ["codex"]) else "claude-code"
 why = (f"infomark's hook cannot start: {why}. Its interpreter or package moved or changed "
-       f"since `infomark install claude-code` wrote {sys.argv[0]}; ask the user to re-run "
-       "`infomark install claude-code` in the environment infomark is installed in")
+       f"since `infomark install {host}` wrote {sys.argv[0]}; ask the user to re-run "
+       f"`infomark install {host}` in the environment infomark is installed in")
 raw = sys.stdin.buffer.read()
 try:
     event = json.loads(raw).get("hook_event_name")
@@ -107,6 +108,8 @@ if event == "PreToolUse":
                                   "permissionDecisionReason": why + ", then retry."}}
 elif event in ("Stop", "SubagentStop"):
     out = {"decision": "block", "reason": why + "; stopping is refused until it is fixed."}
+elif event in ("BeforeTool", "AfterAgent"):  # Gemini CLI (tools/hosts/gemini.py)
+    out = {"decision": "deny", "reason": why + ", then retry."}
 else:
     sys.stderr.write(why + ("; failing closed\n" if event is None else "\n"))
     raise SystemExit(2 if event is None else 0)

@@ -75,6 +75,7 @@ from infomark.tools.api_models import (
     TurnOut,
     TurnRequest,
 )
+from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.hooks.claude_code import handle as handle_hook
 from infomark.tools.openapi import main as _openapi_main
 from infomark.tools.openapi import openapi_document, openapi_json
@@ -480,6 +481,8 @@ def create_app(
         return gk
 
     pool = SessionPool(home_p, root_p, config, opener, max_open_sessions, store=store)
+    if store == "sqlite":  # WAL checkpoints off the request path (docs/performance.md)
+        pool.checkpointer = Checkpointer(home_p / "ledger.db")
     stopping = threading.Event()
     service = _Service(
         pool,
@@ -498,10 +501,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if pool.checkpointer is not None:
+            pool.checkpointer.start()
         try:
             yield
         finally:
             await anyio.to_thread.run_sync(pool.close)
+            if pool.checkpointer is not None:
+                await anyio.to_thread.run_sync(pool.checkpointer.stop)
 
     app = Starlette(
         routes=routes,

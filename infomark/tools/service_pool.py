@@ -32,6 +32,7 @@ from infomark.kernel.records import dataclass, field
 from infomark.ledger.keys import load_key
 from infomark.ledger.store import open_journal
 from infomark.ledger.store_base import BaseJournal
+from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.protocol import SessionLike
 
 __all__ = ["Opener", "SessionPool"]
@@ -42,6 +43,14 @@ Opener = Callable[[str, Path, Config], SessionLike]
 
 _CONFIG_FILES = ("infomark.toml", "infomark.yaml", "infomark.yml", "pyproject.toml")
 _MAX_PROJECTS = 256
+
+
+def _defer_checkpoints(gk: SessionLike) -> None:
+    """The session's journal leaves checkpoints to the pool's checkpointer."""
+    store = getattr(gk, "store", None)
+    journal = getattr(store, "journal", None)
+    if isinstance(journal, BaseJournal):
+        journal.defer_checkpoints()
 
 
 @dataclass
@@ -85,6 +94,7 @@ class SessionPool:
         self._journal_lock = threading.Lock()
         self._projects: dict[Path, _ProjectConfig] = {}
         self._projects_lock = threading.Lock()
+        self.checkpointer: Checkpointer | None = None  # set by the service (SQLite)
 
     def _slot(self, key: tuple[str, str]) -> _Slot:
         # Only called on the event loop thread: the dict needs no lock.
@@ -133,7 +143,13 @@ class SessionPool:
             if slot.gk is None:
                 slot.gk = self._open(session, root, config)
                 slot.config = config
-            return fn(slot.gk)
+                if self.checkpointer is not None:
+                    _defer_checkpoints(slot.gk)
+            try:
+                return fn(slot.gk)
+            finally:
+                if self.checkpointer is not None:
+                    self.checkpointer.poke()
 
     async def _close_idle(self) -> None:
         open_slots = [s for s in self._slots.values() if s.gk is not None]

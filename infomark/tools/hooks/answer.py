@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_TEXT", "HookAnswer", "block", "context", "deny", "verdict"]
+__all__ = ["MAX_TEXT", "HookAnswer", "block", "context", "deny", "verdict", "with_text"]
 
 MAX_TEXT = 9_500  # Claude Code caps hook strings at 10,000 characters
 
@@ -53,3 +53,23 @@ def context(event: str, text: str) -> HookAnswer:
     return HookAnswer(
         {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text[:MAX_TEXT]}}
     )
+
+
+def with_text(answer: HookAnswer, event: str, text: str) -> HookAnswer:
+    """``answer`` with ``text`` for the model added: to a denial's or a refusal's reason, to
+    its context, or as the event's context when it had no output (another host's hook:
+    under Claude Code an allowed PreToolUse stays silent, and nothing calls this)."""
+    out = answer.stdout
+    if out is None:
+        return HookAnswer(context(event, text).stdout, answer.exit_code, answer.stderr)
+    specific = out.get("hookSpecificOutput")
+    if isinstance(specific, dict):
+        for key in ("permissionDecisionReason", "additionalContext"):
+            if isinstance(specific.get(key), str):
+                joined = (specific[key] + "\n\n" + text)[:MAX_TEXT]
+                return HookAnswer({**out, "hookSpecificOutput": {**specific, key: joined}},
+                                  answer.exit_code, answer.stderr)  # fmt: skip
+    if out.get("decision") == "block" and isinstance(out.get("reason"), str):
+        reason = (out["reason"] + "\n\n" + text)[:MAX_TEXT]
+        return HookAnswer({**out, "reason": reason}, answer.exit_code, answer.stderr)
+    return answer

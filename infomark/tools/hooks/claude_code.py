@@ -23,7 +23,15 @@ from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
-from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer, block, context, deny, verdict
+from infomark.tools.hooks.answer import (
+    MAX_TEXT,
+    HookAnswer,
+    block,
+    context,
+    deny,
+    verdict,
+    with_text,
+)
 from infomark.tools.hooks.failsafe import (
     TailMemo,
     WitnessMismatchError,
@@ -38,12 +46,15 @@ from infomark.tools.hooks.where import hook_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from _typeshed import StrPath
 
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.calls import ToolCall, ToolOutcome
+
+    HostStep = Callable[[Gatekeeper, str, dict[str, Any]], tuple[str, dict[str, Any], str]]
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
@@ -139,7 +150,12 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
         return
     offset = gk.state.cursors.get("transcript", 0)
     use_id = payload.get("tool_use_id")
-    chunk = read_new_text(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
+    read = read_new_text
+    if payload.get("transcript_format"):  # another host's transcript (tools/hosts)
+        from infomark.tools.hooks.host_transcripts import READERS
+
+        read = READERS.get(str(payload["transcript_format"]), read_new_text)
+    chunk = read(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
     _check_witness(gk, chunk.heads)
     if chunk.offset == offset:
         return
@@ -208,6 +224,10 @@ def _compaction(gk: Gatekeeper, event: str) -> None:
 
 
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    if payload.get("synthesize_call_id"):  # a host without tool call ids (tools/hosts)
+        from infomark.tools.hooks.call_ids import with_call_id
+
+        payload = with_call_id(gk, event, payload, tool_call_from)
     if event in ("PreCompact", "PostCompact"):
         _compaction(gk, event)
         return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects
@@ -351,6 +371,7 @@ def handle(
     event_hint: str | None = None,
     detail: str = "",
     profile: str | None = None,
+    host_step: HostStep | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
@@ -360,7 +381,9 @@ def handle(
     ``event_hint``/``detail``: what the caller could still see of a payload it could not
     parse (the event name, and why parsing failed). ``profile``: the configured profile when
     the caller has loaded the configuration already (the pool's, ``ledger`` when it is
-    broken); else it is read here.
+    broken); else it is read here. ``host_step``: another host's step before the event
+    (:mod:`infomark.tools.hosts`): it may change the event and payload, and returns text
+    that goes to the model with the answer.
     """
     from infomark.gatekeeper import Gatekeeper
 
@@ -402,7 +425,12 @@ def handle(
         from infomark.tools.hooks.check_call import lazy_attester
 
         lazy_attester(gk)  # the finish, and the baseline before the first action
+        extra = ""
+        if host_step is not None:
+            event, payload, extra = host_step(gk, event, payload)
         answer = _on_event(gk, event, payload)
+        if extra:
+            answer = with_text(answer, event, extra)
         from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
 
         return replace(answer, stdout=steer(gk, event, answer.stdout))
@@ -410,7 +438,10 @@ def handle(
         why = explain(exc, home)
         answer = failure_answer(event, payload, profile, why, home=home, root=root)
         if not isinstance(exc, StoreBusyError):  # a busy store would only make us wait again
-            _journal_failure(gk, event, why, answer.stdout is not None or answer.exit_code == 2)
+            closed = event not in ("PostToolUse", "PostToolUseFailure") and (
+                answer.stdout is not None or answer.exit_code == 2
+            )  # a result's answer only says it is not evidence: nothing was held
+            _journal_failure(gk, event, why, closed)
         return answer
     finally:
         if gk is not None and gk is not gatekeeper:

@@ -23,6 +23,7 @@ STORE_WAIT_S = 2.5  # every lock wait of the journal, in total
 OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), after the answer
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
+    "\n       infomark hook gemini|codex [--home DIR] [--root DIR] < payload.json"
 )
 
 
@@ -41,10 +42,14 @@ class _Watchdog:
     def __init__(self, home: str | None, root: str | None) -> None:
         self.lock = _thread.allocate_lock()  # held by whoever writes the one answer
         self.event: str | None = None
+        self.payload: object = None  # once parsed
+        self.size: int | None = None  # bytes of the payload, once read
+        self._home, self._root = home, root
         self.home = home or ".infomark"
         self.root = root or os.getcwd()
         self._cancelled = _thread.allocate_lock()  # released by cancel(): the answer is out
         self._cancelled.acquire()
+        self.host: str | None = None  # another host's hook (tools/hosts): its answer shape
 
     def start(self) -> None:
         """Start the watchdog: a bare ``_thread`` (``threading`` costs ~4 M instructions)."""
@@ -63,15 +68,101 @@ class _Watchdog:
     def _expire(self) -> None:
         if not self.lock.acquire(blocking=False):
             return  # the real answer is being written
+        from infomark.ledger.blobs import remove_partial
         from infomark.tools.hooks.claude_code import LAST_PROFILE
         from infomark.tools.hooks.failsafe import failure_answer
 
+        removed = remove_partial()  # a blob half written when time ran out
         why = f"the hook did not finish within {deadline():g} s (a hung store or file system?)"
+        if self.size is not None and self.size >= _LARGE:
+            why = (
+                f"the hook did not finish within {deadline():g} s: the result was "
+                f"{self.size / 1e6:.0f} MB, too large to record in time (a slow or busy disk?)"
+            )
+        event, spec = self.event, None
+        if self.host is not None:  # another host's hook: judged as its Claude Code event
+            from infomark.tools.hosts.core import load_spec
+
+            spec = load_spec(self.host)
+            event = spec.events.get(event) if event else None
         answer = failure_answer(
-            self.event, None, LAST_PROFILE[0], why, home=self.home, root=self.root
+            event, self.payload, LAST_PROFILE[0], why, home=self.home, root=self.root
         )
-        _emit(answer)
+        if spec is not None:
+            from infomark.tools.hosts.core import render
+
+            answer = render(spec, self.event, answer)
+        _emit(answer)  # first: the host's own timeout must not overtake the answer
+        # A result's record is worth a longer wait (the host waits 30 s for it); a blocking
+        # event keeps the hook's promise of an exit within 5 s.
+        wait, bound = _JOURNAL_WAIT_S if event in _RESULTS else (0.05, 0.5)
+        _thread.start_new_thread(_exit_after, (answer.exit_code, bound))
+        _journal_timeout(self, answer, why, removed, wait)
         os._exit(answer.exit_code)
+
+
+def _exit_after(code: int, seconds: float) -> None:
+    """End the process after ``seconds`` whatever the journal is doing (a stalled disk
+    can block a write, which no lock timeout bounds)."""
+    never = _thread.allocate_lock()
+    never.acquire()
+    never.acquire(timeout=seconds)
+    os._exit(code)
+
+
+_LARGE = 1_000_000  # a payload this big is named as the likely cause of a timeout
+_RESULTS = ("PostToolUse", "PostToolUseFailure")
+# After a result's timeout: the lock wait and the whole journaling step (the answer is out
+# already; the host's hook timeout is 30 s, install.py)
+_JOURNAL_WAIT_S = (2.0, 5.0)
+
+
+def _journal_timeout(
+    dog: _Watchdog, answer: HookAnswer, why: str, removed: list[str], wait: float
+) -> None:
+    """Journal the watchdog's answer as a ``hook_error``: the size of the payload, what the
+    agent was told, the partial blobs removed. After the answer is out, bounded (lock waits
+    ``wait``, the whole step by :func:`_exit_after`) and without an fsync (a slow disk is
+    the likely cause); skipped, with a line on stderr, when the session cannot be named or
+    the journal stays locked (the hook's own transaction may be what hangs)."""
+    payload = dog.payload if isinstance(dog.payload, dict) else {}
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session or dog.event is None:
+        return
+    out = answer.stdout or {}
+    told = (
+        out.get("hookSpecificOutput", {}).get("additionalContext")
+        or out.get("hookSpecificOutput", {}).get("permissionDecisionReason")
+        or out.get("reason")
+        or ""
+    )
+    record = {
+        "event": dog.event,
+        "error": why[:500],
+        "failed_closed": dog.event not in _RESULTS
+        and (answer.stdout is not None or answer.exit_code == 2),
+        "watchdog": True,
+        "payload_bytes": dog.size,
+        "told": str(told)[:1000],
+        "partial_blobs_removed": len(removed),
+    }
+    use = payload.get("tool_use_id")
+    if isinstance(use, str):
+        record["tool_use_id"] = use[:200]
+    try:
+        from infomark.ledger.journal import bound_store_waits
+        from infomark.ledger.keys import load_key
+        from infomark.ledger.store import open_journal
+        from infomark.tools.hooks.where import hook_paths
+
+        bound_store_waits(wait)
+        home, _root = hook_paths(payload, dog._home, dog._root)
+        journal = open_journal(home, load_key(home, create=False))
+        journal.relax_next()
+        with journal.write(session):
+            journal.append(session, "hook_error", record)
+    except Exception as exc:
+        sys.stderr.write(f"infomark: the timeout could not be journaled: {exc}\n")
 
 
 _HELP = f"""{_USAGE}
@@ -97,7 +188,15 @@ def run_hook(args: list[str]) -> int:
     if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
         print(_HELP)
         return 0
-    if not args or args[0] not in ("claude-code", "claude"):
+    host = None
+    if args and args[0] not in ("claude-code", "claude"):
+        from infomark.tools.hosts import HOST_MODULES  # not on the Claude Code path
+
+        host = args[0] if args[0] in HOST_MODULES else None
+        if host is None:
+            print(_USAGE, file=sys.stderr)
+            return 2
+    if not args:
         print(_USAGE, file=sys.stderr)
         return 2
     home: str | None = None
@@ -122,11 +221,13 @@ def run_hook(args: list[str]) -> int:
     # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service
     otel = _otel_rows() if url is None and os.environ.get("INFOMARK_OTEL") else None
     dog = _Watchdog(home, root)
+    dog.host = host
     dog.start()
     raw = sys.stdin.buffer.read()
     from infomark.tools.hooks.failsafe import sniff_event
 
     dog.event = sniff_event(raw)
+    dog.size = len(raw)
     payload: object = None
     detail = ""
     try:
@@ -135,7 +236,17 @@ def run_hook(args: list[str]) -> int:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
         detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
-    if url is not None:
+    dog.payload = payload
+    if host is not None:
+        from infomark.tools.hosts.core import handle_host, load_spec
+
+        if url is not None:
+            sys.stderr.write(f"infomark hook {host}: --url is for claude-code; judging locally\n")
+        spec = load_spec(host)
+        answer = handle_host(
+            spec, payload, home=home, root=root, event_hint=dog.event, detail=detail
+        )
+    elif url is not None:
         from infomark.tools.hooks.forward import forward
 
         answer = forward(url, raw, payload, home=home, root=root, detail=detail, event=dog.event)

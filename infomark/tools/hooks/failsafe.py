@@ -44,6 +44,7 @@ __all__ = [
     "check_tail",
     "explain",
     "failure_answer",
+    "not_evidence",
     "sniff_event",
     "unattended_host",
     "unreadable_answer",
@@ -382,6 +383,16 @@ def failure_answer(
     root: StrPath,
 ) -> HookAnswer:
     """The answer to ``event`` when the gatekeeper could not judge it (``why`` says why)."""
+    if event in _RESULTS:  # in every profile: the model must know its result proves nothing
+        return HookAnswer(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": event,
+                    "additionalContext": not_evidence(why),
+                }
+            },
+            stderr=f"infomark ({profile}): {why}; the result was not recorded",
+        )
     if profile not in ENFORCING:
         return HookAnswer(stderr=f"infomark ({profile}): {why}; failing open (observe profile)")
     if event == "PreToolUse":
@@ -401,6 +412,18 @@ def failure_answer(
     if event is None:  # not even the event is known: exit 2 blocks whatever can be blocked
         return HookAnswer(exit_code=2, stderr=f"infomark: {why}; failing closed")
     return HookAnswer(stderr=f"infomark: {why}")
+
+
+_RESULTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def not_evidence(why: str) -> str:
+    """What the model is told when its tool result could not be recorded."""
+    return (
+        f"[infomark: no evidence for this result (hook_error): {why}. This result was not "
+        "recorded, so it cannot ground a claim or back a stamp. To get evidence, run the call "
+        "again so that it prints less (e.g. filter or summarise its output in the command)]"
+    )[:9_500]
 
 
 def unreadable_answer(

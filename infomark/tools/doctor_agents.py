@@ -1,0 +1,181 @@
+"""``infomark doctor`` for the hosts of :mod:`infomark.tools.hosts` (Gemini CLI, Codex).
+
+Per host, read-only: installed (the project's and the user's hook file), every event
+mounted, the launcher beside the file able to start, and what the host itself needs before
+it runs a project's hooks (Gemini CLI: a trusted folder; Codex: a trusted project, and each
+hook trusted in ``/hooks``, which doctor cannot see). A host that is not installed is one
+``info`` line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from infomark.tools.doctor import Finding, read_json
+from infomark.tools.hosts import HOST_MODULES
+from infomark.tools.hosts.spec import HostSpec
+
+__all__ = ["agent_findings"]
+
+
+def _ours(spec: HostSpec, data: Any) -> set[str]:
+    """The events of ``data`` (a hook file) that run infomark's hook for ``spec``."""
+    mark = f" hook {spec.name}"
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    found: set[str] = set()
+    for event, groups in (hooks or {}).items() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for h in group.get("hooks", []) if isinstance(group, dict) else ():
+                command = h.get("command") if isinstance(h, dict) else None
+                if isinstance(command, str) and (command.endswith(mark) or mark + " " in command):
+                    found.add(str(event))
+    return found
+
+
+def _trust(spec: HostSpec, root: Path, user_home: Path) -> Finding | None:
+    """What the host needs before it runs a project's hooks, when it is missing."""
+    here = str(root.resolve())
+    if spec.name == "gemini":
+        data, _ = read_json(user_home / ".gemini" / "trustedFolders.json")
+        trusted = isinstance(data, dict) and any(
+            (here == k or here.startswith(k.rstrip("/") + "/"))
+            and v in ("TRUST_FOLDER", "TRUST_PARENT")
+            for k, v in data.items()
+            if isinstance(k, str)
+        )
+        if trusted:
+            return None
+        return Finding(
+            spec.name, "folder_trusted", "warning",
+            f"{here} is not in ~/.gemini/trustedFolders.json: Gemini CLI runs no project hook "
+            "in an untrusted folder",
+            "trust the folder when Gemini CLI asks (or /permissions)",
+        )  # fmt: skip
+    if spec.name == "codex":
+        import tomllib
+
+        try:
+            config = tomllib.loads((user_home / ".codex" / "config.toml").read_text("utf-8"))
+        except (OSError, ValueError):
+            config = {}
+        level = (config.get("projects", {}).get(here) or {}).get("trust_level")
+        if level == "trusted":
+            return None
+        return Finding(
+            spec.name, "project_trusted", "warning",
+            f"{here} is not a trusted project in ~/.codex/config.toml: Codex loads no "
+            "project .codex/ layer (hooks included) for it",
+            f'trust it when Codex asks, or add [projects."{here}"] trust_level = "trusted"',
+        )  # fmt: skip
+    return None
+
+
+def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
+    from infomark.kernel.errors import UserError
+    from infomark.tools.launcher import launcher_for, read_launcher
+
+    out: list[Finding] = []
+    files = [
+        root / spec.config_dir / spec.config_file,
+        user_home / spec.config_dir / spec.config_file,
+    ]
+    installed: dict[Path, set[str]] = {}
+    for path in files:
+        if not path.is_file():
+            continue
+        data, error = read_json(path)
+        if error is not None or not isinstance(data, dict):
+            out.append(Finding(spec.name, "settings_parse", "problem",
+                               f"{path} is not a JSON object ({error or 'wrong shape'})",
+                               f"fix {path}, then `infomark install {spec.name}`"))  # fmt: skip
+            continue
+        events = _ours(spec, data)
+        if events:
+            installed[path] = events
+    if not installed:
+        return [Finding(spec.name, "installed", "info", "not installed (no infomark hooks found)")]
+    for path, events in installed.items():
+        out.append(Finding(spec.name, "installed", "ok", f"hooks in {path}"))
+        missing = [e for e, _ in spec.install if e not in events]
+        if missing:
+            out.append(Finding(spec.name, "hook_missing", "problem",
+                               f"{path} lacks infomark's {', '.join(missing)} hook",
+                               f"`infomark install {spec.name}`"))  # fmt: skip
+        launcher = launcher_for(path)
+        try:
+            problems = read_launcher(launcher).problems()
+        except UserError as exc:
+            problems = [str(exc)]
+        if problems:
+            fix = f"`infomark install {spec.name}` (it rewrites the launcher)"
+            why = f"{launcher} cannot start: " + "; ".join(problems)
+            out.append(Finding(spec.name, "launcher", "problem", why, fix))
+        else:
+            out.append(Finding(spec.name, "launcher", "ok", f"{launcher} can start the hook"))
+    if root / spec.config_dir / spec.config_file in installed:
+        trust = _trust(spec, root, user_home)
+        if trust is not None:
+            out.append(trust)
+    out.append(Finding(
+        spec.name, "fails_open", "info",
+        f"{spec.title} lets a call through when its hook crashes or times out (nothing "
+        "configures it to block): the hook answers within 4 s and fails closed itself",
+    ))  # fmt: skip
+    if spec.name == "codex" and root / spec.config_dir / spec.config_file in installed:
+        out += _codex_sandbox(root, user_home)
+    if spec.name == "codex":
+        out.append(Finding(
+            spec.name, "hooks_trusted", "info",
+            "Codex runs a non-managed hook only once trusted in /hooks (recorded by its hash; "
+            "a reinstall that changes the command needs trusting again): doctor cannot see it",
+        ))  # fmt: skip
+    return out
+
+
+def _codex_sandbox(root: Path, user_home: Path) -> list[Finding]:
+    """Codex's sandbox hides the ledger home only under infomark's permission profile."""
+    import tomllib
+
+    from infomark.tools.hosts.codex_sandbox import policy_state
+
+    area, fix = "codex", "`infomark install codex` (with no sandbox_mode in any Codex config)"
+    try:
+        text = (root / ".codex" / "config.toml").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if policy_state(text) != "ours":
+        return [Finding(area, "sandbox_profile", "warning",
+                        "the project's .codex/config.toml does not select infomark's "
+                        "permission profile: Codex's sandbox does not hide the ledger home",
+                        fix)]  # fmt: skip
+    try:
+        user = tomllib.loads((user_home / ".codex" / "config.toml").read_text("utf-8"))
+    except (OSError, ValueError):
+        user = {}
+    if "sandbox_mode" in user:
+        return [Finding(area, "sandbox_profile", "warning",
+                        "~/.codex/config.toml sets sandbox_mode, so Codex ignores every "
+                        "permission profile, infomark's included", fix)]  # fmt: skip
+    if (root / ".infomark").is_file():
+        return [Finding(area, "sandbox_profile", "problem",
+                        f"{root / '.infomark'} is a file (Codex's placeholder for a hidden "
+                        "path that was missing): the hook has no home", fix)]  # fmt: skip
+    return [
+        Finding(
+            area,
+            "sandbox_profile",
+            "ok",
+            "Codex's sandbox hides the ledger home from the agent's commands",
+        )
+    ]
+
+
+def agent_findings(root: Path, user_home: Path) -> list[Finding]:
+    """Every host of :data:`~infomark.tools.hosts.HOST_MODULES`, in order."""
+    from infomark.tools.hosts.core import load_spec
+
+    out: list[Finding] = []
+    for name in HOST_MODULES:
+        out += _host(load_spec(name), root, user_home)
+    return out

@@ -1,0 +1,18 @@
+"""Hosts other than Claude Code: Gemini CLI, OpenAI Codex CLI (and their installers).
+
+A host is one small module with one declarative :class:`~infomark.tools.hosts.spec.HostSpec`:
+its event names mapped onto the Claude Code events the shared hook core answers
+(:mod:`infomark.tools.hooks.claude_code`), how its payload differs, and the shape of each
+answer. :mod:`infomark.tools.hosts.core` runs any spec. Nothing here is imported on the
+Claude Code hook path.
+"""
+
+from __future__ import annotations
+
+__all__ = ["HOST_MODULES"]
+
+#: ``infomark hook <name>`` → the module holding that host's ``SPEC``
+HOST_MODULES: dict[str, str] = {
+    "gemini": "infomark.tools.hosts.gemini",
+    "codex": "infomark.tools.hosts.codex",
+}

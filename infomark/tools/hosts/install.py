@@ -1,0 +1,120 @@
+"""``infomark install gemini|codex``: merge infomark's hooks into the host's hook file.
+
+The same rules as ``infomark install claude-code`` (:mod:`infomark.tools.install`): other
+hooks and settings are kept, a second install changes nothing, ``--uninstall`` removes only
+infomark's entries and the launcher, an unreadable file is an error and is left as it was.
+The hook command runs the isolated launcher written beside the file
+(:mod:`infomark.tools.launcher`). For a project install the command names it through the
+variable the host expands to the project directory (Gemini CLI: ``$GEMINI_PROJECT_DIR``), so
+the file holds no absolute path of this clone: a teammate who runs ``infomark install`` in
+their own clone gets their own launcher, and the committed file works for both.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from infomark.kernel.errors import UserError
+from infomark.tools.hosts.spec import HostSpec
+from infomark.tools.install import Installed, _load, _save, _strip
+from infomark.tools.launcher import (
+    hook_prefix,
+    launcher_for,
+    remove_launcher,
+    render,
+    write_launcher,
+)
+
+__all__ = ["host_settings_path", "install_host", "uninstall_host"]
+
+
+def host_settings_path(spec: HostSpec, scope: str, root: Path) -> Path:
+    if scope == "user":
+        return Path.home() / spec.config_dir / spec.config_file
+    if scope == "project":
+        return root / spec.config_dir / spec.config_file
+    raise UserError(f"unknown scope {scope!r}; use project or user")
+
+
+def _marker(spec: HostSpec) -> str:
+    return f" hook {spec.name}"
+
+
+def _ours(spec: HostSpec) -> Any:
+    mark = _marker(spec)
+
+    def ours(handler: Any) -> bool:
+        command = handler.get("command") if isinstance(handler, dict) else None
+        return isinstance(command, str) and (command.endswith(mark) or mark + " " in command)
+
+    return ours
+
+
+def hook_command(spec: HostSpec, path: Path, scope: str, home: Path | None) -> str:
+    """The command the host runs: the launcher beside ``path``, then ``hook <host>``."""
+    launcher = launcher_for(path)
+    prefix = hook_prefix(launcher.absolute())
+    if (
+        scope == "project"
+        and spec.project_dir_var
+        and prefix == shlex.quote(str(launcher.absolute()))
+    ):
+        prefix = f"{spec.project_dir_var}/{spec.config_dir}/{launcher.name}"
+    command = prefix + _marker(spec)
+    if home is not None:
+        command += " --home " + shlex.quote(str(home.resolve()))
+    return command
+
+
+def install_host(
+    spec: HostSpec, *, scope: str = "project", root: Path, home: Path | None = None
+) -> Installed:
+    """Add infomark's hooks for ``spec``'s host; idempotent (``changed`` False the 2nd time)."""
+    path = host_settings_path(spec, scope, root)
+    before = _load(path)
+    data = _strip(json.loads(json.dumps(before)), _ours(spec))
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UserError(f"{path}: 'hooks' must be an object; nothing was changed")
+    text = render()  # before anything is written: an interpreter it cannot name is an error
+    entry = {"type": "command", "command": hook_command(spec, path, scope, home),
+             "timeout": spec.timeout}  # fmt: skip
+    if spec.name == "gemini":
+        entry["name"] = "infomark"
+    for event, matcher in spec.install:
+        group: dict[str, Any] = {"hooks": [dict(entry)]}
+        if matcher is not None:
+            group = {"matcher": matcher, **group}
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise UserError(f"{path}: hooks.{event} must be a list; nothing was changed")
+        groups.append(group)
+    wrote = write_launcher(launcher_for(path), text)
+    if spec.name == "codex" and scope == "project":  # Codex's own sandbox hides the home
+        from infomark.tools.hosts.codex_sandbox import write_policy
+
+        wrote = write_policy(root, home)[0] or wrote
+    if path.exists() and data == before:
+        return Installed(path, changed=wrote)
+    _save(path, data)
+    return Installed(path, changed=True)
+
+
+def uninstall_host(spec: HostSpec, *, scope: str = "project", root: Path) -> Installed:
+    """Remove only infomark's entries for ``spec``'s host, then its launcher."""
+    path = host_settings_path(spec, scope, root)
+    removed = False
+    if path.exists():
+        before = _load(path)
+        data = _strip(json.loads(json.dumps(before)), _ours(spec))
+        if data != before:
+            _save(path, data)
+            removed = True
+    if spec.name == "codex" and scope == "project":
+        from infomark.tools.hosts.codex_sandbox import remove_policy
+
+        removed = remove_policy(root) or removed
+    return Installed(path, changed=remove_launcher(launcher_for(path)) or removed)

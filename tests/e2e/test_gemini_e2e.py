@@ -1,0 +1,154 @@
+"""A whole scripted fix session through the real Gemini CLI with infomark's hooks installed.
+
+The hooks come from the real installer (``infomark install gemini``); the model is a
+:class:`ModelStub` speaking the Gemini API on 127.0.0.1, whose callable steps read what
+Gemini CLI sends back (the hook's denial, the evidence ref, the finish refusal) and answer
+with them, as a model would.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .hosts_harness import (
+    EVIDENCE_REF,
+    HOST_VERSIONS,
+    LEDGER,
+    check_fix_journal,
+    gemini_home,
+    host_binary,
+    host_env,
+    install_hooks,
+    run_host,
+    stamp,
+)
+from .model_stubs import Call, ModelStub, Request, Turn
+from .scripts_infomark import BUGGY_BODY, FIXED_BODY, ORACLE, oracle_env, write_project
+
+
+@dataclass
+class _Fix:
+    parser: Path
+    refs: list[str] = field(default_factory=list)
+    seen: dict[str, str] = field(default_factory=dict)
+
+    def _edit(self) -> Call:
+        return Call(
+            "replace",
+            {
+                "file_path": str(self.parser),
+                "old_string": BUGGY_BODY,
+                "new_string": FIXED_BODY,
+                "instruction": "strip the fields",
+            },
+        )
+
+    def _oracle(self) -> Call:
+        return Call("run_shell_command", {"command": ORACLE, "description": "run the tests"})
+
+    def script(self) -> list[object]:
+        return [
+            Turn(text=LEDGER, calls=(self._edit(),)),
+            self._after_deny,
+            self._after_oracle,
+            self._after_edit,
+            self._after_refusal,
+            self._finish,
+        ]
+
+    def _after_deny(self, request: Request) -> Turn:
+        self.seen["deny"] = request.since_model()
+        self.seen["parser_after_deny"] = self.parser.read_text(encoding="utf-8")
+        return Turn(text="Grounding C1 first.", calls=(self._oracle(),))
+
+    def _ref(self, request: Request) -> str:
+        refs = EVIDENCE_REF.findall(request.since_model())
+        assert len(refs) == 1, f"expected one evidence ref, got {refs}: {request.since_model()}"
+        return refs[0]
+
+    def _after_oracle(self, request: Request) -> Turn:
+        self.seen["oracle"] = request.since_model()
+        self.refs.append(self._ref(request))
+        return Turn(text=stamp(self.refs[-1]), calls=(self._edit(),))
+
+    def _after_edit(self, request: Request) -> Turn:
+        self.seen["edit"] = request.since_model()
+        return Turn(text="Done, all tests pass.")
+
+    def _after_refusal(self, request: Request) -> Turn:
+        self.seen["refusal"] = request.since_model()
+        return Turn(text="Re-running the oracle.", calls=(self._oracle(),))
+
+    def _finish(self, request: Request) -> Turn:
+        self.refs.append(self._ref(request))
+        return Turn(text="Done.\n\n" + stamp(self.refs[-1]))
+
+
+@pytest.mark.e2e
+def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: Path) -> None:
+    binary = host_binary("gemini")
+    project, home = tmp_path / "project", tmp_path / "home"
+    parser = write_project(project)
+    original = parser.read_text(encoding="utf-8")
+    install_hooks("gemini", project)
+    settings = project / ".gemini" / "settings.json"
+    gemini_home(home, project)
+    model = _Fix(parser)
+
+    with ModelStub("gemini", model.script()) as stub:
+        env = host_env(
+            home,
+            {
+                **oracle_env(),
+                "GEMINI_API_KEY": "stub-not-a-key",
+                "GOOGLE_GEMINI_BASE_URL": stub.url,
+            },
+        )
+        args = [str(binary), "-p", "Fix parse() so fields lose surrounding blanks.", "--yolo",
+                "-m", "gemini-2.5-pro", "-o", "json"]  # fmt: skip
+        proc = run_host(args, project, env)
+    stub.check(complete=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["response"].endswith(stamp(model.refs[1])), result
+
+    installed = json.loads(settings.read_text(encoding="utf-8"))["hooks"]
+    assert {"SessionStart", "BeforeTool", "AfterTool", "AfterAgent"} <= set(installed)
+
+    first = stub.scripted[0]
+    assert "infomark protocol" in first.all_text()  # SessionStart context reached the model
+
+    # 1. The ledger and the edit in one turn: the hook read the ledger, then denied the edit.
+    assert "Tool execution blocked: " in model.seen["deny"]
+    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{ORACLE}`" in model.seen["deny"]
+    assert model.seen["parser_after_deny"] == original
+
+    # 2. The oracle ran; its evidence tag reached the model with the tool result.
+    assert "OK" in model.seen["oracle"] and model.refs[0] in model.seen["oracle"]
+
+    # 3. Stamped, the same edit ran.
+    assert parser.read_text(encoding="utf-8") == original.replace(BUGGY_BODY, FIXED_BODY)
+
+    # 4. "Done" with no evidence newer than the edit was refused (AfterAgent deny).
+    refusal = model.seen["refusal"].lower()
+    assert "no claim is exact on evidence produced after the last edit" in refusal
+    assert f"`{ORACLE}` (C1)" in model.seen["refusal"]
+
+    # 5. The fresh run and stamp finished; the journal verifies.
+    session = str(result["session_id"])
+    check_fix_journal(
+        project,
+        session,
+        model.refs,
+        [
+            ("replace", "deny"),
+            ("run_shell_command", "allow"),
+            ("replace", "allow"),
+            ("run_shell_command", "allow"),
+        ],
+    )
+    print(f"\n[e2e gemini {HOST_VERSIONS['gemini']}] requests {len(stub.scripted)}")

@@ -1,0 +1,104 @@
+"""What a hook process asks of the disk, counted with strace (issue 28).
+
+A steady-state read changes nothing durable: its PreToolUse must not wait for the disk at
+all. A decision that allows a mutation, an applied stamp and a recorded result are durable:
+each commit syncs the WAL once (plus, once per process, the home directory: SQLite syncs
+the directory of a WAL it opened with create rights on its first sync). And no hook
+process deletes and re-creates ``ledger.db-wal`` / ``-shm``: they stay for the next one.
+The session is shaped like real use (``bench/session.py``): a transcript, a grounded
+5-claim ledger with applied stamps, the installed ``.claude/infomark-hook`` launcher.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.session import CASES, RealSession
+
+STRACE = shutil.which("strace")
+pytestmark = pytest.mark.skipif(
+    STRACE is None, reason="STRACE NOT INSTALLED: the hook's syscalls are not counted"
+)
+
+# case -> (fsync + fdatasync calls, why)
+SYNCS = {
+    "PreToolUse Read": (0, "a read's allow: nothing durable changes"),
+    "PreToolUse Edit": (2, "an allowed mutation: one durable commit (WAL + its directory)"),
+    "PreToolUse Bash": (2, "an allowed execute may mutate: one durable commit"),
+    "PreToolUse after an applied stamp": (2, "the stamp's commit; the Read's allow: none"),
+    "PostToolUse Bash result": (4, "the blob's fsync, then the record's durable commits"),
+    "PostToolUse Read result": (4, "the blob's fsync, then the record's durable commits"),
+}
+_SYNC = re.compile(r"\b(fsync|fdatasync|syncfs|sync_file_range)\(")
+_UNLINK = re.compile(r'\bunlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)"')
+
+
+def _restart_wal(s: RealSession) -> None:
+    """Checkpoint the WAL now, then let one hook call restart it (that call writes and syncs
+    the WAL header): the measured call then starts far below the hook's checkpoint size
+    (``journal._HOOK_WAL_PAGES``), whose own syncs are not what is counted here."""
+    db = sqlite3.connect(s.home / "ledger.db")
+    try:
+        busy, _log, _done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        db.close()
+    assert busy == 0
+    use = s.next_use()
+    s.run(s.payload("PreToolUse", "Grep", {"pattern": "x", "path": str(s.project)}, use))
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> RealSession:
+    s = RealSession(tmp_path_factory.mktemp("syscalls"))
+    s.ground()
+    return s
+
+
+def _traced(s: RealSession, stdin: bytes, log: Path) -> tuple[list[str], list[str], str]:
+    assert STRACE is not None
+    done = subprocess.run(
+        [
+            STRACE,
+            "-f",
+            "-qq",
+            "-o",
+            str(log),
+            "-e",
+            "trace=%file,fsync,fdatasync,syncfs,sync_file_range",
+            *s.argv,
+        ],
+        input=stdin,
+        capture_output=True,
+        env=s.env,
+        cwd=s.project,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = log.read_text().splitlines()
+    syncs = [line for line in lines if _SYNC.search(line)]
+    unlinked = [m.group(1) for line in lines for m in [_UNLINK.search(line)] if m]
+    return syncs, unlinked, done.stdout.decode()
+
+
+@pytest.mark.parametrize("case", list(SYNCS))
+def test_syncs_per_hook_call_in_a_real_session(
+    session: RealSession, case: str, tmp_path: Path
+) -> None:
+    expected, why = SYNCS[case]
+    _restart_wal(session)
+    stdin = CASES[case](session)
+    wal = session.home / "ledger.db-wal"
+    before = wal.stat().st_ino
+    syncs, unlinked, out = _traced(session, stdin, tmp_path / "strace.log")
+    assert len(syncs) == expected, (why, syncs)
+    assert not [u for u in unlinked if u.endswith(("-wal", "-shm"))], unlinked
+    assert wal.stat().st_ino == before, "the WAL was deleted and re-created"
+    assert (session.home / "ledger.db-shm").exists()
+    assert '"deny"' not in out and '"ask"' not in out, out  # the grounded session proceeds
