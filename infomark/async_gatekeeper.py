@@ -18,7 +18,7 @@ import contextvars
 import functools
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -134,6 +134,15 @@ class AsyncGatekeeper:
         self._gk.unattended = value
 
     @property
+    def attester(self) -> Callable[[str], str] | None:
+        """Runs a claim's oracle attested (see :attr:`Gatekeeper.attester`)."""
+        return self._gk.attester
+
+    @attester.setter
+    def attester(self, value: Callable[[str], str] | None) -> None:
+        self._gk.attester = value
+
+    @property
     def refetch(self) -> Refetch | None:
         """How the host re-runs a web fetch (see :attr:`Gatekeeper.refetch`)."""
         return self._gk.refetch
@@ -237,6 +246,15 @@ class AsyncGatekeeper:
 
     async def can_finish(self, final_text: str = "") -> FinishDecision:
         return await self._run(self._gk.can_finish, final_text)
+
+    async def record_attested(
+        self,
+        claim_id: str,
+        outcome: ToolOutcome,
+        attestation: Mapping[str, Any],
+        judged: str,
+    ) -> tuple[Evidence, IngestReport]:
+        return await self._run(self._gk.record_attested, claim_id, outcome, attestation, judged)
 
     async def approve(self, *, by: str = "operator", note: str = "") -> None:
         await self._run(self._gk.approve, by=by, note=note)

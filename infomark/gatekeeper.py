@@ -16,7 +16,7 @@ class across modules would put a module more on the hook's hot path for no new j
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from infomark.gates import grading_flow, watch
 from infomark.gates.authorize import (
@@ -80,6 +80,10 @@ class Gatekeeper:
         # Files the host keeps that witness the journal (Claude Code's transcript): the
         # agent's tools may not change them; set by the integration, like `unattended`.
         self.host_files: tuple[str, ...] = ()
+        # Runs a claim's oracle the way infomark grades it (docs/security.md#attested-runs):
+        # claim id -> the text for the agent; set by the integrations that can (the tools
+        # layer's attested runner); the finish calls it for the claims it needs.
+        self.attester: Callable[[str], str] | None = None
         # What the hook last verified of this session's journal tail (the Claude Code hook's own
         # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
         self._tail_memo: object | None = None
@@ -245,6 +249,10 @@ class Gatekeeper:
 
             changed = recheck_premises(self._ledger, self.refetch)
         grading_flow.check(self._ledger, self.config, seed=True)
+        if not self._ledger.state.baseline and self.config.attest_required:
+            from infomark.gates import baseline  # once per session: before the first action
+
+            baseline.ensure(self._ledger)
         guard = protected(
             call.tool,
             call.input,
@@ -369,6 +377,12 @@ class Gatekeeper:
         grading_flow.check(self._ledger, self.config)
         checks = self.check_status() if self.config.profile == "verify" else None
         found, weakened = self._weakened(checks)
+        attested = ""
+        early = decide_finish(self._ledger.refresh(), final_text, self.config, checks, weakened)
+        if not early.allow:
+            attested = self._attest_for_finish()  # what infomark's own runs show, first
+            if attested and checks is not None:
+                checks = self.check_status()
         with self._ledger.transaction():
             if found:
                 self._ledger.emit(
@@ -379,6 +393,8 @@ class Gatekeeper:
                     },
                 )
             result = decide_finish(self._ledger.state, final_text, self.config, checks, weakened)
+            if attested and not result.allow:
+                result = replace(result, reason=result.reason + "\n\n" + attested)
             step = self.policy.finalize(self._ledger, final_text, result)
             self._commit(step)
             result = step.finish or result
@@ -421,6 +437,46 @@ class Gatekeeper:
             return data.decode("utf-8", "replace") if data is not None else None
 
         return check_status(ledger.refresh(), checks, root=ledger.root_dir, output_of=output_of)
+
+    def _attest_for_finish(self) -> str:
+        """Run, through the attester, the oracles of the claims the finish needs attested."""
+        from infomark.gates.finalize import to_attest
+
+        if self.attester is None:
+            return ""
+        return "\n".join(
+            self.attester(cid) for cid in to_attest(self._ledger.refresh(), self.config)
+        )
+
+    def record_attested(
+        self,
+        claim_id: str,
+        outcome: ToolOutcome,
+        attestation: Mapping[str, Any],
+        judged: str,
+    ) -> tuple[Evidence, IngestReport]:
+        """Record infomark's own run of ``claim_id``'s oracle and bind the claim to it.
+
+        Called by the attested runner (tools layer) only: ``judged`` is the outcome read from
+        the runner's report (``PASS``, ``FAIL``, ``ERROR``). The stamp it implies is judged
+        like any other: ``PASS`` on a pass claim, ``EXPECTED_FAIL`` on an ``expect: FAIL``
+        claim that failed, ``FAIL`` (the claim leaves G) on a pass claim that did not pass.
+        """
+        claim = self._ledger.state.claims.get(claim_id)
+        if claim is None or claim.oracle is None:
+            raise UserError(f"claim {claim_id!r} is not declared with an oracle")
+        evidence = self._ledger.record_attested(claim.oracle, outcome, attestation, judged)
+        ref = evidence.ref
+        if judged == "PASS":
+            text = f"oracle_stamp: claim_id={claim_id} evidence_ref={ref} result=PASS"
+        elif judged == "FAIL":
+            result = "EXPECTED_FAIL" if claim.expect == "FAIL" else "FAIL"
+            text = f"oracle_stamp: claim_id={claim_id} evidence_ref={ref} result={result}"
+        elif claim.stamp is not None:  # the run shows nothing (tampered, no test ran …)
+            text = f"divergence_event: claim_id={claim_id} evidence_ref={ref}"
+        else:
+            return evidence, IngestReport()
+        return evidence, self.ingest(text, source="attest")
 
     def approve(self, *, by: str = "operator", note: str = "") -> None:
         """Record the G4 approval (the strict profile needs it before G6)."""

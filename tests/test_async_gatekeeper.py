@@ -31,7 +31,7 @@ SYNC_HERE = {
 #: Sync properties that do I/O, so the async facade has a coroutine method instead.
 PROPERTY_BECOMES_COROUTINE = {"state": "refreshes the projection from the journal"}
 #: Members the async facade adds as properties (instance attributes on the sync one).
-ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended", "host_files", "refetch"}
+ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended", "host_files", "refetch", "attester"}
 
 
 def _public(cls: type) -> set[str]:

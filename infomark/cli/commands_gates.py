@@ -1,4 +1,4 @@
-"""Gate commands: authorize, approve, held, finish, gate, kernel validate|render, demo."""
+"""Gate commands: authorize, approve, held, check, finish, gate, kernel validate|render, demo."""
 
 from __future__ import annotations
 
@@ -160,6 +160,31 @@ def finish(source: str | None) -> None:
 
 
 @click.command()
+@click.argument("claim_id")
+@common
+def check(claim_id: str) -> None:
+    """infomark runs CLAIM_ID's oracle itself, sandboxed, in a copy made of the session's
+    baseline and the agent's source changes (an attested run). Exit 0 PASS, 3 otherwise."""
+    from infomark.tools.attest import check as attested_check
+
+    with open_gk() as gk:
+        result = attested_check(gk, claim_id)
+    if opts()["json"]:
+        emit_json(
+            {
+                "text": result.text,
+                "evidence_ref": result.evidence.ref if result.evidence else None,
+                "outcome": result.outcome,
+                "status": result.status,
+            }
+        )
+    else:
+        click.echo(result.text)
+    if result.outcome != "PASS":
+        raise CliExit(EXIT_DENY)
+
+
+@click.command()
 @common
 def gate() -> None:
     """The session's gate position, lawful moves and loop budget."""
@@ -227,5 +252,5 @@ def demo(keep: bool) -> None:
 
 
 def register(group: click.Group) -> None:
-    for cmd in (authorize, approve, held, finish, gate, kernel, demo):
+    for cmd in (authorize, approve, held, check, finish, gate, kernel, demo):
         group.add_command(cmd)

@@ -56,7 +56,15 @@ class Config:
     oracle_require: tuple[str, ...] = ()  # [oracles] require: a finish needs a fresh PASS
     grading_policy: str = "hold"  # a file-tool edit of a grading file: hold | refuse | allow
     grading_files: tuple[str, ...] = ()  # test-file globs (empty: the defaults)
-    grading_source: tuple[str, ...] = ()  # [grading] source: what an attested run carries
+    grading_source: tuple[str, ...] = ()  # [grading] source: globs (empty: the default rule)
+    attest: Mapping[str, Any] = field(default_factory=dict)  # [attest], as validated
+
+    @property
+    def attest_required(self) -> bool:
+        """Exact for a claim with a declared oracle needs an attested run (``[attest]
+        required = true``; never in the observe profile)."""
+        return bool(self.attest.get("required")) and self.profile != "observe"
+
     source: str | None = None
 
     @classmethod
@@ -87,6 +95,7 @@ class Config:
             grading_policy=str(d.get("grading_policy", "hold")),
             grading_files=tuple(d.get("grading_files") or ()),
             grading_source=tuple(dict(d.get("grading") or {}).get("source") or ()),
+            attest=dict(d.get("attest") or {}),
             source=source,
         )
 
@@ -100,6 +109,7 @@ def ledger_rules(config: Config, home: StrPath) -> LedgerRules:
         source_defaults=config.sources_defaults,
         judge_oracle=OracleJudge(config.oracle_allow, home=home),
         ran_nothing=ran_nothing,
+        require_attested=config.attest_required,
     )
 
 

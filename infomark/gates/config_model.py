@@ -80,6 +80,26 @@ class GradingModel(_Strict):
         return value
 
 
+class AttestModel(_Strict):
+    """``[attest]``: infomark's own sandboxed runs of an oracle (docs/security.md)."""
+
+    required: bool = False  # Exact for a claim with an oracle needs an attested run
+    env: list[str] = Field(default_factory=list)  # variables passed through by name
+    network: bool = False
+    cpu_seconds: int = Field(default=600, ge=1, le=86400)
+    memory_mb: int = Field(default=4096, ge=64, le=1 << 20)
+    wall_seconds: float = Field(default=240, gt=0, le=840)  # below the hook timeout (900 s)
+    at_finish: int = Field(default=3, ge=0, le=20)  # claims the finish may run, at most
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+
 class ScratchModel(_Strict):
     """``[scratch]``: writes to the agent's own new files and the temp dir (docs/gates.md)."""
 
@@ -135,6 +155,7 @@ class ConfigModel(_Strict):
     grading_policy: Literal["hold", "refuse", "allow"] = "hold"
     grading_files: list[str] = Field(default_factory=list)
     grading: GradingModel = Field(default_factory=GradingModel)
+    attest: AttestModel = Field(default_factory=AttestModel)
     # Adaptive policy layer (packs, working memory, triggers).
     adaptive_packs: list[str] | None = None
     pack_overrides: dict[str, PackOverride] = Field(default_factory=dict)

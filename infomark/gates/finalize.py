@@ -43,6 +43,7 @@ __all__ = [
     "finish_problems",
     "fresh_exact_claims",
     "starting_state",
+    "to_attest",
 ]
 
 BLOCKED_TERMINALS = ("BLOCKED", "WAITING_APPROVAL", "OUT_OF_SCOPE")
@@ -80,6 +81,8 @@ def starting_state(state: SessionState, claim: ClaimState) -> bool:
     """A claim grounded before the first mutation that describes the starting state."""
     if claim.stamp is None or not state.first_modify_seq:
         return False
+    if claim.expect == "FAIL" and claim.stamp.result == "EXPECTED_FAIL":
+        return True  # a reproduction: it describes the tree before the fix, whenever it ran
     if claim.stamp.evidence_seq >= state.first_modify_seq:
         return False
     return claim.id in state.premises or claim.expect == "FAIL"
@@ -96,14 +99,35 @@ def completion_claims(state: SessionState) -> list[str]:
     ]
 
 
-def _fresh(state: SessionState, cid: str) -> bool:
+def _fresh(state: SessionState, cid: str, attested: bool = False) -> bool:
+    """Exact on evidence newer than the last change (``attested``: a claim with an oracle on
+    infomark's own run of it)."""
     c = state.claims.get(cid)
     return (
         c is not None
         and c.status == "Exact"
         and c.stamp is not None
         and c.stamp.evidence_seq > state.last_modify_seq
+        and (not attested or c.oracle is None or c.stamp.attested)
     )
+
+
+def to_attest(state: SessionState, config: Config) -> list[str]:
+    """The claims a finish would have infomark run itself: those it needs fresh whose
+    oracle has no fresh attested PASS (``done_when``, else every claim with an oracle that
+    expects a pass), at most ``[attest] at_finish``."""
+    if not config.attest_required:
+        return []
+    ids = state.done_when or [
+        c.id for c in state.claims.values() if c.oracle and c.expect != "FAIL"
+    ]
+    out = []
+    for cid in ids:
+        c = state.claims.get(cid)
+        if c is None or not c.oracle or c.oracle_refused or _fresh(state, cid, True):
+            continue
+        out.append(cid)
+    return out[: int(config.attest.get("at_finish", 3))]
 
 
 def _sentence(text: str) -> str:
@@ -244,19 +268,23 @@ def finish_problems(
         return (codes[0] if codes else FinishCode.ALLOWED.value), problems, (), ()
     if mutated:
         done = completion_claims(state)
-        missing = [cid for cid in done if not _fresh(state, cid)]
-        if state.done_when and missing:
+        need = config.attest_required
+        missing = [cid for cid in done if not _fresh(state, cid, need)]
+        if missing and (state.done_when or need):
             hints = []
             for cid in missing:
                 named = state.claims.get(cid)
                 hints.append(
-                    f"{cid} ({claim_step(named)})"
+                    f"{cid} (infomark's own run of `{named.oracle}`: `infomark check {cid}`)"
+                    if need and named is not None and named.oracle and not named.oracle_refused
+                    else f"{cid} ({claim_step(named)})"
                     if named is not None
                     else f"{cid} (not declared: declare it in claim_ledger with an oracle)"
                 )
+            what = "done_when claims" if state.done_when else "the claims the work rests on"
             add(
                 FinishCode.COMPLETION_WITHOUT_EVIDENCE,
-                "done_when claims need evidence newer than the last edit: " + ", ".join(hints),
+                f"{what} need evidence newer than the last edit: " + ", ".join(hints),
             )
         elif not done:
             rerun = [
@@ -272,7 +300,7 @@ def finish_problems(
                 '`gate: BLOCKED reason="…"` or a question for the user',
             )
         if config.oracle_require:
-            fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i)]
+            fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i, need)]
             if not any(f.oracle and matches_any(f.oracle, config.oracle_require) for f in fresh):
                 add(
                     FinishCode.REQUIRED_ORACLE,

@@ -87,10 +87,14 @@ class EvidenceClass(enum.StrEnum):
     OBSERVATION = "observation"  # may back inference_stamp only (→ Inferred)
     WEB = "web"  # backs neither: a fetched page is Hypothetical at best
     INELIGIBLE = "ineligible"
+    # infomark ran the claim's oracle itself, sandboxed, in a copy made of the baseline's
+    # grading surface and the agent's source changes (docs/security.md#attested-runs); never a
+    # class a tool or the configuration can give
+    ATTESTED = "attested"
 
     @property
     def eligible_for(self) -> tuple[str, ...]:
-        if self is EvidenceClass.EXECUTION:
+        if self in (EvidenceClass.EXECUTION, EvidenceClass.ATTESTED):
             return ("oracle_stamp", "inference_stamp")
         if self is EvidenceClass.OBSERVATION:
             return ("inference_stamp",)
@@ -201,6 +205,7 @@ INFOMARK_TOOL_NAMES: frozenset[str] = frozenset(
         "infomark_stamp",
         "infomark_divergence",
         "infomark_status",
+        "infomark_check",
         "infomark_finish",
     }
 )

@@ -23,6 +23,7 @@ from infomark.ledger.evidence import (
     REF_PATTERN,
     Evidence,
     EvidenceClass,
+    Outcome,
     build_record,
     evidence_class_for,
     ref_for,
@@ -314,20 +315,58 @@ class Ledger:
                 if background:
                     record["background"] = True
                     record["background_id"] = background_id
-                record_json = canonical_json(record)
-                mac = self.key.mac(record_json)
-                ref = "ev_" + mac[:24]
-                text = record_json.decode("utf-8")
-                # canonical_json({"mac", "record", "ref"}) spelled out: the keys are in order
-                payload_json = f'{{"mac":"{mac}","record":{text},"ref":"{ref}"}}'
-                got = self.emit(
-                    "evidence_recorded", {"ref": ref, "record": record, "mac": mac}, payload_json
-                )
-                if got != seq:  # pragma: no cover - the write lock makes this impossible
-                    raise StoreError(f"evidence seq raced ({got} != {seq})")
-                self.journal.index_evidence(ref, self.session, seq, text, mac)
+                ref = self._sign(record, seq)
         if refused is not None:
             raise refused
+        return Evidence.from_record(ref, record)
+
+    def _sign(self, record: dict[str, Any], seq: int) -> str:
+        """Sign ``record`` and journal it as ``evidence_recorded`` at ``seq``: its ref."""
+        record_json = canonical_json(record)
+        mac = self.key.mac(record_json)
+        ref = "ev_" + mac[:24]
+        text = record_json.decode("utf-8")
+        # canonical_json({"mac", "record", "ref"}) spelled out: the keys are in order
+        payload_json = f'{{"mac":"{mac}","record":{text},"ref":"{ref}"}}'
+        got = self.emit(
+            "evidence_recorded", {"ref": ref, "record": record, "mac": mac}, payload_json
+        )
+        if got != seq:  # pragma: no cover - the write lock makes this impossible
+            raise StoreError(f"evidence seq raced ({got} != {seq})")
+        self.journal.index_evidence(ref, self.session, seq, text, mac)
+        return ref
+
+    def record_attested(
+        self, oracle: str, outcome: ToolOutcome, attestation: Mapping[str, Any], judged: str
+    ) -> Evidence:
+        """Record infomark's own sandboxed run of ``oracle`` as ``attested`` evidence.
+
+        No authorized call pairs with it: the agent did not run it, infomark did (the tools
+        layer's attested runner, docs/security.md#attested-runs). ``attestation`` says what
+        ran: baseline, carried change set, sandbox, limits hit, the runner's report.
+        ``judged``: the outcome read from that report (``PASS`` / ``FAIL`` / ``ERROR``),
+        which may differ from the exit status (a run that ran no test is no ``PASS``).
+        """
+        call = ToolCall("infomark.check", {"command": oracle})
+        output_digest, output_size = self.store_output(outcome)
+        with self.transaction():
+            seq = self.journal.last_seq(self.session) + 1
+            record = build_record(
+                session=self.session,
+                seq=seq,
+                call=call,
+                outcome=outcome,
+                evidence_class=EvidenceClass.ATTESTED,
+                key_id=self.key.key_id,
+                tool_class=ToolClass.EXECUTE.value,
+                output_digest=output_digest,
+                output_size=output_size,
+            )
+            record["cwd"] = self.root_dir
+            record["oracle_key"] = shell_text(oracle)
+            record["attested"] = dict(attestation)
+            record["outcome"] = Outcome(judged).value
+            ref = self._sign(record, seq)
         return Evidence.from_record(ref, record)
 
     def _background_finished(self, call: ToolCall, outcome: ToolOutcome) -> dict[str, Any] | None:

@@ -259,10 +259,11 @@ def stamps_backed(
             fetched = outcome in ("PASS", "OBSERVED") and not page.search
             return ("source_stamp",) if fetched else ()
     out: list[str] = []
-    if evidence_class == "execution" and outcome == "PASS":
+    run = evidence_class in ("execution", "attested")
+    if run and outcome == "PASS":
         out.append("oracle_stamp")
-    if evidence_class == "execution" and outcome == "FAIL":
+    if run and outcome == "FAIL":
         out.append("oracle_stamp(result=FAIL|EXPECTED_FAIL)")
-    if evidence_class in ("execution", "observation") and outcome in ("PASS", "OBSERVED"):
+    if (run or evidence_class == "observation") and outcome in ("PASS", "OBSERVED"):
         out.append("inference_stamp")
     return tuple(out)

@@ -54,6 +54,9 @@ class LedgerRules:
     judge_oracle: OracleJudge | None = None
     # True when a run's output says no test ran: such a PASS grounds nothing.
     ran_nothing: Callable[[bytes], bool] | None = None
+    # Exact for a claim with a declared oracle needs attested evidence (infomark's own
+    # sandboxed run, docs/security.md#attested-runs); the agent's own run stamps Inferred.
+    require_attested: bool = False
 
 
 if TYPE_CHECKING:

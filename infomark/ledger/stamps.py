@@ -70,10 +70,11 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"{block.evidence_ref} started `{ev.command}` in the background; "
             f"{RejectReason.BACKGROUND_RUN.hint}",
         )
+    attested = ev.evidence_class is EvidenceClass.ATTESTED
     allowed = (
-        (EvidenceClass.EXECUTION,)
+        (EvidenceClass.EXECUTION, EvidenceClass.ATTESTED)
         if oracle
-        else (EvidenceClass.EXECUTION, EvidenceClass.OBSERVATION)
+        else (EvidenceClass.EXECUTION, EvidenceClass.OBSERVATION, EvidenceClass.ATTESTED)
     )
     if ev.evidence_class not in allowed:
         return reject(
@@ -155,7 +156,8 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                     f"{block.evidence_ref}: the run's output says no test ran, so its exit 0 "
                     f"proves nothing; {RejectReason.WEAK_ORACLE.hint}",
                 )
-        graded = ctx.state.self_graded_at(ev.seq) if result == "PASS" else []
+        # an attested run used the baseline's grading files, whatever the tree holds now
+        graded = ctx.state.self_graded_at(ev.seq) if result == "PASS" and not attested else []
         if graded:
             return reject(
                 RejectReason.SELF_GRADED,
@@ -163,6 +165,9 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
                 f"{_changes(ctx.state, graded)}; {RejectReason.SELF_GRADED.hint}",
             )
         new_status = InfoMark.UNKNOWN if result == "FAIL" else InfoMark.EXACT
+        if new_status is InfoMark.EXACT and not attested and ctx.rules.require_attested:
+            # the agent's own run is an observation: Exact comes from infomark's own run
+            new_status = InfoMark.INFERRED
     else:
         if ev.outcome not in (Outcome.PASS, Outcome.OBSERVED):
             return reject(
@@ -204,11 +209,16 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             "artifact_digest": art_digest,
             "layer": block.layer,
             "undeclared_oracle": undeclared,
+            "attested": attested,
         },
     )
-    report.stamps_applied.append(
-        {"claim_id": claim.id, "evidence_ref": ev.ref, "status": new_status.label}
-    )
+    applied = {"claim_id": claim.id, "evidence_ref": ev.ref, "status": new_status.label}
+    if oracle and not attested and ctx.rules.require_attested and claim.oracle is not None:
+        applied["note"] = (
+            f"{claim.id} is Inferred on your own run; Exact needs infomark's own run of "
+            f"`{claim.oracle}` (`infomark check {claim.id}`; the finish runs it for you)"
+        )
+    report.stamps_applied.append(applied)
 
 
 def _changes(state: SessionState, paths: list[str]) -> str:

@@ -47,6 +47,7 @@ class StampState:
     artifact_digest: str | None = None
     layer: str | None = None
     undeclared_oracle: bool = False
+    attested: bool = False  # bound to infomark's own sandboxed run of the oracle
 
 
 @dataclass(slots=True)
@@ -133,6 +134,9 @@ class SessionState:
     # the errors of the last message whose blocks could not be read (line, column, message,
     # expected, source); cleared when a claim_ledger is applied
     parse_errors: list[dict[str, Any]] = field(default_factory=list)
+    # what an attested run is made from (docs/security.md#attested-runs): {id, kind, head,
+    # manifest (blob), seq}, recorded before the agent's first change
+    baseline: dict[str, Any] = field(default_factory=dict)
     v: int = STATE_VERSION
 
     # -- views -------------------------------------------------------------------
@@ -266,6 +270,7 @@ def _stamp(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         artifact_digest=p.get("artifact_digest"),
         layer=p.get("layer"),
         undeclared_oracle=bool(p.get("undeclared_oracle")),
+        attested=bool(p.get("attested")),
     )
     claim.status = p["status"]
     claim.contradicted_seq = 0
@@ -311,7 +316,7 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         state.last_modify_seq = seq
         if not state.first_modify_seq:
             state.first_modify_seq = seq
-    if record.get("evidence_class") == "execution":
+    if record.get("evidence_class") in ("execution", "attested"):
         state.last_exec_seq = seq
         if record.get("outcome") != "PASS":
             state.last_exec_fail_seq = seq
@@ -402,6 +407,11 @@ def _grading_settled(state: SessionState, seq: int, p: Mapping[str, Any]) -> Non
     elif prev is not None:  # restored: runs made while it was changed stay tainted
         state.grading_tainted.append([int(prev["since"]), seq])
         del state.grading_tainted[:-_HISTORY_CAP]
+
+
+@_reducer("baseline_recorded")
+def _baseline(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.baseline = {**dict(p), "seq": seq}
 
 
 @_reducer("finished_unverified")

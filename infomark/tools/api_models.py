@@ -19,6 +19,8 @@ __all__ = [
     "ApproveRequest",
     "AuditOut",
     "AuthorizeRequest",
+    "CheckOut",
+    "CheckRequest",
     "ClassifyOut",
     "ClassifyRequest",
     "ContextOut",
@@ -125,6 +127,12 @@ class FinishRequest(_Request):
     text: str = ""
 
 
+class CheckRequest(_Request):
+    """Which claim's declared oracle infomark should run itself (an attested run)."""
+
+    claim_id: str = Field(min_length=1, max_length=64)
+
+
 class ApproveRequest(_Request):
     by: str = "operator"
     note: str = ""
@@ -201,6 +209,16 @@ class FinishOut(_Response):
     ungrounded: list[Ungrounded]
     completion_claimed: bool
     cap_reached: bool
+
+
+class CheckOut(_Response):
+    """What the attested run showed: the text for the agent, its evidence and the claim's rank
+    (``evidence_ref`` null: no run happened, ``text`` says why)."""
+
+    text: str
+    evidence_ref: str | None
+    outcome: str
+    status: str | None
 
 
 class IngestOut(_Response):

@@ -286,6 +286,11 @@ class Requests:
         """May the agent stop now?"""
         return self._call("finish", _finish, {"text": final_text})
 
+    def check(self, claim_id: str) -> Call[dict[str, Any]]:
+        """Ask infomark to run ``claim_id``'s oracle itself (an attested run): the text for
+        the agent, ``evidence_ref``, ``outcome`` and the claim's rank after it."""
+        return self._call("check", dict, {"claim_id": claim_id})
+
     def approve(
         self, *, by: str = "operator", note: str = "", operator_token: str | None = None
     ) -> Call[None]:

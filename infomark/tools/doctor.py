@@ -358,7 +358,22 @@ def config_findings(root: Path) -> list[Finding]:
                 'set profile = "ledger" (or strict) in the configuration',
             )
         )
-    return out
+    return out + (_sandbox_findings() if config.attest_required else [])
+
+
+def _sandbox_findings() -> list[Finding]:
+    """With ``[attest] required``: whether attested runs can happen here (else no claim with
+    an oracle can become Exact; docs/security.md#attested-runs)."""
+    from infomark.tools.sandbox import probe
+
+    status = probe()
+    if status.available:
+        return [Finding("config", "sandbox", "ok", f"attested runs: {status.detail}")]
+    what = (
+        f"no attested run can happen here ({status.detail}); [attest] required = true, so "
+        "no claim with an oracle can become Exact"
+    )
+    return [Finding("config", "sandbox", "problem", what, status.fix)]
 
 
 def _fired_by_denial(p: dict[str, Any]) -> bool:

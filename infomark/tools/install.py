@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.kernel.errors import UserError
+from infomark.tools.hooks.deadline import HOST_TIMEOUT_S
 from infomark.tools.launcher import NAME as LAUNCHER_NAME
 from infomark.tools.launcher import (
     hook_prefix,
@@ -66,11 +67,11 @@ HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
     ("PreCompact", None, 30),
     ("PostCompact", None, 30),
     ("UserPromptSubmit", None, 30),
-    ("PreToolUse", "*", 30),
+    ("PreToolUse", "*", HOST_TIMEOUT_S),  # `infomark check C1` runs the oracle in the hook
     ("PostToolUse", "*", 30),
     ("PostToolUseFailure", "*", 30),
-    ("Stop", None, 30),
-    ("SubagentStop", None, 30),
+    ("Stop", None, HOST_TIMEOUT_S),  # the finish runs the oracles it needs attested
+    ("SubagentStop", None, HOST_TIMEOUT_S),
 )
 _MARK_CMD = " hook claude-code"
 _MARK_URL = "/v1/hooks/claude-code"

@@ -452,6 +452,9 @@ def run_proxy(
     except InfomarkError as exc:
         _warn(str(exc))
         return exc.exit_code
+    from infomark.tools.attest import attester_for
+
+    attester_for(gk)  # infomark_check, and the finish's own runs
     try:
         anyio.run(_serve, gk, list(server_cmd))
     except TimeoutError:

@@ -111,6 +111,13 @@ _DIVERGENCE_INPUT: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_CHECK_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"claim_id": _STR},
+    "required": ["claim_id"],
+    "additionalProperties": False,
+}
+
 _FINISH_INPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -163,6 +170,14 @@ def own_tools() -> list[types.Tool]:
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
             output_schema=_OBJECT_OUT,
             annotations=types.ToolAnnotations(read_only_hint=True),
+        ),
+        types.Tool(
+            name="infomark_check",
+            description="Ask infomark to run a claim's declared oracle itself: sandboxed, in "
+            "a copy of the project made of its starting state and your source changes. The "
+            "result binds the claim (Exact on a PASS) and names any changed file it did not use.",
+            input_schema=_CHECK_INPUT,
+            annotations=_META,
         ),
         types.Tool(
             name="infomark_finish",
@@ -306,6 +321,18 @@ def _status(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     return _result({"ledger": gk.ledger().to_dict(), "gate": gk.gate().to_dict()})
 
 
+def _check(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
+    _only(args, ("claim_id",), "infomark_check")
+    claim_id = _string(args.get("claim_id"), "claim_id")
+    attest = getattr(gk, "attester", None)
+    if attest is None:
+        raise UserError("attested runs need the session open here (a local ledger home)")
+    text = attest(claim_id)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], is_error="evidence_ref=" not in text
+    )
+
+
 def _finish(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
     _only(args, ("final_text",), "infomark_finish")
     final = args.get("final_text", "")
@@ -322,6 +349,7 @@ _HANDLERS: dict[str, Callable[[LedgerTools, Mapping[str, Any]], types.CallToolRe
     "infomark_stamp": _stamp,
     "infomark_divergence": _divergence,
     "infomark_status": _status,
+    "infomark_check": _check,
     "infomark_finish": _finish,
 }
 

@@ -36,6 +36,7 @@ from starlette.routing import Route
 from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
+from infomark.kernel.errors import UserError
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
@@ -44,6 +45,8 @@ from infomark.tools.api_models import (
     ApproveRequest,
     AuditOut,
     AuthorizeRequest,
+    CheckOut,
+    CheckRequest,
     ClassifyOut,
     ClassifyRequest,
     ContextOut,
@@ -249,6 +252,29 @@ class _Service:
         result = await self.pool.run(s, lambda gk: gk.can_finish(body.text))
         return checked(FinishOut, result.to_dict())
 
+    async def check(self, request: Request) -> Response:
+        from infomark.tools.attest import CheckResult
+        from infomark.tools.attest import check as attested_check
+
+        s = path_session(request)
+        body = await read_model(request, CheckRequest, self.limit)
+
+        def run(gk: SessionLike) -> CheckResult:
+            if not isinstance(gk, Gatekeeper):  # pragma: no cover - the pool opens Gatekeepers
+                raise UserError("attested runs need a session opened by this service")
+            return attested_check(gk, body.claim_id)
+
+        result = await self.pool.run(s, run)
+        return checked(
+            CheckOut,
+            {
+                "text": result.text,
+                "evidence_ref": result.evidence.ref if result.evidence else None,
+                "outcome": result.outcome,
+                "status": result.status,
+            },
+        )
+
     async def approve(self, request: Request) -> Response:
         s = path_session(request)
         body = await read_model(request, ApproveRequest, self.limit)
@@ -449,7 +475,11 @@ def create_app(
     store = resolve_store(home_p, pick_store(None, config.store)) or "sqlite"
 
     def opener(session: str, at: Path, cfg: Config) -> SessionLike:
-        return Gatekeeper.open(home_p, session, root=at, config=cfg, profile=profile, store=store)
+        from infomark.tools.attest import attester_for
+
+        gk = Gatekeeper.open(home_p, session, root=at, config=cfg, profile=profile, store=store)
+        attester_for(gk)  # the finish runs the oracles it needs, attested
+        return gk
 
     pool = SessionPool(home_p, root_p, config, opener, max_open_sessions, store=store)
     if store == "sqlite":  # WAL checkpoints off the request path (docs/performance.md)

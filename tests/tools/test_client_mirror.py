@@ -24,7 +24,8 @@ FACADE = {
     "after_tool_text", "approve", "approve_grading", "audit", "authorize", "can_finish",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
-    "on_prompt", "open", "policy", "record", "session", "state", "state_document", "store",
+    "on_prompt", "open", "policy", "record", "record_attested", "session", "state",
+    "state_document", "store",
     "store_cursor", "tool", "use_policies", "wrap",
 }  # fmt: skip
 
@@ -36,6 +37,8 @@ LOCAL_ONLY = {
     "store": "the in-process ledger engine (journal, key, projection)",
     "state": "the in-process projection; state_document is its remote view",
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
+    "record_attested": "only infomark's own attested runner mints attested evidence; the "
+    "agent asks for a run on the check route (POST /sessions/{s}/check)",
     "approve_grading": "an operator act on the project's test files: never on a route the "
     "agent's token can reach (infomark approve --grading FILE, in a terminal)",
 }

@@ -150,7 +150,9 @@ PRETOOL_MODULES = {
     "infomark.tools",
     "infomark.tools.hooks",
     "infomark.tools.hooks.answer",
+    "infomark.tools.hooks.check_call",  # `infomark check C1` recognised (issue 26)
     "infomark.tools.hooks.claude_code",
+    "infomark.tools.hooks.deadline",  # the watchdog's deadline, extended by an attested run
     "infomark.tools.hooks.dispatch",
     "infomark.tools.hooks.failsafe",
     "infomark.tools.hooks.inbox",

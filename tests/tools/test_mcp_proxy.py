@@ -29,7 +29,7 @@ DOWNSTREAM = Path(__file__).with_name("mcp_downstream_server.py")
 SESSION = "t"
 OWN = {
     "infomark_ledger", "infomark_stamp", "infomark_divergence", "infomark_status",
-    "infomark_finish",
+    "infomark_check", "infomark_finish",
 }  # fmt: skip
 DOWNSTREAM_TOOLS = {
     "read_note", "write_note", "run_check", "wipe", "explode", "get_env", "shout", "grow",

@@ -265,6 +265,11 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         gk.unattended = unattended_host(payload)
         transcript = payload.get("transcript_path")
         gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
+        from infomark.tools.hooks.check_call import check_target, run_check
+
+        target = check_target(str(payload["tool_name"]), payload["tool_input"])
+        if target is not None:  # `infomark check C1`: run by infomark, not by the shell
+            return deny(run_check(gk, target))
         decision = gk.authorize(tool_call_from(payload))
         if decision.allowed:
             return HookAnswer()  # allow = no output: the user's own permission flow continues
@@ -290,6 +295,8 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         extra = gk.after_tool_text(call, outcome, evidence)
         return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
     if event in ("Stop", "SubagentStop"):
+        transcript = payload.get("transcript_path")  # out of an attested run's sight too
+        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
         final = payload.get("last_assistant_message")
         result = gk.can_finish(final if isinstance(final, str) else "")
         if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
@@ -452,6 +459,9 @@ def handle(
             check_tail(gk.store.journal, gk.session)
         if event == "SessionStart" and payload.get("source") != "compact":
             _quick_verify(gk, home)
+        from infomark.tools.hooks.check_call import lazy_attester
+
+        lazy_attester(gk)  # the finish, and the baseline before the first action
         extra = ""
         if host_step is not None:
             event, payload, extra = host_step(gk, event, payload)

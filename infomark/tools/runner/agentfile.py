@@ -29,9 +29,10 @@ __all__ = [
 ]
 
 BUILTIN_TOOLS = (
-    "read", "write", "edit", "bash", "grep", "glob", "fetch", "wait", "spawn_agent", "send",
+    "read", "write", "edit", "bash", "grep", "glob", "fetch", "wait", "check", "spawn_agent",
+    "send",
 )  # fmt: skip
-DEFAULT_TOOLS = ("read", "write", "edit", "bash", "grep", "glob", "fetch", "wait")
+DEFAULT_TOOLS = ("read", "write", "edit", "bash", "grep", "glob", "fetch", "wait", "check")
 _ENV_NAME_MAX = 128
 
 

@@ -18,6 +18,7 @@ from infomark.tools.runner.schedule import Clock, sleep_until
 from infomark.tools.runner.tools import RunnerTool, file_tools, schema_of
 
 if TYPE_CHECKING:
+    from infomark.gatekeeper import Gatekeeper
     from infomark.tools.runner.agentfile import AgentSpec
     from infomark.tools.runner.subagents import Supervisor
 
@@ -35,6 +36,7 @@ class ToolsMixin:
     clock: Clock
     supervisor: Supervisor
     enforcing: bool  # the ledger and strict profiles: no shell command runs unsandboxed
+    gk: Gatekeeper
 
     if TYPE_CHECKING:
 
@@ -66,8 +68,26 @@ class ToolsMixin:
             self._wait_tool,
             ToolClass.LEDGER.value,
         )
+        tools["check"] = RunnerTool(
+            "check",
+            "Ask infomark to run a claim's declared oracle itself: sandboxed, in a copy of the "
+            "project made of its starting state and your source changes. The result binds the "
+            "claim (Exact on a PASS) and names any changed file the run did not use.",
+            schema_of({"claim_id": {"type": "string"}}, required=("claim_id",)),
+            self._check_tool,
+            ToolClass.LEDGER.value,
+        )
         tools.update(self.supervisor.tools())
         return {name: tools[name] for name in self.spec.tools if name in tools}
+
+    def _check_tool(self, call: ToolCall) -> ToolOutcome:
+        from infomark.tools.attest import check
+
+        cid = call.input.get("claim_id")
+        if not isinstance(cid, str) or not cid:
+            return ToolOutcome(error="check: claim_id must be a claim's id (C1 …)", is_error=True)
+        result = check(self.gk, cid)
+        return ToolOutcome(output=result.text, is_error=result.evidence is None)
 
     def _wait_tool(self, call: ToolCall) -> ToolOutcome:
         seconds = call.input.get("seconds", self.spec.idle.cap_seconds)

@@ -1,0 +1,249 @@
+"""The throwaway copy an attested run happens in: the baseline, plus the agent's source changes.
+
+:func:`build` writes the baseline's files (git objects through ``git cat-file --batch``, the
+rest from the blob store) into a private directory, then carries over exactly the changes
+the source rule accepts (:func:`is_source`); every other change is left out and named, so the
+finish can say which file did not count. Directories that hold an environment (``.venv``,
+``node_modules`` …) are linked to their real place, which the sandbox keeps read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from infomark.gates.baseline import ENV_DIRS, current_digest, git, git_blob_id, walk_files
+from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
+from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
+from infomark.kernel.digest import sha256
+from infomark.kernel.errors import UserError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from infomark.ledger.engine import Ledger
+
+__all__ = ["Carry", "build", "changes", "guard", "is_source", "remove"]
+
+#: names a runner or the interpreter reads as configuration or start-up code: a new one is
+#: never carried (the attested copy has the baseline's, or none)
+_NEVER_NEW = frozenset(
+    {
+        *CONFIG_NAMES,
+        "__init__.py",
+        "conftest.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "setup.py",
+        "GNUmakefile",
+        "makefile",
+        "Makefile",
+    }
+)
+
+
+@dataclass(slots=True)
+class Carry:
+    """What went into the copy besides the baseline."""
+
+    carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
+    left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
+
+
+def _dir(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
+    """Why a change of ``rel`` is never carried, whatever the runner's surface says: a hidden
+    file or directory (configuration), a ``.pth`` file, or a *new* file under a name a runner
+    or the interpreter reads as configuration or start-up code (a new ``__init__.py`` only in
+    a new directory: a new package)."""
+    name = rel.rsplit("/", 1)[-1]
+    if any(p.startswith(".") for p in rel.split("/")):
+        return "a hidden file (configuration, not source)"
+    if name.endswith(".pth"):
+        return "a .pth file runs at interpreter start-up"
+    if rel in baseline or name not in _NEVER_NEW:
+        return None
+    if name == "__init__.py" and not _held_files(baseline, _dir(rel)):
+        return None  # a new package in a new directory
+    return f"a new {name}: read by the test runner or the interpreter"
+
+
+def is_source(rel: str, baseline: Mapping[str, list[str]], rule: SourceSet) -> tuple[bool, str]:
+    """Is a change of ``rel`` carried into the attested copy, and why (or why not)?
+
+    The runner's surface and the source rule (:func:`infomark.gates.surface.source_set`:
+    ``[grading] source`` globs, else files of the baseline outside the surface and new files
+    beside them, and new tests) decide; :func:`guard` can only take more out.
+    """
+    why_not = guard(rel, baseline)
+    if why_not is not None:
+        return False, why_not
+    if rel not in baseline and _new_test(rel, rule.surface):
+        return True, "a new test (run under the runner's integrity check)"
+    if rule.carried(rel):
+        if rel in baseline:
+            return True, "source of the baseline"
+        if rule.surface.is_new_test(rel):
+            return True, "a new test (run under the runner's integrity check)"
+        return True, "a new file beside the baseline's source"
+    if rule.surface.covers(rel):
+        kinds = ", ".join(k.value for k in rule.surface.kinds or (rule.surface.kind,))
+        return False, f"grading surface of {kinds} (the baseline's version is used)"
+    if rule.globs:
+        return False, "outside [grading] source"
+    return False, "not source: a new file where the baseline held no source beside it"
+
+
+def _new_test(rel: str, surface: GradingSurface) -> bool:
+    """A test file by the runner's own patterns, new since the baseline: also one the oracle
+    names (a reproduction written first, TDD), which the surface lists as a named file."""
+    globs = surface.test_globs or DEFAULT_TEST_GLOBS  # a named file: the usual test names
+    return surface.is_new_test(rel) or any(glob_match(rel, g) for g in globs)
+
+
+def _held_files(baseline: Mapping[str, list[str]], d: str) -> bool:
+    prefix = d + "/" if d else ""
+    return any(p.startswith(prefix) and "/" not in p[len(prefix) :] for p in baseline)
+
+
+def changes(
+    root: str, baseline: Mapping[str, list[str]], home: str, *, kind: str
+) -> dict[str, str | None]:
+    """Files that differ from the baseline now: path -> current digest (None: deleted)."""
+    now: set[str]
+    if kind == "git":
+        listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", ".")
+        if listed is None:
+            raise UserError(f"git cannot list the files of {root}")
+        now = {p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p}
+    else:
+        now = set(walk_files(root, (home,)))
+    inside = os.path.relpath(os.path.realpath(home), os.path.realpath(root))
+    if not inside.startswith(".."):  # the ledger home in the project: never the agent's change
+        now = {p for p in now if p != inside and not p.startswith(inside + "/")}
+    out: dict[str, str | None] = {}
+    for rel in sorted(now | set(baseline)):
+        full = os.path.join(root, rel)
+        entry = baseline.get(rel)
+        ref = entry[0] if entry else "sha256:"
+        got = current_digest(full, ref)
+        if entry is None:
+            if got is not None:
+                out[rel] = got
+        elif got != entry[0]:
+            out[rel] = got
+    return out
+
+
+def _write(path: str, data: bytes, mode: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if mode == "l":
+        os.symlink(data.decode("utf-8", "surrogateescape"), path)
+        return
+    with open(path, "wb") as fh:
+        fh.write(data)
+    if mode == "x":
+        os.chmod(path, 0o700)  # the copy is private: its owner runs it
+
+
+def _git_objects(root: str, oids: list[str]) -> dict[str, bytes]:
+    if not oids:
+        return {}
+    out = git(root, "cat-file", "--batch", stdin=("\n".join(oids) + "\n").encode())
+    if out is None:
+        raise UserError("git cannot read the baseline's objects (was HEAD's history rewritten?)")
+    objects: dict[str, bytes] = {}
+    pos = 0
+    for oid in oids:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].split()
+        if len(header) != 3:
+            raise UserError(f"git object {oid} of the baseline is missing")
+        size = int(header[2])
+        data = out[nl + 1 : nl + 1 + size]
+        if git_blob_id(data) != oid:
+            raise UserError(f"git object {oid} does not hold what the baseline recorded")
+        objects[oid] = data
+        pos = nl + 1 + size + 1
+    return objects
+
+
+def build(
+    ledger: Ledger,
+    manifest: Mapping[str, Any],
+    dest: str,
+    oracle: str,
+    *,
+    source_globs: Sequence[str] = (),
+    approved: Mapping[str, str] | None = None,
+) -> tuple[Carry, GradingSurface]:
+    """Write the copy under ``dest``: the baseline, the approved grading files
+    (``approved``: path -> blob, the operator accepted them), then the source changes;
+    the runner's grading surface is discovered on the baseline's files, not the agent's."""
+    root = ledger.root_dir
+    files: dict[str, list[str]] = {k: list(v) for k, v in dict(manifest["files"]).items()}
+    oids = sorted({r[4:] for r, _ in files.values() if r.startswith("git:")})
+    objects = _git_objects(root, oids)
+    for rel, (ref, mode) in files.items():
+        if ref.startswith("git:"):
+            data = objects[ref[4:]]
+        else:
+            blob = ledger.blobs.get(ref)
+            if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
+                raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
+            data = blob
+        _write(os.path.join(dest, rel), data, mode)
+    for rel, blob_ref in (approved or {}).items():
+        approved_data = ledger.blobs.get(blob_ref)
+        if approved_data is not None:
+            target = os.path.join(dest, rel)
+            if os.path.lexists(target):
+                os.unlink(target)
+            _write(target, approved_data, "f")
+            files[rel] = [blob_ref, "f"]
+    grading = discover(dest, oracle)
+    rule = source_set(grading, files, source_globs)
+    carry = Carry()
+    kind = str(manifest.get("kind"))
+    for rel, digest in changes(root, files, ledger.home_dir, kind=kind).items():
+        ok, why = is_source(rel, files, rule)
+        if not ok:
+            carry.left_out[rel] = why
+            continue
+        target = os.path.join(dest, rel)
+        if os.path.lexists(target):
+            os.unlink(target)
+        if digest is None:
+            carry.carried[rel] = "deleted"
+            continue
+        full = os.path.join(root, rel)
+        mode = "l" if os.path.islink(full) else ("x" if os.access(full, os.X_OK) else "f")
+        try:
+            data = os.readlink(full).encode() if mode == "l" else _read_file(full)
+        except OSError:
+            continue
+        _write(target, data, mode)
+        carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
+    for name in sorted(ENV_DIRS - {".git", ".hg", ".svn", "__pycache__"}):
+        real = os.path.join(root, name)
+        if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
+            os.symlink(os.path.realpath(real), os.path.join(dest, name))
+    return carry, grading
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def remove(dest: str) -> None:
+    shutil.rmtree(dest, ignore_errors=True)

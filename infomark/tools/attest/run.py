@@ -1,0 +1,278 @@
+"""infomark runs a claim's oracle itself: sandboxed, in a copy made of the baseline.
+
+:func:`check` is what every integration calls (``infomark check C1`` through the Claude Code
+hook, the runner's ``infomark_check`` tool, the MCP proxy, the HTTP route, and the finish
+for the claims it needs): build the throwaway copy (:mod:`.carry`), run the oracle under the
+operating system's sandbox (:mod:`infomark.tools.sandbox`; where none runs, there is no
+attested run and the text says why), read the outcome from the runner's report
+(:mod:`.outcome`), record it as ``attested`` evidence and bind the claim to it. The answer
+is one text for the agent: the outcome, the evidence_ref, what the report showed and which
+changed files were not carried.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass
+
+from infomark.gates import baseline
+from infomark.gates.protect import installation_paths
+from infomark.kernel.errors import InfomarkError, UserError
+from infomark.kernel.reasons import RejectReason
+from infomark.ledger.calls import ToolOutcome
+from infomark.ledger.evidence import Outcome
+from infomark.tools import attest_report, sandbox
+from infomark.tools.attest import carry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.ledger.evidence import Evidence
+
+__all__ = ["CheckResult", "attester_for", "check", "private_paths"]
+
+_TAIL = 1500  # characters of the run's output shown in the answer
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What an attested check did: the text for the agent, and its evidence (None: no run)."""
+
+    text: str
+    evidence: Evidence | None = None
+    outcome: str = "ERROR"
+    status: str | None = None  # the claim's rank after it
+
+
+def private_paths(home: str) -> tuple[str, ...]:
+    """What a sandboxed run may not read: the ledger home (key, token, journal), the host's
+    transcripts and settings, infomark's installation."""
+    user = os.path.expanduser("~")
+    out = [os.path.realpath(home), *installation_paths()]
+    out += [os.path.join(user, ".claude"), os.path.join(user, ".infomark")]
+    out += [os.path.join(user, ".config", "infomark")]
+    return tuple(dict.fromkeys(out))
+
+
+def _limits(cfg: dict[str, Any]) -> sandbox.Limits:
+    return sandbox.Limits(
+        cpu_seconds=int(cfg.get("cpu_seconds", 600)),
+        memory_bytes=int(cfg.get("memory_mb", 4096)) << 20,
+        wall_seconds=float(cfg.get("wall_seconds", 240)),
+    )
+
+
+def _approved(gk: Gatekeeper) -> dict[str, str]:
+    """Grading files whose new content the user approved (path -> blob): the new baseline.
+    Only approvals count; content recorded when a claim was declared may be the agent's."""
+    out: dict[str, str] = {}
+    for row in gk.events():
+        if row.type == "grading_approved" and row.payload.get("approved"):
+            blob = row.payload.get("blob")
+            if isinstance(blob, str) and blob:
+                out[str(row.payload["path"])] = blob
+            else:
+                out.pop(str(row.payload["path"]), None)  # approved as deleted
+    return {p: b for p, b in out.items() if p not in gk.store.state.grading_changed}
+
+
+def _tail(data: bytes) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return text if len(text) <= _TAIL else "…" + text[-_TAIL:]
+
+
+def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
+    """Run ``claim_id``'s oracle as infomark grades it; record and bind the result."""
+    state = gk.store.refresh()
+    claim = state.claims.get(claim_id)
+    if claim is None:
+        known = ", ".join(sorted(state.claims)) or "none is declared"
+        return CheckResult(f"no claim {claim_id!r} in the ledger (claims: {known})")
+    if not claim.oracle:
+        return CheckResult(
+            f"claim {claim_id} declares no oracle: declare `oracle:` (the command that decides "
+            "it), then ask for `infomark check " + claim_id + "` again"
+        )
+    if claim.oracle_refused:
+        return CheckResult(
+            f"claim {claim_id}'s oracle `{claim.oracle}` was refused ({claim.oracle_refused}); "
+            "declare an oracle that can fail"
+        )
+    status = sandbox.probe()
+    if not status.available:
+        return CheckResult(
+            f"no attested run of {claim_id}: no sandbox can run here ({status.detail}); "
+            f"ask the operator to fix it: {status.fix}"
+        )
+    try:
+        baseline.ensure(gk.store)
+        recorded = gk.store.refresh().baseline
+        first = gk.store.state.first_modify_seq
+        if first and int(recorded.get("seq", 0)) > first:
+            raise UserError(
+                f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
+                f"change (seq {first}), so it may hold the agent's changes; with `[attest] "
+                "required = true` a session records it before its first action"
+            )
+        manifest = baseline.load(gk.store, recorded)
+    except UserError as exc:
+        return CheckResult(f"no attested run of {claim_id}: {exc}")
+    cfg = dict(gk.config.attest)
+    workdir = tempfile.mkdtemp(prefix="infomark-attest-")
+    try:
+        return _run(gk, claim_id, claim.oracle, manifest, cfg, workdir)
+    except InfomarkError as exc:
+        return CheckResult(f"no attested run of {claim_id}: {exc}")
+    finally:
+        carry.remove(workdir)
+
+
+def _run(
+    gk: Gatekeeper,
+    claim_id: str,
+    oracle: str,
+    manifest: dict[str, Any],
+    cfg: dict[str, Any],
+    workdir: str,
+) -> CheckResult:
+    state = gk.store.state
+    copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
+    os.makedirs(copy)
+    approved = _approved(gk)
+    carried, grading = carry.build(
+        gk.store,
+        manifest,
+        copy,
+        oracle,
+        source_globs=gk.config.grading_source,
+        approved=approved,
+    )
+    prepared = attest_report.prepare(_argv(oracle), grading, workdir)
+    env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
+    env.update(prepared.env)
+    policy = sandbox.SandboxPolicy(
+        cwd=copy,
+        writable=(workdir,),
+        read_only=prepared.readable,
+        hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
+        network=bool(cfg.get("network", False)),
+        env=tuple(sorted(env.items())),
+        limits=_limits(cfg),
+    )
+    ran = sandbox.run(list(prepared.argv), policy)
+    output = ran.stdout + ran.stderr
+    report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
+    claim = state.claims[claim_id]
+    expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
+    judged = attest_report.judge(
+        report, ran.exit_code, expect=expect, named_tests=grading.named_tests()
+    )
+    if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
+        judged = attest_report.Judgement(
+            Outcome.ERROR,
+            RejectReason.WEAK_ORACLE,
+            f"`{oracle}` starts no test runner infomark knows, so its exit status 0 shows no "
+            "test ran; declare an oracle that runs the tests (pytest, make test, npm test, "
+            "cargo test, go test …)",
+            exit_status_only=True,
+        )
+    if ran.limits_hit:
+        judged = attest_report.Judgement(
+            Outcome.FAIL,
+            judged.code,
+            f"the run was stopped: the {', '.join(ran.limits_hit)} limit was reached; "
+            + judged.detail,
+        )
+    attestation = {
+        "claim_id": claim_id,
+        "baseline": state.baseline.get("id"),
+        "carried": carried.carried,
+        "left_out": carried.left_out,
+        "surface": {
+            "kinds": [k.value for k in grading.kinds or (grading.kind,)],
+            "conservative": grading.conservative,
+            "notes": list(grading.notes),
+        },
+        "sandbox": ran.backend.value,
+        "network": policy.network,
+        "limits": {
+            "cpu_seconds": policy.limits.cpu_seconds,
+            "memory_bytes": policy.limits.memory_bytes,
+            "wall_seconds": policy.limits.wall_seconds,
+        },
+        "limits_hit": list(ran.limits_hit),
+        "wall_ms": int(ran.wall_seconds * 1000),
+        "report": report.to_dict(),
+        "judgement": {
+            "outcome": judged.outcome.value,
+            "code": judged.code.value if judged.code else None,
+            "detail": judged.detail,
+            "exit_status_only": judged.exit_status_only,
+        },
+    }
+    result = ToolOutcome(output, exit_code=ran.exit_code)
+    evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome.value)
+    rank = gk.store.state.claims[claim_id].status
+    return CheckResult(
+        _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), ran.stdout),
+        evidence,
+        judged.outcome.value,
+        rank,
+    )
+
+
+def _answer(
+    claim_id: str,
+    oracle: str,
+    evidence: Evidence,
+    judged: attest_report.Judgement,
+    carried: carry.Carry,
+    rank: str,
+    ingest: dict[str, Any],
+    stdout: bytes,
+) -> str:
+    lines = [
+        f"[infomark attested run of {claim_id} `{oracle}`: {judged.outcome.value}"
+        f"{f' ({judged.code.value})' if judged.code else ''} evidence_ref={evidence.ref}]",
+        f"{claim_id} is {rank}. {judged.detail}".strip(),
+    ]
+    for rej in ingest.get("stamps_rejected") or ():
+        lines.append(f"the stamp was refused ({rej.get('reason')}): {rej.get('message')}")
+    if carried.left_out:
+        lines.append(
+            "not carried into the attested copy (the baseline's version, or nothing, was used): "
+            + "; ".join(f"{p} ({why})" for p, why in sorted(carried.left_out.items()))
+        )
+    if carried.carried:
+        lines.append("carried: " + ", ".join(sorted(carried.carried)))
+    tail = _tail(stdout)
+    if tail:
+        lines.append("output:\n" + tail)
+    return "\n".join(lines)
+
+
+_SHELL = frozenset("|&;<>()$`\\\"'*?[]#~=%!{}\n")
+
+
+def _argv(oracle: str) -> list[str]:
+    """The oracle as argv: its words when it is one plain command, else ``sh -c``."""
+    try:
+        words = shlex.split(oracle)
+    except ValueError:
+        words = []
+    if words and not any(set(w) & _SHELL for w in words) and shlex.join(words) == oracle.strip():
+        return words
+    return ["/bin/sh", "-c", oracle]
+
+
+def attester_for(gk: Gatekeeper) -> None:
+    """Let ``gk`` run attested checks (the finish calls them for the claims it needs)."""
+
+    def attest(claim_id: str) -> str:
+        return check(gk, claim_id).text
+
+    gk.attester = attest
