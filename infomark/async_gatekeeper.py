@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from infomark.gatekeeper import Gatekeeper, GateView, LedgerView
+from infomark.gates.checks import CheckStatus
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, FinishDecision
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -246,6 +247,9 @@ class AsyncGatekeeper:
 
     async def can_finish(self, final_text: str = "") -> FinishDecision:
         return await self._run(self._gk.can_finish, final_text)
+
+    async def check_status(self) -> list[CheckStatus]:
+        return await self._run(self._gk.check_status)
 
     async def record_attested(
         self,

@@ -131,6 +131,15 @@ def install_claude_code_cmd(
             from infomark.tools.install import write_project_config
 
             wrote_config = write_project_config(root, profile, chosen)
+            if wrote_config is not None:  # the sandbox's denyWrite names the new file too
+                install_claude_code(
+                    scope=scope,
+                    root=root,
+                    home=home,
+                    http_url=http_url,
+                    sandbox=not no_sandbox,
+                    checks=chosen,
+                )
         if not done.changed:
             text = f"infomark hooks already installed in {done.path}; nothing changed"
         else:

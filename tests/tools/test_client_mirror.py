@@ -22,6 +22,7 @@ from infomark.tools.routes import OPERATIONS, operation
 #: Every public member of the facade, as of this test (a new one must be sorted out below).
 FACADE = {
     "after_tool_text", "approve", "approve_grading", "audit", "authorize", "can_finish",
+    "check_status",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
     "on_prompt", "open", "policy", "record", "record_attested", "session", "state",
@@ -39,6 +40,8 @@ LOCAL_ONLY = {
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
     "record_attested": "only infomark's own attested runner mints attested evidence; the "
     "agent asks for a run on the check route (POST /sessions/{s}/check)",
+    "check_status": "the verify profile's view of the required checks, for `infomark run`'s "
+    "end report in-process; over HTTP a finish refusal names the checks and failing tests",
     "approve_grading": "an operator act on the project's test files: never on a route the "
     "agent's token can reach (infomark approve --grading FILE, in a terminal)",
 }
