@@ -105,7 +105,7 @@ def install_claude_code_cmd(
     The checks are added to Claude Code's permissions.allow (removed by --uninstall). Says so
     when nothing changed (exit 0 either way).
     """
-    from infomark.tools.install import install_claude_code, uninstall_claude_code
+    from infomark.tools.install import Installed, install_claude_code, uninstall_claude_code
 
     chosen: list[str] = []
     wrote_config: Path | None = None
@@ -119,27 +119,24 @@ def install_claude_code_cmd(
         else:
             text = f"removed infomark hooks from {done.path}"
     else:
-        done = install_claude_code(
-            scope=scope,
-            root=root,
-            home=home,
-            http_url=http_url,
-            sandbox=not no_sandbox,
-            checks=chosen,
-        )
+
+        def _install() -> Installed:
+            return install_claude_code(
+                scope=scope,
+                root=root,
+                home=home,
+                http_url=http_url,
+                sandbox=not no_sandbox,
+                checks=chosen,
+            )
+
+        done = _install()
         if not configured:  # only once the settings are written: never half an install
             from infomark.tools.install import write_project_config
 
             wrote_config = write_project_config(root, profile, chosen)
             if wrote_config is not None:  # the sandbox's denyWrite names the new file too
-                install_claude_code(
-                    scope=scope,
-                    root=root,
-                    home=home,
-                    http_url=http_url,
-                    sandbox=not no_sandbox,
-                    checks=chosen,
-                )
+                _install()
         if not done.changed:
             text = f"infomark hooks already installed in {done.path}; nothing changed"
         else:
