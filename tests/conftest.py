@@ -136,3 +136,29 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             red=True,
             bold=True,
         )
+
+
+def _in_git(path: Path) -> bool:
+    return any((p / ".git").exists() for p in (path, *path.parents))
+
+
+@pytest.fixture
+def off_git(tmp_path: Path) -> Iterator[Path]:
+    """A fresh directory that no ``.git`` above it makes a work tree: ``tmp_path`` when that
+    holds, else one under ``/dev/shm``. (A host's sandbox can leave ``/tmp/.git`` behind:
+    Codex 0.171 plants ``.git`` mount points in the writable roots it protects, ``/tmp`` among
+    them, which turns every directory under ``/tmp`` into part of a "repository".)"""
+    if not _in_git(tmp_path):
+        yield tmp_path
+        return
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or _in_git(shm):
+        pytest.skip(f"SKIPPED LOUDLY: every scratch place is inside a git tree ({tmp_path})")
+    import shutil
+    import tempfile
+
+    made = Path(tempfile.mkdtemp(prefix="infomark-off-git-", dir=shm))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)

@@ -111,7 +111,7 @@ def install_claude_code_cmd(
     wrote_config: Path | None = None
     configured = True
     if not uninstall:
-        chosen, configured = _project_checks(root, list(checks), yes, as_json)
+        chosen, configured = _project_checks(root, list(checks), yes, as_json, profile)
     if uninstall:
         done = uninstall_claude_code(scope=scope, root=root)
         if not done.changed:
@@ -178,11 +178,12 @@ def install_claude_code_cmd(
 
 
 def _project_checks(
-    root: Path, given: list[str], yes: bool, as_json: bool
+    root: Path, given: list[str], yes: bool, as_json: bool, profile: str = "verify"
 ) -> tuple[list[str], bool]:
     """The checks to require and allow, and whether the project has a configuration: its
-    ``[oracles] require`` when it has one; else ``--check``, or the detected ones, confirmed
-    on a terminal."""
+    ``[oracles] require`` when it has one; else ``--check``, or (for the verify profile, which
+    has no claims to carry oracles) the detected ones, confirmed on a terminal. The ledger
+    profiles' agents declare their own oracles: there detection adds nothing unasked."""
     import sys
 
     from infomark.gates.checks import detect_checks
@@ -192,7 +193,7 @@ def _project_checks(
     if config.source is not None:
         return list(given or config.oracle_require), True
     checks = given
-    if not checks:
+    if not checks and profile == "verify":
         checks = detect_checks(root)
         interactive = sys.stdin.isatty() and sys.stdout.isatty() and not yes and not as_json
         if interactive:

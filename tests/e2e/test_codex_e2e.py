@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +114,18 @@ class _Fix:
     def _finish(self, request: Request) -> Turn:
         self.refs.append(self._ref(request))
         return Turn(text="Done.\n\n" + stamp(self.refs[-1]))
+
+
+@pytest.fixture(autouse=True)
+def _no_planted_tmp_git() -> Iterator[None]:
+    """Codex's sandbox plants ``.git`` mount points in the writable roots it protects, ``/tmp``
+    among them; an empty ``/tmp/.git`` left behind makes every directory under ``/tmp`` look
+    like a git work tree to every later program. Remove what the run planted (only that)."""
+    planted = Path("/tmp/.git")  # the path Codex plants, not a temp file of ours
+    before = planted.exists()
+    yield
+    if not before and planted.is_dir():
+        shutil.rmtree(planted, ignore_errors=True)
 
 
 @pytest.mark.e2e

@@ -128,10 +128,10 @@ def test_off_linux_the_walk(fed: Fed, monkeypatch: pytest.MonkeyPatch) -> None:
     assert not tokened and change.method == "git-index" and set(change.files) == walk
 
 
-def test_a_tree_off_git_has_no_watcher(tmp_path: Path) -> None:
-    root = tmp_path / "plain"
+def test_a_tree_off_git_has_no_watcher(off_git: Path) -> None:
+    root = off_git / "plain"
     root.mkdir()
-    watch = tmp_path / "w"
+    watch = off_git / "w"
     watch.mkdir()
     assert feed.launch(watch, root, wait=30) is None  # the watcher exits: nothing to track
 

@@ -106,12 +106,12 @@ def test_a_subdirectory_root_reports_paths_relative_to_it(repo: Path, tmp_path: 
     assert change is not None and change.modified == ("m0.py",)
 
 
-def test_without_git_a_bounded_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "plain"
+def test_without_git_a_bounded_walk(off_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = off_git / "plain"
     (root / "a").mkdir(parents=True)
     (root / "a" / "x.txt").write_text("1")
     (root / "node_modules").mkdir()
-    watch = tmp_path / "w"
+    watch = off_git / "w"
     watch.mkdir()
     fp.mark(watch, "k", seq=0)
     (root / "a" / "x.txt").write_text("2")
