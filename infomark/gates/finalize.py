@@ -20,18 +20,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from infomark.gates.authorize import claim_step, grounding_hint
-from infomark.gates.checks import CheckStatus
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
-from infomark.gates.weakened import Finding as Weakness
 from infomark.kernel.decisions import FinishCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: checks and weakened load at a finish, not at start-up
     from typing import Any
+
+    from infomark.gates.checks import CheckStatus
+    from infomark.gates.weakened import Finding as Weakness
 
 __all__ = [
     "BLOCKED_TERMINALS",

@@ -75,15 +75,12 @@ _CONFIGS = ("pyproject.toml", "setup.cfg", "mypy.ini", ".mypy.ini", "ruff.toml",
 
 
 def _git(root: str, *args: str) -> str:
-    import subprocess  # at a finish only: the hook's decision path stays lean
+    """git in the agent's repository with its programs off (fsmonitor, hooks, external diff):
+    :func:`infomark.gates.baseline.git`, loaded at a finish only."""
+    from infomark.gates.baseline import git
 
-    try:
-        done = subprocess.run(
-            ["git", "-C", root, *args], capture_output=True, text=True, timeout=20, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout if done.returncode == 0 else ""
+    out = git(root, *args)
+    return out.decode("utf-8", "replace") if out is not None else ""
 
 
 def scan(root: StrPath) -> list[Finding]:
@@ -92,7 +89,7 @@ def scan(root: StrPath) -> list[Finding]:
     r = os.fspath(root)
     if not _git(r, "rev-parse", "--verify", "--quiet", "HEAD").strip():
         return []
-    diff = _git(r, "diff", "HEAD", "--unified=0", "--no-color", "--no-ext-diff")
+    diff = _git(r, "diff", "HEAD", "--unified=0", "--no-color", "--no-ext-diff", "--no-textconv")
     new = [p for p in _git(r, "ls-files", "--others", "--exclude-standard").splitlines() if p]
     for rel in new[:200]:
         try:

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from infomark.kernel.errors import UserError
-from infomark.tools.agent_sandbox import agent_paths
 
 __all__ = [
     "RECORD_NAME",
@@ -61,6 +60,8 @@ _ABSENT = "<absent>"
 
 def sandbox_settings(root: Path, home: Path) -> dict[str, Any]:
     """The ``sandbox`` object infomark needs for ``root`` with the ledger in ``home``."""
+    from infomark.tools.agent_sandbox import agent_paths  # not on the hook's start-up path
+
     paths = agent_paths(home, root)
     root_r = os.path.realpath(root)
     claude = os.path.join(root_r, ".claude")  # what the installer itself writes there

@@ -97,3 +97,29 @@ def test_no_commit_yet_or_no_git_means_no_change_to_read(tmp_path: Path) -> None
     subprocess.run([*git, "commit", "-qm", "s"], check=True)
     (tmp_path / "test_w.py").write_text("def test_w():\n    pass\n")
     assert [f.text for f in scan(tmp_path)] == ["def test_w(): no assertion"]
+
+
+def test_the_scan_runs_none_of_the_repositorys_own_programs(tmp_path: Path) -> None:
+    """The agent owns the repository's configuration: an fsmonitor hook, an external diff and
+    a textconv driver it planted would run at every finish if the scan let git use them."""
+    import subprocess
+
+    from infomark.gates.weakened import scan
+
+    marker = tmp_path / "ran"
+    prog = tmp_path / "prog.sh"
+    prog.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    prog.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "test_a.py").write_text("def test_a():\n    assert 1\n")
+    (repo / ".gitattributes").write_text("*.py diff=evil\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "s"], check=True)
+    for key in ("core.fsmonitor", "diff.external", "diff.evil.textconv"):
+        subprocess.run([*git, "config", key, str(prog)], check=True)
+    (repo / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert [f.text for f in scan(repo)] == ["def test_a(): no assertion"]
+    assert not marker.exists()

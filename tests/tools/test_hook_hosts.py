@@ -356,3 +356,23 @@ def test_last_model_message_is_read_from_the_end_of_a_long_recording(tmp_path: P
         f.write(json.dumps({"type": "gemini", "id": "b", "content": "last"}) + "\n")
     assert last_gemini_text(str(path)) == "last"
     assert last_gemini_text(str(tmp_path / "missing.jsonl")) is None
+
+
+@pytest.mark.parametrize("kind", ["deny", "ask", "block"])
+def test_a_refusal_a_host_has_no_shape_for_still_blocks(kind: str) -> None:
+    """A HostSpec missing an answer template must not turn a refusal into exit 0 (an allow)."""
+    import dataclasses
+
+    from infomark.tools.hooks.answer import HookAnswer
+    from infomark.tools.hosts import core
+    from infomark.tools.hosts.gemini import SPEC
+
+    bare = dataclasses.replace(SPEC, answers={})
+    if kind == "block":
+        stdout: dict[str, Any] = {"decision": "block", "reason": "not finished"}
+    else:
+        stdout = {"hookSpecificOutput": {"permissionDecision": kind,
+                                         "permissionDecisionReason": "not finished"}}  # fmt: skip
+    out = core.render(bare, "BeforeTool", HookAnswer(stdout, 0, ""))
+    assert out.stdout is None and out.exit_code == 2
+    assert "not finished" in out.stderr

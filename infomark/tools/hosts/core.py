@@ -78,7 +78,9 @@ def render(spec: HostSpec, host_event: str | None, answer: HookAnswer) -> HookAn
         template = None
     if template is None:  # the host cannot take it here: say it on stderr
         extra = f"infomark: {text[:MAX_TEXT]}"
-        return HookAnswer(None, answer.exit_code, "\n".join(s for s in (answer.stderr, extra) if s))
+        # exit 2 blocks on every host: a refusal is never turned into an allow by omission
+        code = 2 if kind in ("deny", "ask", "block") else answer.exit_code
+        return HookAnswer(None, code, "\n".join(s for s in (answer.stderr, extra) if s))
     return HookAnswer(
         fill(template, text[:MAX_TEXT], host_event or ""), answer.exit_code, answer.stderr
     )
