@@ -39,7 +39,13 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _policy(project: Path, **kw: object) -> SandboxPolicy:
-    base: dict[str, object] = {"cwd": str(project), "writable": (str(project),), "env": clean_env()}
+    # this interpreter's environment stays reachable when it lives under /tmp (a clone there)
+    base: dict[str, object] = {
+        "cwd": str(project),
+        "writable": (str(project),),
+        "read_only": (sys.prefix,),
+        "env": clean_env(),
+    }
     base.update(kw)
     return SandboxPolicy(**base)  # type: ignore[arg-type]
 
