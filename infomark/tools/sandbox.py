@@ -35,7 +35,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import IO
@@ -52,6 +52,7 @@ __all__ = [
     "clean_env",
     "command",
     "probe",
+    "probe_bwrap",
     "run",
 ]
 
@@ -191,6 +192,12 @@ def _probe_landlock(bwrap: SandboxStatus) -> SandboxStatus:
     )
 
 
+def probe_bwrap() -> SandboxStatus:
+    """Whether bubblewrap itself starts here (no Landlock fallback, nothing cached): what a
+    host's own bubblewrap sandbox, Claude Code's or Codex's, needs."""
+    return _probe_bwrap()
+
+
 def _probe_bwrap() -> SandboxStatus:
     exe = _bwrap()
     if exe is None:
@@ -299,6 +306,40 @@ def _drain(stream: IO[bytes], cap: int, sink: list[bytes], cut: list[bool]) -> N
     stream.close()
 
 
+def _restricted_thread(
+    restrict: Callable[[], None], popen: Callable[[], subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    """Start the program from a new thread that first restricts itself with Landlock.
+
+    Landlock (and ``no_new_privs``) bind the calling *thread*, and a process inherits the
+    domain of the thread that creates it: so the program starts the fast way (``vfork``, no
+    ``preexec_fn``, no interpreter per command) already inside the sandbox. The thread ends
+    with the call, its restriction with it; the rest of infomark is never restricted. When
+    the restriction fails, nothing is started (:class:`SandboxUnavailable`)."""
+    box: list[subprocess.Popen[bytes]] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            restrict()
+            box.append(popen())
+        except BaseException as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=target, name="infomark-landlock")
+    worker.start()
+    worker.join()
+    if box:
+        return box[0]
+    status = probe()
+    why = failed[0] if failed else "no process"
+    if isinstance(why, OSError):
+        raise why  # the program itself could not start (as bwrap reports a missing program)
+    raise SandboxUnavailable(
+        f"the Landlock rules could not be applied ({why!r}); nothing was run", fix=status.fix
+    )
+
+
 def run(
     argv: Sequence[str],
     policy: SandboxPolicy,
@@ -314,18 +355,34 @@ def run(
     if not status.available:
         raise SandboxUnavailable(f"no sandbox can run here ({status.detail})", fix=status.fix)
     limits = policy.limits
+    capped = limits.cpu_seconds is not None or limits.memory_bytes is not None
+    landlocked = None
+    if status.backend is SandboxBackend.LANDLOCK:
+        from infomark.tools import landlock
+
+        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
+        landlocked = landlock.preexec(rule_list, network=policy.network)
+
+    def _popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command(argv, policy) if landlocked is None else list(argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(policy.env),
+            cwd=policy.cwd if landlocked is not None else None,
+            start_new_session=True,
+            preexec_fn=(lambda: _limit(limits)) if capped else None,
+        )
+
     started = time.monotonic()
-    proc = subprocess.Popen(
-        command(argv, policy),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(policy.env),
-        start_new_session=True,
-        preexec_fn=(lambda: _limit(limits))
-        if limits.cpu_seconds is not None or limits.memory_bytes is not None
-        else None,
-    )
+    if landlocked is None:
+        proc = _popen()
+    else:
+        try:
+            proc = _restricted_thread(landlocked, _popen)
+        finally:
+            landlocked.close()
     assert proc.stdout is not None and proc.stderr is not None
     out: list[bytes] = []
     err: list[bytes] = []
