@@ -71,6 +71,12 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"{RejectReason.BACKGROUND_RUN.hint}",
         )
     attested = ev.evidence_class is EvidenceClass.ATTESTED
+    if (
+        ev.evidence_class is EvidenceClass.EXECUTION
+        and ctx.rules.sandbox_required
+        and state.unsandboxed_at(ev.seq)
+    ):
+        return reject(RejectReason.UNSANDBOXED_RUN, _unsandboxed(state, block.evidence_ref, claim))
     allowed = (
         (EvidenceClass.EXECUTION, EvidenceClass.ATTESTED)
         if oracle
@@ -219,6 +225,23 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             f"`{claim.oracle}` (`infomark check {claim.id}`; the finish runs it for you)"
         )
     report.stamps_applied.append(applied)
+
+
+def _unsandboxed(state: SessionState, ref: str, claim: ClaimState) -> str:
+    box = state.agent_sandbox
+    why = str(box.get("detail") or "no OS sandbox was recorded for them")
+    fix = str(box.get("fix") or "")
+    return (
+        f"{ref} is your own run, made while your commands ran outside an OS sandbox ({why}): "
+        "a program run there can read infomark's key and forge evidence, so your runs ground "
+        "nothing. "
+        + (
+            f"`infomark check {claim.id}` runs its oracle in infomark's own sandbox"
+            if claim.oracle
+            else "A file tool's observation (Read) can still back an inference_stamp"
+        )
+        + (f"; to ground your own runs again the user must: {fix}" if fix else "")
+    )
 
 
 def _changes(state: SessionState, paths: list[str]) -> str:

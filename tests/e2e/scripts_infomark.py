@@ -96,9 +96,13 @@ def write_project(project: Path) -> Path:
     return parser
 
 
-def install_hooks(project: Path) -> Path:
-    """Run the installed ``infomark install claude-code --root PROJECT``; return the settings."""
+def install_hooks(project: Path, *, user_home: Path | None = None) -> Path:
+    """Run the installed ``infomark install claude-code --root PROJECT``; return the settings.
+
+    ``user_home``: the ``$HOME`` Claude Code will run with, so the sandbox's paths under the
+    user's home (``~/.config/infomark``, ``~/.claude/projects``) name that one."""
     exe = Path(sys.executable).with_name("infomark")
+    env = None if user_home is None else {**os.environ, "HOME": str(user_home)}
     done = subprocess.run(
         [str(exe), "install", "claude-code", "--root", str(project), "--profile", "ledger"],
         capture_output=True,
@@ -106,6 +110,7 @@ def install_hooks(project: Path) -> Path:
         timeout=60,
         check=False,
         stdin=subprocess.DEVNULL,
+        env=env,
     )
     if done.returncode != 0:
         raise AssertionError(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers import claude_sandbox_on
 
 if TYPE_CHECKING:
     from conftest import Service
@@ -156,6 +157,9 @@ PRETOOL_MODULES = {
     "infomark.tools.hooks.dispatch",
     "infomark.tools.hooks.failsafe",
     "infomark.tools.hooks.inbox",
+    # issue 27: whether the agent's commands are sandboxed, judged at the first decision of a
+    # session no SessionStart judged it in (this test's fresh session); standard library only
+    "infomark.tools.hooks.sandboxed",
     "infomark.tools.hooks.transcript",
     "infomark.tools.hooks.where",
 }
@@ -280,6 +284,7 @@ def test_the_forwarding_hook_loads_neither_urllib_nor_the_local_hook(service: Se
         "tool_name": "Read",
         "tool_input": {"file_path": "a"},
     }
+    claude_sandbox_on(service.project)  # else the first decision carries the sandbox warning
     result = _run(service.project, payload, "--url", service.url, "--home", str(service.home))
     modules = result["modules"]
     assert result["code"] == 0 and result["out"] == ""  # the service allowed it
