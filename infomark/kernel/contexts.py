@@ -1,14 +1,16 @@
-"""``contextmanager`` and ``suppress``: :mod:`contextlib`'s, re-exported.
+"""``contextmanager`` and ``suppress``: the hook path's :mod:`contextlib`.
 
-This module once re-implemented them so a hook process would not import
-:mod:`contextlib`; measured again for issue 29 (``python -m bench.icount``), that saved
-2.3 M of a steady-state PreToolUse's 122.8 M instructions (1.8 %) and nothing once a
-ledger block is parsed, under the 3 % a stand-in must earn (``standins/README.md``). New
-code imports :mod:`contextlib` directly; the remaining call sites move with their modules.
+To type checkers this module *is* :mod:`contextlib`, so every call site is checked against
+the standard API; at run time the names are the checked stand-ins of
+:mod:`infomark.kernel.standins.contexts` (why: ``standins/README.md``).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager, suppress
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from contextlib import contextmanager, suppress
+else:  # one import, no implementation: tests/kernel/test_standins.py holds it to this
+    from infomark.kernel.standins.contexts import contextmanager, suppress
 
 __all__ = ["contextmanager", "suppress"]

@@ -68,6 +68,7 @@ SLOW_STDLIB = (
     "ast",
     "tokenize",
     "typing",  # annotations only (TYPE_CHECKING); the Policy protocol loads it on use
+    "contextlib",  # infomark.kernel.contexts (standins/)
     "shutil",  # bz2, lzma, zlib
     "bz2",
     "lzma",
@@ -129,7 +130,8 @@ PRETOOL_MODULES = {
     "infomark.kernel.records",
     "infomark.kernel.runners",  # each runner's configuration names (issue 26): grading, scratch
     "infomark.kernel.session_id",
-    "infomark.kernel.standins",  # the checked stand-ins (dataclasses, re.compile): issue 29
+    "infomark.kernel.standins",  # the checked stand-ins (dataclasses, contextlib, re): issue 29
+    "infomark.kernel.standins.contexts",
     "infomark.kernel.standins.lazyre",
     "infomark.kernel.standins.records",
     "infomark.kernel.tools",
@@ -271,7 +273,7 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
     assert "infomark.ledger.parser" in modules  # needed, so loaded: the lazy path works
     # the parser is standard library: generated LALR tables, records instead of pydantic
     assert _heavy(modules) == []
-    assert _slow(modules) == []  # nor typing, dataclasses …
+    assert _slow(modules) == []  # nor typing, contextlib, dataclasses …
     parser = {m for m in modules if m.startswith("infomark.ledger.") and m not in PRETOOL_MODULES}
     assert parser >= PARSER_MODULES, sorted(parser)
 

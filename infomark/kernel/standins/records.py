@@ -314,7 +314,10 @@ def _with_fields(cls: type, fields_: tuple[Field, ...], slots: bool) -> type:
                 else:
                     type.__delattr__(cls, f.name)
         return cls
-    body = {k: v for k, v in own.items() if k not in {f.name for f in fields_}}
+    body = dict(own)
+    for f in fields_:
+        if f.name in own:
+            del body[f.name]
     inherited: set[str] = set()
     for base in cls.__mro__[1:]:
         inherited.update(base.__dict__.get("__slots__", ()))
@@ -413,7 +416,7 @@ def _process(
     fields_ = _collect(cls, kw_only)
     _check_order(fields_, init)
     names = tuple(f.name for f in fields_)
-    own = dict(cls.__dict__)  # what the class defines itself is never replaced
+    own = cls.__dict__  # what the class defines itself is never replaced
     cls = _with_fields(cls, fields_, slots)
     holder = [cls]
 
