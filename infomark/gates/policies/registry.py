@@ -107,7 +107,7 @@ def _load_object(spec: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"policies: cannot load {spec!r}: {exc}") from None
+        raise ConfigError(f"policies: cannot load {spec!r}: {exc}") from exc
     instance = obj() if isinstance(obj, type) else obj
     return _check(instance, spec)
 
@@ -122,7 +122,7 @@ def _entry_point(name: str) -> Any | None:
             except Exception as exc:  # a broken plugin must name itself, not crash the hook
                 raise ConfigError(
                     f"entry point {ENTRY_POINT_GROUP}:{name} failed to load: {exc}"
-                ) from None
+                ) from exc
             return _check(obj() if isinstance(obj, type) else obj, f"entry point {name}")
     return None
 
