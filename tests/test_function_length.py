@@ -25,7 +25,6 @@ ALLOWED: dict[str, int] = {
     "gates/protect.py::protected": 108,
     "gates/shell/walks_copy.py::w_tar": 99,
     "gates/surface/python.py::pytest_surface": 100,
-    "ledger/fork.py::merge_session": 126,
     "ledger/manifest.py::verify_home": 147,
     "ledger/parse_model.py::Builder.stamp": 90,
     "ledger/verify.py::_verify_pass": 157,
