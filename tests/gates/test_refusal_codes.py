@@ -86,6 +86,9 @@ class Refusal:
     follow: Callable[[], str]
 
 
+OPEN: list[Session] = []  # the sessions a scenario opened (the test reads and closes them)
+
+
 class Session:
     def __init__(self, tmp: Path, config: str = "") -> None:
         root = tmp / "p"
@@ -103,6 +106,7 @@ class Session:
         self.root = root
         self.gk = Gatekeeper.open(root / ".infomark", "s", root=root)
         self.last: IngestReport | None = None
+        OPEN.append(self)
 
     # the agent's moves
     def say(self, text: str) -> IngestReport:
@@ -871,8 +875,13 @@ def test_the_refusal_names_its_code_claim_and_a_step_that_moves_forward(
     tmp_path: Path, key: str
 ) -> None:
     code = key.split(":", 1)[1]
+    OPEN.clear()
     refusal = SCENARIOS[key](tmp_path)
     text = refusal.text
+    claims = OPEN[-1].gk.state.claims if OPEN else {}
+    for cid, result in SUGGESTED_RESULT.findall(text):  # the result its expectation needs
+        want = "EXPECTED_FAIL" if claims[cid].expect == "FAIL" else "PASS"
+        assert result == want, f"{cid} is told result={result}: {text}"
     assert re.search(rf"(?<![a-z_]){code}(?![a-z_])", text), f"code {code} not named: {text}"
     if refusal.claim is not None:
         assert re.search(rf"\b{refusal.claim}\b", text), f"claim not named: {text}"
@@ -880,3 +889,5 @@ def test_the_refusal_names_its_code_claim_and_a_step_that_moves_forward(
         assert weakness(command) is None, (command, text)
     after = refusal.follow()
     assert after != code, f"following the step of {key} left the same refusal: {text}"
+    for session in OPEN:
+        session.gk.close()
