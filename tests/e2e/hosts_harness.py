@@ -51,7 +51,7 @@ __all__ = [
     "stamp",
 ]
 
-HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0"}
+HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0", "opencode": "1.18.33"}
 _REPO = Path(__file__).resolve().parents[2]
 _INSTALLER = _REPO / "scripts" / "install-agent-host.sh"
 _INSTALL_TIMEOUT = 1200
