@@ -69,6 +69,8 @@ def _offline_env(home: Path, url: str) -> dict[str, str]:
         "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
         "OPENCODE_DISABLE_SHARE": "1",
+        "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",  # start-up work the test needs not
+        "OPENCODE_DISABLE_FFF": "1",
         "npm_config_offline": "true",
         "npm_config_registry": _CLOSED,
         "NO_PROXY": "127.0.0.1,localhost",

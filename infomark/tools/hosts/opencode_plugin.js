@@ -57,7 +57,8 @@ const refused = (answer) => answer.decision === "deny" || answer.decision === "b
 const failure = (answer) => `infomark could not answer (${answer.failed})`;
 
 export const InfomarkPlugin = async ({ client, directory }) => {
-  const started = new Map(); // sessionID → system context
+  const started = new Map(); // sessionID → system context (the protocol)
+  const promptContext = new Map(); // sessionID → context of the latest user message
   const pending = new Map(); // callID → context for the tool's output
   const finishFailures = new Map();
 
@@ -91,6 +92,7 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       textOf.delete(assistant.get(p.info.id));
       assistant.delete(p.info.id);
       started.delete(p.info.id);
+      promptContext.delete(p.info.id);
     }
   }
 
@@ -112,15 +114,14 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       await start(input.sessionID);
       const prompt = (output.parts ?? []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
       const answer = await hook({ ...base(input.sessionID, "chat.message"), prompt });
-      if (typeof answer.context === "string" && answer.context) {
-        started.set(input.sessionID, [started.get(input.sessionID), answer.context].filter(Boolean).join("\n\n"));
-      }
+      // this prompt's context (instruction packs) replaces the previous prompt's
+      promptContext.set(input.sessionID, typeof answer.context === "string" ? answer.context : "");
     },
     "experimental.chat.system.transform": async (input, output) => {
       if (!input.sessionID) return;
       await start(input.sessionID);
-      const text = started.get(input.sessionID);
-      if (text) output.system.push(text);
+      const text = [started.get(input.sessionID), promptContext.get(input.sessionID)];
+      if (text.some(Boolean)) output.system.push(text.filter(Boolean).join("\n\n"));
     },
     "tool.execute.before": async (input, output) => {
       const answer = await hook({
