@@ -125,8 +125,8 @@ def _opencode(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
         out.append(Finding(
             spec.name, "fails_closed", "info",
             "the plugin refuses a tool call when the hook crashes, times out or answers "
-            "nothing readable; a finish is judged when the model's last message ends with "
-            "text (a message with no text is not)",
+            "nothing readable; a finish is refused when a text of the answer ends, and an "
+            "answer with no text only at session.idle, which `opencode run` never reaches",
         ))  # fmt: skip
     return out
 

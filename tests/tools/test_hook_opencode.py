@@ -138,10 +138,32 @@ const out = { output: "1 passed", metadata: { exit: 0 } };
 await hooks["tool.execute.after"]({ tool: "bash", sessionID: "s", callID: "a", args: {} }, out);
 results.after = out.output;
 for (let i = 0; i < 4; i++) {
-  const part = { sessionID: "s", messageID: "m", partID: "p" };
+  const part = { sessionID: "s", messageID: "m" + i, partID: "p" };
   await hooks["experimental.text.complete"](part, { text: "Done." });
 }
 results.prompts = prompts;
+// an answer that ended with no text is judged at session.idle; an interrupted one is not
+process.env.FAKE_MODE = "block";
+const resumed = [];
+const sent = new Promise((resolve) => {
+  client.session.promptAsync = async (req) => {
+    resumed.push(req.path.id);
+    resolve(req.body.parts[0].text);
+    return {};
+  };
+});
+const info = (id, sessionID, extra) =>
+  ({ id, sessionID, role: "assistant", finish: "stop", ...extra });
+const emit = (type, properties) => hooks.event({ event: { type, properties } });
+const aborted = { error: { name: "MessageAbortedError" } };
+await emit("message.updated", { info: info("a1", "s1", aborted) });
+await emit("session.idle", { sessionID: "s1" });
+await emit("message.updated", { info: info("a2", "s2", { finish: "tool-calls" }) });
+await emit("session.idle", { sessionID: "s2" });
+await emit("message.updated", { info: info("a3", "s3", {}) });
+await emit("session.idle", { sessionID: "s3" });
+results.idle = await sent;
+results.resumed = resumed;
 console.log(JSON.stringify(results));
 """
 _FAKE = """#!/bin/sh
@@ -151,6 +173,7 @@ case "$FAKE_MODE" in
   deny) echo "denied by the fake" >&2; exit 2 ;;
   garbage) echo "not json" ;;
   allow) exit 0 ;;
+  block) echo '{"decision": "block", "reason": "not done: run the oracle"}' ;;
 esac
 """
 
@@ -180,6 +203,8 @@ def test_the_plugin_fails_closed_when_the_hook_cannot_answer(tmp_path: Path) -> 
     assert "no evidence recorded" in results["after"] and results["after"].startswith("1 passed")
     assert len(results["prompts"]) == 3  # a crashing finish check: refused 3 times, then let go
     assert all("the finish is refused" in p for p in results["prompts"])
+    # idle: only the answer that ended as a finish (not tools, not interrupted) is resumed
+    assert results["idle"] == "not done: run the oracle" and results["resumed"] == ["s3"]
     fake.unlink()  # the launcher is gone: the call is refused too
     done = subprocess.run([node, "driver.mjs"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)  # fmt: skip

@@ -22,9 +22,11 @@ on 127.0.0.1):
   it). ``experimental.text.complete`` is awaited when a text part ends, before the loop
   checks for the end; when the message has no tool part then, the plugin asks infomark
   (``Stop``), and on a refusal adds the reason as a user message (``noReply``): the loop
-  sees a user message newer than the answer and calls the model again. A message that ends
-  with no text is not judged, and a provider that streams a message's text before its tool
-  calls makes that text look final (the model then reads a refusal it did not need);
+  sees a user message newer than the answer and calls the model again. An answer that ended
+  with no text is judged at ``session.idle`` and a refusal is sent as a new prompt, which
+  the TUI and ``opencode serve`` run but ``opencode run`` (exited) does not. A provider that
+  streams a message's text before its tool calls makes that text look final (the model then
+  reads a refusal it did not need);
 * context goes into the system prompt (``experimental.chat.system.transform``, every model
   request of the session) and into tool outputs; OpenCode keeps no transcript file, so the
   plugin sends the text of the current assistant message with each tool callback

@@ -80,6 +80,9 @@ export const InfomarkPlugin = async ({ client, directory }) => {
         textOf.delete(assistant.get(p.info.sessionID));
         assistant.set(p.info.sessionID, p.info.id);
       }
+      ended.set(p.info.id, Boolean(p.info.finish) && !p.info.error && p.info.finish !== "tool-calls");
+    } else if (event.type === "session.idle" && p.sessionID) {
+      idle(p.sessionID).catch((e) => console.error(`infomark: ${e}`));
     } else if (event.type === "message.part.updated" && p.part?.type === "text") {
       const parts = textOf.get(p.part.messageID) ?? new Map();
       if (p.part.text || !parts.has(p.part.id)) parts.set(p.part.id, p.part.text ?? "");
@@ -94,6 +97,41 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       started.delete(p.info.id);
       promptContext.delete(p.info.id);
     }
+  }
+
+  // A finish is judged when a text of the answer ends (text.complete, below). An answer that
+  // ended with no text is judged when the session goes idle: the refusal is then sent as a
+  // new prompt, which a long-lived OpenCode (the TUI, `opencode serve`) runs; `opencode run`
+  // has exited by then. An answer the user interrupted (an error) is left alone.
+  const judged = new Set(); // assistant messageIDs whose finish was judged
+  const ended = new Map(); // assistant messageID → it ended as a finish (not tools, no error)
+  async function idle(sessionID) {
+    const id = assistant.get(sessionID);
+    if (!id || judged.has(id) || !ended.get(id)) return;
+    judged.add(id);
+    const reason = await judge(sessionID, texts(sessionID).join("\n\n"));
+    if (reason !== null) {
+      await client.session.promptAsync({
+        path: { id: sessionID },
+        body: { parts: [{ type: "text", text: reason }] },
+      });
+    }
+  }
+
+  async function judge(sessionID, text) {
+    // the finish gate: null when the session may end, else the reason it may not
+    const answer = await hook({ ...base(sessionID, "text.complete"), last_assistant_message: text });
+    if (answer.failed) {
+      const n = (finishFailures.get(sessionID) ?? 0) + 1;
+      finishFailures.set(sessionID, n);
+      if (n <= MAX_FINISH_FAILURES) return `[infomark] the finish is refused: ${failure(answer)}`;
+      console.error(`infomark: ${failure(answer)}; the finish was not checked`);
+      return null;
+    }
+    finishFailures.delete(sessionID);
+    if (refused(answer)) return answer.reason || "refused by infomark";
+    if (typeof answer.message === "string" && answer.message) console.error(`infomark: ${answer.message}`);
+    return null;
   }
 
   async function start(sessionID) {
@@ -158,18 +196,9 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       } catch (e) {}
       const parts = message?.data?.parts ?? [];
       if (parts.some((p) => p.type === "tool")) return; // it goes on: not a finish
-      const answer = await hook({ ...base(input.sessionID, "text.complete"), last_assistant_message: output.text });
-      let reason = null;
-      if (answer.failed) {
-        const n = (finishFailures.get(input.sessionID) ?? 0) + 1;
-        finishFailures.set(input.sessionID, n);
-        if (n <= MAX_FINISH_FAILURES) reason = `[infomark] the finish is refused: ${failure(answer)}`;
-        else console.error(`infomark: ${failure(answer)}; the finish was not checked`);
-      } else {
-        finishFailures.delete(input.sessionID);
-        if (refused(answer)) reason = answer.reason || "refused by infomark";
-        else if (typeof answer.message === "string" && answer.message) console.error(`infomark: ${answer.message}`);
-      }
+      if (judged.has(input.messageID)) return; // one judgement per answer
+      judged.add(input.messageID);
+      const reason = await judge(input.sessionID, output.text);
       if (reason === null) return;
       await client.session.prompt({
         path: { id: input.sessionID },
