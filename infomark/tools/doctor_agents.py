@@ -98,8 +98,10 @@ def _opencode(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
     from infomark.tools.hosts.opencode_plugin import MARK
 
     out: list[Finding] = []
+    from infomark.tools.hosts.install import opencode_config_home
+
     files = [root / spec.config_dir / spec.config_file,
-             user_home / ".config" / "opencode" / spec.config_file]  # fmt: skip
+             opencode_config_home(user_home) / spec.config_file]  # fmt: skip
     found = False
     for path in files:
         try:

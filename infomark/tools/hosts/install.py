@@ -33,12 +33,22 @@ from infomark.tools.launcher import (
     write_launcher,
 )
 
-__all__ = ["host_settings_path", "install_host", "uninstall_host"]
+__all__ = ["host_settings_path", "install_host", "opencode_config_home", "uninstall_host"]
+
+
+def opencode_config_home(user_home: Path) -> Path:
+    """OpenCode's global config directory: ``$XDG_CONFIG_HOME/opencode`` (xdg-basedir),
+    else ``~/.config/opencode``."""
+    import os
+
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else user_home / ".config"
+    return base / "opencode"
 
 
 def host_settings_path(spec: HostSpec, scope: str, root: Path) -> Path:
     if scope == "user" and spec.name == "opencode":
-        return Path.home() / ".config" / "opencode" / spec.config_file
+        return opencode_config_home(Path.home()) / spec.config_file
     if scope == "user":
         return Path.home() / spec.config_dir / spec.config_file
     if scope == "project":
