@@ -197,6 +197,8 @@ def test_the_plugin_fails_closed_when_the_hook_cannot_answer(tmp_path: Path) -> 
     results = json.loads(done.stdout)
     assert results["crash"].startswith("threw: [infomark] the call is refused")
     assert "exit 1: Traceback: boom" in results["crash"]
+    next_step = "run `infomark doctor` and `infomark install opencode` in the project"
+    assert results["crash"].endswith(next_step)
     assert results["deny"] == "threw: denied by the fake"
     assert "unreadable answer" in results["garbage"] and results["allow"] == "ran"
     assert results["missing"] == "ran"  # the fake exits 0 silently for an unknown mode

@@ -54,7 +54,9 @@ function hook(payload) {
 }
 
 const refused = (answer) => answer.decision === "deny" || answer.decision === "block";
-const failure = (answer) => `infomark could not answer (${answer.failed})`;
+const failure = (answer) =>
+  `infomark could not answer (${answer.failed}); ask the user to run \`infomark doctor\` ` +
+  "and `infomark install opencode` in the project";
 
 export const InfomarkPlugin = async ({ client, directory }) => {
   const started = new Map(); // sessionID → system context (the protocol)
