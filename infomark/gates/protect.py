@@ -146,6 +146,15 @@ def _settings(path: str) -> bool:
     )
 
 
+def _host_hooks(path: str) -> str:
+    """What of a host's hook wiring ``path`` is ("" when none): editing it switches them off."""
+    if _settings(path):
+        return "holds the Claude Code hook settings"
+    if _opencode_plugin(path):
+        return "is the OpenCode plugin (or its launcher) that runs infomark's hooks"
+    return ""
+
+
 def _opencode_plugin(path: str) -> bool:
     """OpenCode's infomark plugin or its launcher (``.opencode/plugins/``, or the user's
     ``opencode/plugins/``): editing either switches the hooks off at OpenCode's next start."""
@@ -388,15 +397,9 @@ def protected(
                 DecisionCode.PROTECTED_CONFIG.value,
                 f"{path} may change [tool.infomark], infomark's configuration",
             )
-        if _settings(path):
-            return _ask(
-                DecisionCode.PROTECTED_CONFIG.value, f"{path} holds the Claude Code hook settings"
-            )
-        if _opencode_plugin(path):
-            return _ask(
-                DecisionCode.PROTECTED_CONFIG.value,
-                f"{path} is the OpenCode plugin (or its launcher) that runs infomark's hooks",
-            )
+        hooks = _host_hooks(path)
+        if hooks:
+            return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} {hooks}")
         if any(_within(path, where) for where in install):
             return _ask(
                 DecisionCode.PROTECTED_INSTALL.value,
