@@ -1,4 +1,5 @@
-"""Scripted model APIs on 127.0.0.1 for the hosts' end-to-end tests: Gemini and OpenAI Responses.
+"""Scripted model APIs on 127.0.0.1 for the hosts' end-to-end tests: Gemini, OpenAI Responses
+and OpenAI Chat Completions.
 
 ``ModelStub(protocol, script)`` serves one HTTP API from a script of steps. A step is a
 :class:`Turn` or a callable that receives the parsed request (:class:`Request`) and returns
@@ -18,6 +19,10 @@ Observed wire formats (the pinned versions are in :mod:`.hosts_harness`):
 * Codex 0.171.0 with a ``wire_api = "responses"`` provider: ``POST /v1/responses`` with
   ``stream: true`` (``input`` items, ``tools``), answered with ``response.created``,
   ``response.output_item.done`` per item and ``response.completed`` events.
+* OpenCode 1.18.33 with an ``@ai-sdk/openai-compatible`` provider: ``POST
+  /v1/chat/completions`` with ``stream: true`` (``messages``, ``tools``), answered with
+  ``chat.completion.chunk`` deltas (text, then ``tool_calls``), a ``finish_reason`` chunk and
+  ``data: [DONE]``; its title request carries no ``tools`` and is answered as a side call.
 """
 
 from __future__ import annotations
@@ -166,7 +171,8 @@ def _responses_events(turn: Turn, n: int) -> list[dict[str, Any]]:
 
 @dataclass
 class ModelStub:
-    """A scripted model API (``protocol``: ``"gemini"`` or ``"responses"``) on 127.0.0.1."""
+    """A scripted model API (``protocol``: ``"gemini"``, ``"responses"`` or ``"chat"``) on
+    127.0.0.1."""
 
     protocol: str
     script: Sequence[Step]
