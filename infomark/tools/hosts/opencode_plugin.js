@@ -85,11 +85,19 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       ended.set(p.info.id, Boolean(p.info.finish) && !p.info.error && p.info.finish !== "tool-calls");
     } else if (event.type === "session.idle" && p.sessionID) {
       idle(p.sessionID).catch((e) => console.error(`infomark: ${e}`));
-    } else if (event.type === "message.part.updated" && p.part?.type === "text") {
+    } else if (
+      event.type === "message.part.updated" &&
+      p.part?.type === "text" &&
+      p.part.messageID === assistant.get(p.part.sessionID) // not the user's own text
+    ) {
       const parts = textOf.get(p.part.messageID) ?? new Map();
       if (p.part.text || !parts.has(p.part.id)) parts.set(p.part.id, p.part.text ?? "");
       textOf.set(p.part.messageID, parts);
-    } else if (event.type === "message.part.delta" && p.field === "text") {
+    } else if (
+      event.type === "message.part.delta" &&
+      p.field === "text" &&
+      p.messageID === assistant.get(p.sessionID)
+    ) {
       const parts = textOf.get(p.messageID) ?? new Map();
       parts.set(p.partID, (parts.get(p.partID) ?? "") + (p.delta ?? ""));
       textOf.set(p.messageID, parts);
