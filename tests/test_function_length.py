@@ -36,7 +36,6 @@ ALLOWED: dict[str, int] = {
     "tools/eval/sources.py::step_from_mapping": 82,
     "tools/hooks/claude_code.py::handle": 93,
     "tools/runner/tools.py::file_tools": 201,
-    "tools/sandbox.py::run": 81,
 }
 
 

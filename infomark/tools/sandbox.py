@@ -340,6 +340,42 @@ def _restricted_thread(
     )
 
 
+def _start(
+    argv: Sequence[str], policy: SandboxPolicy, status: SandboxStatus, piped: bool
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` under ``policy`` on the probed backend (bubblewrap's command line, or a
+    Landlock-restricted thread); stdin is a pipe when ``piped``."""
+    limits = policy.limits
+    capped = limits.cpu_seconds is not None or limits.memory_bytes is not None
+    landlocked = None
+    if status.backend is SandboxBackend.LANDLOCK:
+        from infomark.tools import landlock
+
+        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
+        landlocked = landlock.preexec(rule_list, network=policy.network)
+
+    def _popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command(argv, policy) if landlocked is None else list(argv),
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(policy.env),
+            cwd=policy.cwd if landlocked is not None else None,
+            start_new_session=True,
+            preexec_fn=(lambda: _limit(limits)) if capped else None,
+        )
+
+    if landlocked is None:
+        proc = _popen()
+    else:
+        try:
+            proc = _restricted_thread(landlocked, _popen)
+        finally:
+            landlocked.close()
+    return proc
+
+
 def run(
     argv: Sequence[str],
     policy: SandboxPolicy,
@@ -355,34 +391,8 @@ def run(
     if not status.available:
         raise SandboxUnavailable(f"no sandbox can run here ({status.detail})", fix=status.fix)
     limits = policy.limits
-    capped = limits.cpu_seconds is not None or limits.memory_bytes is not None
-    landlocked = None
-    if status.backend is SandboxBackend.LANDLOCK:
-        from infomark.tools import landlock
-
-        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
-        landlocked = landlock.preexec(rule_list, network=policy.network)
-
-    def _popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            command(argv, policy) if landlocked is None else list(argv),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(policy.env),
-            cwd=policy.cwd if landlocked is not None else None,
-            start_new_session=True,
-            preexec_fn=(lambda: _limit(limits)) if capped else None,
-        )
-
     started = time.monotonic()
-    if landlocked is None:
-        proc = _popen()
-    else:
-        try:
-            proc = _restricted_thread(landlocked, _popen)
-        finally:
-            landlocked.close()
+    proc = _start(argv, policy, status, stdin is not None)
     assert proc.stdout is not None and proc.stderr is not None
     out: list[bytes] = []
     err: list[bytes] = []

@@ -255,6 +255,22 @@ def _compaction(gk: Gatekeeper, event: str) -> None:
         gk.store_cursor(_PENDING, after)
 
 
+def _decide(gk: Gatekeeper, payload: dict[str, Any], warning: str) -> HookAnswer:
+    """A PreToolUse's decision; ``warning`` (the session's first decision while the agent's
+    commands are unsandboxed) joins a denial's reason, or goes to the user on an allow."""
+    decision = gk.authorize(tool_call_from(payload))
+    if decision.allowed:
+        if warning:  # allow stays silent to the model: the user's permission flow continues
+            return HookAnswer({"systemMessage": warning[:MAX_TEXT]})
+        return HookAnswer()  # allow = no output: the user's own permission flow continues
+    reason = f"[infomark {decision.code}] {decision.reason}"
+    if decision.instructions:  # the pack this denial fired reaches the model with it
+        reason += "\n\n" + decision.instructions
+    if warning:
+        reason += "\n\n" + warning
+    return verdict(decision.verdict.value, reason)
+
+
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
     if payload.get("synthesize_call_id"):  # a host without tool call ids (tools/hosts)
         from infomark.tools.hooks.call_ids import with_call_id
@@ -298,18 +314,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         target = check_target(str(payload["tool_name"]), payload["tool_input"])
         if target is not None:  # `infomark check C1`: run by infomark, not by the shell
             return deny(run_check(gk, target))
-        warning = _sandbox_check(gk, payload, start=False)
-        decision = gk.authorize(tool_call_from(payload))
-        if decision.allowed:
-            if warning:  # the session's first decision says it (to the user: allow stays silent)
-                return HookAnswer({"systemMessage": warning[:MAX_TEXT]})
-            return HookAnswer()  # allow = no output: the user's own permission flow continues
-        reason = f"[infomark {decision.code}] {decision.reason}"
-        if decision.instructions:  # the pack this denial fired reaches the model with it
-            reason += "\n\n" + decision.instructions
-        if warning:
-            reason += "\n\n" + warning
-        return verdict(decision.verdict.value, reason)
+        return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 
