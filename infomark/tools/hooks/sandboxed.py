@@ -11,8 +11,8 @@ infomark cannot see inside the host; it reads what decides it (issue 27):
 * **Codex**: the project's ``.codex/config.toml`` selects infomark's permission profile, no
   user configuration picks another sandbox, and the home is inside the project (the profile
   hides ``<project>/.infomark``); on Linux bubblewrap starts.
-* **Gemini CLI**: never. infomark does not configure Gemini's sandbox, which does not hide
-  the home by any policy infomark writes.
+* **Gemini CLI, OpenCode** (and any other host): never. infomark configures no sandbox of
+  theirs, so nothing hides the home from the agent's commands.
 
 The answer goes into the journal (``Gatekeeper.record_sandbox``); in an enforcing profile an
 agent's own run made while the answer is "no" grounds nothing (``unsandboxed_run``).
