@@ -51,6 +51,7 @@ class Carry:
 
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
+    environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
 
     def to_dict(self) -> dict[str, Any]:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
@@ -237,6 +238,7 @@ def build(
         real = os.path.join(root, name)
         if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
+            carry.environments.append(os.path.realpath(real))
     return carry, grading
 
 

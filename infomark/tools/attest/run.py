@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from infomark.gates import baseline
 from infomark.gates.protect import installation_paths
+from infomark.gates.surface import parse_oracle
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
@@ -154,10 +155,14 @@ def _run(
     prepared = attest_report.prepare(_argv(oracle), grading, workdir)
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
     env.update(prepared.env)
+    # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
+    # would hide them (a virtual environment under /tmp), read-only like the rest
+    words = [prepared.argv[0], *(c.argv[0] for c in parse_oracle(oracle) if c.argv)]
+    python = sandbox.interpreter_paths(words, path=env.get("PATH", ""), cwd=copy)
     policy = sandbox.SandboxPolicy(
         cwd=copy,
         writable=(workdir,),
-        read_only=prepared.readable,
+        read_only=(*prepared.readable, *python, *carried.environments),
         hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
         network=bool(cfg.get("network", False)),
         env=tuple(sorted(env.items())),
