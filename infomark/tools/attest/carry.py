@@ -186,10 +186,12 @@ def build(
     *,
     source_globs: Sequence[str] = (),
     approved: Mapping[str, str] | None = None,
+    carry_changes: bool = True,
 ) -> tuple[Carry, GradingSurface]:
     """Write the copy under ``dest``: the baseline, the approved grading files
     (``approved``: path -> blob, the operator accepted them), then the source changes;
-    the runner's grading surface is discovered on the baseline's files, not the agent's."""
+    the runner's grading surface is discovered on the baseline's files, not the agent's.
+    ``carry_changes=False``: the pristine baseline (the oracle's baseline run)."""
     root = ledger.root_dir
     files: dict[str, list[str]] = {k: list(v) for k, v in dict(manifest["files"]).items()}
     oids = sorted({r[4:] for r, _ in files.values() if r.startswith("git:")})
@@ -215,7 +217,8 @@ def build(
     rule = source_set(grading, files, source_globs)
     carry = Carry()
     kind = str(manifest.get("kind"))
-    for rel, digest in changes(root, files, ledger.home_dir, kind=kind).items():
+    changed = changes(root, files, ledger.home_dir, kind=kind) if carry_changes else {}
+    for rel, digest in changed.items():
         ok, why = is_source(rel, files, rule)
         if not ok:
             carry.left_out[rel] = why

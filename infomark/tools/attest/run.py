@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infomark.gates import baseline
@@ -25,16 +26,25 @@ from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
-from infomark.tools.attest import carry
+from infomark.tools.attest import baseline_run, carry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from infomark.gatekeeper import Gatekeeper
+    from infomark.gates.surface import GradingSurface
     from infomark.ledger.evidence import Evidence
 
-__all__ = ["CheckResult", "attester_for", "check", "private_paths"]
+__all__ = [
+    "CheckResult",
+    "Sandboxed",
+    "attester_for",
+    "check",
+    "copy_dir",
+    "execute",
+    "private_paths",
+]
 
 _TAIL = 1500  # characters of the run's output shown in the answer
 
@@ -132,26 +142,27 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
         carry.remove(workdir)
 
 
-def _run(
+@dataclass(frozen=True, slots=True)
+class Sandboxed:
+    """One sandboxed run of an oracle in a copy: what it ran under and what it reported."""
+
+    prepared: attest_report.PreparedRun
+    policy: sandbox.SandboxPolicy
+    ran: sandbox.SandboxRun
+    report: attest_report.RunnerReport
+
+
+def execute(
     gk: Gatekeeper,
-    claim_id: str,
     oracle: str,
-    manifest: dict[str, Any],
-    cfg: dict[str, Any],
+    grading: GradingSurface,
+    copy: str,
     workdir: str,
-) -> CheckResult:
-    state = gk.store.state
-    copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
-    os.makedirs(copy)
-    approved = _approved(gk)
-    carried, grading = carry.build(
-        gk.store,
-        manifest,
-        copy,
-        oracle,
-        source_globs=gk.config.grading_source,
-        approved=approved,
-    )
+    cfg: dict[str, Any],
+    environments: Sequence[str] = (),
+) -> Sandboxed:
+    """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
+    its runner asked for its own report; nothing is recorded."""
     prepared = attest_report.prepare(_argv(oracle), grading, workdir)
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
     env.update(prepared.env)
@@ -162,20 +173,55 @@ def _run(
     policy = sandbox.SandboxPolicy(
         cwd=copy,
         writable=(workdir,),
-        read_only=(*prepared.readable, *python, *carried.environments),
+        read_only=(*prepared.readable, *python, *environments),
         hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
         network=bool(cfg.get("network", False)),
         env=tuple(sorted(env.items())),
         limits=_limits(cfg),
     )
     ran = sandbox.run(list(prepared.argv), policy)
-    output = ran.stdout + ran.stderr
     report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
+    return Sandboxed(prepared, policy, ran, report)
+
+
+def copy_dir(gk: Gatekeeper, workdir: str) -> str:
+    """Where the copy goes inside ``workdir``: the project's own directory name."""
+    copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
+    os.makedirs(copy)
+    return copy
+
+
+def _run(
+    gk: Gatekeeper,
+    claim_id: str,
+    oracle: str,
+    manifest: dict[str, Any],
+    cfg: dict[str, Any],
+    workdir: str,
+) -> CheckResult:
+    state = gk.store.state
+    copy = copy_dir(gk, workdir)
+    approved = _approved(gk)
+    carried, grading = carry.build(
+        gk.store,
+        manifest,
+        copy,
+        oracle,
+        source_globs=gk.config.grading_source,
+        approved=approved,
+    )
+    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
+    ran, report, policy = done.ran, done.report, done.policy
     claim = state.claims[claim_id]
     expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
-    judged = attest_report.judge(
-        report, ran.exit_code, expect=expect, named_tests=grading.named_tests()
-    )
+    named = grading.named_tests()
+    judged = attest_report.judge(report, ran.exit_code, expect=expect, named_tests=named)
+    base: baseline_run.BaselineRun | None = None
+    if baseline_run.needed(judged, report):
+        base = baseline_run.get(gk, oracle, manifest, approved, cfg)
+        judged = attest_report.judge(
+            report, ran.exit_code, baseline=base.report, expect=expect, named_tests=named
+        )
     if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
         judged = attest_report.Judgement(
             Outcome.ERROR,
@@ -212,6 +258,7 @@ def _run(
         "limits_hit": list(ran.limits_hit),
         "wall_ms": int(ran.wall_seconds * 1000),
         "report": report.to_dict(),
+        "baseline_run": base.to_dict() if base is not None else None,
         "judgement": {
             "outcome": judged.outcome.value,
             "code": judged.code.value if judged.code else None,
@@ -219,7 +266,7 @@ def _run(
             "exit_status_only": judged.exit_status_only,
         },
     }
-    result = ToolOutcome(output, exit_code=ran.exit_code)
+    result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
     evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome.value)
     rank = gk.store.state.claims[claim_id].status
     return CheckResult(
