@@ -166,10 +166,6 @@ def execute(
     prepared = attest_report.prepare(_argv(oracle), grading, workdir)
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
     env.update(prepared.env)
-    if sandbox.probe().backend is sandbox.SandboxBackend.BWRAP:
-        # byte code goes to the sandbox's own /tmp (memory, gone with it): nothing to write
-        # into the copy or to delete after, and no cached byte code a later run could read
-        env.setdefault("PYTHONPYCACHEPREFIX", "/tmp/infomark-pycache")  # noqa: S108
     # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
     # would hide them (a virtual environment under /tmp), read-only like the rest
     words = [prepared.argv[0], *(c.argv[0] for c in parse_oracle(oracle) if c.argv)]
