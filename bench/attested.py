@@ -5,7 +5,9 @@ with one test each), one changed source file; the bare run is ``pytest -q`` in t
 attested run is :func:`infomark.tools.attest.check` (the copy from the baseline plus the change,
 bubblewrap, the report plugin, the signed evidence). Run alternately (B A B A …): medians, the
 median of the per-pair ratios, and the fixed cost (attested median minus bare median). Also
-reports the one-time baseline capture and the copy alone (docs/performance.md, "Attested runs").
+reports the one-time baseline capture, the first check (which also runs the oracle on the
+baseline), and the fixed parts alone: the copy, its removal, bubblewrap's start, and the report
+plugin's CPU cost in a bare run (docs/performance.md, "Attested runs").
 """
 
 from __future__ import annotations
@@ -128,7 +130,6 @@ def main(argv: list[str]) -> int:
         first = _median(attested, 1)  # the first check also runs the oracle on the baseline
         plugin = paired(plugged, bare, pairs=max(3, pairs // 2), warmup=1, measure=_cpu_of)
         p = paired(attested, bare, pairs=pairs, warmup=1)
-        pc = paired(attested, bare, pairs=pairs, warmup=0, measure=_cpu_of)
         gk.close()
     print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {p.pairs} pairs")
     print(f"baseline capture (once per session): {fmt(capture)}")
@@ -144,10 +145,6 @@ def main(argv: list[str]) -> int:
     print(
         f"ratio (median of pairs): {p.ratio:.2f}x   fixed cost (median difference): "
         f"{_signed(p.ours - p.base)}"
-    )
-    print(
-        f"CPU: bare {fmt(pc.base)}, attested {fmt(pc.ours)}; ratio {pc.ratio:.2f}x, "
-        f"difference {_signed(pc.ours - pc.base)}"
     )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0
