@@ -136,7 +136,7 @@ def get(
         return found
     workdir = tempfile.mkdtemp(prefix="infomark-attest-base-")
     try:
-        copy = run.copy_dir(gk, workdir)
+        copy = run.copy_dir(gk, workdir, manifest)
         carried, grading = carry.build(
             gk.store, manifest, copy, oracle, approved=approved, carry_changes=False
         )

@@ -1,10 +1,15 @@
 """The throwaway copy an attested run happens in: the baseline, plus the agent's source changes.
 
-:func:`build` writes the baseline's files (git objects through ``git cat-file --batch``, the
-rest from the blob store) into a private directory, then carries over exactly the changes
-the source rule accepts (:func:`is_source`); every other change is left out and named, so the
-finish can say which file did not count. Directories that hold an environment (``.venv``,
-``node_modules`` …) are linked to their real place, which the sandbox keeps read-only.
+:func:`build` writes the baseline's files (the bytes of the ones that still match it, read
+and hashed in one pass; git objects through ``git cat-file --batch`` for the others; the rest
+from the blob store) into a private directory, then carries over exactly the changes the
+source rule accepts (:func:`is_source`); every other change is left out and named, so the
+finish can say which file did not count. The files pytest reads above the project that the
+baseline recorded (``../pytest.ini``, ``../conftest.py``:
+:data:`infomark.gates.baseline.ABOVE_NAMES`) are written above the copy, which
+:func:`infomark.tools.attest.run.copy_dir` places deep enough for them; nothing else exists
+above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
+their real place, which the sandbox keeps read-only.
 """
 
 from __future__ import annotations
@@ -251,6 +256,11 @@ def build(
             now, _ = _digest(os.path.join(root, rel), blob_ref)
             if now != blob_ref:
                 changed[rel] = now
+    for rel, (ref, mode) in dict(manifest.get("above") or {}).items():
+        blob = ledger.blobs.get(ref)
+        if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
+            raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
+        _write(os.path.normpath(os.path.join(dest, rel)), blob, mode, made)
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
     carry = Carry()

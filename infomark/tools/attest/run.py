@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from infomark.gates import baseline
@@ -184,9 +184,14 @@ def execute(
     return Sandboxed(prepared, policy, ran, report)
 
 
-def copy_dir(gk: Gatekeeper, workdir: str) -> str:
-    """Where the copy goes inside ``workdir``: the project's own directory name."""
-    copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
+def copy_dir(gk: Gatekeeper, workdir: str, manifest: Mapping[str, Any]) -> str:
+    """Where the copy goes inside ``workdir``: the project's own directory name, below as
+    many of its real parents' names as the baseline recorded files above it (so
+    ``../../conftest.py`` lands inside ``workdir`` too)."""
+    depth = max((rel.count("../") for rel in manifest.get("above") or {}), default=0)
+    parts = [p for p in os.path.realpath(gk.store.root_dir).split("/") if p] or ["project"]
+    parts = ["up"] * max(0, depth + 1 - len(parts)) + parts
+    copy = os.path.join(workdir, *parts[len(parts) - depth - 1 :])
     os.makedirs(copy)
     return copy
 
@@ -200,7 +205,7 @@ def _run(
     workdir: str,
 ) -> CheckResult:
     state = gk.store.state
-    copy = copy_dir(gk, workdir)
+    copy = copy_dir(gk, workdir, manifest)
     approved = _approved(gk)
     carried, grading = carry.build(
         gk.store,
