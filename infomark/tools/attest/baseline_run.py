@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
 from infomark.tools.attest import carry
+from infomark.tools.attest.sandboxed import copy_dir, execute
 from infomark.tools.attest_report import Judgement, RunnerReport
 
 TYPE_CHECKING = False
@@ -127,8 +128,6 @@ def get(
 ) -> BaselineRun:
     """The oracle's run on the pristine baseline: journaled once per :func:`key`, then read
     back."""
-    from infomark.tools.attest import run
-
     baseline_id = str(gk.store.state.baseline.get("id") or "")
     wanted = key(baseline_id, oracle, approved)
     found = _cached(gk, wanted)
@@ -136,11 +135,11 @@ def get(
         return found
     workdir = tempfile.mkdtemp(prefix="infomark-attest-base-")
     try:
-        copy = run.copy_dir(gk, workdir, manifest)
+        copy = copy_dir(gk, workdir, manifest)
         carried, grading = carry.build(
             gk.store, manifest, copy, oracle, approved=approved, carry_changes=False
         )
-        done = run.execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
+        done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
     finally:
         carry.remove(workdir)
     report = done.report

@@ -7,7 +7,7 @@ source rule accepts (:func:`is_source`); every other change is left out and name
 finish can say which file did not count. The files pytest reads above the project that the
 baseline recorded (``../pytest.ini``, ``../conftest.py``:
 :data:`infomark.gates.baseline.ABOVE_NAMES`) are written above the copy, which
-:func:`infomark.tools.attest.run.copy_dir` places deep enough for them; nothing else exists
+:func:`infomark.tools.attest.sandboxed.copy_dir` places deep enough for them; nothing else exists
 above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
 their real place, which the sandbox keeps read-only.
 """

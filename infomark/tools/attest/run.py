@@ -5,46 +5,33 @@ hook, the runner's ``infomark_check`` tool, the MCP proxy, the HTTP route, and t
 for the claims it needs): build the throwaway copy (:mod:`.carry`), run the oracle under the
 operating system's sandbox (:mod:`infomark.tools.sandbox`; where none runs, there is no
 attested run and the text says why), read the outcome from the runner's report
-(:mod:`.outcome`), record it as ``attested`` evidence and bind the claim to it. The answer
+(:mod:`infomark.tools.attest_report`), record it as ``attested`` evidence and bind the claim to it. The answer
 is one text for the agent: the outcome, the evidence_ref, what the report showed and which
 changed files were not carried.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from infomark.gates import baseline
-from infomark.gates.protect import installation_paths
-from infomark.gates.surface import parse_oracle
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
 from infomark.tools.attest import baseline_run, carry
+from infomark.tools.attest.sandboxed import copy_dir, execute, private_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from infomark.gatekeeper import Gatekeeper
-    from infomark.gates.surface import GradingSurface
     from infomark.ledger.evidence import Evidence
 
-__all__ = [
-    "CheckResult",
-    "Sandboxed",
-    "attester_for",
-    "check",
-    "copy_dir",
-    "execute",
-    "private_paths",
-]
+__all__ = ["CheckResult", "attester_for", "check", "private_paths"]
 
 _TAIL = 1500  # characters of the run's output shown in the answer
 
@@ -57,24 +44,6 @@ class CheckResult:
     evidence: Evidence | None = None
     outcome: str = "ERROR"
     status: str | None = None  # the claim's rank after it
-
-
-def private_paths(home: str) -> tuple[str, ...]:
-    """What a sandboxed run may not read: the ledger home (key, token, journal), the host's
-    transcripts and settings, infomark's installation."""
-    user = os.path.expanduser("~")
-    out = [os.path.realpath(home), *installation_paths()]
-    out += [os.path.join(user, ".claude"), os.path.join(user, ".infomark")]
-    out += [os.path.join(user, ".config", "infomark")]
-    return tuple(dict.fromkeys(out))
-
-
-def _limits(cfg: dict[str, Any]) -> sandbox.Limits:
-    return sandbox.Limits(
-        cpu_seconds=int(cfg.get("cpu_seconds", 600)),
-        memory_bytes=int(cfg.get("memory_mb", 4096)) << 20,
-        wall_seconds=float(cfg.get("wall_seconds", 240)),
-    )
 
 
 def _approved(gk: Gatekeeper) -> dict[str, str]:
@@ -140,60 +109,6 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
         return CheckResult(f"no attested run of {claim_id}: {exc}")
     finally:
         carry.remove(workdir)
-
-
-@dataclass(frozen=True, slots=True)
-class Sandboxed:
-    """One sandboxed run of an oracle in a copy: what it ran under and what it reported."""
-
-    prepared: attest_report.PreparedRun
-    policy: sandbox.SandboxPolicy
-    ran: sandbox.SandboxRun
-    report: attest_report.RunnerReport
-
-
-def execute(
-    gk: Gatekeeper,
-    oracle: str,
-    grading: GradingSurface,
-    copy: str,
-    workdir: str,
-    cfg: dict[str, Any],
-    environments: Sequence[str] = (),
-) -> Sandboxed:
-    """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
-    its runner asked for its own report; nothing is recorded."""
-    prepared = attest_report.prepare(_argv(oracle), grading, workdir)
-    env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
-    env.update(prepared.env)
-    # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
-    # would hide them (a virtual environment under /tmp), read-only like the rest
-    words = [prepared.argv[0], *(c.argv[0] for c in parse_oracle(oracle) if c.argv)]
-    python = sandbox.interpreter_paths(words, path=env.get("PATH", ""), cwd=copy)
-    policy = sandbox.SandboxPolicy(
-        cwd=copy,
-        writable=(workdir,),
-        read_only=(*prepared.readable, *python, *environments),
-        hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
-        network=bool(cfg.get("network", False)),
-        env=tuple(sorted(env.items())),
-        limits=_limits(cfg),
-    )
-    ran = sandbox.run(list(prepared.argv), policy)
-    report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
-    return Sandboxed(prepared, policy, ran, report)
-
-
-def copy_dir(gk: Gatekeeper, workdir: str, manifest: Mapping[str, Any]) -> str:
-    """Where the copy goes inside ``workdir``: the project's own directory name, below as
-    many of its real parents' names as the baseline recorded files above it (so
-    ``../../conftest.py`` lands inside ``workdir`` too)."""
-    depth = max((rel.count("../") for rel in manifest.get("above") or {}), default=0)
-    parts = [p for p in os.path.realpath(gk.store.root_dir).split("/") if p] or ["project"]
-    parts = ["up"] * max(0, depth + 1 - len(parts)) + parts
-    copy = os.path.join(workdir, *parts[len(parts) - depth - 1 :])
-    os.makedirs(copy)
-    return copy
 
 
 def _run(
@@ -310,20 +225,6 @@ def _answer(
     if tail:
         lines.append("output:\n" + tail)
     return "\n".join(lines)
-
-
-_SHELL = frozenset("|&;<>()$`\\\"'*?[]#~=%!{}\n")
-
-
-def _argv(oracle: str) -> list[str]:
-    """The oracle as argv: its words when it is one plain command, else ``sh -c``."""
-    try:
-        words = shlex.split(oracle)
-    except ValueError:
-        words = []
-    if words and not any(set(w) & _SHELL for w in words) and shlex.join(words) == oracle.strip():
-        return words
-    return ["/bin/sh", "-c", oracle]
 
 
 def attester_for(gk: Gatekeeper) -> None:
