@@ -5,9 +5,10 @@ hook, the runner's ``infomark_check`` tool, the MCP proxy, the HTTP route, and t
 for the claims it needs): build the throwaway copy (:mod:`.carry`), run the oracle under the
 operating system's sandbox (:mod:`infomark.tools.sandbox`; where none runs, there is no
 attested run and the text says why), read the outcome from the runner's report
-(:mod:`infomark.tools.attest_report`), record it as ``attested`` evidence and bind the claim to it. The answer
-is one text for the agent: the outcome, the evidence_ref, what the report showed and which
-changed files were not carried.
+(:mod:`infomark.tools.attest_report`; a verdict that would ground the claim is compared with
+the oracle's run on the pristine baseline, :mod:`.baseline_run`), record it as ``attested``
+evidence and bind the claim to it. The answer is one text for the agent: the outcome, the
+evidence_ref, what the report showed and which changed files were not carried.
 """
 
 from __future__ import annotations

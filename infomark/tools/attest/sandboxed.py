@@ -73,6 +73,8 @@ def execute(
     # would hide them (a virtual environment under /tmp), read-only like the rest
     words = [prepared.argv[0], *(c.argv[0] for c in parse_oracle(oracle) if c.argv)]
     python = sandbox.interpreter_paths(words, path=env.get("PATH", ""), cwd=copy)
+    real = os.path.realpath(workdir)  # a prefix that holds the copy would make it read-only
+    python = tuple(p for p in python if not (real + "/").startswith(p.rstrip("/") + "/"))
     policy = sandbox.SandboxPolicy(
         cwd=copy,
         writable=(workdir,),
