@@ -338,7 +338,7 @@ def protected(
     paths += [resolve_path(p, base) for p in classification.paths]
     opaque = classification.opaque  # set by the shell classifier only
     for path in paths[: len(file_paths)]:  # a file tool's own path (a shell is sandboxed)
-        if _PROC_LINK.match(path):
+        if path.startswith("/proc/") and _PROC_LINK.match(path):  # no compile otherwise
             return (
                 "deny",
                 DecisionCode.PROTECTED_HOME.value,

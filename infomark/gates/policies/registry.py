@@ -15,7 +15,6 @@ name is not known otherwise, so the hook's start-up stays cheap.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from infomark.gates.policies.context import ALL_PHASES, PackSettings
@@ -103,6 +102,8 @@ def _load_object(spec: str) -> Any:
     if not sep or not module or not attr:
         raise ConfigError(f"policies: {spec!r} is not of the form 'package.module:Class'")
     try:
+        import importlib  # a `module:Class` named in the configuration: only then
+
         obj: Any = importlib.import_module(module)
         for part in attr.split("."):
             obj = getattr(obj, part)

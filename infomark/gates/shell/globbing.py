@@ -9,7 +9,10 @@ A word is a list of atoms: one character each, with how it was written (:data:`Q
 from __future__ import annotations
 
 import os
-import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 __all__ = [
     "GLOB_BUDGET",
@@ -146,6 +149,8 @@ def _bracket_end(atoms: list[Atom], k: int) -> int:
     return -1
 
 
+# re.escape of the POSIX punctuation class, written out (this module loads without re)
+_PUNCT = "!\"\\#\\$%\\&'\\(\\)\\*\\+,\\-\\./:;<=>\\?@\\[\\\\\\]\\^_`\\{\\|\\}\\~"
 _CLASSES = {
     "alpha": "a-zA-Z",
     "digit": "0-9",
@@ -154,12 +159,14 @@ _CLASSES = {
     "lower": "a-z",
     "space": " \\t\\n\\r\\f\\v",
     "xdigit": "0-9A-Fa-f",
-    "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    "punct": _PUNCT,
     "word": "a-zA-Z0-9_",
 }
 
 
 def _regex(part: list[Atom]) -> re.Pattern[str]:
+    import re  # a glob to match: loaded only then
+
     out: list[str] = []
     k, n = 0, len(part)
     last_close = max((j for j, (c, kind) in enumerate(part) if c == "]" and kind != _Q), default=-1)
@@ -181,6 +188,8 @@ def _regex(part: list[Atom]) -> re.Pattern[str]:
 
 
 def _bracket(body: list[Atom]) -> str:
+    from re import escape
+
     negate = bool(body) and body[0][0] in "!^" and body[0][1] != _Q
     if negate:
         body = body[1:]
@@ -198,10 +207,10 @@ def _bracket(body: list[Atom]) -> str:
         if k + 2 < n and body[k + 1] == ("-", RAW) and body[k + 1][1] != _Q:
             lo, hi = ch, body[k + 2][0]
             if lo <= hi:
-                items.append(re.escape(lo) + "-" + re.escape(hi))
+                items.append(escape(lo) + "-" + escape(hi))
             k += 3
             continue
-        items.append(re.escape(ch))
+        items.append(escape(ch))
         k += 1
     inner = "".join(items)
     if not inner:

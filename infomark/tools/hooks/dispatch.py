@@ -236,12 +236,16 @@ def run_hook(args: list[str]) -> int:
     dog.size = len(raw)
     payload: object = None
     detail = ""
+    text = raw.decode("utf-8", "replace") if raw.strip() else ""
+    if url is None:  # only the forwarding hook sends the bytes on: a large result's copies
+        raw = b""  # in memory at once are the text, then the text and the parsed payload
     try:
-        payload = jsonc.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        payload = jsonc.loads(text) if text else None
         if payload is None:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
         detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
+    text = ""
     dog.payload = payload
     if host is not None:
         from infomark.tools.hosts.core import handle_host, load_spec
