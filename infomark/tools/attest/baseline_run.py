@@ -74,6 +74,7 @@ class BaselineRun:
     report: RunnerReport
     seq: int
     cached: bool
+    limits_hit: tuple[str, ...] = ()  # a limit stopped it: its exit status shows nothing
 
     def to_dict(self) -> dict[str, Any]:
         """What the attested evidence records of it."""
@@ -115,7 +116,8 @@ def _cached(gk: Gatekeeper, wanted: str) -> BaselineRun | None:
                 xpassed=int(p["xpassed"]),
                 collection_errors=int(p["collection_errors"]),
             )
-            return BaselineRun(wanted, report, row.seq, True)
+            hit = tuple(str(x) for x in p.get("limits_hit") or ())
+            return BaselineRun(wanted, report, row.seq, True, hit)
     return None
 
 
@@ -149,4 +151,4 @@ def get(
     payload["limits_hit"] = list(done.ran.limits_hit)
     with gk.store.transaction():
         seq = gk.store.emit(EVENT, payload)
-    return BaselineRun(wanted, report, seq, False)
+    return BaselineRun(wanted, report, seq, False, tuple(done.ran.limits_hit))

@@ -22,8 +22,8 @@ from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
-from infomark.tools.attest import baseline_run, carry
-from infomark.tools.attest.sandboxed import copy_dir, execute, private_paths
+from infomark.tools.attest import baseline_run, carry, script_oracle
+from infomark.tools.attest.sandboxed import copy_dir, execute, oracle_argv, private_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -144,14 +144,7 @@ def _run(
             report, ran.exit_code, baseline=base.report, expect=expect, named_tests=named
         )
     if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
-        judged = attest_report.Judgement(
-            Outcome.ERROR,
-            RejectReason.WEAK_ORACLE,
-            f"`{oracle}` starts no test runner infomark knows, so its exit status 0 shows no "
-            "test ran; declare an oracle that runs the tests (pytest, make test, npm test, "
-            "cargo test, go test …)",
-            exit_status_only=True,
-        )
+        judged, base = _script_oracle(gk, oracle, manifest, approved, cfg, carried, base)
     if ran.limits_hit:
         judged = attest_report.Judgement(
             Outcome.FAIL,
@@ -196,6 +189,51 @@ def _run(
         judged.outcome.value,
         rank,
     )
+
+
+def _script_oracle(
+    gk: Gatekeeper,
+    oracle: str,
+    manifest: dict[str, Any],
+    approved: dict[str, str],
+    cfg: dict[str, Any],
+    carried: carry.Carry,
+    base: baseline_run.BaselineRun | None,
+) -> tuple[attest_report.Judgement, baseline_run.BaselineRun | None]:
+    """An exit status 0 of an oracle no runner reports on: a PASS only when it runs a
+    baseline script that failed on the baseline (:mod:`.script_oracle`), else weak."""
+    script = script_oracle.baseline_script(
+        oracle_argv(oracle), manifest.get("files") or {}, carried.carried
+    )
+    known = "(pytest, make test, npm test, cargo test, go test …)"
+    if script is None:
+        why = (
+            f"`{oracle}` starts no test runner infomark knows and runs no script of the "
+            "baseline (inline code, a program on PATH, or a file your change wrote), so its "
+            "exit status 0 shows nothing; declare an oracle that runs the tests "
+            + known
+            + " or a test script the project already had that fails without the fix"
+        )
+        return attest_report.Judgement(
+            Outcome.ERROR, RejectReason.WEAK_ORACLE, why, exit_status_only=True
+        ), base
+    base = base or baseline_run.get(gk, oracle, manifest, approved, cfg)
+    before = base.report.exit_code
+    if before != 0 and not base.limits_hit:
+        why = (
+            f"exit status 0 (exit-status-only): `{script}` is the baseline's, and the same "
+            f"oracle exited {before} on the baseline, so your change is what makes it pass"
+        )
+        return attest_report.Judgement(Outcome.PASS, None, why, exit_status_only=True), base
+    seen = "was stopped by a limit" if base.limits_hit else "exits 0 there too"
+    why = (
+        f"`{oracle}` starts no test runner infomark knows, and on the baseline (before any "
+        f"change) it {seen}, so its exit status 0 cannot show your change; declare an oracle "
+        f"that fails without the fix, or one that runs the tests {known}"
+    )
+    return attest_report.Judgement(
+        Outcome.ERROR, RejectReason.WEAK_ORACLE, why, exit_status_only=True
+    ), base
 
 
 def _answer(
