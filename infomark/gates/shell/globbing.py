@@ -59,7 +59,9 @@ def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> 
         if not part:
             if last:  # a trailing slash: only directories
                 bases = [b + "/" for b in bases if os.path.isdir(os.path.join(cwd, b))]
-            continue
+            elif any(parts[index + 1 :]):  # `a//*`, `//*`: bash keeps the slashes as
+                bases = [b + "/" if b.endswith("/") else b + "//" for b in bases]  # written
+            continue  # (trailing `//` is one `/`, as in bash)
         nxt: list[str] = []
         if not _has_magic(part):
             lit = "".join(ch for ch, _ in part)

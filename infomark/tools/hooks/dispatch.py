@@ -136,16 +136,22 @@ def _journal_timeout(
         or out.get("reason")
         or ""
     )
+    from infomark.tools.hooks.failsafe import released
+
+    unverified = released(dog.event, payload)
     record = {
         "event": dog.event,
         "error": why[:500],
         "failed_closed": dog.event not in _RESULTS
+        and not unverified
         and (answer.stdout is not None or answer.exit_code == 2),
         "watchdog": True,
         "payload_bytes": dog.size,
         "told": str(told)[:1000],
         "partial_blobs_removed": len(removed),
     }
+    if unverified:
+        record["finished_unverified"] = True
     use = payload.get("tool_use_id")
     if isinstance(use, str):
         record["tool_use_id"] = use[:200]
