@@ -51,6 +51,11 @@ def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
         ToolCall("Edit", {"file_path": "infomark.toml", "old_string": "a", "new_string": "b"}),
         ToolCall("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
         ToolCall("Bash", {"command": "echo 'profile = \"observe\"' > infomark.toml"}),
+        ToolCall(
+            "edit",
+            {"filePath": ".opencode/plugins/infomark.js", "oldString": "a", "newString": "b"},
+        ),
+        ToolCall("Bash", {"command": "rm .opencode/plugins/infomark-hook"}),
     ],
 )
 def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall) -> None:
@@ -65,6 +70,7 @@ def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall)
         ToolCall("Read", {"file_path": "infomark.toml"}),
         ToolCall("Bash", {"command": "grep -r infomarkish src/"}),
         ToolCall("Read", {"file_path": "src/infomark_notes.md"}),
+        ToolCall("Read", {"file_path": ".opencode/plugins/infomark.js"}),
     ],
 )
 def test_harmless_neighbours_pass(gk: Gatekeeper, call: ToolCall) -> None:

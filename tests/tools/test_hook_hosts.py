@@ -334,6 +334,7 @@ def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_pat
     assert {(f.area, f.check, f.status) for f in agent_findings(project, user)} == {
         ("gemini", "installed", "info"),
         ("codex", "installed", "info"),
+        ("opencode", "installed", "info"),
     }
     install_host(load_spec("gemini"), root=project)
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}

@@ -396,6 +396,32 @@ def _journal_failure(
         return
 
 
+def _failed(
+    exc: Exception,
+    gk: Gatekeeper | None,
+    event: str,
+    payload: dict[str, Any],
+    profile: str,
+    *,
+    home: StrPath,
+    root: StrPath,
+) -> HookAnswer:
+    """The answer when judging raised ``exc``: fail closed as the profile says, and journal
+    the failure where the store can still take it."""
+    why = explain(exc, home)
+    answer = failure_answer(event, payload, profile, why, home=home, root=root)
+    if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
+        # a busy store would only make us wait again; a failing one is not written into
+        unverified = released(event, payload)
+        closed = (
+            event not in ("PostToolUse", "PostToolUseFailure")
+            and not unverified
+            and (answer.stdout is not None or answer.exit_code == 2)
+        )  # a result's answer only says it is not evidence: nothing was held
+        _journal_failure(gk, event, why, closed, unverified)
+    return answer
+
+
 def handle(
     payload: object,
     *,
@@ -476,18 +502,7 @@ def handle(
 
         return replace(answer, stdout=steer(gk, event, answer.stdout))
     except Exception as exc:
-        why = explain(exc, home)
-        answer = failure_answer(event, payload, profile, why, home=home, root=root)
-        if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
-            # a busy store would only make us wait again; a failing one is not written into
-            unverified = released(event, payload)
-            closed = (
-                event not in ("PostToolUse", "PostToolUseFailure")
-                and not unverified
-                and (answer.stdout is not None or answer.exit_code == 2)
-            )  # a result's answer only says it is not evidence: nothing was held
-            _journal_failure(gk, event, why, closed, unverified)
-        return answer
+        return _failed(exc, gk, event, payload, profile, home=home, root=root)
     finally:
         if gk is not None and gk is not gatekeeper:
             with suppress(Exception):  # a broken store must not undo the answer
