@@ -174,11 +174,13 @@ def denied_outcome(decision: Decision) -> ToolOutcome:
     return ToolOutcome(output=text, error=text, is_error=True)
 
 
-def ingest_note(report: Any) -> str:
+def ingest_note(report: Any, *, packs: bool = True) -> str:
     """What an agent loop tells the model after ingesting its text ("" when nothing): a block
     it wrote that could not be read (the parser's line, column, what was expected and a caret
     under the text), and the instruction packs the ingest fired (a rejected stamp's code and
-    fix). ``report``: an :class:`~infomark.ledger.report.IngestReport` or its dict."""
+    fix; ``packs=False`` when the loop's next prompt carries the active packs anyway, as
+    ``infomark run``'s context view does: told once, not twice). ``report``: an
+    :class:`~infomark.ledger.report.IngestReport` or its dict."""
     if report is None:
         return ""
     from infomark.gates.authorize import parse_error_text
@@ -191,7 +193,7 @@ def ingest_note(report: Any) -> str:
             "[infomark] a block you wrote could not be read, so it was not applied; fix it "
             "and write it again:\n" + parse_error_text(errors)
         )
-    if data.get("instructions"):
+    if packs and data.get("instructions"):
         parts.append(str(data["instructions"]))
     return "\n".join(parts)
 

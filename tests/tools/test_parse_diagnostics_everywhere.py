@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolOutcome
 from infomark.tools.adapters import OpenAIChat
-from infomark.tools.runner.scripted import ScriptedModelServer, call, reply, tool_results
+from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
 from infomark.wrapping import ingest_note
 
 BAD = (
@@ -141,12 +141,22 @@ def test_http_ingest_reports_it_and_the_denial_shows_it(tmp_path: Path) -> None:
 
 
 # -- the runner: `infomark run` against a scripted model on 127.0.0.1 -------------------------
-def test_infomark_run_tells_the_model_with_its_next_tool_result(tmp_path: Path) -> None:
+def _since_reply(req: Any) -> str:
+    """Everything the model is told after its last reply: the tool results, then any note."""
+    out: list[str] = []
+    for m in reversed(req.messages):
+        if m.get("role") == "assistant":
+            break
+        out.append(f"{m.get('role')}: {m.get('content') or ''}")
+    return "\n".join(out[::-1])
+
+
+def test_infomark_run_tells_the_model_right_after_the_reply(tmp_path: Path) -> None:
     project = _project(tmp_path)
     seen: list[str] = []
 
     def record(req: Any) -> dict[str, Any]:
-        seen.extend(tool_results(req))
+        seen.append(_since_reply(req))
         return reply("I will fix the ledger first.")
 
     with ScriptedModelServer() as server:
@@ -154,7 +164,7 @@ def test_infomark_run_tells_the_model_with_its_next_tool_result(tmp_path: Path) 
             "r1",
             reply(BAD, call("read", file_path="app.py")),
             lambda req: (
-                seen.extend(tool_results(req)),
+                seen.append(_since_reply(req)),
                 reply("", call("edit", file_path="app.py", old_string="1", new_string="2")),
             )[1],
             record,
@@ -173,6 +183,7 @@ def test_infomark_run_tells_the_model_with_its_next_tool_result(tmp_path: Path) 
             stdin=subprocess.DEVNULL,
         )
     assert len(seen) == 2, (proc.stdout, proc.stderr)
-    _shows_the_diagnostic(seen[0])  # with the read's result, right after the reply
+    _shows_the_diagnostic(seen[0])  # after the read's result, in the turn after the reply
+    assert seen[0].index("tool: VALUE = 1") < seen[0].index("user: [infomark]")
     assert "no_ledger" in seen[1]
     _shows_the_diagnostic(seen[1])  # and in the denial of the edit

@@ -28,7 +28,7 @@ __all__ = ["ReplayResult", "Step", "StepResult", "replay_steps"]
 
 _PLACEHOLDER = re.compile(r"\{ref(?::(\d+))?\}")
 _OLD_REF = re.compile(r"ev_[0-9a-f]{24}")
-KINDS = ("prompt", "text", "call", "finish", "approve", "tamper_evidence", "change")
+KINDS = ("prompt", "text", "call", "finish", "approve", "tamper_evidence", "change", "sandbox")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,7 @@ class Step:
     cwd: str | None = None  # the directory the call ran in, as the host reported it
     background_id: str | None = None  # the call started a background run with this id
     path: str = ""  # change: the file to write (outside any call)
+    sandboxed: bool = True  # sandbox: are the agent's commands in an OS sandbox from here on
 
 
 @dataclass(slots=True)
@@ -203,6 +204,11 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
     if step.kind == "prompt":
         gk.new_turn(step.text)
         res.got = "turn"
+        return res
+    if step.kind == "sandbox":
+        detail = "the replay says so"
+        gk.record_sandbox(step.sandboxed, host="replay", detail=detail, fix="replay sandbox = true")
+        res.got = "sandboxed" if step.sandboxed else "unsandboxed"
         return res
     if step.kind == "approve":
         gk.approve(by="replay")

@@ -4,7 +4,9 @@ infomark journals.
 * ``*.scenario.toml``: ``name``, ``description``, ``profile``, ``[config]`` (infomark.toml
   keys), ``[files]`` (the project before the session) and ``[[step]]`` tables, each one of
   ``prompt``, ``text``, ``tool`` (+ ``input``, ``output``, ``exit_code``, ``is_error``,
-  ``session``), ``finish``, ``approve = true``, ``tamper_evidence = N``; with the expected
+  ``session``), ``finish``, ``approve = true``, ``tamper_evidence = N``, ``sandbox = false``
+  (the host reports the agent's commands are not in an OS sandbox; ``true``: they are again),
+  ``change``; with the expected
   decision ``expect`` (allow / deny / ask; allow / refuse), ``code`` and, for a text,
   ``rejected = [reason codes]``. ``{ref:N}`` in a text is the evidence ref of step N.
 * ``*.jsonl`` of tool calls: one step per line with the same keys (``decision`` is accepted for
@@ -52,6 +54,7 @@ _STEP_KEYS = {
     "cwd",
     "background_id",
     "change",
+    "sandbox",
 }
 _VERDICTS = {"allow", "deny", "ask", "refuse"}
 
@@ -76,13 +79,22 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
         raise UserError(f"{where}: unknown step key(s) {', '.join(unknown)}")
     kinds = [
         k
-        for k in ("prompt", "text", "tool", "finish", "approve", "tamper_evidence", "change")
+        for k in (
+            "prompt",
+            "text",
+            "tool",
+            "finish",
+            "approve",
+            "tamper_evidence",
+            "change",
+            "sandbox",
+        )
         if k in d
     ]
     if len(kinds) != 1:
         raise UserError(
             f"{where}: a step has exactly one of prompt, text, tool, finish, approve, "
-            f"tamper_evidence, change (found {', '.join(kinds) or 'none'})"
+            f"tamper_evidence, change, sandbox (found {', '.join(kinds) or 'none'})"
         )
     expect = d.get("expect", d.get("decision"))
     if expect is not None and expect not in _VERDICTS:
@@ -132,6 +144,10 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
         ):
             raise UserError(f'{where}: change is a table {{path = "…", text = "…"}}')
         return Step("change", where, path=ch["path"], text=ch["text"])
+    if kind == "sandbox":
+        if not isinstance(d["sandbox"], bool):
+            raise UserError(f"{where}: sandbox is true or false (are the agent's commands in one)")
+        return Step("sandbox", where, sandboxed=d["sandbox"])
     if kind == "tamper_evidence":
         n = d["tamper_evidence"]
         if not isinstance(n, int):

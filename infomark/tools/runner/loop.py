@@ -242,7 +242,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         head = said[0][:100] if said else ""
         self.echo("model: " + (head + "  " if head else "") + (f"→ {names}" if names else ""))
         if res.content and res.tool_calls:  # a final reply is ingested by can_finish
-            self._note = ingest_note(self.gk.ingest(res.content))
+            self._note = ingest_note(self.gk.ingest(res.content), packs=False)  # context has them
         if tokens:
             self.gk.host_report(tokens_used=tokens, context_window=self.spec.model.context_window)
 
@@ -250,11 +250,11 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         """Run each call through the gate; True if any did real work (not ``wait``)."""
         work = False
         for raw in calls:
-            text = self._run_tool(raw)
-            if self._note:  # what the reply's blocks came to, with the first result
-                text, self._note = f"{self._note}\n\n{text}", ""
-            self._push({"role": "tool", "tool_call_id": raw.id, "content": text})
+            self._push({"role": "tool", "tool_call_id": raw.id, "content": self._run_tool(raw)})
             work = work or raw.name != "wait"
+        if self._note:  # what the reply's blocks came to: its own message, after the results
+            self._push({"role": "user", "content": self._note})
+            self._note = ""
         return work
 
     def _run_tool(self, raw: RawToolCall) -> str:
