@@ -263,6 +263,14 @@ class AsyncGatekeeper:
     async def approve(self, *, by: str = "operator", note: str = "") -> None:
         await self._run(self._gk.approve, by=by, note=note)
 
+    async def record_sandbox(
+        self, sandboxed: bool, *, host: str, detail: str, fix: str = ""
+    ) -> bool:
+        """Journal whether the agent's own commands run in an OS sandbox (see the sync facade)."""
+        return await self._run(
+            self._gk.record_sandbox, sandboxed, host=host, detail=detail, fix=fix
+        )
+
     async def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
         """The user accepts a changed grading file (an operator act, see the sync facade)."""
         await self._run(self._gk.approve_grading, path, by=by, note=note)

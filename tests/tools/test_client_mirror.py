@@ -25,13 +25,19 @@ FACADE = {
     "check_status",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
-    "on_prompt", "open", "policy", "record", "record_attested", "session", "state",
+    "on_prompt", "open", "policy", "record", "record_attested", "record_sandbox", "session",
+    "state",
     "state_document", "store",
     "store_cursor", "tool", "use_policies", "wrap",
 }  # fmt: skip
 
 #: Facade members a remote client cannot have, and why.
 LOCAL_ONLY = {
+    "record_sandbox": (
+        "the integration that starts the agent's commands records it in-process (the hook, "
+        "the HTTP service's hook route, the MCP proxy); a remote caller vouching for its own "
+        "commands' sandbox would be self-attestation"
+    ),
     "open": "the constructor: Client(base_url, token, session, home) is its counterpart",
     "policy": "the in-process policy runtime object; its channels have routes",
     "use_policies": "installs Python policy objects into this process",
