@@ -23,6 +23,23 @@ _CALC = "def add(a, b):\n    return a - b  # bug\n"
 _CHECK = "import sys\nfrom calc import add\n\nsys.exit(0 if add(2, 3) == 5 else 1)\n"
 
 
+# The demo grades on the agent's own runs, and says so: its oracles (a grep, a script) are no
+# test runner infomark's sandboxed runner reads a report from, and the demo runs on a machine
+# with no sandbox too. A real project keeps the default (docs/security.md#attested-runs).
+_CONFIG = """\
+# The demo opts out of attested runs: its oracles are a grep and a script, not a test runner.
+# The default ([attest] required) has infomark run each claim's oracle itself, sandboxed,
+# before a claim is Exact; the agent's own runs then stamp Inferred at most.
+[attest]
+required = false
+"""
+_OPT_OUT = (
+    "This demo opts out of attested runs ([attest] required = false in its infomark.toml): "
+    "the agent's own runs ground its claims here. By default infomark runs a claim's oracle "
+    "itself, sandboxed, before the claim is Exact (docs/security.md#attested-runs)."
+)
+
+
 class DemoFailed(InfomarkError):
     code = "demo_failed"
     exit_code = 1
@@ -47,6 +64,7 @@ def run_demo(*, keep: bool = False) -> None:
     project = base / "project"
     home = project / ".infomark"
     project.mkdir()
+    (project / "infomark.toml").write_text(_CONFIG)
     (project / "calc.py").write_text(_CALC)
     (project / "check.py").write_text(_CHECK)
     py = shlex.quote(sys.executable)
@@ -63,6 +81,7 @@ def run_demo(*, keep: bool = False) -> None:
         if not cond:
             raise DemoFailed(f"demo step {step_no} did not behave as expected: {what}")
 
+    console.print(escape(_OPT_OUT))
     try:
         with Gatekeeper.open(home, "demo", root=project) as gk:
             tools = {name: gk.wrap(fn) for name, fn in make_builtins(project).items()}

@@ -46,6 +46,18 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": modules}))
 
 
 def _run(project: Path, payload: dict[str, object], *args: str) -> dict[str, object]:
+    if not args:  # the session's first action records its baseline (once): not the steady state
+        first = {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {}}
+        warm = {"session_id": "imp", "cwd": str(project), "transcript_path": "", **first}
+        subprocess.run(
+            [sys.executable, "-m", "infomark", "hook", "claude-code"],
+            input=json.dumps(warm),
+            capture_output=True,
+            text=True,
+            cwd=project,
+            timeout=60,
+            check=True,
+        )
     payload = {"session_id": "imp", "cwd": str(project), "transcript_path": "", **payload}
     script = _SCRIPT.replace('["hook", "claude-code"]', repr(["hook", "claude-code", *args]))
     proc = subprocess.run(
