@@ -35,6 +35,7 @@ __all__ = [
     "GatedSession",
     "denied_outcome",
     "gated_tool",
+    "ingest_note",
     "outcome_of",
     "result_of",
     "tagged",
@@ -171,6 +172,28 @@ def denied_outcome(decision: Decision) -> ToolOutcome:
     if decision.instructions:
         text += "\n" + decision.instructions
     return ToolOutcome(output=text, error=text, is_error=True)
+
+
+def ingest_note(report: Any) -> str:
+    """What an agent loop tells the model after ingesting its text ("" when nothing): a block
+    it wrote that could not be read (the parser's line, column, what was expected and a caret
+    under the text), and the instruction packs the ingest fired (a rejected stamp's code and
+    fix). ``report``: an :class:`~infomark.ledger.report.IngestReport` or its dict."""
+    if report is None:
+        return ""
+    from infomark.gates.authorize import parse_error_text
+
+    data = report if isinstance(report, dict) else report.to_dict()
+    errors = [d for d in data.get("diagnostics") or () if d.get("severity", "error") == "error"]
+    parts = []
+    if errors:
+        parts.append(
+            "[infomark] a block you wrote could not be read, so it was not applied; fix it "
+            "and write it again:\n" + parse_error_text(errors)
+        )
+    if data.get("instructions"):
+        parts.append(str(data["instructions"]))
+    return "\n".join(parts)
 
 
 def tagged(outcome: ToolOutcome, evidence: Evidence, extra: str = "") -> ToolOutcome:

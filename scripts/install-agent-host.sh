@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install one pinned agent CLI for the hosts' end-to-end tests into a private npm prefix.
 #
-#   scripts/install-agent-host.sh gemini|codex
+#   scripts/install-agent-host.sh gemini|codex|opencode
 #
 # Idempotent and quiet: when a working binary of the pinned version is already there nothing is
 # downloaded. Prints only the absolute path of the binary on stdout; npm's messages go to stderr.
@@ -15,8 +15,9 @@ name="${1:-}"
 case "$name" in
     gemini) package="@google/gemini-cli" version="0.61.0" bin="gemini" want="0.61.0" ;;
     codex) package="@openai/codex" version="0.171.0" bin="codex" want="codex-cli 0.171.0" ;;
+    opencode) package="opencode-ai" version="1.18.33" bin="opencode" want="1.18.33" ;;
     *)
-        echo "usage: install-agent-host.sh gemini|codex" >&2
+        echo "usage: install-agent-host.sh gemini|codex|opencode" >&2
         exit 2
         ;;
 esac

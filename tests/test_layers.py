@@ -1,15 +1,20 @@
 """The layering rule, enforced: kernel ← ledger ← gates ← facade ← tools ← cli.
 
 An ``ast`` scan of every module of the package, counting every import: top-level, lazy
-(inside a function) and type-only (under ``TYPE_CHECKING``). A module may import its own
-layer and the layers below it, never above; and no two modules may import each other,
-directly or through others (no cycles, whatever the layer). The rule is written once, in
+(inside a function) and type-only (under ``TYPE_CHECKING``), and for the layering every
+string that names an infomark module (``importlib.import_module(TABLE[name])``, ``python
+-m infomark.x``, ``"module:Class"``). A module may import its own layer and the layers
+below it, never above; and no two modules may import each other, directly or through
+others (no cycles, whatever the layer), a submodule importing its own package's
+``__init__`` included. The rule is written once, in
 docs/architecture.md; this test is its enforcement.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,17 +61,11 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_of(path: Path, known: set[str]) -> Iterator[tuple[str, int]]:
-    """``(imported module, line)`` for every infomark import in ``path``, at any depth."""
-    source = path.read_text(encoding="utf-8")
-    return imports_in(source, module_name(path), path.name == "__init__.py", known)
-
-
 def imports_in(
-    source: str, module: str, is_package: bool, known: set[str]
+    source: str | ast.AST, module: str, is_package: bool, known: set[str]
 ) -> Iterator[tuple[str, int]]:
     """The infomark imports of ``source`` read as module ``module``: top, lazy and type-only."""
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -85,6 +84,27 @@ def imports_in(
                 yield _known_prefix(target, known), node.lineno
 
 
+_MODULE_STRING = re.compile(r"(infomark(?:\.\w+)+)(?::[\w.]+)?")
+
+
+def strings_in(source: str | ast.AST, known: set[str]) -> Iterator[tuple[str, int]]:
+    """``(module, line)`` for every string constant that names an infomark module (docstrings
+    aside): the table a dynamic import reads, a ``-m`` argument, a ``module:Class``."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = _MODULE_STRING.fullmatch(node.value)
+            if found and found.group(1) in known and id(node) not in docstrings:
+                yield found.group(1), node.lineno
+
+
 def _is_dynamic_import(node: ast.Call) -> bool:
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -97,33 +117,53 @@ def _known_prefix(target: str, known: set[str]) -> str:
     return target
 
 
-def graph() -> dict[str, dict[str, int]]:
+@functools.cache
+def _scan() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Each module's imports, and the modules its strings name: one parse per file."""
     files = sorted(PACKAGE.rglob("*.py"))
     known = {module_name(f) for f in files}
-    edges: dict[str, dict[str, int]] = {}
+    imports: dict[str, dict[str, int]] = {}
+    strings: dict[str, dict[str, int]] = {}
     for f in files:
         src = module_name(f)
-        out = edges.setdefault(src, {})
-        for dst, line in imports_of(f, known):
-            if dst != src:
-                out.setdefault(dst, line)
-    return edges
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for out, found in (
+            (imports, imports_in(tree, src, f.name == "__init__.py", known)),
+            (strings, strings_in(tree, known)),
+        ):
+            edges = out.setdefault(src, {})
+            for dst, line in found:
+                if dst != src:
+                    edges.setdefault(dst, line)
+    return imports, strings
+
+
+def graph(strings: bool = False) -> dict[str, dict[str, int]]:
+    """The import edges ``{module: {imported: line}}``; with ``strings``, also the modules
+    named by string constants (dependencies for the layering, not imports for the cycles:
+    ``python -m infomark.x`` is another process)."""
+    imports, named = _scan()
+    if not strings:
+        return imports
+    return {src: {**named[src], **targets} for src, targets in imports.items()}
 
 
 def _package_of(module: str) -> str:
     return module.rsplit(".", 1)[0] if "." in module else module
 
 
+def upward(edges: dict[str, dict[str, int]]) -> list[str]:
+    return sorted(
+        f"{src}:{line} imports {dst} ({LAYERS[layer_of(src)][0]} → {LAYERS[layer_of(dst)][0]})"
+        for src, targets in edges.items()
+        for dst, line in targets.items()
+        if layer_of(dst) > layer_of(src)
+    )
+
+
 def test_no_upward_import() -> None:
-    bad = []
-    for src, targets in graph().items():
-        for dst, line in targets.items():
-            if layer_of(dst) > layer_of(src):
-                bad.append(
-                    f"{src}:{line} imports {dst} "
-                    f"({LAYERS[layer_of(src)][0]} → {LAYERS[layer_of(dst)][0]})"
-                )
-    assert not bad, "upward imports:\n" + "\n".join(sorted(bad))
+    bad = upward(graph(strings=True))
+    assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
 def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -172,21 +212,37 @@ def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
     return out
 
 
-def test_no_import_cycle() -> None:
-    edges = graph()
-    # a package's __init__ re-exporting its own submodules is not a cycle of logic
-    pruned = {
-        src: {
-            dst: line
-            for dst, line in targets.items()
-            if not (
-                PACKAGE.joinpath(*src.split(".")[1:], "__init__.py").exists()
-                and _package_of(dst) == src
-            )
-        }
+def _reaches(edges: dict[str, dict[str, int]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), {}):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def without_reexports(
+    edges: dict[str, dict[str, int]], packages: set[str]
+) -> dict[str, dict[str, int]]:
+    """``edges`` less a package ``__init__``'s imports of its own submodules (re-exports,
+    not a cycle of logic), unless the submodule reaches the ``__init__`` back: a module
+    importing its own package's ``__init__`` that re-exports it is a real cycle."""
+
+    def keep(src: str, dst: str) -> bool:
+        reexport = src in packages and _package_of(dst) == src
+        return not reexport or src in _reaches(edges, dst)
+
+    return {
+        src: {dst: line for dst, line in targets.items() if keep(src, dst)}
         for src, targets in edges.items()
     }
-    cycles = _cycles(pruned)
+
+
+def test_no_import_cycle() -> None:
+    edges = graph()
+    packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
+    cycles = _cycles(without_reexports(edges, packages))
     assert not cycles, "import cycles:\n" + "\n".join(" ↔ ".join(c) for c in cycles)
 
 
@@ -213,3 +269,48 @@ def test_the_scan_sees_every_kind_of_import(source: str, expected: list[str]) ->
     found = [dst for dst, _ in imports_in(source, "infomark.kernel.errors", False, known)]
     assert found == expected
     assert all(layer_of(d) > layer_of("infomark.kernel.errors") for d in found)
+
+
+def test_a_submodule_importing_its_own_package_init_is_a_cycle() -> None:
+    # pkg/__init__ re-exports pkg.mod (pruned: not a cycle of logic) until pkg.mod imports a
+    # name from pkg's __init__; then it is one, and the test above must see it.
+    known = {"infomark.gates", "infomark.gates.mod", "infomark.gates.other"}
+    packages = {"infomark.gates"}
+
+    def edges_of(mod_source: str) -> dict[str, dict[str, int]]:
+        sources = {
+            "infomark.gates": "from infomark.gates.mod import thing\n",
+            "infomark.gates.mod": mod_source,
+            "infomark.gates.other": "",
+        }
+        return {
+            name: dict(imports_in(text, name, name in packages, known))
+            for name, text in sources.items()
+        }
+
+    clean = edges_of("from infomark.gates import other\n")  # the sibling module: fine
+    assert _cycles(without_reexports(clean, packages)) == []
+    for planted in ("from infomark.gates import thing\n", "from . import thing\n"):
+        cycles = _cycles(without_reexports(edges_of(planted), packages))
+        assert cycles == [["infomark.gates", "infomark.gates.mod"]], planted
+
+
+def test_a_module_named_in_a_string_is_a_dependency() -> None:
+    known = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    source = (
+        '"""Docstrings may name infomark.cli.entry freely."""\n'
+        "import importlib\n"
+        "TABLE = {'x': 'infomark.cli.entry'}\n"
+        "def load(name):\n    return importlib.import_module(TABLE[name])\n"
+        "RUN = ['python', '-m', 'infomark.tools.serve']\n"
+        "CLASS = 'infomark.gates.policies.defaults:SomePolicy'\n"
+    )
+    assert list(imports_in(source, "infomark.kernel.errors", False, known)) == []  # unseen
+    found = dict(strings_in(source, known))
+    assert found == {
+        "infomark.cli.entry": 3,
+        "infomark.tools.serve": 6,
+        "infomark.gates.policies.defaults": 7,
+    }
+    edges = {"infomark.kernel.errors": found}
+    assert len(upward(edges)) == 3

@@ -133,9 +133,10 @@ def open_gk(profile: str | None = None, *, writes: bool = False) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    from infomark.ledger.canonical import dumps
+    """``data`` as indented JSON on stdout, written as it is encoded (:mod:`.jsonout`)."""
+    from infomark.cli.jsonout import write_json
 
-    click.echo(dumps(data, indent=2, default=str))
+    write_json(data, lambda text: click.echo(text, nl=False))
 
 
 def read_input(source: str | None) -> str:

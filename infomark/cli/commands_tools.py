@@ -258,6 +258,7 @@ def _host_install_command(name: str, title: str, where: str) -> click.Command:
 
 install.add_command(_host_install_command("gemini", "Gemini CLI", ".gemini/settings.json"))
 install.add_command(_host_install_command("codex", "OpenAI Codex CLI", ".codex/hooks.json"))
+install.add_command(_host_install_command("opencode", "OpenCode", ".opencode/plugins/infomark.js"))
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})

@@ -42,6 +42,7 @@ __all__ = [
     "operator_approved",
     "parse_error_text",
     "revert_hint",
+    "spine_moves",
 ]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
@@ -78,14 +79,18 @@ def claim_step(claim: ClaimState) -> str:
             f"its oracle `{claim.oracle}` was refused ({claim.oracle_refused}): re-declare {cid} "
             "with `oracle:` a command that can fail, then run it"
         )
+    last = claim.rejected
+    seen = (
+        f"your last stamp of it was refused ({last['reason']}: {last['message']}); " if last else ""
+    )
     if claim.oracle:
         result = "EXPECTED_FAIL" if claim.expect == "FAIL" else "PASS"
         return (
-            f"run `{claim.oracle}` and stamp it with "
+            f"{seen}run `{claim.oracle}` and stamp it with "
             f"oracle_stamp: claim_id={cid} evidence_ref=ev_… result={result}"
         )
     return (
-        "declare oracle: <command> and run it, or stamp an observation "
+        f"{seen}declare oracle: <command> and run it, or stamp an observation "
         f"with inference_stamp: claim_id={cid} evidence_ref=ev_…"
     )
 
@@ -261,8 +266,7 @@ def _decide(
             return Decision.deny(
                 DecisionCode.GATE_POSITION,
                 f"strict profile: mutation happens only at {_mutator()}; you are at "
-                f"{state.gate}. Move along the spine with `gate: G…` lines (G4 needs the "
-                "user's approval).",
+                f"{state.gate}. {spine_moves(state.gate, _mutator())}",
                 ungrounded=ungrounded,
                 **base.kw(),
             )
@@ -315,6 +319,17 @@ def _decide_verify(effective: str, config: Config, base: _Base) -> Decision:
         "the project's checks",
         **base.kw(),
     )
+
+
+def spine_moves(here: str, target: str) -> str:
+    """The ``gate:`` lines that walk the spine from ``here`` to ``target``, as a next step."""
+    spine = DEFAULT_GRAPH.spine
+    if here not in spine or target not in spine or spine.index(here) >= spine.index(target):
+        return f"Move back onto the spine towards {target} with `gate: G…` lines."
+    steps = spine[spine.index(here) + 1 : spine.index(target) + 1]
+    lines = ", ".join(f"`gate: {g}`" for g in steps)
+    approval = " (G6 needs the user's approval at G4)" if "G6" in steps else ""
+    return f"Write {lines}, one move at a time{approval}."
 
 
 def _mutating_gate(gate: str) -> bool:
@@ -376,11 +391,18 @@ def deny_unattended(decision: Decision, unattended: str | None, config: Config) 
         unattended = "unattended = true in the config"
     if not unattended or decision.verdict is not Verdict.ASK:
         return decision
+    step = ""
+    if decision.code == DecisionCode.DESTRUCTIVE and decision.families:
+        families = ", ".join(f'"{f}"' for f in decision.families)
+        step = (
+            "; the user can let such commands run unattended with "
+            f"`allow_destructive = [{families}]` in infomark.toml, or run it themselves"
+        )
     return replace(
         decision,
         verdict=Verdict.DENY,
         reason=f"{decision.reason} (unattended run, {unattended}: nobody can "
-        "answer, so it is denied)",
+        f"answer, so it is denied){step}",
     )
 
 
@@ -388,6 +410,12 @@ def name_decision(decision: Decision, session: str, seq: int, tool_call_id: str 
     """The decision's id (from the session and the seq it is journaled at) and the call id its
     record must name (the host's ``tool_call_id`` when it has one)."""
     did = "dec_" + sha256(f"{session}\x00{seq}".encode()).hexdigest()[:16]
+    if decision.verdict is Verdict.ASK and decision.code != DecisionCode.GRADING_EDIT:
+        decision = replace(
+            decision,
+            reason=f"{decision.reason}; the user answers the host's prompt, or lets exactly "
+            f"this call run once with `infomark approve --call {did}`",
+        )
     return replace(decision.with_id(did), call_id=tool_call_id or "call_" + did[4:])
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infomark.gates.authorize import claim_step, grounding_hint
+from infomark.gates.authorize import claim_step, grounding_hint, spine_moves
 from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
@@ -422,7 +422,7 @@ def decide_finish(
         code = FinishCode.GATE_POSITION.value
         problems.append(
             f"[{code}] strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "
-            "write `gate: G9` once the oracle passed"
+            + spine_moves(state.gate, "G9")
         )
     if not problems:
         return FinishDecision(

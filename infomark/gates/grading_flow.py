@@ -77,10 +77,16 @@ def check(ledger: Ledger, config: Config, *, seed: bool = False) -> None:
     """
     state = ledger.refresh()
     if not state.grading_files:
-        if seed and not state.evidence_count and _has_surface(ledger, config):
+        if (
+            seed
+            and not state.evidence_count
+            and (config.oracle_require or _has_surface(ledger, config))
+        ):
             with ledger.transaction():
                 if not ledger.state.grading_files:
                     declare(ledger, config, oracle="")
+                    for required in config.oracle_require:  # a required check's own script too
+                        declare(ledger, config, oracle=required)
         return
     changes = scan_changes(ledger.root_dir, state.grading_files, state.grading_changed)
     if not changes:
@@ -164,5 +170,7 @@ def hold_edit(decision: Decision, rel: str, policy: str) -> Decision:
         decision,
         verdict=Verdict.ASK,
         code=DecisionCode.GRADING_EDIT.value,
-        reason=f'{what}: held for the user\'s approval (grading_policy = "hold")',
+        reason=f'{what}: held for the user\'s approval (grading_policy = "hold"): the user '
+        "answers the host's prompt, and the new content is then approved; or add a new test "
+        "file instead",
     )

@@ -37,7 +37,7 @@ from infomark.gates.decision import Verdict as DecisionVerdict
 from infomark.gates.reach import reaches
 from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.lazyre import lazy_compile
-from infomark.kernel.paths import pure_name, pure_parent_name
+from infomark.kernel.paths import pure_name, pure_parent_name, pure_parts
 from infomark.kernel.records import replace
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
@@ -72,6 +72,7 @@ _CONFIG_NAMES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 # the hook settings, and the hook launcher beside them (infomark/tools/launcher.py) that
 # every entry runs: swapping it would switch the hooks off as surely as editing them
 _SETTINGS_NAMES = ("settings.json", "settings.local.json", "infomark-hook")
+_OPENCODE_NAMES = ("infomark.js", "infomark-hook")  # infomark/tools/hosts/opencode_plugin.py
 _PROC = lazy_compile(r"^/proc/(self|thread-self|\d+)/(cwd|root)(?=/|$)")
 # What a resolved path still names under /proc when its link could not be followed: another
 # process's open files, memory, root or cwd.
@@ -142,6 +143,27 @@ def _settings(path: str) -> bool:
     return (
         pure_name(path).casefold() in _SETTINGS_NAMES
         and pure_parent_name(path).casefold() == ".claude"
+    )
+
+
+def _host_hooks(path: str) -> str:
+    """What of a host's hook wiring ``path`` is ("" when none): editing it switches them off."""
+    if _settings(path):
+        return "holds the Claude Code hook settings"
+    if _opencode_plugin(path):
+        return "is the OpenCode plugin (or its launcher) that runs infomark's hooks"
+    return ""
+
+
+def _opencode_plugin(path: str) -> bool:
+    """OpenCode's infomark plugin or its launcher (``.opencode/plugins/``, or the user's
+    ``opencode/plugins/``): editing either switches the hooks off at OpenCode's next start."""
+    parts = [p.casefold() for p in pure_parts(path)]
+    return (
+        len(parts) >= 3
+        and parts[-1] in _OPENCODE_NAMES
+        and parts[-2] in ("plugins", "plugin")
+        and parts[-3] in (".opencode", "opencode")
     )
 
 
@@ -316,7 +338,7 @@ def protected(
     paths += [resolve_path(p, base) for p in classification.paths]
     opaque = classification.opaque  # set by the shell classifier only
     for path in paths[: len(file_paths)]:  # a file tool's own path (a shell is sandboxed)
-        if _PROC_LINK.match(path):
+        if path.startswith("/proc/") and _PROC_LINK.match(path):  # no compile otherwise
             return (
                 "deny",
                 DecisionCode.PROTECTED_HOME.value,
@@ -375,10 +397,9 @@ def protected(
                 DecisionCode.PROTECTED_CONFIG.value,
                 f"{path} may change [tool.infomark], infomark's configuration",
             )
-        if _settings(path):
-            return _ask(
-                DecisionCode.PROTECTED_CONFIG.value, f"{path} holds the Claude Code hook settings"
-            )
+        hooks = _host_hooks(path)
+        if hooks:
+            return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} {hooks}")
         if any(_within(path, where) for where in install):
             return _ask(
                 DecisionCode.PROTECTED_INSTALL.value,

@@ -13,7 +13,6 @@ precise rules are in docs/gates.md; the agent's own files are :mod:`infomark.gat
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Iterable
 
@@ -63,6 +62,10 @@ _INTERPRETERS = frozenset(
     }
 )
 _SHELL_META = lazy_compile(r"[;&|<>`$(){}\n]")
+_ASSIGN = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+_DURATION = lazy_compile(r"[0-9.]+[smhd]?")
+_PYTHON = lazy_compile(r"python\d(\.\d+)?")
+_BACKGROUND_AMP = lazy_compile(r"(?<![&>|])&(?![&>])")
 
 
 def _words(command: str) -> list[list[str]]:
@@ -109,14 +112,14 @@ def _unwrap(words: list[str]) -> list[str]:
     """Drop ``VAR=value`` prefixes and wrappers (``nohup``, ``timeout 5``, ``env -i`` …)."""
     while words:
         head = words[0]
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", head):
+        if _ASSIGN.fullmatch(head):
             words = words[1:]
         elif os.path.basename(head) in _WRAPPERS:
             words = words[1:]
             while words and (
                 words[0].startswith("-")
-                or re.fullmatch(r"[0-9.]+[smhd]?", words[0])
-                or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0])
+                or _DURATION.fullmatch(words[0])
+                or _ASSIGN.fullmatch(words[0])
             ):
                 words = words[1:]
         else:
@@ -140,9 +143,7 @@ def tainted_by(command: str, written: Iterable[str], root: StrPath) -> str | Non
             continue
         head = words[0]
         candidates = [head]
-        if os.path.basename(head) in _INTERPRETERS or re.fullmatch(
-            r"python\d(\.\d+)?", os.path.basename(head)
-        ):
+        if os.path.basename(head) in _INTERPRETERS or _PYTHON.fullmatch(os.path.basename(head)):
             candidates += words[1:]
             for i, w in enumerate(words[:-1]):
                 if w == "-m":
@@ -167,7 +168,7 @@ _BACKGROUND = frozenset(
 
 def runs_in_background(command: str) -> bool:
     """Whether part of ``command`` may outlive the call (``&``, ``nohup``, ``setsid`` …)."""
-    if re.search(r"(?<![&>|])&(?![&>])", command):
+    if _BACKGROUND_AMP.search(command):
         return True
     return any(w and os.path.basename(w[0]) in _BACKGROUND for w in _words(command))
 

@@ -1,8 +1,7 @@
 """``lazy_compile``: ``re.compile`` deferred to the pattern's first use.
 
-Every hook call is a fresh process; a module-level pattern that this call never uses
-should not cost its compile (~0.1 ms each) at start-up. To type checkers this *is*
-:func:`re.compile`.
+To type checkers this module's name *is* :func:`re.compile`; at run time it is the
+checked stand-in of :mod:`infomark.kernel.standins.lazyre` (why: ``standins/README.md``).
 """
 
 from __future__ import annotations
@@ -10,25 +9,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from re import compile as lazy_compile
-else:
-
-    class lazy_compile:
-        __slots__ = ("_args", "_compiled")
-
-        def __init__(self, pattern, flags=0):
-            self._args = (pattern, flags)
-            self._compiled = None
-
-        def __getattr__(self, name):
-            compiled = self._compiled
-            if compiled is None:
-                import re
-
-                compiled = self._compiled = re.compile(*self._args)
-            return getattr(compiled, name)
-
-        def __repr__(self):
-            return f"lazy_compile({self._args[0]!r})"
-
+else:  # one import, no implementation: tests/kernel/test_standins.py holds it to this
+    from infomark.kernel.standins.lazyre import lazy_compile
 
 __all__ = ["lazy_compile"]

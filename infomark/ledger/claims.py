@@ -50,7 +50,11 @@ def _warn(report: IngestReport, line: int, column: int, message: str) -> None:
 
 
 def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -> None:
-    """A new ledger replaces the active one; stamped claims survive when omitted."""
+    """A new ledger replaces the active one; stamped claims survive when omitted.
+
+    Each claim is read by :func:`_claim_entry` (its oracle judged by :func:`_refused`, its
+    stamp carried or revoked by :func:`_carried`); the revocations are emitted before the
+    ledger that causes them (:func:`_emit_revocations`)."""
     state = ctx.state
     if not block.claims and not block.premises_for_plan:
         _warn(
@@ -74,90 +78,17 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
             del claims_out[cb.id]
             demoted.pop(cb.id, None)
             revoked.pop(cb.id, None)
-        text = (cb.text or "").strip()
-        th = text_hash(text)
-        written = InfoMark.parse(cb.status)
-        old = state.claims.get(cb.id)
-        oracle = _oracle_norm(cb.oracle)
-        expect = str(_field(cb, "expect") or "").strip().upper() or None
-        observe = str(_field(cb, "observe") or "").strip() or None
-        refused = None
-        if oracle is not None and ctx.rules.judge_oracle is not None:
-            verdict = ctx.rules.judge_oracle(oracle)
-            if verdict is not None:
-                refused = verdict[0].value
-                report.diagnostics.append(
-                    {
-                        "line": cb.span.line,
-                        "column": cb.span.column,
-                        "message": f"claim {cb.id}: oracle `{oracle}` refused ({refused}): "
-                        f"{verdict[1]}",
-                        "severity": "error",
-                        "code": refused,
-                    }
-                )
-        keep = False
-        status = demote(written)
-        cause = "ledger"
-        if old is not None and old.stamp is not None:
-            same = (
-                old.text_hash == th
-                and _falsifier_same(old, cb.falsifier)
-                and old.expect == expect
-                and old.observe == observe
-            )
-            if same and (old.oracle == oracle or old.stamp.kind == "inference_stamp"):
-                keep = True
-                status = InfoMark.parse(old.status)
-                cause = "carried"
-            else:
-                revoked[cb.id] = old.stamp.evidence_ref
-                cause = "statement_changed"
-        if written.grounded and not keep:
+        entry, revoked_ref, demote_it = _claim_entry(ctx, cb, report)
+        if revoked_ref is not None:
+            revoked[cb.id] = revoked_ref
+        if demote_it:
             demoted[cb.id] = None
-        restated = old is not None and old.text_hash != th
-        # A changed oracle, or a changed statement, re-declares the claim: evidence
-        # produced before this point no longer speaks for it.
-        oracle_new = oracle is not None and (old is None or old.oracle != oracle or restated)
-        declared = None
-        if oracle is not None and old is not None and not oracle_new:
-            declared = old.oracle_declared_seq
-        claims_out[cb.id] = {
-            "id": cb.id,
-            "text": text,
-            "text_hash": th,
-            "written": written.label,
-            "status": status.label,
-            "falsifier": cb.falsifier,
-            "oracle": oracle,
-            "oracle_new": oracle_new,
-            "oracle_declared_seq": declared,
-            "keep_stamp": keep,
-            "cause": cause,
-            "reopen": restated,
-            "expect": expect,
-            "observe": observe,
-            "oracle_refused": refused,
-        }
+        claims_out[cb.id] = entry
     report.demoted.extend(demoted)
     carried = [
         cid for cid, c in state.claims.items() if cid not in claims_out and c.stamp is not None
     ]
-    for cid, ref in revoked.items():
-        old = state.claims[cid]
-        ctx.emit(
-            "statement_changed",
-            {
-                "claim_id": cid,
-                "revoked_ref": ref,
-                "status": demote(InfoMark.parse(old.written)).label,
-                "cause": "statement_changed",
-                "reopen": False,
-            },
-        )
-        report.invalidated.append(
-            {"claim_id": cid, "evidence_ref": ref, "cause": "statement_changed"}
-        )
+    _emit_revocations(ctx, revoked, report)
     ctx.emit(
         "ledger_replaced",
         {
@@ -171,6 +102,109 @@ def apply_ledger(ctx: LedgerContext, block: LedgerBlock, report: IngestReport) -
         },
     )
     report.ledger_updated = True
+
+
+def _claim_entry(
+    ctx: LedgerContext, cb: Any, report: IngestReport
+) -> tuple[dict[str, Any], str | None, bool]:
+    """One claim of the new ledger: its ``ledger_replaced`` entry, the evidence ref of the
+    stamp it revokes (None: none), and whether its written rank was demoted."""
+    text = (cb.text or "").strip()
+    th = text_hash(text)
+    written = InfoMark.parse(cb.status)
+    old = ctx.state.claims.get(cb.id)
+    oracle = _oracle_norm(cb.oracle)
+    expect = str(_field(cb, "expect") or "").strip().upper() or None
+    observe = str(_field(cb, "observe") or "").strip() or None
+    refused = _refused(ctx, cb, oracle, report)
+    keep, status, cause, revoked_ref = _carried(old, cb, written, (th, oracle, expect, observe))
+    restated = old is not None and old.text_hash != th
+    # A changed oracle, or a changed statement, re-declares the claim: evidence
+    # produced before this point no longer speaks for it.
+    oracle_new = oracle is not None and (old is None or old.oracle != oracle or restated)
+    declared = None
+    if oracle is not None and old is not None and not oracle_new:
+        declared = old.oracle_declared_seq
+    entry = {
+        "id": cb.id,
+        "text": text,
+        "text_hash": th,
+        "written": written.label,
+        "status": status.label,
+        "falsifier": cb.falsifier,
+        "oracle": oracle,
+        "oracle_new": oracle_new,
+        "oracle_declared_seq": declared,
+        "keep_stamp": keep,
+        "cause": cause,
+        "reopen": restated,
+        "expect": expect,
+        "observe": observe,
+        "oracle_refused": refused,
+    }
+    return entry, revoked_ref, written.grounded and not keep
+
+
+def _refused(ctx: LedgerContext, cb: Any, oracle: str | None, report: IngestReport) -> str | None:
+    """The reason code the rules refuse ``oracle`` with (an error diagnostic), else None."""
+    if oracle is None or ctx.rules.judge_oracle is None:
+        return None
+    verdict = ctx.rules.judge_oracle(oracle)
+    if verdict is None:
+        return None
+    refused = verdict[0].value
+    report.diagnostics.append(
+        {
+            "line": cb.span.line,
+            "column": cb.span.column,
+            "message": f"claim {cb.id}: oracle `{oracle}` refused ({refused}): {verdict[1]}",
+            "severity": "error",
+            "code": refused,
+        }
+    )
+    return refused
+
+
+def _carried(
+    old: ClaimState | None,
+    cb: Any,
+    written: InfoMark,
+    now: tuple[str, str | None, str | None, str | None],
+) -> tuple[bool, InfoMark, str, str | None]:
+    """``(keep_stamp, status, cause, revoked ref)``: a stamped claim restated unchanged
+    (text, falsifier, expect, observe, and oracle unless inference-stamped) keeps its stamp
+    and rank; changed, its stamp is revoked; an unstamped one gets its written rank,
+    demoted. ``now``: the new text hash, oracle, expect and observe."""
+    if old is None or old.stamp is None:
+        return False, demote(written), "ledger", None
+    th, oracle, expect, observe = now
+    same = (
+        old.text_hash == th
+        and _falsifier_same(old, cb.falsifier)
+        and old.expect == expect
+        and old.observe == observe
+    )
+    if same and (old.oracle == oracle or old.stamp.kind == "inference_stamp"):
+        return True, InfoMark.parse(old.status), "carried", None
+    return False, demote(written), "statement_changed", old.stamp.evidence_ref
+
+
+def _emit_revocations(ctx: LedgerContext, revoked: dict[str, str], report: IngestReport) -> None:
+    for cid, ref in revoked.items():
+        old = ctx.state.claims[cid]
+        ctx.emit(
+            "statement_changed",
+            {
+                "claim_id": cid,
+                "revoked_ref": ref,
+                "status": demote(InfoMark.parse(old.written)).label,
+                "cause": "statement_changed",
+                "reopen": False,
+            },
+        )
+        report.invalidated.append(
+            {"claim_id": cid, "evidence_ref": ref, "cause": "statement_changed"}
+        )
 
 
 def _falsifier_same(old: ClaimState, falsifier: str | None) -> bool:

@@ -478,8 +478,13 @@ class Ledger:
 
                 parsed = parse_message(text)
             if parsed is not None:
+                lines = text.splitlines() if parsed.diagnostics else []
                 for d in parsed.diagnostics:
-                    report.diagnostics.append(d.to_dict())
+                    found = d.to_dict()
+                    line = int(found.get("line") or 0)
+                    if found.get("severity", "error") == "error" and 0 < line <= len(lines):
+                        found["source"] = lines[line - 1][:240]  # the line, for a caret
+                    report.diagnostics.append(found)
                 self._apply_blocks(parsed.blocks, report)
             if parsed is not None or cursor is not None or dedupe:
                 payload: dict[str, Any] = {

@@ -137,26 +137,11 @@ def _anchor(value: int | None, point: int, at: int) -> int | None:
 
 
 def merge_session(ledger: Ledger, fork: str) -> dict[str, Any]:
-    """Merge what ``fork`` settled after its fork point into ``ledger.session``."""
+    """Merge what ``fork`` settled after its fork point into ``ledger.session``: each claim
+    the fork touched is decided by the first of :data:`MERGE_RULES` that takes it."""
     into = ledger.session
     journal = ledger.journal
-    check_session_id(fork)
-    if fork in journal.known_sessions():  # a tampered fork is refused before it is read
-        _refuse_tampered(ledger, fork, "merge")  # (its own read snapshot: outside the write)
-    origin = fork_origin(journal, fork)
-    if origin is None or origin.get("session") != into:
-        raise UserError(
-            f"cannot merge {fork!r} into {into!r}: {fork!r} is not a fork of {into!r} "
-            "(merge a fork into the session it was forked from)"
-        )
-    fork_row = int(origin["seq"])
-    point = int(origin["logical_seq"])
-    at_point = [r for r in journal.events(into) if r.seq == fork_row]
-    if not at_point or at_point[0].hash != origin.get("head_hash"):
-        raise VerificationError(
-            f"cannot merge {fork!r}: {into!r} no longer holds the event {fork_row} it was "
-            "forked at (its hash differs); run `infomark audit --verify`"
-        )
+    origin, fork_row, point = _fork_point(ledger, fork)
     verified = journal.head_row(fork)
     with ledger.transaction():  # the home's write lock: S2 cannot move while it is read
         fork_rows = list(journal.events(fork))
@@ -181,65 +166,16 @@ def merge_session(ledger: Ledger, fork: str) -> dict[str, Any]:
         if not news:
             result["reason"] = f"nothing new: {fork!r} settled nothing since seq {since}"
             return result
-        fstate = replay_session(ledger, fork)
-        sstate = ledger.state
-        at = journal.last_seq(into) + 1  # the merged_from event's seq (past any fork copies)
-        s_revoked = {
-            str(r.payload.get("claim_id"))
-            for r in journal.events(into, after=fork_row, types=_REVOKE)
-        }
         touched, f_revoked = _touched(news)
-        claims: list[dict[str, Any]] = []
-        provenance: dict[str, dict[str, Any]] = {}
-        conflicts: list[dict[str, Any]] = []
-        s_fresh = sstate.last_modify_seq <= point
+        m = _Merge(ledger, fork, fork_row, point, f_revoked)
         for cid in touched:
-            fc = fstate.claims.get(cid)
+            fc = m.fstate.claims.get(cid)
             if fc is None:
                 continue  # dropped from the fork's ledger: nothing settled to bring
-            sc = sstate.claims.get(cid)
-            if sc is not None and (sc.text_hash != fc.text_hash or sc.oracle != fc.oracle):
-                what = "statement" if sc.text_hash != fc.text_hash else "oracle"
-                dropped = [c.stamp.evidence_ref for c in (sc, fc) if c.stamp is not None]
-                conflicts.append({"claim_id": cid, "changed": what, "dropped": dropped})
-                sc_out = _claim_payload(sc)
-                sc_out["stamp"] = None
-                sc_out["status"] = _demote(sc.written)
-                claims.append(sc_out)
-                provenance[cid] = {"from_session": fork, "conflict": what}
-                continue
-            if sc is not None and sc.stamp is not None and fc.stamp is None and cid in f_revoked:
-                sc_out = _claim_payload(sc)  # the fork revoked it: revoked beats live
-                sc_out.update(stamp=None, status=InfoMark.UNKNOWN.label, reopened_seq=at)
-                claims.append(sc_out)
-                provenance[cid] = {"from_session": fork, "revoked": sc.stamp.evidence_ref}
-                continue
-            if sc is not None and (sc.stamp is not None or cid in s_revoked):
-                continue  # S's own stamp stands, or S revoked it (revoked beats live)
-            out = _claim_payload(fc)
-            for k in ("declared_seq", "oracle_declared_seq", "reopened_seq"):
-                out[k] = _anchor(out[k], point, at)
-            if sc is not None:
-                out["declared_seq"] = sc.declared_seq
-            prov: dict[str, Any] = {"from_session": fork}
-            if fc.stamp is not None:
-                ev, why = ledger.verify_ref_in(fc.stamp.evidence_ref, fork)
-                if ev is None or not issued_in(journal, ev.session, ev.seq, ev.ref):
-                    raise VerificationError(
-                        f"cannot merge {fork!r}: the evidence {fc.stamp.evidence_ref} of claim "
-                        f"{cid} does not verify against its chain ({why or 'no event'}); "
-                        "nothing was merged"
-                    )
-                fresh = s_fresh and fc.stamp.evidence_seq >= fstate.last_modify_seq
-                out["stamp"].update(seq=at, evidence_seq=at if fresh else -1)
-                prov.update(
-                    from_seq=fc.stamp.seq,
-                    evidence_ref=ev.ref,
-                    evidence_session=ev.session,
-                    evidence_seq=ev.seq,
-                )
-            claims.append(out)
-            provenance[cid] = prov
+            sc = m.sstate.claims.get(cid)
+            for rule in MERGE_RULES:
+                if rule(m, cid, sc, fc):
+                    break
         approval = any(r.type == "approval" for r in news)
         ledger.emit(
             "merged_from",
@@ -248,20 +184,133 @@ def merge_session(ledger: Ledger, fork: str) -> dict[str, Any]:
                 "head_hash": head.hash,
                 "upto": head.seq,
                 "fork_seq": fork_row,
-                "claims": claims,
-                "provenance": provenance,
-                "conflicts": conflicts,
+                "claims": m.claims,
+                "provenance": m.provenance,
+                "conflicts": m.conflicts,
                 "approval": approval,
             },
         )
     result.update(
         merged=True,
-        seq=at,
-        claims=[c["id"] for c in claims],
-        conflicts=conflicts,
+        seq=m.at,
+        claims=[c["id"] for c in m.claims],
+        conflicts=m.conflicts,
         approval=approval,
     )
     return result
+
+
+def _fork_point(ledger: Ledger, fork: str) -> tuple[dict[str, Any], int, int]:
+    """``(origin, fork row, logical fork point)`` of ``fork``, a verified fork of
+    ``ledger.session`` whose fork point the session still holds; else a refusal."""
+    into = ledger.session
+    journal = ledger.journal
+    check_session_id(fork)
+    if fork in journal.known_sessions():  # a tampered fork is refused before it is read
+        _refuse_tampered(ledger, fork, "merge")  # (its own read snapshot: outside the write)
+    origin = fork_origin(journal, fork)
+    if origin is None or origin.get("session") != into:
+        raise UserError(
+            f"cannot merge {fork!r} into {into!r}: {fork!r} is not a fork of {into!r} "
+            "(merge a fork into the session it was forked from)"
+        )
+    fork_row = int(origin["seq"])
+    point = int(origin["logical_seq"])
+    at_point = [r for r in journal.events(into) if r.seq == fork_row]
+    if not at_point or at_point[0].hash != origin.get("head_hash"):
+        raise VerificationError(
+            f"cannot merge {fork!r}: {into!r} no longer holds the event {fork_row} it was "
+            "forked at (its hash differs); run `infomark audit --verify`"
+        )
+    return origin, fork_row, point
+
+
+class _Merge:
+    """One merge under way (inside the write transaction): both sides' states, and the
+    claims, provenance and conflicts the ``merged_from`` event will carry."""
+
+    def __init__(
+        self, ledger: Ledger, fork: str, fork_row: int, point: int, f_revoked: set[str]
+    ) -> None:
+        journal = ledger.journal
+        self.ledger, self.fork, self.point, self.f_revoked = ledger, fork, point, f_revoked
+        self.fstate = replay_session(ledger, fork)
+        self.sstate = ledger.state
+        # the merged_from event's seq (past any fork copies)
+        self.at = journal.last_seq(ledger.session) + 1
+        self.s_revoked = {
+            str(r.payload.get("claim_id"))
+            for r in journal.events(ledger.session, after=fork_row, types=_REVOKE)
+        }
+        self.s_fresh = self.sstate.last_modify_seq <= point
+        self.claims: list[dict[str, Any]] = []
+        self.provenance: dict[str, dict[str, Any]] = {}
+        self.conflicts: list[dict[str, Any]] = []
+
+
+def _conflict(m: _Merge, cid: str, sc: ClaimState | None, fc: ClaimState) -> bool:
+    """Both sides restated the claim differently: neither stamp stands."""
+    if sc is None or (sc.text_hash == fc.text_hash and sc.oracle == fc.oracle):
+        return False
+    what = "statement" if sc.text_hash != fc.text_hash else "oracle"
+    dropped = [c.stamp.evidence_ref for c in (sc, fc) if c.stamp is not None]
+    m.conflicts.append({"claim_id": cid, "changed": what, "dropped": dropped})
+    sc_out = _claim_payload(sc)
+    sc_out["stamp"] = None
+    sc_out["status"] = _demote(sc.written)
+    m.claims.append(sc_out)
+    m.provenance[cid] = {"from_session": m.fork, "conflict": what}
+    return True
+
+
+def _revoked_in_fork(m: _Merge, cid: str, sc: ClaimState | None, fc: ClaimState) -> bool:
+    """The fork revoked a stamp the session holds: revoked beats live."""
+    if not (sc is not None and sc.stamp is not None and fc.stamp is None and cid in m.f_revoked):
+        return False
+    sc_out = _claim_payload(sc)
+    sc_out.update(stamp=None, status=InfoMark.UNKNOWN.label, reopened_seq=m.at)
+    m.claims.append(sc_out)
+    m.provenance[cid] = {"from_session": m.fork, "revoked": sc.stamp.evidence_ref}
+    return True
+
+
+def _settled_in_session(m: _Merge, cid: str, sc: ClaimState | None, fc: ClaimState) -> bool:
+    """The session's own stamp stands, or the session revoked it (revoked beats live)."""
+    return sc is not None and (sc.stamp is not None or cid in m.s_revoked)
+
+
+def _brought_from_fork(m: _Merge, cid: str, sc: ClaimState | None, fc: ClaimState) -> bool:
+    """The fork's claim, its seqs anchored in the session; a stamp only with evidence that
+    verifies against its chain (else nothing is merged)."""
+    out = _claim_payload(fc)
+    for k in ("declared_seq", "oracle_declared_seq", "reopened_seq"):
+        out[k] = _anchor(out[k], m.point, m.at)
+    if sc is not None:
+        out["declared_seq"] = sc.declared_seq
+    prov: dict[str, Any] = {"from_session": m.fork}
+    if fc.stamp is not None:
+        ev, why = m.ledger.verify_ref_in(fc.stamp.evidence_ref, m.fork)
+        if ev is None or not issued_in(m.ledger.journal, ev.session, ev.seq, ev.ref):
+            raise VerificationError(
+                f"cannot merge {m.fork!r}: the evidence {fc.stamp.evidence_ref} of claim "
+                f"{cid} does not verify against its chain ({why or 'no event'}); "
+                "nothing was merged"
+            )
+        fresh = m.s_fresh and fc.stamp.evidence_seq >= m.fstate.last_modify_seq
+        out["stamp"].update(seq=m.at, evidence_seq=m.at if fresh else -1)
+        prov.update(
+            from_seq=fc.stamp.seq,
+            evidence_ref=ev.ref,
+            evidence_session=ev.session,
+            evidence_seq=ev.seq,
+        )
+    m.claims.append(out)
+    m.provenance[cid] = prov
+    return True
+
+
+#: How a claim the fork touched is merged: the first rule that takes it decides.
+MERGE_RULES = (_conflict, _revoked_in_fork, _settled_in_session, _brought_from_fork)
 
 
 def _touched(rows: list[EventRow]) -> tuple[list[str], set[str]]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from infomark.ledger.blobs import Blobs
     from infomark.ledger.blocks import StampBlock
+    from infomark.ledger.state import ClaimState
     from infomark.ledger.store_base import BaseJournal
 
 __all__ = [
@@ -161,7 +162,9 @@ def guard_web(ctx: SourceContext, block: StampBlock, report: IngestReport) -> bo
 
 
 def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestReport) -> None:
-    """Judge one source_stamp; exactly one reason code on rejection."""
+    """Judge one source_stamp by :data:`SOURCE_CHECKS`, in order; exactly one reason code
+    on rejection. A page never lowers a claim: one above the page's ceiling stays, with a
+    warning."""
 
     def reject(reason: RejectReason, msg: str) -> None:
         _reject(ctx, report, block, reason, msg)
@@ -180,36 +183,97 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
     if found is None:
         return None
     claim, ev = found
-    if claim.reopened_seq and ev.seq < claim.reopened_seq:
-        return reject(
-            RejectReason.EVIDENCE_PREDATES_CLAIM,
-            f"{ev.ref} (seq {ev.seq}) predates the divergence that re-opened claim {claim.id} "
-            f"(seq {claim.reopened_seq}); fetch the page again",
-        )
-    source = source_of(ctx, ev)
-    if source is None:
-        copy = _local_copy(ctx, ev)
-        where = (
-            f"; it reads {copy[0]}, a local copy of the page fetched in {copy[1]}: stamp {copy[1]}"
-            if copy is not None
-            else ""
-        )
-        return reject(
-            RejectReason.INELIGIBLE_EVIDENCE,
-            f"{ev.ref} is {ev.evidence_class.value} evidence from {ev.tool}, not a page infomark "
-            f"saw fetched{where}; a source_stamp binds a page fetch (WebFetch, fetch, curl URL)",
-        )
-    if source.search:
-        return reject(
-            RejectReason.INELIGIBLE_EVIDENCE,
-            f"{ev.ref} is a search result ({ev.tool}): snippets ground nothing; fetch the page "
-            "and stamp that fetch",
-        )
-    if ev.outcome not in (Outcome.OBSERVED, Outcome.PASS):
-        return reject(
-            RejectReason.FAILED_EVIDENCE,
-            f"{ev.ref} has outcome {ev.outcome.value}: the page was not fetched",
-        )
+    sources: list[WebSource | None] = []  # source_of, once, when a check first needs it
+    for check in SOURCE_CHECKS:
+        rejection = check(ctx, claim, ev, sources)
+        if rejection is not None:
+            return reject(*rejection)
+    source = sources[0]
+    assert source is not None  # _a_page_fetch refused the others
+    _apply_source(ctx, block, report, (claim, ev, source))
+    return None
+
+
+def _source(ctx: SourceContext, ev: Evidence, sources: list[WebSource | None]) -> WebSource | None:
+    if not sources:
+        sources.append(source_of(ctx, ev))
+    return sources[0]
+
+
+def _not_before_reopening(
+    ctx: SourceContext, claim: ClaimState, ev: Evidence, sources: list[WebSource | None]
+) -> tuple[RejectReason, str] | None:
+    if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
+        return None
+    return (
+        RejectReason.EVIDENCE_PREDATES_CLAIM,
+        f"{ev.ref} (seq {ev.seq}) predates the divergence that re-opened claim {claim.id} "
+        f"(seq {claim.reopened_seq}); fetch the page again",
+    )
+
+
+def _a_page_fetch(
+    ctx: SourceContext, claim: ClaimState, ev: Evidence, sources: list[WebSource | None]
+) -> tuple[RejectReason, str] | None:
+    if _source(ctx, ev, sources) is not None:
+        return None
+    copy = _local_copy(ctx, ev)
+    where = (
+        f"; it reads {copy[0]}, a local copy of the page fetched in {copy[1]}: stamp {copy[1]}"
+        if copy is not None
+        else ""
+    )
+    return (
+        RejectReason.INELIGIBLE_EVIDENCE,
+        f"{ev.ref} is {ev.evidence_class.value} evidence from {ev.tool}, not a page infomark "
+        f"saw fetched{where}; a source_stamp binds a page fetch (WebFetch, fetch, curl URL)",
+    )
+
+
+def _not_a_search(
+    ctx: SourceContext, claim: ClaimState, ev: Evidence, sources: list[WebSource | None]
+) -> tuple[RejectReason, str] | None:
+    source = _source(ctx, ev, sources)
+    if source is None or not source.search:
+        return None
+    return (
+        RejectReason.INELIGIBLE_EVIDENCE,
+        f"{ev.ref} is a search result ({ev.tool}): snippets ground nothing; fetch the page "
+        "and stamp that fetch",
+    )
+
+
+def _page_fetched(
+    ctx: SourceContext, claim: ClaimState, ev: Evidence, sources: list[WebSource | None]
+) -> tuple[RejectReason, str] | None:
+    if ev.outcome in (Outcome.OBSERVED, Outcome.PASS):
+        return None
+    return (
+        RejectReason.FAILED_EVIDENCE,
+        f"{ev.ref} has outcome {ev.outcome.value}: the page was not fetched",
+    )
+
+
+#: The rules a source_stamp must pass, in the order they are judged; the first refusal
+#: decides its one reason code.
+SOURCE_CHECKS: tuple[
+    Callable[
+        [SourceContext, ClaimState, Evidence, list[WebSource | None]],
+        tuple[RejectReason, str] | None,
+    ],
+    ...,
+] = (_not_before_reopening, _a_page_fetch, _not_a_search, _page_fetched)
+
+
+def _apply_source(
+    ctx: SourceContext,
+    block: StampBlock,
+    report: IngestReport,
+    judged: tuple[ClaimState, Evidence, WebSource],
+) -> None:
+    """Record a source_stamp that passed every check, at the page's authority's ceiling
+    (``authority=primary`` on a page that is not one is demoted, with a warning)."""
+    claim, ev, source = judged
     decided, codes = authority_of(source, _rules(ctx))
     claimed = (block.authority or decided).lower()
     authority = decided
@@ -230,7 +294,7 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
                 "severity": "warning",
             }
         )
-        return None
+        return
     detail = {
         **source.to_dict(),
         "authority": authority,

@@ -21,7 +21,7 @@ from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from _typeshed import StrPath
 
@@ -41,161 +41,294 @@ def _reject(
 
 
 def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> None:
-    """Judge one oracle_stamp / inference_stamp; exactly one reason code on rejection."""
+    """Judge one oracle_stamp / inference_stamp by :data:`STAMP_CHECKS`, in order; exactly
+    one reason code on rejection."""
 
     def reject(reason: RejectReason, msg: str) -> None:
         _reject(ctx, report, block, reason, msg)
 
-    state = ctx.state
     if block.legacy or not block.evidence_ref:
         return reject(
             RejectReason.MISSING_EVIDENCE,
             f"{block.kind} for {block.claim_id} has no evidence_ref; "
             f"{RejectReason.MISSING_EVIDENCE.hint}",
         )
-    found = claim_and_evidence(state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject)
+    found = claim_and_evidence(
+        ctx.state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject
+    )
     if found is None:
         return None
-    claim, ev = found
-    if ev.tool_class == ToolClass.DELEGATION:
-        return reject(
-            RejectReason.DELEGATED_EVIDENCE,
-            f"{block.evidence_ref} is the result of {ev.tool} (delegation); "
-            f"{RejectReason.DELEGATED_EVIDENCE.hint}",
-        )
-    oracle = block.kind == "oracle_stamp"
-    if ev.record.get("background"):
-        return reject(
-            RejectReason.BACKGROUND_RUN,
-            f"{block.evidence_ref} started `{ev.command}` in the background; "
-            f"{RejectReason.BACKGROUND_RUN.hint}",
-        )
-    attested = ev.evidence_class is EvidenceClass.ATTESTED
+    stamp = _Stamp(ctx, block, *found)
+    for applies_to, check in STAMP_CHECKS:
+        if applies_to in (_BOTH, stamp.kind):
+            rejection = check(stamp)
+            if rejection is not None:
+                return reject(*rejection)
+    _emit_applied(stamp, report)
+    return None
+
+
+_ORACLE, _INFERENCE, _BOTH = "oracle", "inference", "both"
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Rejection: TypeAlias = "tuple[RejectReason, str]"
+
+
+class _Stamp:
+    """One stamp under judgement: the block, the claim and evidence it names, and what the
+    checks read of them."""
+
+    __slots__ = ("_digest", "attested", "block", "claim", "ctx", "ev", "kind", "result")
+
+    def __init__(self, ctx: LedgerContext, block: StampBlock, claim: ClaimState, ev: Evidence):
+        self.ctx, self.block, self.claim, self.ev = ctx, block, claim, ev
+        oracle = block.kind == "oracle_stamp"
+        self.kind = _ORACLE if oracle else _INFERENCE
+        self.attested = ev.evidence_class is EvidenceClass.ATTESTED
+        self.result = (block.result or ("PASS" if oracle else "OBSERVED")).upper()
+        self._digest: tuple[str | None] | None = None
+
+    def artifact_digest(self) -> str | None:
+        """The digest of ``artifact=`` now (read once, when a check first needs it)."""
+        if self._digest is None:
+            assert self.block.artifact
+            self._digest = (artifact_digest(self.ctx.root_dir, self.block.artifact),)
+        return self._digest[0]
+
+
+def _not_delegated(s: _Stamp) -> Rejection | None:
+    if s.ev.tool_class != ToolClass.DELEGATION:
+        return None
+    return (
+        RejectReason.DELEGATED_EVIDENCE,
+        f"{s.block.evidence_ref} is the result of {s.ev.tool} (delegation); "
+        f"{RejectReason.DELEGATED_EVIDENCE.hint}",
+    )
+
+
+def _not_in_background(s: _Stamp) -> Rejection | None:
+    if not s.ev.record.get("background"):
+        return None
+    return (
+        RejectReason.BACKGROUND_RUN,
+        f"{s.block.evidence_ref} started `{s.ev.command}` in the background; "
+        f"{RejectReason.BACKGROUND_RUN.hint}",
+    )
+
+
+def _eligible_class(s: _Stamp) -> Rejection | None:
     allowed = (
         (EvidenceClass.EXECUTION, EvidenceClass.ATTESTED)
-        if oracle
+        if s.kind == _ORACLE
         else (EvidenceClass.EXECUTION, EvidenceClass.OBSERVATION, EvidenceClass.ATTESTED)
     )
-    if ev.evidence_class not in allowed:
-        return reject(
-            RejectReason.INELIGIBLE_EVIDENCE,
-            f"{block.evidence_ref} is {ev.evidence_class.value} evidence from {ev.tool}; "
-            f"{RejectReason.INELIGIBLE_EVIDENCE.hint}",
-        )
-    if claim.oracle_refused and (oracle or claim.observe is None):
-        code = RejectReason(claim.oracle_refused)
-        return reject(code, f"claim {claim.id}'s oracle `{claim.oracle}` was refused; {code.hint}")
-    undeclared = False
-    if oracle:
-        if claim.oracle is None:
-            if ctx.rules.require_declared_oracle:
-                return reject(
-                    RejectReason.MISSING_ORACLE,
-                    f"claim {claim.id} declares no oracle; {RejectReason.MISSING_ORACLE.hint}",
-                )
-            undeclared = True
-        elif (msg := _oracle_mismatch(ctx, ev, claim)) is not None:
-            return reject(msg[0], msg[1])
-        if (
-            ctx.rules.reject_evidence_predating_claim
-            and claim.oracle_declared_seq is not None
-            and ev.seq < claim.oracle_declared_seq
-        ):
-            return reject(
-                RejectReason.EVIDENCE_PREDATES_CLAIM,
-                f"{block.evidence_ref} (seq {ev.seq}) predates the declaration of claim "
-                f"{claim.id}'s oracle (seq {claim.oracle_declared_seq}); "
-                f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
+    if s.ev.evidence_class in allowed:
+        return None
+    return (
+        RejectReason.INELIGIBLE_EVIDENCE,
+        f"{s.block.evidence_ref} is {s.ev.evidence_class.value} evidence from {s.ev.tool}; "
+        f"{RejectReason.INELIGIBLE_EVIDENCE.hint}",
+    )
+
+
+def _oracle_not_refused(s: _Stamp) -> Rejection | None:
+    claim = s.claim
+    if not (claim.oracle_refused and (s.kind == _ORACLE or claim.observe is None)):
+        return None
+    code = RejectReason(claim.oracle_refused)
+    return code, f"claim {claim.id}'s oracle `{claim.oracle}` was refused; {code.hint}"
+
+
+def _oracle_declared_and_matching(s: _Stamp) -> Rejection | None:
+    """A declared oracle, and this is a run of it (an undeclared one passes when the rules
+    allow it: the stamp is recorded as ``undeclared_oracle``)."""
+    claim = s.claim
+    if claim.oracle is None:
+        if s.ctx.rules.require_declared_oracle:
+            return (
+                RejectReason.MISSING_ORACLE,
+                f"claim {claim.id} declares no oracle; {RejectReason.MISSING_ORACLE.hint}",
             )
-    else:
-        if ev.seq < claim.declared_seq:
-            return reject(
-                RejectReason.EVIDENCE_PREDATES_CLAIM,
-                f"{block.evidence_ref} (seq {ev.seq}) predates the declaration of claim "
-                f"{claim.id} (seq {claim.declared_seq}); "
-                f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
-            )
-        if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
-            named = _named_by_claim(ctx, ev, claim)
-            if named is not None:
-                return reject(named[0], named[1])
-    if claim.reopened_seq and ev.seq < claim.reopened_seq:
-        return reject(
-            RejectReason.EVIDENCE_PREDATES_CLAIM,
-            f"{block.evidence_ref} (seq {ev.seq}) predates the divergence that re-opened claim "
-            f"{claim.id} (seq {claim.reopened_seq}); produce new evidence",
-        )
-    result = (block.result or ("PASS" if oracle else "OBSERVED")).upper()
-    if oracle:
-        if result not in ("PASS", "FAIL", "EXPECTED_FAIL"):
-            return reject(
-                RejectReason.FAILED_EVIDENCE,
-                f"result {block.result!r} is not PASS, FAIL or EXPECTED_FAIL",
-            )
-        if (result == "EXPECTED_FAIL") != (claim.expect == "FAIL") and result != "FAIL":
-            what = (
-                f"claim {claim.id} declares no `expect: FAIL`, so it is a PASS claim; "
-                f"{RejectReason.EXPECTATION_MISMATCH.hint}"
-                if result == "EXPECTED_FAIL"
-                else f"claim {claim.id} declares `expect: FAIL`, so result={result} cannot stamp "
-                "it: stamp a failing run of its oracle with result=EXPECTED_FAIL"
-            )
-            return reject(RejectReason.EXPECTATION_MISMATCH, what)
-        needed = Outcome.PASS if result == "PASS" else Outcome.FAIL
-        if ev.outcome is not needed:
-            return reject(
-                RejectReason.FAILED_EVIDENCE,
-                f"{block.evidence_ref} has outcome {ev.outcome.value}, which cannot back "
-                f"result={result}; {RejectReason.FAILED_EVIDENCE.hint}",
-            )
-        if result == "PASS" and ctx.rules.ran_nothing is not None:
-            out = ctx.output_of(ev)
-            if out is not None and ctx.rules.ran_nothing(out):
-                return reject(
-                    RejectReason.WEAK_ORACLE,
-                    f"{block.evidence_ref}: the run's output says no test ran, so its exit 0 "
-                    f"proves nothing; {RejectReason.WEAK_ORACLE.hint}",
-                )
-        # an attested run used the baseline's grading files, whatever the tree holds now
-        graded = ctx.state.self_graded_at(ev.seq) if result == "PASS" and not attested else []
-        if graded:
-            return reject(
-                RejectReason.SELF_GRADED,
-                f"{block.evidence_ref} ran after grading files changed: "
-                f"{_changes(ctx.state, graded)}; {RejectReason.SELF_GRADED.hint}",
-            )
-        new_status = InfoMark.UNKNOWN if result == "FAIL" else InfoMark.EXACT
-        if new_status is InfoMark.EXACT and not attested and ctx.rules.require_attested:
-            # the agent's own run is an observation: Exact comes from infomark's own run
-            new_status = InfoMark.INFERRED
-    else:
-        if ev.outcome not in (Outcome.PASS, Outcome.OBSERVED):
-            return reject(
-                RejectReason.FAILED_EVIDENCE,
-                f"{block.evidence_ref} has outcome {ev.outcome.value}; an inference needs a "
-                "successful observation",
-            )
-        result = ev.outcome.value
-        new_status = InfoMark.INFERRED
-    art_digest: str | None = None
-    if block.artifact:
-        art_digest = artifact_digest(ctx.root_dir, block.artifact)
-        if art_digest is None:
-            return reject(
-                RejectReason.CONTENT_MISMATCH,
-                f"artifact {block.artifact} cannot be read; stamp an existing file",
-            )
-        if block.content_hash and _norm_hash(block.content_hash) != art_digest:
-            return reject(
-                RejectReason.CONTENT_MISMATCH,
-                f"content_hash {block.content_hash} differs from {block.artifact} now "
-                f"({art_digest}); {RejectReason.CONTENT_MISMATCH.hint}",
-            )
-    elif block.content_hash:
-        return reject(
+        return None
+    return _oracle_mismatch(s.ctx, s.ev, claim)
+
+
+def _not_before_oracle_declared(s: _Stamp) -> Rejection | None:
+    claim, ev = s.claim, s.ev
+    if not (
+        s.ctx.rules.reject_evidence_predating_claim
+        and claim.oracle_declared_seq is not None
+        and ev.seq < claim.oracle_declared_seq
+    ):
+        return None
+    return (
+        RejectReason.EVIDENCE_PREDATES_CLAIM,
+        f"{s.block.evidence_ref} (seq {ev.seq}) predates the declaration of claim "
+        f"{claim.id}'s oracle (seq {claim.oracle_declared_seq}); "
+        f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
+    )
+
+
+def _not_before_claim_declared(s: _Stamp) -> Rejection | None:
+    claim, ev = s.claim, s.ev
+    if ev.seq >= claim.declared_seq:
+        return None
+    return (
+        RejectReason.EVIDENCE_PREDATES_CLAIM,
+        f"{s.block.evidence_ref} (seq {ev.seq}) predates the declaration of claim "
+        f"{claim.id} (seq {claim.declared_seq}); "
+        f"{RejectReason.EVIDENCE_PREDATES_CLAIM.hint}",
+    )
+
+
+def _observes_what_the_claim_names(s: _Stamp) -> Rejection | None:
+    if s.claim.reopened_seq and s.ev.seq < s.claim.reopened_seq:
+        return None  # the next check refuses it, for the re-opening
+    return _named_by_claim(s.ctx, s.ev, s.claim)
+
+
+def _not_before_reopening(s: _Stamp) -> Rejection | None:
+    claim, ev = s.claim, s.ev
+    if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
+        return None
+    return (
+        RejectReason.EVIDENCE_PREDATES_CLAIM,
+        f"{s.block.evidence_ref} (seq {ev.seq}) predates the divergence that re-opened claim "
+        f"{claim.id} (seq {claim.reopened_seq}); produce new evidence",
+    )
+
+
+def _result_known(s: _Stamp) -> Rejection | None:
+    if s.result in ("PASS", "FAIL", "EXPECTED_FAIL"):
+        return None
+    return (
+        RejectReason.FAILED_EVIDENCE,
+        f"result {s.block.result!r} is not PASS, FAIL or EXPECTED_FAIL",
+    )
+
+
+def _result_as_expected(s: _Stamp) -> Rejection | None:
+    result, claim = s.result, s.claim
+    if (result == "EXPECTED_FAIL") == (claim.expect == "FAIL") or result == "FAIL":
+        return None
+    what = (
+        f"claim {claim.id} declares no `expect: FAIL`, so it is a PASS claim; "
+        f"{RejectReason.EXPECTATION_MISMATCH.hint}"
+        if result == "EXPECTED_FAIL"
+        else f"claim {claim.id} declares `expect: FAIL`, so result={result} cannot stamp "
+        "it: stamp a failing run of its oracle with result=EXPECTED_FAIL"
+    )
+    return RejectReason.EXPECTATION_MISMATCH, what
+
+
+def _outcome_backs_result(s: _Stamp) -> Rejection | None:
+    needed = Outcome.PASS if s.result == "PASS" else Outcome.FAIL
+    if s.ev.outcome is needed:
+        return None
+    return (
+        RejectReason.FAILED_EVIDENCE,
+        f"{s.block.evidence_ref} has outcome {s.ev.outcome.value}, which cannot back "
+        f"result={s.result}; {RejectReason.FAILED_EVIDENCE.hint}",
+    )
+
+
+def _something_ran(s: _Stamp) -> Rejection | None:
+    ran_nothing = s.ctx.rules.ran_nothing
+    if s.result != "PASS" or ran_nothing is None:
+        return None
+    out = s.ctx.output_of(s.ev)
+    if out is None or not ran_nothing(out):
+        return None
+    return (
+        RejectReason.WEAK_ORACLE,
+        f"{s.block.evidence_ref}: the run's output says no test ran, so its exit 0 "
+        f"proves nothing; {RejectReason.WEAK_ORACLE.hint}",
+    )
+
+
+def _not_self_graded(s: _Stamp) -> Rejection | None:
+    # an attested run used the baseline's grading files, whatever the tree holds now
+    state = s.ctx.state
+    graded = state.self_graded_at(s.ev.seq) if s.result == "PASS" and not s.attested else []
+    if not graded:
+        return None
+    return (
+        RejectReason.SELF_GRADED,
+        f"{s.block.evidence_ref} ran after grading files changed: "
+        f"{_changes(state, graded)}; {RejectReason.SELF_GRADED.hint}",
+    )
+
+
+def _observation_succeeded(s: _Stamp) -> Rejection | None:
+    if s.ev.outcome in (Outcome.PASS, Outcome.OBSERVED):
+        return None
+    return (
+        RejectReason.FAILED_EVIDENCE,
+        f"{s.block.evidence_ref} has outcome {s.ev.outcome.value}; an inference needs a "
+        "successful observation",
+    )
+
+
+def _artifact_matches(s: _Stamp) -> Rejection | None:
+    block = s.block
+    if not block.artifact:
+        if not block.content_hash:
+            return None
+        return (
             RejectReason.CONTENT_MISMATCH,
             "content_hash given without artifact=PATH; name the file it digests",
         )
+    digest = s.artifact_digest()
+    if digest is None:
+        return (
+            RejectReason.CONTENT_MISMATCH,
+            f"artifact {block.artifact} cannot be read; stamp an existing file",
+        )
+    if block.content_hash and _norm_hash(block.content_hash) != digest:
+        return (
+            RejectReason.CONTENT_MISMATCH,
+            f"content_hash {block.content_hash} differs from {block.artifact} now "
+            f"({digest}); {RejectReason.CONTENT_MISMATCH.hint}",
+        )
+    return None
+
+
+#: The rules a stamp must pass, in the order they are judged: ``(which stamps, check)``.
+#: The first check that returns a rejection decides its one reason code.
+STAMP_CHECKS: tuple[tuple[str, Callable[[_Stamp], Rejection | None]], ...] = (
+    (_BOTH, _not_delegated),
+    (_BOTH, _not_in_background),
+    (_BOTH, _eligible_class),
+    (_BOTH, _oracle_not_refused),
+    (_ORACLE, _oracle_declared_and_matching),
+    (_ORACLE, _not_before_oracle_declared),
+    (_INFERENCE, _not_before_claim_declared),
+    (_INFERENCE, _observes_what_the_claim_names),
+    (_BOTH, _not_before_reopening),
+    (_ORACLE, _result_known),
+    (_ORACLE, _result_as_expected),
+    (_ORACLE, _outcome_backs_result),
+    (_ORACLE, _something_ran),
+    (_ORACLE, _not_self_graded),
+    (_INFERENCE, _observation_succeeded),
+    (_BOTH, _artifact_matches),
+)
+
+
+def _emit_applied(s: _Stamp, report: IngestReport) -> None:
+    """Record a stamp that passed every check: the claim's new rank, and what the agent is
+    told."""
+    ctx, block, claim, ev = s.ctx, s.block, s.claim, s.ev
+    oracle = s.kind == _ORACLE
+    if not oracle:
+        result, new_status = ev.outcome.value, InfoMark.INFERRED
+    else:
+        result = s.result
+        new_status = InfoMark.UNKNOWN if result == "FAIL" else InfoMark.EXACT
+        if new_status is InfoMark.EXACT and not s.attested and ctx.rules.require_attested:
+            # the agent's own run is an observation: Exact comes from infomark's own run
+            new_status = InfoMark.INFERRED
     ctx.emit(
         "stamp_applied",
         {
@@ -206,14 +339,14 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
             "result": result,
             "status": new_status.label,
             "artifact": block.artifact,
-            "artifact_digest": art_digest,
+            "artifact_digest": s.artifact_digest() if block.artifact else None,
             "layer": block.layer,
-            "undeclared_oracle": undeclared,
-            "attested": attested,
+            "undeclared_oracle": oracle and claim.oracle is None,
+            "attested": s.attested,
         },
     )
     applied = {"claim_id": claim.id, "evidence_ref": ev.ref, "status": new_status.label}
-    if oracle and not attested and ctx.rules.require_attested and claim.oracle is not None:
+    if oracle and not s.attested and ctx.rules.require_attested and claim.oracle is not None:
         applied["note"] = (
             f"{claim.id} is Inferred on your own run; Exact needs infomark's own run of "
             f"`{claim.oracle}` (`infomark check {claim.id}`; the finish runs it for you)"

@@ -68,6 +68,7 @@ class ClaimState:
     observe: str | None = None  # the path or search an inference_stamp must match
     contradicted_seq: int = 0  # seq of a run of its oracle, after the stamp, that contradicts it
     oracle_refused: str | None = None  # reason code when the oracle was refused at declaration
+    rejected: dict[str, Any] | None = None  # the last stamp of it refused: reason, message, seq
 
     @property
     def mark(self) -> InfoMark:
@@ -274,6 +275,7 @@ def _stamp(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     )
     claim.status = p["status"]
     claim.contradicted_seq = 0
+    claim.rejected = None
     _hist(claim, seq, p["kind"], evidence_ref=p["evidence_ref"])
 
 
@@ -293,6 +295,10 @@ def _revoke(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
 @_reducer("stamp_rejected")
 def _rejected(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     state.metrics["stamps_rejected"] = state.metrics.get("stamps_rejected", 0) + 1
+    claim = state.claims.get(str(p.get("claim_id") or ""))
+    if claim is not None and p.get("kind") != "divergence_event":  # a refusal names it later
+        message = str(p.get("message") or "")
+        claim.rejected = {"reason": p.get("reason"), "message": message[:300], "seq": seq}
 
 
 @_reducer("evidence_recorded")

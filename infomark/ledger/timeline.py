@@ -386,6 +386,9 @@ class _Reader:
 
     def on_hook_error(self, row: EventRow, p: Mapping[str, Any]) -> None:
         self.add("error", row, f"hook error: {_clip(p.get('error') or p, 100)}")
+        if p.get("finished_unverified"):  # a stop the hook let through unjudged
+            self.capped = True
+            self.add("finish", row, "the hook could not judge the stop: finished unverified")
 
 
 def _outcome(record: Mapping[str, Any]) -> str:

@@ -31,7 +31,7 @@ from infomark.gates.decision import FinishDecision
 from infomark.kernel.protocol import render_protocol
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.report import IngestReport
-from infomark.wrapping import GatedResult
+from infomark.wrapping import GatedResult, ingest_note
 
 __all__ = [
     "AnthropicMessages",
@@ -252,6 +252,10 @@ class _Adapter:
         problems: list[str],
         report: Any,
     ) -> Turn:
+        note = ingest_note(report)
+        if note and answers:  # what the response's blocks came to, with the first result
+            raw, text, is_error = answers[0]
+            answers = [(raw, f"{note}\n\n{text}", is_error), *answers[1:]]
         messages = [*parsed.echo, *self._results(answers)]
         return Turn(
             messages,

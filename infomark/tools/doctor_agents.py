@@ -1,10 +1,11 @@
-"""``infomark doctor`` for the hosts of :mod:`infomark.tools.hosts` (Gemini CLI, Codex).
+"""``infomark doctor`` for the hosts of :mod:`infomark.tools.hosts` (Gemini CLI, Codex, OpenCode).
 
 Per host, read-only: installed (the project's and the user's hook file), every event
 mounted, the launcher beside the file able to start, and what the host itself needs before
 it runs a project's hooks (Gemini CLI: a trusted folder; Codex: a trusted project, and each
-hook trusted in ``/hooks``, which doctor cannot see). A host that is not installed is one
-``info`` line.
+hook trusted in ``/hooks``, which doctor cannot see). OpenCode's hooks are a plugin file,
+not a hook file: doctor checks that it is infomark's, current, and that its launcher starts.
+A host that is not installed is one ``info`` line.
 """
 
 from __future__ import annotations
@@ -71,10 +72,70 @@ def _trust(spec: HostSpec, root: Path, user_home: Path) -> Finding | None:
     return None
 
 
-def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
+def _launcher(spec: HostSpec, path: Path) -> Finding:
     from infomark.kernel.errors import UserError
     from infomark.tools.launcher import launcher_for, read_launcher
 
+    launcher = launcher_for(path)
+    try:
+        problems = read_launcher(launcher).problems()
+    except UserError as exc:
+        problems = [str(exc)]
+    if problems:
+        fix = f"`infomark install {spec.name}` (it rewrites the launcher)"
+        why = f"{launcher} cannot start: " + "; ".join(problems)
+        return Finding(spec.name, "launcher", "problem", why, fix)
+    return Finding(spec.name, "launcher", "ok", f"{launcher} can start the hook")
+
+
+#: what every plugin infomark writes registers (a plugin without one is stale or edited)
+_OPENCODE_HOOKS = ('"tool.execute.before"', '"tool.execute.after"',
+                   '"experimental.text.complete"', '"chat.message"',
+                   '"experimental.chat.system.transform"')  # fmt: skip
+
+
+def _opencode(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
+    from infomark.tools.hosts.opencode_plugin import MARK
+
+    out: list[Finding] = []
+    from infomark.tools.hosts.install import opencode_config_home
+
+    files = [root / spec.config_dir / spec.config_file,
+             opencode_config_home(user_home) / spec.config_file]  # fmt: skip
+    found = False
+    for path in files:
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not text.startswith(MARK):
+            out.append(Finding(spec.name, "installed", "warning",
+                               f"{path} is not infomark's plugin (another file has its name)",
+                               f"move it away, then `infomark install {spec.name}`"))  # fmt: skip
+            continue
+        found = True
+        out.append(Finding(spec.name, "installed", "ok", f"plugin {path}"))
+        missing = [h.strip('"') for h in _OPENCODE_HOOKS if h not in text]
+        if missing:
+            fix = f"`infomark install {spec.name}` (it rewrites the plugin)"
+            why = f"{path} does not register {', '.join(missing)}"
+            out.append(Finding(spec.name, "hook_missing", "problem", why, fix))
+        out.append(_launcher(spec, path))
+    if not found and not out:
+        return [Finding(spec.name, "installed", "info", "not installed (no infomark plugin found)")]
+    if found:
+        out.append(Finding(
+            spec.name, "fails_closed", "info",
+            "the plugin refuses a tool call when the hook crashes, times out or answers "
+            "nothing readable; a finish is refused when a text of the answer ends, and an "
+            "answer with no text only at session.idle, which `opencode run` never reaches",
+        ))  # fmt: skip
+    return out
+
+
+def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
+    if spec.name == "opencode":
+        return _opencode(spec, root, user_home)
     out: list[Finding] = []
     files = [
         root / spec.config_dir / spec.config_file,
@@ -102,17 +163,7 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
             out.append(Finding(spec.name, "hook_missing", "problem",
                                f"{path} lacks infomark's {', '.join(missing)} hook",
                                f"`infomark install {spec.name}`"))  # fmt: skip
-        launcher = launcher_for(path)
-        try:
-            problems = read_launcher(launcher).problems()
-        except UserError as exc:
-            problems = [str(exc)]
-        if problems:
-            fix = f"`infomark install {spec.name}` (it rewrites the launcher)"
-            why = f"{launcher} cannot start: " + "; ".join(problems)
-            out.append(Finding(spec.name, "launcher", "problem", why, fix))
-        else:
-            out.append(Finding(spec.name, "launcher", "ok", f"{launcher} can start the hook"))
+        out.append(_launcher(spec, path))
     if root / spec.config_dir / spec.config_file in installed:
         trust = _trust(spec, root, user_home)
         if trust is not None:

@@ -425,10 +425,13 @@ def _ids(value: object, field: str) -> list[str]:
 
 
 def _diagnostics(report: Mapping[str, Any]) -> str:
+    """The parser's diagnostics as the agent reads them everywhere: line, column, what was
+    expected, the line with a caret under the column."""
+    from infomark.gates.authorize import parse_error_text
+
     found = report.get("diagnostics", [])
     errors = [d for d in found if d.get("severity", "error") == "error"]
-    msgs = [f"line {d.get('line')}: {d.get('message')}" for d in (errors or found)]
-    return "; ".join(msgs) or "the text held no claim_ledger block"
+    return parse_error_text(errors or found) or "the text held no claim_ledger block"
 
 
 def _rejections(report: Mapping[str, Any]) -> str:

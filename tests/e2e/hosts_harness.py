@@ -1,4 +1,4 @@
-"""Run the real Gemini CLI and Codex CLI offline against a :class:`ModelStub` on 127.0.0.1.
+"""Run the real Gemini CLI, Codex CLI and OpenCode offline against a ModelStub on 127.0.0.1.
 
 Pinned versions (``scripts/install-agent-host.sh`` installs them into
 ``<e2e cache>/hosts/<name>``). Observed on them, besides the hook protocols (their modules
@@ -17,6 +17,8 @@ in ``infomark/tools/hosts/``):
   (``<project>/.codex/hooks.json``) load only when ``[projects."<dir>"] trust_level =
   "trusted"``, and non-managed hooks run only once trusted in ``/hooks`` (or with
   ``--dangerously-bypass-hook-trust``, for automation that vets its hooks itself).
+* OpenCode 1.18.33: see tests/e2e/test_opencode_e2e.py (its provider config, the switches
+  that keep it offline, and the npm install it must be kept from running).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ __all__ = [
     "stamp",
 ]
 
-HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0"}
+HOST_VERSIONS = {"gemini": "0.61.0", "codex": "0.171.0", "opencode": "1.18.33"}
 _REPO = Path(__file__).resolve().parents[2]
 _INSTALLER = _REPO / "scripts" / "install-agent-host.sh"
 _INSTALL_TIMEOUT = 1200

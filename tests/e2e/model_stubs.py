@@ -1,4 +1,5 @@
-"""Scripted model APIs on 127.0.0.1 for the hosts' end-to-end tests: Gemini and OpenAI Responses.
+"""Scripted model APIs on 127.0.0.1 for the hosts' end-to-end tests: Gemini, OpenAI Responses
+and OpenAI Chat Completions.
 
 ``ModelStub(protocol, script)`` serves one HTTP API from a script of steps. A step is a
 :class:`Turn` or a callable that receives the parsed request (:class:`Request`) and returns
@@ -18,6 +19,10 @@ Observed wire formats (the pinned versions are in :mod:`.hosts_harness`):
 * Codex 0.171.0 with a ``wire_api = "responses"`` provider: ``POST /v1/responses`` with
   ``stream: true`` (``input`` items, ``tools``), answered with ``response.created``,
   ``response.output_item.done`` per item and ``response.completed`` events.
+* OpenCode 1.18.33 with an ``@ai-sdk/openai-compatible`` provider: ``POST
+  /v1/chat/completions`` with ``stream: true`` (``messages``, ``tools``), answered with
+  ``chat.completion.chunk`` deltas (text, then ``tool_calls``), a ``finish_reason`` chunk and
+  ``data: [DONE]``; its title request carries no ``tools`` and is answered as a side call.
 """
 
 from __future__ import annotations
@@ -60,8 +65,8 @@ class Request:
     body: dict[str, Any]
 
     def history(self) -> list[Any]:
-        """The conversation items: Gemini ``contents``, Responses ``input``."""
-        items = self.body.get("contents", self.body.get("input", []))
+        """The conversation items: Gemini ``contents``, Responses ``input``, Chat ``messages``."""
+        items = self.body.get("contents", self.body.get("input", self.body.get("messages", [])))
         return list(items) if isinstance(items, list) else []
 
     def since_model(self) -> str:
@@ -111,6 +116,30 @@ def _gemini_events(turn: Turn) -> list[dict[str, Any]]:
     ]
 
 
+def _chat_events(turn: Turn, n: int) -> list[dict[str, Any]]:
+    cid = f"chatcmpl_{n}"
+    base = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": "stub"}
+    delta: dict[str, Any] = {"role": "assistant"}
+    if turn.text:
+        delta["content"] = turn.text
+    if turn.calls:
+        delta["tool_calls"] = [
+            {
+                "index": i,
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(dict(c.args))},
+            }
+            for i, c in enumerate(turn.calls)
+        ]
+    finish = "tool_calls" if turn.calls else "stop"
+    usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+    ]
+
+
 def _responses_events(turn: Turn, n: int) -> list[dict[str, Any]]:
     rid = f"resp_{n}"
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": rid}}]
@@ -142,7 +171,8 @@ def _responses_events(turn: Turn, n: int) -> list[dict[str, Any]]:
 
 @dataclass
 class ModelStub:
-    """A scripted model API (``protocol``: ``"gemini"`` or ``"responses"``) on 127.0.0.1."""
+    """A scripted model API (``protocol``: ``"gemini"``, ``"responses"`` or ``"chat"``) on
+    127.0.0.1."""
 
     protocol: str
     script: Sequence[Step]
@@ -151,7 +181,7 @@ class ModelStub:
     errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.protocol not in ("gemini", "responses"):
+        if self.protocol not in ("gemini", "responses", "chat"):
             raise ValueError(f"unknown protocol {self.protocol!r}")
         self._steps = iter(self.script)
         self._count = itertools.count(1)
@@ -214,12 +244,22 @@ class ModelStub:
             if self.protocol == "gemini" and ":generateContent" in path:  # the router's side call
                 side = _gemini_events(Turn(text="{}"))[0]
                 return 200, "application/json", json.dumps(side).encode()
+            if self.protocol == "chat" and not body.get("tools"):  # a title / summary side call
+                side = "".join(f"data: {json.dumps(e)}\n\n" for e in _chat_events(Turn("Fix"), 0))
+                return 200, "text/event-stream", (side + "data: [DONE]\n\n").encode()
             self.scripted.append(request)
             step = next(self._steps, _EXHAUSTED)
             turn = step if isinstance(step, Turn) else step(request)
             n = next(self._count)
-        events = _gemini_events(turn) if self.protocol == "gemini" else _responses_events(turn, n)
+        if self.protocol == "gemini":
+            events = _gemini_events(turn)
+        elif self.protocol == "chat":
+            events = _chat_events(turn, n)
+        else:
+            events = _responses_events(turn, n)
         sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+        if self.protocol == "chat":
+            sse += "data: [DONE]\n\n"
         return 200, "text/event-stream", sse.encode()
 
     def check(self, *, complete: bool = True) -> None:

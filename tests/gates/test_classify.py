@@ -305,6 +305,6 @@ def test_non_shell_classification_does_not_load_the_parser() -> None:
         " 'pydantic', 'lark') if m in sys.modules]\n"
         "assert not bad, bad\n"
         "classify_tool('Bash', {'command': 'ls'})\n"
-        "assert 'tree_sitter' in sys.modules\n"
+        "assert 'tree_sitter._binding' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -51,6 +51,11 @@ def test_absolute_home_path_is_recognised(gk: Gatekeeper, home: Path) -> None:
         ToolCall("Edit", {"file_path": "infomark.toml", "old_string": "a", "new_string": "b"}),
         ToolCall("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
         ToolCall("Bash", {"command": "echo 'profile = \"observe\"' > infomark.toml"}),
+        ToolCall(
+            "edit",
+            {"filePath": ".opencode/plugins/infomark.js", "oldString": "a", "newString": "b"},
+        ),
+        ToolCall("Bash", {"command": "rm .opencode/plugins/infomark-hook"}),
     ],
 )
 def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall) -> None:
@@ -65,6 +70,7 @@ def test_config_and_hook_settings_edits_are_held(gk: Gatekeeper, call: ToolCall)
         ToolCall("Read", {"file_path": "infomark.toml"}),
         ToolCall("Bash", {"command": "grep -r infomarkish src/"}),
         ToolCall("Read", {"file_path": "src/infomark_notes.md"}),
+        ToolCall("Read", {"file_path": ".opencode/plugins/infomark.js"}),
     ],
 )
 def test_harmless_neighbours_pass(gk: Gatekeeper, call: ToolCall) -> None:
@@ -75,3 +81,27 @@ def test_grounding_deny_is_kept_over_a_config_hold(gk: Gatekeeper) -> None:
     gk.ingest(ledger_text(("C1", "Guess", None), premises=("C1",)))
     d = gk.authorize(ToolCall("Write", {"file_path": "infomark.toml", "content": "x"}))
     assert d.verdict.value == "deny" and d.code == "ungrounded_premises"
+
+
+def test_a_file_path_outside_proc_compiles_no_pattern(tmp_path: Path) -> None:
+    """The /proc link patterns run only on a path under /proc/: a Read elsewhere loads no
+    ``re`` (its import and compile were ~13 M instructions of every Read and Edit)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys; sys.path[:0] = {sys.path!r}\n"
+        "from infomark.gates.classify import classify_tool\n"
+        "from infomark.gates.protect import protected\n"
+        f"root = {str(tmp_path)!r}\n"
+        "for tool, path in (('Read', root + '/a.py'), ('Edit', 'b.py'), ('Read', '/etc/x')):\n"
+        "    inp = {'file_path': path}\n"
+        "    c = classify_tool(tool, inp)\n"
+        "    assert protected(tool, inp, c, home=root + '/.infomark', root=root) is None\n"
+        "assert 're' not in sys.modules, 'a pattern was compiled'\n"
+        "inp = {'file_path': '/proc/self/fd/3'}\n"
+        "assert protected('Read', inp, classify_tool('Read', inp), home=root, root=root)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

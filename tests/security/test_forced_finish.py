@@ -8,12 +8,17 @@ before anything else.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from rel_hook import HookSession, denial_reason
 from rel_support import EXE, ORACLE, ledger_block, stamp_line
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.tools.hooks.claude_code import handle
 
 
 def _forced(tmp_path: Path) -> tuple[HookSession, list[dict[str, object] | None]]:
@@ -62,3 +67,31 @@ def test_the_audit_shows_a_forced_finish_first(tmp_path: Path) -> None:
     forced = next(i for i, line in enumerate(lines) if line.startswith("FINISHED UNVERIFIED"))
     table = next(i for i, line in enumerate(lines) if "infomark audit: session" in line)
     assert forced < table and "refusal cap 2" in lines[forced], proc.stdout
+
+
+def test_a_stop_the_hook_cannot_judge_goes_through_once_and_the_audit_says_unverified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal still takes writes (an internal error, not a broken store): the stop the
+    failsafe lets through (the host's stop_hook_active) is recorded as finished unverified."""
+    project = tmp_path / "p"
+    project.mkdir()
+    home = project / ".infomark"
+
+    def broken(self: Gatekeeper, final_text: str = "") -> None:
+        raise RuntimeError("a bug in the finish")
+
+    stop = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "Stop",
+            "last_assistant_message": "Done."}  # fmt: skip
+    monkeypatch.setattr(Gatekeeper, "can_finish", broken)
+    first = handle({**stop, "stop_hook_active": False}, home=home, root=project)
+    second = handle({**stop, "stop_hook_active": True}, home=home, root=project)
+    assert (first.stdout or {}).get("decision") == "block"
+    assert "finished UNVERIFIED" in str((second.stdout or {}).get("systemMessage")), second
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFOMARK_")}
+    proc = subprocess.run(
+        [EXE, "audit", "--home", str(home), "--session", "s-1", "--json"],
+        capture_output=True, text=True, cwd=project, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "finished_unverified"

@@ -7,6 +7,7 @@ were seen to write (tests/e2e/test_gemini_e2e.py and test_codex_e2e.py run the b
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,44 @@ def test_codex_stop_refused_as_block(cx: Codex) -> None:
     assert out["decision"] == "block" and "no claim is Exact" in out["reason"]
 
 
+def _break_the_home(project: Path) -> None:
+    home = project / ".infomark"
+    (home / "ledger.db").write_bytes(os.urandom(8192))
+    for suffix in ("-wal", "-shm"):
+        (home / f"ledger.db{suffix}").unlink(missing_ok=True)
+
+
+def test_codex_a_broken_home_refuses_one_stop_then_lets_the_next_through_unverified(
+    cx: Codex,
+) -> None:
+    """Issue 31: Codex has no cap of its own on a refused Stop, and the journal's cap cannot
+    count when the journal is what broke: the host's stop_hook_active is the cap."""
+    cx.say(LEDGER)
+    assert cx.bash("PreToolUse", "ls", "call_1")[:2] == (0, None)  # the home exists
+    _break_the_home(cx.project)
+    code, out, _ = cx.hook("Stop", stop_hook_active=False, last_assistant_message="Done.")
+    assert code == 0 and out["decision"] == "block", out
+    assert "cannot read its ledger" in out["reason"] and "UNVERIFIED" in out["reason"]
+    code, out, err = cx.hook("Stop", stop_hook_active=True, last_assistant_message="Done.")
+    assert code == 0 and set(out) == {"systemMessage"}, out  # through, and said so
+    assert out["systemMessage"].startswith("infomark: finished UNVERIFIED")
+    assert "cannot be read" in out["systemMessage"] and "UNVERIFIED" in err
+    _, out, _ = cx.bash("PreToolUse", "rm -rf build", "call_2")  # still closed for mutations
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_gemini_a_broken_home_lets_the_retry_of_a_refused_finish_through(gem: Gemini) -> None:
+    gem.say(LEDGER)
+    gem.hook("BeforeTool", tool_name="run_shell_command", tool_input={"command": "ls"})
+    _break_the_home(gem.project)
+    _, out, _ = gem.hook("AfterAgent", prompt="fix", prompt_response="Done.",
+                         stop_hook_active=False)  # fmt: skip
+    assert out["decision"] == "deny" and "cannot read its ledger" in out["reason"]
+    _, out, _ = gem.hook("AfterAgent", prompt="fix", prompt_response="Done.",
+                         stop_hook_active=True)  # fmt: skip
+    assert set(out) == {"systemMessage"} and "finished UNVERIFIED" in out["systemMessage"]
+
+
 @pytest.mark.parametrize("host", ["gemini", "codex"])
 def test_render_keeps_each_kind_in_the_hosts_shape(host: str) -> None:
     spec = load_spec(host)
@@ -295,6 +334,7 @@ def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_pat
     assert {(f.area, f.check, f.status) for f in agent_findings(project, user)} == {
         ("gemini", "installed", "info"),
         ("codex", "installed", "info"),
+        ("opencode", "installed", "info"),
     }
     install_host(load_spec("gemini"), root=project)
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}

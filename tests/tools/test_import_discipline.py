@@ -75,12 +75,12 @@ def _run(project: Path, payload: dict[str, object], *args: str) -> dict[str, obj
 # Standard-library modules the hook once imported and no longer needs: each costs start-up
 # time in a process that lives for one tool call (docs/performance.md, "the hook's cold start").
 SLOW_STDLIB = (
-    "dataclasses",  # inspect, ast, tokenize, dis: infomark.kernel.records instead
+    "dataclasses",  # inspect, ast, tokenize, dis: infomark.kernel.records instead (standins/)
     "inspect",
     "ast",
     "tokenize",
     "typing",  # annotations only (TYPE_CHECKING); the Policy protocol loads it on use
-    "contextlib",  # infomark.kernel.contexts
+    "contextlib",  # infomark.kernel.contexts (standins/)
     "shutil",  # bz2, lzma, zlib
     "bz2",
     "lzma",
@@ -142,6 +142,10 @@ PRETOOL_MODULES = {
     "infomark.kernel.records",
     "infomark.kernel.runners",  # each runner's configuration names (issue 26): grading, scratch
     "infomark.kernel.session_id",
+    "infomark.kernel.standins",  # the checked stand-ins (dataclasses, contextlib, re): issue 29
+    "infomark.kernel.standins.contexts",
+    "infomark.kernel.standins.lazyre",
+    "infomark.kernel.standins.records",
     "infomark.kernel.tools",
     "infomark.ledger",
     "infomark.ledger.blobs",
@@ -244,10 +248,14 @@ def test_bash_adds_only_tree_sitter(project: Path) -> None:
     )
     modules = result["modules"]
     assert _heavy(modules) == []
-    assert isinstance(modules, list) and "tree_sitter" in modules
+    assert isinstance(modules, list) and "tree_sitter._binding" in modules
     # the grammar's binding without its package's __init__ (importlib.resources, tempfile,
-    # shutil, random: ~46 M instructions), and no ast for a command that runs no Python
-    assert not {"importlib.resources", "tempfile", "shutil", "random", "ast"} & set(modules)
+    # shutil, random: ~46 M instructions), tree_sitter's binding without its package's
+    # __init__ (typing: ~11 M), no glob and no eager regex compile for a command without a
+    # pattern, and no ast for a command that runs no Python
+    slow = {"importlib.resources", "tempfile", "shutil", "random", "ast", "typing", "glob"}
+    assert not slow & set(modules), slow & set(modules)
+    assert "tree_sitter" not in modules and "tree_sitter_bash" not in modules
 
 
 def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
@@ -300,3 +308,27 @@ def test_the_forwarding_hook_loads_neither_urllib_nor_the_local_hook(service: Se
     assert not [m for m in modules if m.split(".")[0] in ("http", "email", "ssl")]
     assert "infomark.tools.hooks.claude_code" not in modules  # only on the local fallback
     assert "infomark.gatekeeper" not in modules
+
+
+def test_ruff_bans_the_slow_stdlib_on_exactly_the_hook_path() -> None:
+    # pyproject.toml's TID253 rule is the static twin of the runtime checks above: it names
+    # SLOW_STDLIB and applies to every module a hook loads (all others are exempted by one
+    # negated per-file-ignores key), so an import a hook would pay for fails `ruff check`.
+    import importlib.util
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    lint = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    assert "TID253" in lint["select"]
+    assert lint["flake8-tidy-imports"]["banned-module-level-imports"] == list(SLOW_STDLIB)
+    [key] = [k for k in lint["per-file-ignores"] if k.startswith("!")]
+    assert lint["per-file-ignores"][key] == ["TID253"]
+    found = re.fullmatch(r"!infomark/\{(.*)\}\.py", key)
+    assert found is not None, key
+    hook_path = set()
+    for name in PRETOOL_MODULES | PARSER_MODULES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        hook_path.add(Path(spec.origin).relative_to(root / "infomark").with_suffix("").as_posix())
+    assert set(found.group(1).split(",")) == hook_path

@@ -27,22 +27,27 @@ from infomark.gates.policies.runtime import POLICY_KEYS, PolicyRuntime, PolicySt
 from infomark.gates.policies.settings import PolicySettings, validate_policy_config
 from infomark.gates.policies.triggers import TriggerSpec
 
+
+def _module_attribute(name: str) -> object:
+    """PEP 562: ``Policy`` (a typing.Protocol) loads typing, so only when used; the views
+    are not on a hook's ingest."""
+    if name == "Policy":
+        from infomark.gates.policies import registry
+
+        return registry.Policy
+    if name in ("context_view", "state_document"):
+        from infomark.gates.policies import view
+
+        return getattr(view, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from infomark.gates.policies.registry import Policy
     from infomark.gates.policies.view import context_view, state_document
-else:
-
-    def __getattr__(name):  # ``Policy`` (a typing.Protocol) loads typing: only when used
-        if name == "Policy":
-            from infomark.gates.policies import registry
-
-            return registry.Policy
-        if name in ("context_view", "state_document"):  # the views: not on a hook's ingest
-            from infomark.gates.policies import view
-
-            return getattr(view, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+else:  # a binding only; the function above is checked
+    __getattr__ = _module_attribute
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from infomark.gates.authorize import claim_step
 from infomark.gates.finalize import claims_completion, fresh_exact_claims
 from infomark.gates.policies.context import HookResult, TurnContext
 from infomark.gates.policies.language import detect_language, language_name
@@ -325,12 +326,10 @@ class RepeatedCompaction(_Pack):
 
 
 def _oracle_hint(state: SessionState) -> str:
-    for c in state.claims.values():
-        if c.oracle:
-            return (
-                f"run `{_clip(c.oracle, 60)}`, bind it with oracle_stamp: claim_id={c.id} "
-                "evidence_ref=ev_… result=PASS"
-            )
+    named = [state.claims[c] for c in state.done_when if c in state.claims]
+    for c in [*named, *state.claims.values()]:
+        if c.oracle and not c.oracle_refused:
+            return claim_step(c)
     return "run the check that proves it (declare it as a claim's oracle) and stamp that run"
 
 
@@ -395,12 +394,7 @@ def _premise_hint(state: SessionState, cid: str, status: str) -> str:
     claim = state.claims.get(cid)
     if claim is None:
         return f"{cid} (missing: declare it or drop it from premises_for_plan)"
-    if claim.oracle:
-        return (
-            f"{cid} ({status}: run `{_clip(claim.oracle, 50)}`, then oracle_stamp: "
-            f"claim_id={cid} evidence_ref=ev_… result=PASS)"
-        )
-    return f"{cid} ({status}: declare oracle: <command>, or inference_stamp an observation)"
+    return f"{cid} ({status}: {claim_step(claim)})"
 
 
 class UngroundedPremises(_Pack):
@@ -459,10 +453,12 @@ class StampRejected(_Pack):
                 return HookResult(resolved=True, state={})
             return None
         first = rejected[0]
-        try:
-            hint = RejectReason(first["reason"]).hint
-        except ValueError:
-            hint = str(first.get("message", ""))
+        hint = str(first.get("message") or "")  # what it looked at, then the fix
+        if not hint:
+            try:
+                hint = RejectReason(first["reason"]).hint
+            except ValueError:
+                hint = ""
         more = f" (+{len(rejected) - 1} more rejected)" if len(rejected) > 1 else ""
         text = (
             f"Your {first.get('kind', 'stamp')} for {first.get('claim_id') or '?'} was rejected "

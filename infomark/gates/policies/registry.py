@@ -15,7 +15,6 @@ name is not known otherwise, so the hook's start-up stays cheap.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from infomark.gates.policies.context import ALL_PHASES, PackSettings
@@ -50,22 +49,26 @@ DEFAULT_PACKS: tuple[str, ...] = tuple(p.name for p in DEFAULT_POLICIES)
 
 Factory: TypeAlias = "Callable[[], Any]"
 
-if not TYPE_CHECKING:
 
-    def __getattr__(name):  # PEP 562: typing loads only when ``Policy`` is used (hook start-up)
-        if name != "Policy":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from typing import Protocol, runtime_checkable
+def _module_attribute(name: str) -> object:
+    """PEP 562: ``typing`` loads only when ``Policy`` is used (hook start-up)."""
+    if name != "Policy":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from typing import Protocol, runtime_checkable
 
-        @runtime_checkable
-        class Policy(Protocol):
-            """The one required attribute; phase methods are looked up by name."""
+    @runtime_checkable
+    class Policy(Protocol):
+        """The one required attribute; phase methods are looked up by name."""
 
-            name: str
+        name: str
 
-        Policy.__module__, Policy.__qualname__ = __name__, "Policy"
-        globals()["Policy"] = Policy
-        return Policy
+    Policy.__module__, Policy.__qualname__ = __name__, "Policy"
+    globals()["Policy"] = Policy
+    return Policy
+
+
+if not TYPE_CHECKING:  # a binding only; the function above is checked
+    __getattr__ = _module_attribute
 
 
 _REGISTERED: dict[str, Factory] = {p.name: p for p in DEFAULT_POLICIES}
@@ -99,11 +102,13 @@ def _load_object(spec: str) -> Any:
     if not sep or not module or not attr:
         raise ConfigError(f"policies: {spec!r} is not of the form 'package.module:Class'")
     try:
+        import importlib  # a `module:Class` named in the configuration: only then
+
         obj: Any = importlib.import_module(module)
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"policies: cannot load {spec!r}: {exc}") from None
+        raise ConfigError(f"policies: cannot load {spec!r}: {exc}") from exc
     instance = obj() if isinstance(obj, type) else obj
     return _check(instance, spec)
 
@@ -118,7 +123,7 @@ def _entry_point(name: str) -> Any | None:
             except Exception as exc:  # a broken plugin must name itself, not crash the hook
                 raise ConfigError(
                     f"entry point {ENTRY_POINT_GROUP}:{name} failed to load: {exc}"
-                ) from None
+                ) from exc
             return _check(obj() if isinstance(obj, type) else obj, f"entry point {name}")
     return None
 

@@ -13,17 +13,17 @@ Standard library only; never runs anything.
 from __future__ import annotations
 
 import os
-import re
 
 from infomark.gates.shell.globbing import RAW, SUB, Atom, glob_atoms
 from infomark.gates.shell.words import _ansi_c
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = ["expand_word", "split_words"]
 
 _MAX_FIELDS = 1_000
-_SPECIAL = re.compile(r"[\\'\"$`*?\[{~]")
+_SPECIAL = lazy_compile(r"[\\'\"$`*?\[{~]")
 _MAX_SUB_DEPTH = 3
-_SEQ = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
+_SEQ = lazy_compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
 
 _Q, _RAW, _SUB = 0, RAW, SUB  # see globbing.Atom
 

@@ -5,10 +5,9 @@ say they write (``sed`` ``w``/``e`` commands and ``-i``, awk's ``print > f``, ``
 
 from __future__ import annotations
 
-import re
-
 from infomark.gates.shell.core import Env, read_small, ws
 from infomark.gates.shell.words import Arg, _is_sink, _names, _scan
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = [
     "_h_awk",
@@ -129,10 +128,11 @@ def _sed_skip(script: str, i: int, delim: str) -> int:
 
 # --- awk ---------------------------------------------------------------------------------------
 
-_AWK_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_AWK_REGEX = re.compile(r"(?<![\w)\]])/(?:[^/\\\n]|\\.)+/")
-_AWK_WRITE = re.compile(r"\b(?:print|printf)\b[^;{}\n]*?(?:>>?|\|)")
-_AWK_SYSTEM = re.compile(r"\bsystem\s*\(")
+_AWK_STRING = lazy_compile(r'"(?:[^"\\]|\\.)*"')
+_AWK_REGEX = lazy_compile(r"(?<![\w)\]])/(?:[^/\\\n]|\\.)+/")
+_AWK_WRITE = lazy_compile(r"\b(?:print|printf)\b[^;{}\n]*?(?:>>?|\|)")
+_AWK_SYSTEM = lazy_compile(r"\bsystem\s*\(")
+_AWK_GETLINE = lazy_compile(r'"[^"]*"\s*\|\s*getline|\|&')
 
 
 def _h_awk(name: str, args: list[Arg], env: Env) -> None:
@@ -196,7 +196,7 @@ def _awk_effect(program: str, env: Env) -> str:
     bare = _AWK_REGEX.sub(" ", _AWK_STRING.sub('""', program))
     if _AWK_WRITE.search(bare):
         return "writes a file or runs a command from its program (print > / print |)"
-    if re.search(r'"[^"]*"\s*\|\s*getline|\|&', _AWK_STRING.sub('"x"', program)):
+    if _AWK_GETLINE.search(_AWK_STRING.sub('"x"', program)):
         return "runs a command from its program (cmd | getline)"
     return ""
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_git
 from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = ["_h_git"]
 
@@ -23,10 +23,9 @@ _GIT_READS = ws(
     "diff-tree diff-files diff-index verify-commit verify-tag show-branch difftool request-pull "
     "get-tar-commit-id column show-index"
 )
-_GIT_RISKY_CONFIG = re.compile(
-    r"^(alias\.|core\.(pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy)|"
+_GIT_RISKY_CONFIG = lazy_compile(
+    r"(?i)^(alias\.|core\.(pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy)|"
     r"sequence\.editor|diff\.external|.*\.(command|cmd|program|helper|textconv|process|clean|smudge)$)",
-    re.IGNORECASE,
 )
 
 
@@ -146,7 +145,7 @@ def _git_clean(sub: str, args: list[Arg], env: Env) -> None:
         env.modify("runs git clean")
 
 
-_GIT_PATHLIKE = re.compile(r"^(\.{1,2}(/.*)?|\./.*|\.\./.*|:.*|.*[*?\[].*|.*/)$")
+_GIT_PATHLIKE = lazy_compile(r"^(\.{1,2}(/.*)?|\./.*|\.\./.*|:.*|.*[*?\[].*|.*/)$")
 
 
 def _git_checkout(sub: str, args: list[Arg], env: Env) -> None:
@@ -175,10 +174,9 @@ def _git_checkout(sub: str, args: list[Arg], env: Env) -> None:
         env.execute("reports the current checkout")
 
 
-_SOURCE_SUFFIX = re.compile(
-    r"\.(py|pyi|js|jsx|ts|tsx|mjs|cjs|json|toml|ya?ml|md|rst|txt|cfg|ini|lock|go|rs|c|h|cc|cpp|"
+_SOURCE_SUFFIX = lazy_compile(
+    r"(?i)\.(py|pyi|js|jsx|ts|tsx|mjs|cjs|json|toml|ya?ml|md|rst|txt|cfg|ini|lock|go|rs|c|h|cc|cpp|"
     r"hpp|java|kt|rb|php|cs|swift|scala|sh|bash|zsh|sql|html|css|scss|vue|svelte|xml|csv|env)$",
-    re.IGNORECASE,
 )
 
 

@@ -9,7 +9,10 @@ A word is a list of atoms: one character each, with how it was written (:data:`Q
 from __future__ import annotations
 
 import os
-import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 __all__ = [
     "GLOB_BUDGET",
@@ -59,7 +62,9 @@ def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> 
         if not part:
             if last:  # a trailing slash: only directories
                 bases = [b + "/" for b in bases if os.path.isdir(os.path.join(cwd, b))]
-            continue
+            elif any(parts[index + 1 :]):  # `a//*`, `//*`: bash keeps the slashes as
+                bases = [b + "/" if b.endswith("/") else b + "//" for b in bases]  # written
+            continue  # (trailing `//` is one `/`, as in bash)
         nxt: list[str] = []
         if not _has_magic(part):
             lit = "".join(ch for ch, _ in part)
@@ -144,6 +149,8 @@ def _bracket_end(atoms: list[Atom], k: int) -> int:
     return -1
 
 
+# re.escape of the POSIX punctuation class, written out (this module loads without re)
+_PUNCT = "!\"\\#\\$%\\&'\\(\\)\\*\\+,\\-\\./:;<=>\\?@\\[\\\\\\]\\^_`\\{\\|\\}\\~"
 _CLASSES = {
     "alpha": "a-zA-Z",
     "digit": "0-9",
@@ -152,12 +159,14 @@ _CLASSES = {
     "lower": "a-z",
     "space": " \\t\\n\\r\\f\\v",
     "xdigit": "0-9A-Fa-f",
-    "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    "punct": _PUNCT,
     "word": "a-zA-Z0-9_",
 }
 
 
 def _regex(part: list[Atom]) -> re.Pattern[str]:
+    import re  # a glob to match: loaded only then
+
     out: list[str] = []
     k, n = 0, len(part)
     last_close = max((j for j, (c, kind) in enumerate(part) if c == "]" and kind != _Q), default=-1)
@@ -179,6 +188,8 @@ def _regex(part: list[Atom]) -> re.Pattern[str]:
 
 
 def _bracket(body: list[Atom]) -> str:
+    from re import escape
+
     negate = bool(body) and body[0][0] in "!^" and body[0][1] != _Q
     if negate:
         body = body[1:]
@@ -196,10 +207,10 @@ def _bracket(body: list[Atom]) -> str:
         if k + 2 < n and body[k + 1] == ("-", RAW) and body[k + 1][1] != _Q:
             lo, hi = ch, body[k + 2][0]
             if lo <= hi:
-                items.append(re.escape(lo) + "-" + re.escape(hi))
+                items.append(escape(lo) + "-" + escape(hi))
             k += 3
             continue
-        items.append(re.escape(ch))
+        items.append(escape(ch))
         k += 1
     inner = "".join(items)
     if not inner:

@@ -3,13 +3,13 @@ opaque (modify) unless it can be read, in-place edit flags modify, a script runs
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_python_module, note_python_walks
 from infomark.gates.shell.words import Arg
 from infomark.gates.shell.wrappers import _code_on_stdin, special_file
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
 __all__ = ["INTERPRETERS", "_SHELLS", "Interpreter", "_h_interpreter", "_h_pwsh", "_h_shell"]
@@ -309,7 +309,7 @@ _JS_ATOM = (
     r"|process\.(?:version|versions(?:\.\w+)?|platform|arch|execPath)"
     rf"|{_JS_STRING}|\d+)"
 )
-_JS_READ_ONLY = re.compile(
+_JS_READ_ONLY = lazy_compile(
     rf"\s*(?:console\.log\(\s*{_JS_ATOM}(?:\s*,\s*{_JS_ATOM})*\s*\)|{_JS_ATOM})\s*;?\s*"
 )
 

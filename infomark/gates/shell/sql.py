@@ -3,10 +3,9 @@ and destructive statements (``db``), from arguments, ``-f`` files, here-docs and
 
 from __future__ import annotations
 
-import re
-
 from infomark.gates.shell.core import SQL_FILE_LIMIT, Env, read_small, ws
 from infomark.gates.shell.words import Arg, _scan
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass, field
 
 __all__ = ["_h_mysql", "_h_psql", "_h_sqlite"]
@@ -17,7 +16,7 @@ _SQL_WRITES = ws(
     "INSERT UPDATE CREATE ALTER REPLACE MERGE GRANT REVOKE COPY RENAME ATTACH DETACH VACUUM "
     "REINDEX UPSERT LOAD CALL EXEC EXECUTE DO IMPORT REFRESH CLUSTER COMMENT SECURITY REASSIGN"
 )
-_SQL_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|;")
+_SQL_TOKEN = lazy_compile(r"[A-Za-z_][A-Za-z0-9_$]*|;")
 
 
 def _strip_sql(sql: str) -> str:

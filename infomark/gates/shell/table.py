@@ -7,8 +7,6 @@ A command not in the table (and not matched by a name pattern such as ``python3.
 
 from __future__ import annotations
 
-import re
-
 from infomark.gates.shell import packages
 from infomark.gates.shell.archives import (
     _h_7z,
@@ -83,6 +81,7 @@ from infomark.gates.shell.wrappers import (
     _h_watch,
     _wrapper,
 )
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = ["HANDLERS", "MODULE_HANDLERS", "lookup"]
 
@@ -240,8 +239,8 @@ _MODULE_HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("pipx", "poetry", "pdm", "uv"), packages.handle),
 }
 
-_PYTHON = re.compile(r"^(python|pypy|py)(\d+(\.\d+)*)?[a-z]?$")
-_PIP_NAME = re.compile(r"^pip\d+(\.\d+)*$")
+_PYTHON = lazy_compile(r"^(python|pypy|py)(\d+(\.\d+)*)?[a-z]?$")
+_PIP_NAME = lazy_compile(r"^pip\d+(\.\d+)*$")
 
 
 def _pattern_handler(name: str) -> Handler | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import _thread
 import os
-import re
 import sys
 
 from infomark.gates.shell import table
@@ -37,10 +36,13 @@ from infomark.gates.shell.words import (
     _word,
     _words,
 )
+from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.tools import Classification
 
 TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from tree_sitter import Node, Parser, Tree
 
 __all__ = ["MAX_COMMAND_CHARS", "MAX_DEPTH", "classify_shell"]
@@ -52,7 +54,7 @@ MAX_DEPTH = 8
 """How deep nested shell code (``bash -c "sh -c '…'"``) is followed before failing closed."""
 
 _MAX_NODES = 400_000
-_PLAIN_WORD = re.compile(rb"[A-Za-z0-9_./+:,@%-]+")
+_PLAIN_WORD = lazy_compile(rb"[A-Za-z0-9_./+:,@%-]+")
 
 # ---------------------------------------------------------------------------------------------
 # Parser (lazy, one per process)
@@ -66,7 +68,7 @@ _PARSER: list[Parser] = []
 # the out-of-bounds table read lands on unmapped memory (found by the property tests). Such a
 # character is replaced, for the parser only, by ASCII word characters of the same UTF-8 length,
 # so node byte offsets still index the original text.
-_BRACE_HAZARD = re.compile(
+_BRACE_HAZARD = lazy_compile(
     rb"(\{[0-9]*(?:\.\.[0-9]*)?)"
     rb"([\xc4-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3})"
 )
@@ -84,7 +86,7 @@ def _parser_safe(data: bytes) -> bytes:
 # it at a line that merely starts with it (`EOF = "end of input"` inside `<<'EOF'`). Such body
 # lines get their first byte changed, for the parser only (offsets and the body text the
 # classifier reads stay the original's).
-_HEREDOC_START = re.compile(
+_HEREDOC_START = lazy_compile(
     rb"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][A-Za-z0-9_.-]*))"
 )
 
@@ -121,10 +123,56 @@ def _parse(data: bytes) -> Tree:
     data = _parser_safe(data)
     with _PARSER_LOCK:
         if not _PARSER:
-            from tree_sitter import Language, Parser
-
-            _PARSER.append(Parser(Language(_bash_language())))
+            binding = _tree_sitter()
+            parser: Parser = binding.Parser(binding.Language(_bash_language()))
+            _PARSER.append(parser)
         return _PARSER[0].parse(data)
+
+
+def _tree_sitter() -> ModuleType:
+    """``tree_sitter``'s extension module ``_binding`` (``Parser``, ``Language``, ``Node``).
+
+    The package's ``__init__`` only re-exports the binding and declares a ``typing.Protocol``
+    for query predicates, and ``typing`` with ``warnings`` costs a Bash call ~15 M
+    instructions. So the binding is loaded from where ``import tree_sitter`` would find it
+    and registered under its own name, so that a later ``import tree_sitter`` (a test, the
+    CLI) takes the same module, with the same ``Node`` and ``Parser`` types. The package is
+    used when it is imported already, and for anything unexpected.
+    """
+    loaded = sys.modules.get("tree_sitter._binding")
+    if loaded is not None:
+        return loaded
+    if "tree_sitter" not in sys.modules:
+        found = _extension("tree_sitter", "_binding")
+        if found is not None:
+            return found
+    import tree_sitter
+
+    return tree_sitter
+
+
+def _extension(package: str, name: str, *, register: bool = True) -> ModuleType | None:
+    """``package.name``, an extension module, loaded without ``package``'s ``__init__`` from
+    the first ``sys.path`` entry that holds ``package`` (the one an import takes); None when
+    that entry does not hold it as expected."""
+    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+
+    for entry in sys.path:
+        folder = os.path.join(entry or os.curdir, package)
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            continue  # the first entry with the package is the one an import takes
+        for suffix in EXTENSION_SUFFIXES:
+            path = os.path.join(folder, name + suffix)
+            if os.path.isfile(path):
+                full = f"{package}.{name}"
+                loader = ExtensionFileLoader(full, path)
+                module = loader.create_module(ModuleSpec(full, loader, origin=path))
+                if register:
+                    sys.modules[full] = module
+                loader.exec_module(module)
+                return module
+        return None
+    return None
 
 
 def _bash_language() -> object:
@@ -137,22 +185,10 @@ def _bash_language() -> object:
     ``sys.path`` entry holding the package); anything unexpected takes the package import.
     """
     if "tree_sitter_bash" not in sys.modules:
-        from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
-
-        for entry in sys.path:
-            folder = os.path.join(entry or os.curdir, "tree_sitter_bash")
-            if not os.path.isfile(os.path.join(folder, "__init__.py")):
-                continue  # the first entry with the package is the one an import takes
-            for suffix in EXTENSION_SUFFIXES:
-                path = os.path.join(folder, "_binding" + suffix)
-                if os.path.isfile(path):
-                    name = "tree_sitter_bash._binding"
-                    loader = ExtensionFileLoader(name, path)
-                    binding = loader.create_module(ModuleSpec(name, loader, origin=path))
-                    loader.exec_module(binding)
-                    language: object = binding.language()
-                    return language
-            break
+        binding = _extension("tree_sitter_bash", "_binding", register=False)
+        if binding is not None:
+            language: object = binding.language()
+            return language
     import tree_sitter_bash
 
     return tree_sitter_bash.language()
@@ -263,7 +299,7 @@ _LEAVES = ws(
 )
 
 
-_MAY_NEST = re.compile(rb"[$`<>]")  # a command without these holds no code or redirection
+_MAY_NEST = lazy_compile(rb"[$`<>]")  # a command without these holds no code or redirection
 
 
 def _walk(root: Node, src: bytes, state: State, depth: int) -> None:

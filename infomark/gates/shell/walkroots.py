@@ -6,7 +6,6 @@ every directory the line may be in (the widest root it could be).
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable
 
@@ -50,6 +49,8 @@ def walk_roots(values: Iterable[Arg], env: Env, *, default: bool = True) -> list
             value = os.path.expanduser(value)
         for base in _state_cwds(env):
             if MAGIC & set(value):
+                import glob  # a pattern to expand: loaded only then (it loads re, fnmatch)
+
                 hits = glob.glob(value, root_dir=base) if not os.path.isabs(value) else None
                 if hits is None:
                     hits = glob.glob(value)

@@ -7,10 +7,10 @@ placeholder). Nothing here runs or expands anything; see :mod:`.expand` for path
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from infomark.gates.shell.core import Arg, ws
+from infomark.kernel.lazyre import lazy_compile
 
 TYPE_CHECKING = False  # typing costs a hook's start-up
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ PLACEHOLDER = "VAR"  # stands in for an expansion when a computed string is stil
 NULL_SINKS = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"}
 )
-BLOCK_DEVICE = re.compile(
+BLOCK_DEVICE = lazy_compile(
     r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|mapper/|loop\d)"
 )
-ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+ASSIGNMENT = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
 def _text(node: Node, src: bytes) -> str:
@@ -94,8 +94,8 @@ _ANSI_SIMPLE = {
     '"': '"',
     "?": "?",
 }
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_OCT = re.compile(r"[0-7]{1,3}")
+_HEX = lazy_compile(r"[0-9a-fA-F]+")
+_OCT = lazy_compile(r"[0-7]{1,3}")
 
 
 def _ansi_c(body: str) -> str:
@@ -214,7 +214,7 @@ def _words(nodes: Sequence[Node], src: bytes) -> list[Arg]:
     return out
 
 
-_PATTERN_CHARS = re.compile(r"[*?\[{]")
+_PATTERN_CHARS = lazy_compile(r"[*?\[{]")
 
 
 def _command_name(value: str) -> str | None:
@@ -341,8 +341,11 @@ def _first_positional(
     return "", []
 
 
+_SAFE_WORD = lazy_compile(r"[A-Za-z0-9_@%+=:,./-]+")
+
+
 def _shell_quote(text: str) -> str:
-    if text and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", text):
+    if text and _SAFE_WORD.fullmatch(text):
         return text
     return "'" + text.replace("'", "'\"'\"'") + "'"
 

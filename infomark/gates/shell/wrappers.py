@@ -7,7 +7,6 @@ The wrapped command is classified as if it stood alone; code strings a wrapper t
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Sequence
 
 from infomark.gates.shell.core import Env, Handler, ws
@@ -20,6 +19,7 @@ from infomark.gates.shell.words import (
     _skip_options,
     _static,
 )
+from infomark.kernel.lazyre import lazy_compile
 
 __all__ = [
     "_argv",
@@ -269,7 +269,7 @@ def _code_on_stdin(env: Env, what: str, idle: str = "") -> None:
         env.opaque(f"runs unknown code {stdin.label} (opaque)")
 
 
-_STDIN_FILES = re.compile(r"^/(?:dev/stdin|dev/fd/0|proc/[^/]+/fd/0|proc/self/task/[^/]+/fd/0)$")
+_STDIN_FILES = lazy_compile(r"^/(?:dev/stdin|dev/fd/0|proc/[^/]+/fd/0|proc/self/task/[^/]+/fd/0)$")
 
 
 def special_file(path: str, env: Env) -> str | None:
@@ -293,7 +293,7 @@ def special_file(path: str, env: Env) -> str | None:
 
 
 # A descriptor of some process (a pipe, a socket, a deleted file): no script file.
-_DESCRIPTORS = re.compile(
+_DESCRIPTORS = lazy_compile(
     r"^(?:/proc/[^/]+/(?:task/[^/]+/)?fd/|/dev/fd/|/dev/(?:tty|stdout|stderr)$)"
 )
 _PROC_CWD = ("/proc/self/cwd/", "/proc/thread-self/cwd/")

@@ -28,8 +28,8 @@ def check_target(tool: str, tool_input: dict[str, Any]) -> str | None:
     if tool.lower() not in _SHELLS:
         return None
     command = tool_input.get("command")
-    if not isinstance(command, str):
-        return None
+    if not isinstance(command, str) or "infomark" not in command:
+        return None  # the pattern needs the word: no compile for every other command
     m = _CHECK.fullmatch(command)
     return m.group(1) if m else None
 

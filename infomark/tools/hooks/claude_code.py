@@ -41,6 +41,7 @@ from infomark.tools.hooks.failsafe import (
     check_tail,
     explain,
     failure_answer,
+    released,
     unattended_host,
     unreadable_answer,
 )
@@ -380,16 +381,45 @@ def _quick_verify(gk: Gatekeeper, home: StrPath) -> None:
         )
 
 
-def _journal_failure(gk: Gatekeeper | None, event: str, why: str, failed_closed: bool) -> None:
+def _journal_failure(
+    gk: Gatekeeper | None, event: str, why: str, failed_closed: bool, unverified: bool
+) -> None:
     if gk is None:
         return
+    payload: dict[str, Any] = {"event": event, "error": why[:500], "failed_closed": failed_closed}
+    if unverified:  # a stop let through unjudged (failsafe.released): the audit's verdict
+        payload["finished_unverified"] = True
     try:
         with gk.store.transaction():
-            gk.store.emit(
-                "hook_error", {"event": event, "error": why[:500], "failed_closed": failed_closed}
-            )
+            gk.store.emit("hook_error", payload)
     except Exception:  # the journal itself is what broke: the answer still goes out
         return
+
+
+def _failed(
+    exc: Exception,
+    gk: Gatekeeper | None,
+    event: str,
+    payload: dict[str, Any],
+    profile: str,
+    *,
+    home: StrPath,
+    root: StrPath,
+) -> HookAnswer:
+    """The answer when judging raised ``exc``: fail closed as the profile says, and journal
+    the failure where the store can still take it."""
+    why = explain(exc, home)
+    answer = failure_answer(event, payload, profile, why, home=home, root=root)
+    if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
+        # a busy store would only make us wait again; a failing one is not written into
+        unverified = released(event, payload)
+        closed = (
+            event not in ("PostToolUse", "PostToolUseFailure")
+            and not unverified
+            and (answer.stdout is not None or answer.exit_code == 2)
+        )  # a result's answer only says it is not evidence: nothing was held
+        _journal_failure(gk, event, why, closed, unverified)
+    return answer
 
 
 def handle(
@@ -472,15 +502,7 @@ def handle(
 
         return replace(answer, stdout=steer(gk, event, answer.stdout))
     except Exception as exc:
-        why = explain(exc, home)
-        answer = failure_answer(event, payload, profile, why, home=home, root=root)
-        if not isinstance(exc, StoreBusyError) and getattr(exc, "code", "") != "integrity_failed":
-            # a busy store would only make us wait again; a failing one is not written into
-            closed = event not in ("PostToolUse", "PostToolUseFailure") and (
-                answer.stdout is not None or answer.exit_code == 2
-            )  # a result's answer only says it is not evidence: nothing was held
-            _journal_failure(gk, event, why, closed)
-        return answer
+        return _failed(exc, gk, event, payload, profile, home=home, root=root)
     finally:
         if gk is not None and gk is not gatekeeper:
             with suppress(Exception):  # a broken store must not undo the answer

@@ -136,16 +136,22 @@ def _journal_timeout(
         or out.get("reason")
         or ""
     )
+    from infomark.tools.hooks.failsafe import released
+
+    unverified = released(dog.event, payload)
     record = {
         "event": dog.event,
         "error": why[:500],
         "failed_closed": dog.event not in _RESULTS
+        and not unverified
         and (answer.stdout is not None or answer.exit_code == 2),
         "watchdog": True,
         "payload_bytes": dog.size,
         "told": str(told)[:1000],
         "partial_blobs_removed": len(removed),
     }
+    if unverified:
+        record["finished_unverified"] = True
     use = payload.get("tool_use_id")
     if isinstance(use, str):
         record["tool_use_id"] = use[:200]
@@ -230,12 +236,16 @@ def run_hook(args: list[str]) -> int:
     dog.size = len(raw)
     payload: object = None
     detail = ""
+    text = raw.decode("utf-8", "replace") if raw.strip() else ""
+    if url is None:  # only the forwarding hook sends the bytes on: a large result's copies
+        raw = b""  # in memory at once are the text, then the text and the parsed payload
     try:
-        payload = jsonc.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        payload = jsonc.loads(text) if text else None
         if payload is None:
             detail = "stdin was empty"
     except (ValueError, RecursionError) as exc:
         detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
+    text = ""
     dog.payload = payload
     if host is not None:
         from infomark.tools.hosts.core import handle_host, load_spec

@@ -45,6 +45,7 @@ __all__ = [
     "explain",
     "failure_answer",
     "not_evidence",
+    "released",
     "sniff_event",
     "unattended_host",
     "unreadable_answer",
@@ -404,9 +405,16 @@ def failure_answer(
             stderr=f"infomark: {why}; failing closed",
         )
     if event in ("Stop", "SubagentStop"):
+        if released(event, payload):
+            return HookAnswer(
+                {"systemMessage": f"infomark: finished UNVERIFIED: {why}"[:9_500]},
+                stderr=f"infomark: {why}; the stop was refused once, so this one goes through "
+                "UNVERIFIED (the host would otherwise loop)",
+            )
         return block(
             f"infomark cannot read its ledger, so it cannot check this finish (profile "
-            f"{profile}): {why}. Tell the user what broke; stopping is refused until it is fixed.",
+            f"{profile}): {why}. Tell the user what broke. This stop is refused; if it is "
+            "still broken at your next stop, that one goes through, recorded as UNVERIFIED.",
             stderr=f"infomark: {why}; refusing the stop",
         )
     if event is None:  # not even the event is known: exit 2 blocks whatever can be blocked
@@ -415,6 +423,19 @@ def failure_answer(
 
 
 _RESULTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def released(event: str | None, payload: object) -> bool:
+    """Whether a Stop the gatekeeper cannot judge goes through: the host says it is already
+    continuing because a stop hook refused (``stop_hook_active``: Claude Code, Codex, and
+    Gemini CLI's AfterAgent retry). The journal's refusal cap cannot count when the journal
+    is what broke, so the host's own flag is the cap: one refusal, then an UNVERIFIED stop,
+    never an endless loop."""
+    return (
+        event in ("Stop", "SubagentStop")
+        and isinstance(payload, dict)
+        and payload.get("stop_hook_active") is True
+    )
 
 
 def not_evidence(why: str) -> str:

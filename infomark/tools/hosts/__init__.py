@@ -1,4 +1,4 @@
-"""Hosts other than Claude Code: Gemini CLI, OpenAI Codex CLI (and their installers).
+"""Hosts other than Claude Code: Gemini CLI, OpenAI Codex CLI, OpenCode (and their installers).
 
 A host is one small module with one declarative :class:`~infomark.tools.hosts.spec.HostSpec`:
 its event names mapped onto the Claude Code events the shared hook core answers
@@ -15,4 +15,5 @@ __all__ = ["HOST_MODULES"]
 HOST_MODULES: dict[str, str] = {
     "gemini": "infomark.tools.hosts.gemini",
     "codex": "infomark.tools.hosts.codex",
+    "opencode": "infomark.tools.hosts.opencode",
 }

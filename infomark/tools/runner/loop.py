@@ -45,7 +45,7 @@ from infomark.tools.runner.schedule import Clock, IdleSchedule, PendingSleep, Sy
 from infomark.tools.runner.subagents import Supervisor
 from infomark.tools.runner.textcalls import text_call_help
 from infomark.tools.runner.toolset import ToolsMixin
-from infomark.wrapping import GatedResult, wrap_executor
+from infomark.wrapping import GatedResult, ingest_note, wrap_executor
 
 __all__ = ["RunResult", "Runner", "make_client"]
 
@@ -129,6 +129,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             base=spec.idle.base_seconds, cap=spec.idle.cap_seconds, hold=spec.idle.hold
         )
         self.messages: list[dict[str, Any]] = []
+        self._note = ""  # what the last reply's blocks came to (ingest_note), not yet told
         self.result = RunResult(self.session, "running")
         self.idle_wakes = 0
         self._idle_turn = False
@@ -241,7 +242,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         head = said[0][:100] if said else ""
         self.echo("model: " + (head + "  " if head else "") + (f"→ {names}" if names else ""))
         if res.content and res.tool_calls:  # a final reply is ingested by can_finish
-            self.gk.ingest(res.content)
+            self._note = ingest_note(self.gk.ingest(res.content))
         if tokens:
             self.gk.host_report(tokens_used=tokens, context_window=self.spec.model.context_window)
 
@@ -249,7 +250,10 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         """Run each call through the gate; True if any did real work (not ``wait``)."""
         work = False
         for raw in calls:
-            self._push({"role": "tool", "tool_call_id": raw.id, "content": self._run_tool(raw)})
+            text = self._run_tool(raw)
+            if self._note:  # what the reply's blocks came to, with the first result
+                text, self._note = f"{self._note}\n\n{text}", ""
+            self._push({"role": "tool", "tool_call_id": raw.id, "content": text})
             work = work or raw.name != "wait"
         return work
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from infomark.gates.shell import classify_shell
@@ -167,6 +167,8 @@ WORDS = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6).map("".join)
 
 @settings(max_examples=250, deadline=None)
 @given(st.lists(WORDS, min_size=1, max_size=3))
+@example(["//*"]).via("found by this property: bash keeps the doubled slash")
+@example(["sub//*", "/*//"])
 def test_expansion_agrees_with_bash(
     tmp_path_factory: pytest.TempPathFactory, words: list[str]
 ) -> None:
