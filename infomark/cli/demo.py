@@ -52,6 +52,19 @@ def _ref(outcome: Any) -> str:
     return m.group(1)
 
 
+def _prepare(project: Path) -> None:
+    """The demo's project: the bug, its check, and a configuration that says how it grades."""
+    from rich.markup import escape
+
+    from infomark.cli.render import console
+
+    project.mkdir()
+    (project / "infomark.toml").write_text(_CONFIG)
+    (project / "calc.py").write_text(_CALC)
+    (project / "check.py").write_text(_CHECK)
+    console.print(escape(_OPT_OUT))
+
+
 def run_demo(*, keep: bool = False) -> None:
     from rich.markup import escape
 
@@ -63,10 +76,7 @@ def run_demo(*, keep: bool = False) -> None:
     base = Path(tempfile.mkdtemp(prefix="infomark-demo-"))
     project = base / "project"
     home = project / ".infomark"
-    project.mkdir()
-    (project / "infomark.toml").write_text(_CONFIG)
-    (project / "calc.py").write_text(_CALC)
-    (project / "check.py").write_text(_CHECK)
+    _prepare(project)
     py = shlex.quote(sys.executable)
     oracle_c1 = "grep -n 'def add' calc.py"
     oracle_c2 = f"{py} check.py"
@@ -81,7 +91,6 @@ def run_demo(*, keep: bool = False) -> None:
         if not cond:
             raise DemoFailed(f"demo step {step_no} did not behave as expected: {what}")
 
-    console.print(escape(_OPT_OUT))
     try:
         with Gatekeeper.open(home, "demo", root=project) as gk:
             tools = {name: gk.wrap(fn) for name, fn in make_builtins(project).items()}

@@ -228,14 +228,28 @@ def _run(
         },
     }
     result = ToolOutcome(output, exit_code=ran.exit_code)
+    return _record(gk, claim_id, oracle, result, attestation, judged, carried, ran.stdout)
+
+
+def _record(
+    gk: Gatekeeper,
+    claim_id: str | None,
+    oracle: str,
+    result: ToolOutcome,
+    attestation: dict[str, Any],
+    judged: attest_report.Judgement,
+    carried: carry.Carry,
+    stdout: bytes,
+) -> CheckResult:
+    """Record the run as attested evidence; bind the claim to it (none for a required check)."""
     if claim_id is None:  # a required check: recorded, bound to no claim
         evidence = gk.record_attested_check(oracle, result, attestation, judged.outcome.value)
-        text = _answer(None, oracle, evidence, judged, carried, None, {}, ran.stdout)
+        text = _answer(None, oracle, evidence, judged, carried, None, {}, stdout)
         return CheckResult(text, evidence, judged.outcome.value)
     evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome.value)
     rank = gk.store.state.claims[claim_id].status
     return CheckResult(
-        _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), ran.stdout),
+        _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), stdout),
         evidence,
         judged.outcome.value,
         rank,
