@@ -5,17 +5,21 @@ with one test each), one changed source file; the bare run is ``pytest -q`` in t
 attested run is :func:`infomark.tools.attest.check` (the copy from the baseline plus the change,
 bubblewrap, the report plugin, the signed evidence). Run alternately (B A B A …): medians, the
 median of the per-pair ratios, and the fixed cost (attested median minus bare median). Also
-reports the one-time baseline capture and the copy alone (docs/performance.md, "Attested runs").
+reports the one-time baseline capture, the first check (which also runs the oracle on the
+baseline), and the fixed parts alone: the copy, its removal, bubblewrap's start, and the report
+plugin's CPU cost in a bare run (docs/performance.md, "Attested runs").
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench._timing import fmt, paired
@@ -39,14 +43,39 @@ def generate(root: Path) -> None:
         subprocess.run(["git", *args], cwd=root, check=True, env=env, capture_output=True)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its waited-for children (the sandbox, pytest)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _cpu_of(fn: Callable[[], object]) -> float:
+    t0 = _cpu()
+    fn()
+    return _cpu() - t0
+
+
+def _median(fn: Callable[[], object], n: int) -> tuple[float, float]:
+    """(median wall seconds, median CPU seconds) of ``n`` calls."""
+    walls, cpus = [], []
+    for _ in range(n):
+        c0, t0 = _cpu(), time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(_cpu() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
 def main(argv: list[str]) -> int:
     from infomark.gatekeeper import Gatekeeper
     from infomark.gates import baseline
+    from infomark.tools import sandbox
     from infomark.tools.attest import carry, check
-    from infomark.tools.sandbox import probe
+    from infomark.tools.attest_report import plugin_source
 
-    if not probe().available:
-        print(f"SKIPPED: no sandbox here ({probe().detail})")
+    if not sandbox.probe().available:
+        print(f"SKIPPED: no sandbox here ({sandbox.probe().detail})")
         return 0
     pairs = int(argv[0]) if argv else 10
     oracle = f"{sys.executable} -m pytest -q -p no:cacheprovider"
@@ -65,41 +94,64 @@ def main(argv: list[str]) -> int:
         capture = time.perf_counter() - t0
         (root / "pkg" / "m001.py").write_text("def f(x):\n    return x + 1  # changed\n")
         manifest = baseline.load(gk.store, gk.store.refresh().baseline)
+        dests: list[str] = []
 
         def copy_only() -> None:
             dest = tempfile.mkdtemp()
-            try:
-                carry.build(gk.store, manifest, os.path.join(dest, "p"), oracle)
-            finally:
-                carry.remove(dest)
+            dests.append(dest)
+            carry.build(gk.store, manifest, os.path.join(dest, "p"), oracle)
 
-        copies = []
-        for _ in range(5):
-            t1 = time.perf_counter()
-            copy_only()
-            copies.append(time.perf_counter() - t1)
+        copy = _median(copy_only, 5)
+        remove = _median(lambda: carry.remove(dests.pop()), 5)
+        policy = sandbox.SandboxPolicy(cwd=str(root), env=sandbox.clean_env())
+        bwrap = _median(lambda: sandbox.run(["true"], policy), 10)
+        plugin_dir = Path(tmp) / "plugin"
+        plugin_dir.mkdir()
+        (plugin_dir / "infomark_attest_plugin.py").write_bytes(plugin_source())
+        report = Path(tmp) / "report.jsonl"
+        with_plugin = {
+            **os.environ,
+            "PYTEST_ADDOPTS": "-p infomark_attest_plugin",
+            "PYTHONPATH": str(plugin_dir),
+            "INFOMARK_ATTEST_REPORT": str(report),
+        }
 
         def bare() -> None:
             subprocess.run(oracle.split(), cwd=root, capture_output=True, check=True)
+
+        def plugged() -> None:
+            report.write_bytes(b"")
+            subprocess.run(oracle.split(), cwd=root, env=with_plugin, capture_output=True)
 
         def attested() -> None:
             result = check(gk, "C1")
             assert result.outcome == "PASS", result.text
 
+        first = _median(attested, 1)  # the first check also runs the oracle on the baseline
+        plugin = paired(plugged, bare, pairs=max(3, pairs // 2), warmup=1, measure=_cpu_of)
         p = paired(attested, bare, pairs=pairs, warmup=1)
         gk.close()
-    fixed = p.ours - p.base
     print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {p.pairs} pairs")
     print(f"baseline capture (once per session): {fmt(capture)}")
-    print(f"copy (baseline + change, surface discovery): {fmt(statistics.median(copies))}")
-    print(f"bare `pytest -q`: {fmt(p.base)}   attested: {fmt(p.ours)}")
-    sign = "-" if fixed < 0 else ""
+    print(f"first check (with the baseline run, once per oracle): {fmt(first[0])}")
+    print(f"copy (baseline + change, surface discovery): {fmt(copy[0])} (CPU {fmt(copy[1])})")
+    print(f"removing the copy: {fmt(remove[0])} (CPU {fmt(remove[1])})")
+    print(f"bubblewrap start (`true`): {fmt(bwrap[0])} (CPU {fmt(bwrap[1])})")
+    print(
+        f"report plugin (CPU, unsandboxed): {fmt(plugin.base)} bare, {fmt(plugin.ours)} with it "
+        f"({plugin.ratio:.2f}x)"
+    )
+    print(f"bare `pytest -q`: {fmt(p.base)}   attested: {fmt(p.ours)}   (wall)")
     print(
         f"ratio (median of pairs): {p.ratio:.2f}x   fixed cost (median difference): "
-        f"{sign}{fmt(abs(fixed))}"
+        f"{_signed(p.ours - p.base)}"
     )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def _signed(seconds: float) -> str:
+    return ("-" if seconds < 0 else "") + fmt(abs(seconds))
 
 
 if __name__ == "__main__":

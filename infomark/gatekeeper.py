@@ -524,6 +524,24 @@ class Gatekeeper:
             return evidence, IngestReport()
         return evidence, self.ingest(text, source="attest")
 
+    def record_sandbox(self, sandboxed: bool, *, host: str, detail: str, fix: str = "") -> bool:
+        """Journal whether the agent's own commands run in an OS sandbox (``agent_sandbox``),
+        when it differs from what the session last recorded; True when it was written.
+
+        The integration that starts the agent's commands decides (the Claude Code hook from
+        the effective settings, the MCP proxy from ``--sandbox``). In an enforcing profile an
+        agent's own run made while they did not grounds nothing (``unsandboxed_run``); runs
+        infomark makes itself in its sandbox (attested) still do.
+        """
+        new = {"sandboxed": bool(sandboxed), "host": host, "detail": detail, "fix": fix}
+        if self._ledger.state.agent_sandbox == new:
+            return False
+        with self._ledger.transaction():
+            if self._ledger.state.agent_sandbox == new:  # another process wrote it meanwhile
+                return False
+            self._ledger.emit("agent_sandbox", new)
+        return True
+
     def approve(self, *, by: str = "operator", note: str = "") -> None:
         """Record the G4 approval (the strict profile needs it before G6)."""
         with self._ledger.transaction():

@@ -114,3 +114,18 @@ def grounded(gk: Gatekeeper, claim: str = "G1") -> None:
     """Declare one premise and ground it with a recorded PASS of its oracle (mutations allowed)."""
     gk.ingest(ledger_text((claim, "Hypothetical", GROUND_ORACLE), premises=(claim,)))
     gk.ingest(stamp(claim, run(gk, GROUND_ORACLE).ref))
+
+
+def claude_sandbox_on(project: object) -> None:
+    """Turn Claude Code's Bash sandbox on in ``project`` as `infomark install claude-code`
+    does (its three switches): the hook then records the agent's commands as sandboxed."""
+    import json
+    from pathlib import Path
+
+    from infomark.tools.install_sandbox import SWITCHES
+
+    settings = Path(str(project)) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(settings.read_text()) if settings.exists() else {}
+    data.setdefault("sandbox", {}).update(SWITCHES)
+    settings.write_text(json.dumps(data))

@@ -11,8 +11,9 @@ from the baseline, only the agent's source changes are carried over. What is rec
   directories left out) in the blob store.
 
 The manifest (``{path: [ref, mode]}``, ``ref`` = ``git:<oid>`` or ``sha256:<hex>``, ``mode``
-``f``/``x``/``l``) is itself a blob; its digest is the baseline id, journaled as
-``baseline_recorded``. git runs with the repository's configured programs switched off
+``f``/``x``/``l``; under ``above``, the files pytest reads in the directories above the root,
+:data:`ABOVE_NAMES`, as ``../name`` paths) is itself a blob; its digest is the baseline id,
+journaled as ``baseline_recorded``. git runs with the repository's configured programs switched off
 (``core.fsmonitor``, hooks) since the repository's configuration is the agent's to write.
 """
 
@@ -37,8 +38,10 @@ if TYPE_CHECKING:
     from infomark.ledger.engine import Ledger
 
 __all__ = [
+    "ABOVE_NAMES",
     "ENV_DIRS",
     "Manifest",
+    "above",
     "capture",
     "current_digest",
     "ensure",
@@ -175,6 +178,45 @@ def current_digest(path: str, ref: str) -> str | None:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+#: what pytest reads in the directories **above** its rootdir candidates: its configuration
+#: files in its precedence order (a parent's one can become the rootdir) and ``conftest.py``
+#: (loaded from the rootdir down to each test); recorded at baseline time so an attested copy
+#: has the same above it, and nothing the agent writes there later
+ABOVE_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "conftest.py",
+)
+_ABOVE_MAX_BYTES = 1 << 20
+
+
+def above(root: str, put: Callable[[bytes], str]) -> Manifest:
+    """The :data:`ABOVE_NAMES` files in every directory above ``root`` (``../pytest.ini``,
+    ``../../conftest.py`` …: relative to ``root``), stored through ``put``."""
+    out: Manifest = {}
+    here, up = os.path.realpath(root), ""
+    while (parent := os.path.dirname(here)) != here:
+        here, up = parent, up + "../"
+        for name in ABOVE_NAMES:
+            full = os.path.join(here, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _ABOVE_MAX_BYTES:
+                continue
+            try:
+                out[up + name] = [put(_bytes(full)), _mode(st)]
+            except OSError:
+                continue
+    return out
+
+
 def capture(
     root: StrPath, home: StrPath, put: Callable[[bytes], str]
 ) -> tuple[dict[str, Any], bytes]:
@@ -224,6 +266,9 @@ def capture(
             total += len(data)
             files[rel] = [put(data), mode]
     manifest = {"v": 1, "kind": kind, "head": commit, "files": files}
+    outside = above(root_s, put)
+    if outside:
+        manifest["above"] = outside
     raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     blob = put(raw)
     payload = {"id": blob, "kind": kind, "head": commit, "files": len(files), "bytes": total}

@@ -38,6 +38,7 @@ __all__ = [
     "ATTESTED_CLASSES",
     "OWN_RUN",
     "QUALIFYING_CLASSES",
+    "UNSANDBOXED_WHY",
     "CheckStatus",
     "check_status",
     "detect_checks",
@@ -46,6 +47,9 @@ __all__ = [
     "required_checks",
     "same_check",
 ]
+
+#: why an agent's own run made while its commands had no OS sandbox cannot count
+UNSANDBOXED_WHY = "it ran while the agent's commands had no OS sandbox, so it grounds nothing"
 
 #: evidence classes a check's PASS may rest on with ``[attest] required = false``: the agent's
 #: own observed run, or infomark's attested one
@@ -154,7 +158,8 @@ def same_check(command: str, check: str, *, root: StrPath | None = None) -> bool
 class CheckStatus:
     """Where one required check stands: ``pass`` (fresh and qualifying), ``fail`` (its latest
     run failed), ``stale`` (it passed before the last change), ``not_run``, ``disqualified``
-    (a run that cannot count: no test ran, or grading files had changed)."""
+    (a run that cannot count: no test ran, or grading files had changed), ``unsandboxed``
+    (the agent's own run while its commands had no OS sandbox; ``why`` names the fix)."""
 
     check: str
     state: str
@@ -196,6 +201,8 @@ def qualifying_pass(
         return f"its evidence class {run.get('class')!r} cannot back a check"
     if int(run.get("seq") or 0) <= state.last_modify_seq:
         return "it ran before the last change"
+    if run.get("class") == "execution" and state.unsandboxed_at(int(run.get("seq") or 0)):
+        return UNSANDBOXED_WHY
     if run.get("outcome") != "PASS":
         return f"it ended {run.get('outcome')}"
     cwd = run.get("cwd")
@@ -263,6 +270,10 @@ def check_status(
         not_pass = qualifying_pass(state, run, root=root, output=output_of(ref), attested=attested)
         if not_pass is None:
             out.append(CheckStatus(check, "pass", ref, command, attested=own))
+        elif not_pass == UNSANDBOXED_WHY:
+            fix = str(state.agent_sandbox.get("fix") or "turn the agent's OS sandbox on")
+            why = f"{not_pass}; {fix}"
+            out.append(CheckStatus(check, "unsandboxed", ref, command, why=why, attested=own))
         else:
             out.append(CheckStatus(check, "disqualified", ref, command, why=not_pass, attested=own))
     return out

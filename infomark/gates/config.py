@@ -47,6 +47,7 @@ class Config:
     scratch_protected: tuple[str, ...] = ()  # [scratch] protected
     finish_refusal_cap: int = 3
     require_evidence_for_completion: bool = True
+    require_agent_sandbox: bool = True  # the agent's unsandboxed runs ground nothing
     approval_phrase: str = "approve"
     session_prefix: str = ""
     store: str = "sqlite"  # or a postgresql:// URL (the ledger's store; docs/deploy.md)
@@ -87,6 +88,7 @@ class Config:
             scratch_protected=tuple(dict(d.get("scratch") or {}).get("protected", ())),
             finish_refusal_cap=int(d.get("finish_refusal_cap", 3)),
             require_evidence_for_completion=bool(d.get("require_evidence_for_completion", True)),
+            require_agent_sandbox=bool(d.get("require_agent_sandbox", True)),
             approval_phrase=str(d.get("approval_phrase", "approve")),
             session_prefix=str(d.get("session_prefix", "")),
             store=str(d.get("store", "sqlite")),
@@ -115,6 +117,7 @@ def ledger_rules(config: Config, home: StrPath) -> LedgerRules:
         judge_oracle=OracleJudge(config.oracle_allow, home=home),
         ran_nothing=ran_nothing,
         require_attested=config.attest_required,
+        sandbox_required=config.require_agent_sandbox and config.profile != "observe",
     )
 
 

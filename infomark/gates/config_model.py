@@ -146,6 +146,7 @@ class ConfigModel(_Strict):
     finish_refusal_cap: int = Field(default=3, ge=0, le=20)
     scratch: ScratchModel = Field(default_factory=ScratchModel)
     require_evidence_for_completion: bool = True
+    require_agent_sandbox: bool = True
     approval_phrase: str = Field(default="approve", min_length=1)
     session_prefix: str = ""
     # The ledger's store: "sqlite" (the home's file) or a postgresql:// URL (docs/deploy.md).

@@ -222,6 +222,8 @@ def _check_problems(checks: Sequence[CheckStatus], changed: bool) -> list[tuple[
                     f"last change: run `{rerun}` again",
                 )
             )
+        elif c.state == "unsandboxed":  # a re-run cannot help: the sandbox must come back
+            out.append((FinishCode.REQUIRED_ORACLE, f"`{c.check}` ({c.ref}): {c.why}"))
         else:
             out.append(
                 (

@@ -32,6 +32,7 @@ class RejectReason(enum.StrEnum):
     BACKGROUND_RUN = "background_run"  # a background run has no outcome yet
     WRONG_DIRECTORY = "wrong_directory"  # the run happened in another working directory
     DELEGATED_EVIDENCE = "delegated_evidence"  # a sub-agent's answer: may falsify, never stamp
+    UNSANDBOXED_RUN = "unsandboxed_run"  # the agent's own run, while its commands had no sandbox
 
     @property
     def hint(self) -> str:
@@ -71,6 +72,11 @@ _HINTS: dict[RejectReason, str] = {
     RejectReason.EVIDENCE_NOT_NAMED: "use a run of the claim's oracle or a Read of its `observe:`",
     RejectReason.BACKGROUND_RUN: "a background run has no outcome; run it in the foreground",
     RejectReason.WRONG_DIRECTORY: "run the oracle from the project root",
+    RejectReason.UNSANDBOXED_RUN: (
+        "the agent's commands run outside the OS sandbox, so its own runs ground nothing; "
+        "`infomark check <claim>` runs the oracle in infomark's sandbox (the user turns the "
+        "agent's sandbox on as the SessionStart warning says)"
+    ),
     RejectReason.DELEGATED_EVIDENCE: (
         "a sub-agent's answer may back a divergence_event, never a stamp; run the check yourself"
     ),

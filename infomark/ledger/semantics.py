@@ -57,6 +57,9 @@ class LedgerRules:
     # Exact for a claim with a declared oracle needs attested evidence (infomark's own
     # sandboxed run, docs/security.md#attested-runs); the agent's own run stamps Inferred.
     require_attested: bool = False
+    # An enforcing profile: the agent's own runs made while its commands had no OS sandbox
+    # (``SessionState.unsandboxed_at``) ground nothing (docs/security.md#the-agents-sandbox).
+    sandbox_required: bool = False
 
 
 if TYPE_CHECKING:

@@ -117,6 +117,33 @@ def _not_in_background(s: _Stamp) -> Rejection | None:
     )
 
 
+def _sandboxed_run(s: _Stamp) -> Rejection | None:
+    """In an enforcing profile, the agent's own run made while its commands had no OS sandbox
+    grounds nothing: a program run there could read the key (issue 27)."""
+    state = s.ctx.state
+    if not (
+        s.ev.evidence_class is EvidenceClass.EXECUTION
+        and s.ctx.rules.sandbox_required
+        and state.unsandboxed_at(s.ev.seq)
+    ):
+        return None
+    box, claim = state.agent_sandbox, s.claim
+    why = str(box.get("detail") or "no OS sandbox was recorded for them")
+    fix = str(box.get("fix") or "")
+    return (
+        RejectReason.UNSANDBOXED_RUN,
+        f"{s.block.evidence_ref} is your own run, made while your commands ran outside an OS "
+        f"sandbox ({why}): a program run there can read infomark's key and forge evidence, so "
+        "your runs ground nothing. "
+        + (
+            f"`infomark check {claim.id}` runs its oracle in infomark's own sandbox"
+            if claim.oracle
+            else "A file tool's observation (Read) can still back an inference_stamp"
+        )
+        + (f"; to ground your own runs again the user must: {fix}" if fix else ""),
+    )
+
+
 def _eligible_class(s: _Stamp) -> Rejection | None:
     allowed = (
         (EvidenceClass.EXECUTION, EvidenceClass.ATTESTED)
@@ -299,6 +326,7 @@ def _artifact_matches(s: _Stamp) -> Rejection | None:
 STAMP_CHECKS: tuple[tuple[str, Callable[[_Stamp], Rejection | None]], ...] = (
     (_BOTH, _not_delegated),
     (_BOTH, _not_in_background),
+    (_BOTH, _sandboxed_run),
     (_BOTH, _eligible_class),
     (_BOTH, _oracle_not_refused),
     (_ORACLE, _oracle_declared_and_matching),

@@ -30,7 +30,7 @@ __all__ = [
     "state_from_dict",
 ]
 
-STATE_VERSION = 3  # 3: runs, parse_errors
+STATE_VERSION = 4  # 3: runs, parse_errors; 4: agent_sandbox, unsandboxed
 _HISTORY_CAP = 50
 _PENDING_CAP = 256  # authorized calls awaiting their result (oldest dropped first)
 
@@ -138,6 +138,11 @@ class SessionState:
     # what an attested run is made from (docs/security.md#attested-runs): {id, kind, head,
     # manifest (blob), seq}, recorded before the agent's first change
     baseline: dict[str, Any] = field(default_factory=dict)
+    # whether the agent's own commands run in an OS sandbox, as the integration last recorded
+    # it ({sandboxed, host, detail, fix}; empty: never determined), and the [since, until]
+    # spans of seqs when they did not (until 0: still open)
+    agent_sandbox: dict[str, Any] = field(default_factory=dict)
+    unsandboxed: list[list[int]] = field(default_factory=list)
     v: int = STATE_VERSION
 
     # -- views -------------------------------------------------------------------
@@ -169,6 +174,10 @@ class SessionState:
         if any(a < seq <= b for a, b in self.grading_tainted):
             out.append("(a grading file that was changed and later restored)")
         return out
+
+    def unsandboxed_at(self, seq: int) -> bool:
+        """Whether the agent's commands ran outside an OS sandbox when event ``seq`` happened."""
+        return any(a < seq and (not b or seq < b) for a, b in self.unsandboxed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -299,6 +308,16 @@ def _rejected(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
     if claim is not None and p.get("kind") != "divergence_event":  # a refusal names it later
         message = str(p.get("message") or "")
         claim.rejected = {"reason": p.get("reason"), "message": message[:300], "seq": seq}
+
+
+@_reducer("agent_sandbox")
+def _agent_sandbox(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
+    state.agent_sandbox = dict(p)
+    open_span = bool(state.unsandboxed) and not state.unsandboxed[-1][1]
+    if not p.get("sandboxed") and not open_span:
+        state.unsandboxed.append([seq, 0])  # one a change of status: never trimmed
+    elif p.get("sandboxed") and open_span:
+        state.unsandboxed[-1][1] = seq
 
 
 @_reducer("evidence_recorded")

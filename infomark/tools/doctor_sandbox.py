@@ -42,7 +42,8 @@ def _status_finding() -> Finding:
         "problem",
         f"no OS sandbox can run here ({status.detail}): a program the agent writes could read "
         "the key and mint evidence; `infomark run` refuses the agent's shell commands in the "
-        "ledger and strict profiles",
+        "ledger and strict profiles, and under a host's hook the agent's own runs ground "
+        "nothing in the enforcing profiles (unsandboxed_run)",
         status.fix,
     )
 
@@ -64,7 +65,8 @@ def _claude_findings(root: Path) -> list[Finding]:
                 "problem",
                 f"{settings}: Claude Code's Bash sandbox is not set as infomark needs it "
                 f"({', '.join(f'sandbox.{k}' for k in wrong)}): the agent's commands can read "
-                "the ledger home",
+                "the ledger home, so in the enforcing profiles its own runs ground nothing "
+                "(unsandboxed_run)",
                 "re-run `infomark install claude-code`",
             )
         )

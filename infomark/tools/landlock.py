@@ -35,7 +35,16 @@ import sys
 import zlib
 from collections.abc import Iterable, Sequence
 
-__all__ = ["abi", "rules", "script_argv"]
+__all__ = [
+    "Prepared",
+    "abi",
+    "preexec",
+    "restrict",
+    "restrict_self",
+    "rules",
+    "ruleset",
+    "script_argv",
+]
 
 _SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same on every Linux architecture
 _PR_SET_NO_NEW_PRIVS = 38
@@ -62,8 +71,13 @@ Rule = tuple[str, int]
 _PIECE = 100_000  # characters per argument (Linux: at most 128 KiB each)
 
 
+_LIBC: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    if not _LIBC:  # loaded once: never dlopen() in a forked child of a threaded process
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def abi() -> int:
@@ -154,10 +168,10 @@ def _fail(what: str) -> None:
     raise SystemExit(126)
 
 
-def restrict(rule_list: Sequence[Rule], *, network: bool) -> None:
-    """Restrict this process (and what it starts) to ``rule_list``; exit 126 on any failure
-    (never run the program unrestricted)."""
-    version = abi()
+def ruleset(rule_list: Sequence[Rule], *, network: bool, version: int | None = None) -> int:
+    """A Landlock ruleset holding ``rule_list``, as a file descriptor (the caller closes it);
+    exit 126 on any failure. It restricts nothing until :func:`restrict_self` uses it."""
+    version = abi() if version is None else version
     if version < 1:
         _fail("landlock_create_ruleset (no Landlock in this kernel)")
     libc = _libc()
@@ -166,33 +180,82 @@ def restrict(rule_list: Sequence[Rule], *, network: bool) -> None:
         handled, 0 if network or version < 4 else _NET_TCP, _SCOPES if version >= 6 else 0
     )
     size = 8 if version < 4 else 16 if version < 6 else 24
-    fd = libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    fd = int(libc.syscall(_SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), 0))
     if fd < 0:
         _fail("landlock_create_ruleset")
-    for path, rights in rule_list:
-        allowed = rights & handled
-        if not allowed:
-            continue
-        try:
-            parent = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue  # gone since the rules were drawn: nothing to grant
-        try:
-            kind = os.fstat(parent).st_mode
-            if stat.S_ISLNK(kind):
-                continue  # swapped for a link since the rules were drawn: grant nothing
-            if not stat.S_ISDIR(kind):
-                allowed &= _FILE_RIGHTS
-            beneath = _PathBeneath(allowed, parent)
-            if libc.syscall(_SYS_ADD, fd, _RULE_PATH_BENEATH, ctypes.byref(beneath), 0) != 0:
-                _fail(f"landlock_add_rule({path})")
-        finally:
-            os.close(parent)
+    os.set_inheritable(fd, False)
+    try:
+        for path, rights in rule_list:
+            _add(libc, fd, path, rights & handled)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _add(libc: ctypes.CDLL, fd: int, path: str, allowed: int) -> None:
+    if not allowed:
+        return
+    try:
+        parent = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # gone since the rules were drawn: nothing to grant
+    try:
+        kind = os.fstat(parent).st_mode
+        if stat.S_ISLNK(kind):
+            return  # swapped for a link since the rules were drawn: grant nothing
+        if not stat.S_ISDIR(kind):
+            allowed &= _FILE_RIGHTS
+        beneath = _PathBeneath(allowed, parent)
+        if libc.syscall(_SYS_ADD, fd, _RULE_PATH_BENEATH, ctypes.byref(beneath), 0) != 0:
+            _fail(f"landlock_add_rule({path})")
+    finally:
+        os.close(parent)
+
+
+def restrict_self(fd: int) -> None:
+    """Restrict this process (and what it starts) to the ruleset ``fd``: two system calls,
+    nothing else (it runs in a forked child too). Exit 126 on failure."""
+    libc = _libc()
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("prctl(PR_SET_NO_NEW_PRIVS)")
     if libc.syscall(_SYS_RESTRICT, fd, 0) != 0:
         _fail("landlock_restrict_self")
-    os.close(fd)
+
+
+def restrict(rule_list: Sequence[Rule], *, network: bool) -> None:
+    """Restrict this process (and what it starts) to ``rule_list``; exit 126 on any failure
+    (never run the program unrestricted)."""
+    fd = ruleset(rule_list, network=network)
+    try:
+        restrict_self(fd)
+    finally:
+        os.close(fd)
+
+
+class Prepared:
+    """A ruleset built once, applied by calling it: two system calls in the calling thread
+    (``sandbox.run`` calls it in a thread of its own that then starts the program, so no
+    interpreter starts per command; the script costs one: issue 27's bench). Close it once
+    the program has started."""
+
+    def __init__(self, rule_list: Sequence[Rule], *, network: bool) -> None:
+        _libc()  # loaded here: the child never dlopen()s
+        self.fd = ruleset(rule_list, network=network)
+
+    def __call__(self) -> None:
+        restrict_self(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def preexec(rule_list: Sequence[Rule], *, network: bool) -> Prepared:
+    """The :class:`Prepared` ruleset of ``rule_list``; applying it raises ``SystemExit`` on
+    failure, so whatever was to start after it never starts."""
+    return Prepared(rule_list, network=network)
 
 
 def main(args: Sequence[str]) -> None:

@@ -117,6 +117,10 @@ class GatekeeperProxy:
         self._shadowed: set[str] = set()
         self._one = anyio.CapacityLimiter(1)  # the gatekeeper: one call at a time
         self._classify: Callable[[ToolCall], str] | None = None
+        # said in the instructions and with the first decision: the downstream's commands run
+        # outside an OS sandbox (run_proxy without --sandbox)
+        self.sandbox_warning = ""
+        self._warned = False
 
     async def _gk(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run one gatekeeper call on a worker thread (one at a time), off the event loop."""
@@ -228,7 +232,7 @@ class GatekeeperProxy:
                 is_error=True,
             )
         if not decision.allowed:
-            return _denial(decision)
+            return self._first(_denial(decision))
 
         started = time.perf_counter()
         try:
@@ -239,7 +243,15 @@ class GatekeeperProxy:
             result = _text_result(msg, is_error=True)
         else:
             outcome = outcome_of(result, duration_ms=_since(started))
-        return await self._recorded(call, outcome, result, decision.call_id)
+        # the warning after the tool's own output, before the evidence tag
+        return await self._recorded(call, outcome, self._first(result), decision.call_id)
+
+    def _first(self, result: types.CallToolResult) -> types.CallToolResult:
+        """The first decision's result carries the sandbox warning."""
+        if not self.sandbox_warning or self._warned:
+            return result
+        self._warned = True
+        return _appended(result, [self.sandbox_warning])
 
     async def _recorded(
         self,
@@ -269,6 +281,8 @@ class GatekeeperProxy:
     def server(self, instructions: str | None = None) -> Server[Any]:
         """The low-level MCP server that answers the proxy's client."""
         text = _INSTRUCTIONS if not instructions else f"{instructions}\n\n{_INSTRUCTIONS}"
+        if self.sandbox_warning:
+            text = f"{self.sandbox_warning}\n\n{text}"
         forwarder = Forwarder(self.gk, self.downstream, self.relay, run=self._gk)
         return Server(
             "infomark-mcp-proxy",
@@ -393,7 +407,7 @@ def _describe(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- running
 
 
-async def _serve(gk: _ProxiedGatekeeper, server_cmd: list[str]) -> None:
+async def _serve(gk: _ProxiedGatekeeper, server_cmd: list[str], warning: str = "") -> None:
     # The downstream server never sees INFOMARK_* (the key, the token, the bypass switch).
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=child_env())
     relay = Relay()
@@ -404,6 +418,7 @@ async def _serve(gk: _ProxiedGatekeeper, server_cmd: list[str]) -> None:
         ) as downstream,
     ):
         proxy = GatekeeperProxy(gk, downstream, relay)
+        proxy.sandbox_warning = warning
         proxy.can_refetch(gk)
         with anyio.fail_after(STARTUP_TIMEOUT_S):
             await downstream.initialize()
@@ -435,6 +450,14 @@ def run_proxy(
     if not server_cmd:
         _warn("no downstream server command; use: infomark mcp-proxy -- <command> [args…]")
         return 2
+    from infomark.tools.hooks.sandboxed import AgentSandbox, warning
+
+    boxed = AgentSandbox(
+        False,
+        "mcp-proxy",
+        "the MCP proxy starts the downstream server without --sandbox",
+        "restart the proxy as `infomark mcp-proxy --sandbox -- <server command>`",
+    )
     if sandbox:
         from infomark.tools import sandbox as box
         from infomark.tools.agent_sandbox import agent_policy
@@ -445,6 +468,7 @@ def run_proxy(
             return 2
         policy = agent_policy(home, root, env=child_env(), cwd=Path.cwd())
         server_cmd = box.command(server_cmd, policy)
+        boxed = AgentSandbox(True, "mcp-proxy", f"the downstream server runs in {status.detail}")
     from infomark.gatekeeper import Gatekeeper
 
     try:
@@ -455,8 +479,18 @@ def run_proxy(
     from infomark.tools.attest import attester_for
 
     attester_for(gk)  # infomark_check, and the finish's own runs
+    text = ""
     try:
-        anyio.run(_serve, gk, list(server_cmd))
+        gk.record_sandbox(boxed.sandboxed, host=boxed.host, detail=boxed.detail, fix=boxed.fix)
+        text = warning(boxed, enforcing=gk.config.profile != "observe")
+    except InfomarkError as exc:
+        _warn(str(exc))
+        gk.close()
+        return exc.exit_code
+    if text:
+        _warn(text)
+    try:
+        anyio.run(_serve, gk, list(server_cmd), text)
     except TimeoutError:
         _warn(
             f"the downstream server {server_cmd[0]!r} did not start within {STARTUP_TIMEOUT_S:g}s"

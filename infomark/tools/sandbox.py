@@ -33,9 +33,10 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import IO
@@ -51,7 +52,9 @@ __all__ = [
     "SandboxUnavailable",
     "clean_env",
     "command",
+    "interpreter_paths",
     "probe",
+    "probe_bwrap",
     "run",
 ]
 
@@ -191,6 +194,12 @@ def _probe_landlock(bwrap: SandboxStatus) -> SandboxStatus:
     )
 
 
+def probe_bwrap() -> SandboxStatus:
+    """Whether bubblewrap itself starts here (no Landlock fallback, nothing cached): what a
+    host's own bubblewrap sandbox, Claude Code's or Codex's, needs."""
+    return _probe_bwrap()
+
+
 def _probe_bwrap() -> SandboxStatus:
     exe = _bwrap()
     if exe is None:
@@ -236,6 +245,91 @@ def clean_env(
     return tuple(sorted(env.items()))
 
 
+def interpreter_paths(
+    commands: Iterable[str], *, path: str = _FALLBACK_PATH, cwd: str = "."
+) -> tuple[str, ...]:
+    """The Python installations a sandboxed run must reach read-only, wherever they live.
+
+    The sandbox's ``/tmp`` is a fresh tmpfs, so an interpreter installed under the host's
+    ``/tmp`` (a clone's virtual environment) would vanish inside it. Returned: this
+    interpreter's prefixes (``sys.prefix``, ``sys.exec_prefix``, ``sys.base_prefix``) and the
+    prefix of each command word in ``commands`` that is a Python interpreter or a script
+    whose ``#!`` line names one (resolved on ``path`` from ``cwd``, symlinks followed; a
+    virtual environment's base installation, from its ``pyvenv.cfg``, too). Only directories
+    that hold a Python installation are named: never a project's tree.
+    """
+    found = [sys.prefix, sys.exec_prefix, sys.base_prefix]
+    for word in commands:
+        exe = _resolve(word, path, cwd)
+        for _ in range(2):  # a script, then the interpreter its #! line names
+            if exe is None:
+                break
+            found += _python_prefixes(exe)
+            exe = _shebang(exe, path, cwd)
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in found if p))
+
+
+def _resolve(word: str, path: str, cwd: str) -> str | None:
+    if not word or word.startswith("-"):
+        return None
+    if "/" in word:
+        full = os.path.join(cwd, word)
+        return full if os.path.isfile(full) else None
+    return shutil.which(word, path=path)
+
+
+def _shebang(exe: str, path: str, cwd: str) -> str | None:
+    try:
+        with open(exe, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return _resolve(words[0], path, cwd) if words else None
+
+
+def _python_prefixes(exe: str, *, depth: int = 0) -> list[str]:
+    """The installation ``exe`` belongs to (``<prefix>/bin/python``), if it is a Python one;
+    a virtual environment's base installation too."""
+    out = []
+    for candidate in dict.fromkeys((exe, os.path.realpath(exe))):
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(candidate)))
+        cfg = os.path.join(prefix, "pyvenv.cfg")
+        if os.path.isfile(cfg):
+            out.append(prefix)
+            home = _venv_home(cfg)
+            if home and depth < 2:
+                out += _python_prefixes(os.path.join(home, "python3"), depth=depth + 1)
+        elif prefix != "/" and any(
+            n.startswith("python3") for n in _listdir(os.path.join(prefix, "lib"))
+        ):
+            out.append(prefix)
+    return out
+
+
+def _venv_home(cfg: str) -> str:
+    try:
+        with open(cfg, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition("=")
+                if key.strip() == "home":
+                    return value.strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def _real(path: str) -> str:
     return os.path.realpath(path)
 
@@ -264,13 +358,15 @@ def command(argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
     writable = [_real(p) for p in policy.writable]
     for path in writable:
         out += ["--bind", path, path]
+    bound = [*writable]
     for path in (_real(p) for p in policy.read_only):
         if os.path.exists(path):
             out += ["--ro-bind", path, path]
+            bound.append(path)
     for path in (_real(p) for p in policy.hidden):
         if not os.path.lexists(path):
             continue
-        if policy.private_tmp and _under(path, [_SANDBOX_TMP]) and not _under(path, writable):
+        if policy.private_tmp and _under(path, [_SANDBOX_TMP]) and not _under(path, bound):
             continue  # already out of sight: the fresh /tmp does not hold it
         if os.path.isdir(path):
             out += ["--tmpfs", path, "--remount-ro", path]
@@ -299,6 +395,76 @@ def _drain(stream: IO[bytes], cap: int, sink: list[bytes], cut: list[bool]) -> N
     stream.close()
 
 
+def _restricted_thread(
+    restrict: Callable[[], None], popen: Callable[[], subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    """Start the program from a new thread that first restricts itself with Landlock.
+
+    Landlock (and ``no_new_privs``) bind the calling *thread*, and a process inherits the
+    domain of the thread that creates it: so the program starts the fast way (``vfork``, no
+    ``preexec_fn``, no interpreter per command) already inside the sandbox. The thread ends
+    with the call, its restriction with it; the rest of infomark is never restricted. When
+    the restriction fails, nothing is started (:class:`SandboxUnavailable`)."""
+    box: list[subprocess.Popen[bytes]] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            restrict()
+            box.append(popen())
+        except BaseException as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=target, name="infomark-landlock")
+    worker.start()
+    worker.join()
+    if box:
+        return box[0]
+    status = probe()
+    why = failed[0] if failed else "no process"
+    if isinstance(why, OSError):
+        raise why  # the program itself could not start (as bwrap reports a missing program)
+    raise SandboxUnavailable(
+        f"the Landlock rules could not be applied ({why!r}); nothing was run", fix=status.fix
+    )
+
+
+def _start(
+    argv: Sequence[str], policy: SandboxPolicy, status: SandboxStatus, piped: bool
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` under ``policy`` on the probed backend (bubblewrap's command line, or a
+    Landlock-restricted thread); stdin is a pipe when ``piped``."""
+    limits = policy.limits
+    capped = limits.cpu_seconds is not None or limits.memory_bytes is not None
+    landlocked = None
+    if status.backend is SandboxBackend.LANDLOCK:
+        from infomark.tools import landlock
+
+        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
+        landlocked = landlock.preexec(rule_list, network=policy.network)
+
+    def _popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command(argv, policy) if landlocked is None else list(argv),
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(policy.env),
+            cwd=policy.cwd if landlocked is not None else None,
+            start_new_session=True,
+            preexec_fn=(lambda: _limit(limits)) if capped else None,
+        )
+
+    if landlocked is None:
+        proc = _popen()
+    else:
+        try:
+            proc = _restricted_thread(landlocked, _popen)
+        finally:
+            landlocked.close()
+    return proc
+
+
 def run(
     argv: Sequence[str],
     policy: SandboxPolicy,
@@ -315,17 +481,7 @@ def run(
         raise SandboxUnavailable(f"no sandbox can run here ({status.detail})", fix=status.fix)
     limits = policy.limits
     started = time.monotonic()
-    proc = subprocess.Popen(
-        command(argv, policy),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(policy.env),
-        start_new_session=True,
-        preexec_fn=(lambda: _limit(limits))
-        if limits.cpu_seconds is not None or limits.memory_bytes is not None
-        else None,
-    )
+    proc = _start(argv, policy, status, stdin is not None)
     assert proc.stdout is not None and proc.stderr is not None
     out: list[bytes] = []
     err: list[bytes] = []

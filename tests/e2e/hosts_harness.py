@@ -175,7 +175,11 @@ def install_hooks(name: str, project: Path) -> None:
 
 
 def check_fix_journal(
-    project: Path, session: str, refs: list[str], decisions: list[tuple[str, str]]
+    project: Path,
+    session: str,
+    refs: list[str],
+    decisions: list[tuple[str, str]],
+    oracle: str = ORACLE,
 ) -> None:
     """The fix session's journal: C1 Exact on the last run, the gate at G9, the chain verified,
     both oracle runs PASS evidence, no hook error, ``decisions`` in order, and one refused
@@ -191,7 +195,7 @@ def check_fix_journal(
     assert view.status("C1") == "Exact" and view.grounded and view.gate == "G9"
     assert audit.verified is True and audit.problems == []
     for ev in evidence:
-        assert ev is not None and ev.outcome is Outcome.PASS and ev.command == ORACLE
+        assert ev is not None and ev.outcome is Outcome.PASS and ev.command == oracle
     by_type: dict[str, list[dict[str, object]]] = {}
     for event in events:
         by_type.setdefault(event.type, []).append(event.payload)

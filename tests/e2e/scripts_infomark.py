@@ -111,9 +111,13 @@ def own_runs(project: Path) -> None:
         config.write_text(text + ("\n" if text and not text.endswith("\n") else "") + OWN_RUNS_TOML)
 
 
-def install_hooks(project: Path) -> Path:
-    """Run the installed ``infomark install claude-code --root PROJECT``; return the settings."""
+def install_hooks(project: Path, *, user_home: Path | None = None) -> Path:
+    """Run the installed ``infomark install claude-code --root PROJECT``; return the settings.
+
+    ``user_home``: the ``$HOME`` Claude Code will run with, so the sandbox's paths under the
+    user's home (``~/.config/infomark``, ``~/.claude/projects``) name that one."""
     exe = Path(sys.executable).with_name("infomark")
+    env = None if user_home is None else {**os.environ, "HOME": str(user_home)}
     done = subprocess.run(
         [str(exe), "install", "claude-code", "--root", str(project), "--profile", "ledger"],
         capture_output=True,
@@ -121,6 +125,7 @@ def install_hooks(project: Path) -> Path:
         timeout=60,
         check=False,
         stdin=subprocess.DEVNULL,
+        env=env,
     )
     if done.returncode != 0:
         raise AssertionError(

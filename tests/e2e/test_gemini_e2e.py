@@ -4,30 +4,42 @@ The hooks come from the real installer (``infomark install gemini``); the model 
 :class:`ModelStub` speaking the Gemini API on 127.0.0.1, whose callable steps read what
 Gemini CLI sends back (the hook's denial, the evidence ref, the finish refusal) and answer
 with them, as a model would.
+
+Gemini CLI runs the agent's commands outside any sandbox infomark configures, so (issue 27)
+its own runs ground nothing in the enforcing profiles: the model grounds C1 with
+``infomark check C1``, which the hook answers by running the oracle in infomark's sandbox.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from .hosts_harness import (
-    EVIDENCE_REF,
     HOST_VERSIONS,
-    LEDGER,
     check_fix_journal,
     gemini_home,
     host_binary,
     host_env,
     install_hooks,
     run_host,
-    stamp,
 )
+from .hosts_harness import LEDGER as _LEDGER
 from .model_stubs import Call, ModelStub, Request, Turn
 from .scripts_infomark import BUGGY_BODY, FIXED_BODY, ORACLE, oracle_env, write_project
+
+CHECK = "infomark check C1"
+# infomark attests a runner it knows (its report says which tests ran): pytest runs the
+# project's unittest file
+PYTEST = "python3 -m pytest -q test_parser.py"
+
+
+LEDGER = _LEDGER.replace(ORACLE, PYTEST)
+EVIDENCE_REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")  # in infomark's attested answer
 
 
 @dataclass
@@ -48,7 +60,7 @@ class _Fix:
         )
 
     def _oracle(self) -> Call:
-        return Call("run_shell_command", {"command": ORACLE, "description": "run the tests"})
+        return Call("run_shell_command", {"command": CHECK, "description": "run the tests"})
 
     def script(self) -> list[object]:
         return [
@@ -72,8 +84,8 @@ class _Fix:
 
     def _after_oracle(self, request: Request) -> Turn:
         self.seen["oracle"] = request.since_model()
-        self.refs.append(self._ref(request))
-        return Turn(text=stamp(self.refs[-1]), calls=(self._edit(),))
+        self.refs.append(self._ref(request))  # infomark stamped its own run
+        return Turn(text="C1 is grounded.", calls=(self._edit(),))
 
     def _after_edit(self, request: Request) -> Turn:
         self.seen["edit"] = request.since_model()
@@ -85,7 +97,7 @@ class _Fix:
 
     def _finish(self, request: Request) -> Turn:
         self.refs.append(self._ref(request))
-        return Turn(text="Done.\n\n" + stamp(self.refs[-1]))
+        return Turn(text="Done.")
 
 
 @pytest.mark.e2e
@@ -114,29 +126,31 @@ def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: P
     stub.check(complete=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout)
-    assert result["response"].endswith(stamp(model.refs[1])), result
+    assert result["response"].endswith("Done."), result
 
     installed = json.loads(settings.read_text(encoding="utf-8"))["hooks"]
     assert {"SessionStart", "BeforeTool", "AfterTool", "AfterAgent"} <= set(installed)
 
     first = stub.scripted[0]
     assert "infomark protocol" in first.all_text()  # SessionStart context reached the model
+    assert "commands are NOT sandboxed" in first.all_text()  # ... with the sandbox warning
 
     # 1. The ledger and the edit in one turn: the hook read the ledger, then denied the edit.
     assert "Tool execution blocked: " in model.seen["deny"]
-    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{ORACLE}`" in model.seen["deny"]
+    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{PYTEST}`" in model.seen["deny"]
     assert model.seen["parser_after_deny"] == original
 
-    # 2. The oracle ran; its evidence tag reached the model with the tool result.
-    assert "OK" in model.seen["oracle"] and model.refs[0] in model.seen["oracle"]
+    # 2. infomark ran the oracle itself; its evidence tag reached the model with the answer.
+    assert "infomark ran this check itself" in model.seen["oracle"]
+    assert model.refs[0] in model.seen["oracle"]
 
-    # 3. Stamped, the same edit ran.
+    # 3. Stamped by infomark, the same edit ran.
     assert parser.read_text(encoding="utf-8") == original.replace(BUGGY_BODY, FIXED_BODY)
 
     # 4. "Done" with no evidence newer than the edit was refused (AfterAgent deny).
     refusal = model.seen["refusal"].lower()
     assert "no claim is exact on evidence produced after the last edit" in refusal
-    assert f"`{ORACLE}` (C1)" in model.seen["refusal"]
+    assert "C1" in model.seen["refusal"]
 
     # 5. The fresh run and stamp finished; the journal verifies.
     session = str(result["session_id"])
@@ -144,11 +158,7 @@ def test_gemini_fix_session_is_denied_grounded_refused_then_finishes(tmp_path: P
         project,
         session,
         model.refs,
-        [
-            ("replace", "deny"),
-            ("run_shell_command", "allow"),
-            ("replace", "allow"),
-            ("run_shell_command", "allow"),
-        ],
+        [("replace", "deny"), ("replace", "allow")],  # `infomark check` is infomark's run
+        oracle=PYTEST,
     )
     print(f"\n[e2e gemini {HOST_VERSIONS['gemini']}] requests {len(stub.scripted)}")

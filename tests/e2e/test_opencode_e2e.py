@@ -18,30 +18,39 @@ Observed on OpenCode 1.18.33 (besides the plugin protocol, :mod:`infomark.tools.
   ``OPENCODE_DISABLE_SHARE`` turn off its other downloads;
 * ``opencode run --format json`` prints one JSON event a line, each with ``sessionID``, and
   exits when the session goes idle.
+
+OpenCode runs the agent's commands outside any sandbox infomark configures, so (issue 27) its
+own runs ground nothing in the enforcing profiles: the model grounds C1 with
+``infomark check C1``, which the hook answers by running the oracle in infomark's sandbox.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from .hosts_harness import (
-    EVIDENCE_REF,
     HOST_VERSIONS,
-    LEDGER,
     check_fix_journal,
     host_binary,
     host_env,
     install_hooks,
     run_host,
-    stamp,
 )
+from .hosts_harness import LEDGER as _LEDGER
 from .model_stubs import Call, ModelStub, Request, Turn
 from .scripts_infomark import BUGGY_BODY, FIXED_BODY, ORACLE, oracle_env, write_project
 
+CHECK = "infomark check C1"
+# infomark attests a runner it knows (its report says which tests ran): pytest runs the
+# project's unittest file
+PYTEST = "python3 -m pytest -q test_parser.py"
+LEDGER = _LEDGER.replace(ORACLE, PYTEST)
+EVIDENCE_REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")  # in infomark's attested answer
 _LOCK = {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}
 _CLOSED = "http://127.0.0.1:9"  # discard port: nothing listens, a request fails at once
 
@@ -103,7 +112,7 @@ class _Fix:
 
     @staticmethod
     def _oracle() -> Call:
-        return Call("bash", {"command": ORACLE, "description": "run the tests"})
+        return Call("bash", {"command": CHECK, "description": "run the tests"})
 
     def script(self) -> list[object]:
         return [
@@ -127,8 +136,8 @@ class _Fix:
 
     def _after_oracle(self, request: Request) -> Turn:
         self.seen["oracle"] = request.since_model()
-        self.refs.append(self._ref(request))
-        return Turn(text=stamp(self.refs[-1]), calls=(self._edit(),))
+        self.refs.append(self._ref(request))  # infomark stamped its own run
+        return Turn(text="C1 is grounded.", calls=(self._edit(),))
 
     def _after_edit(self, request: Request) -> Turn:
         self.seen["edit"] = request.since_model()
@@ -140,7 +149,7 @@ class _Fix:
 
     def _finish(self, request: Request) -> Turn:
         self.refs.append(self._ref(request))
-        return Turn(text="Done.\n\n" + stamp(self.refs[-1]))
+        return Turn(text="Done.")
 
 
 @pytest.mark.e2e
@@ -167,29 +176,32 @@ def test_opencode_fix_session_is_denied_grounded_refused_then_finishes(tmp_path:
 
     first = stub.scripted[0]
     assert "infomark protocol" in first.all_text()  # session.start context: the system prompt
+    assert "commands are NOT sandboxed" in first.all_text()  # ... with the sandbox warning
 
     # 1. The ledger and the edit in one message: the plugin sent the text, the hook read the
     #    ledger, then denied the edit (a thrown error: the model reads it as the tool result).
-    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{ORACLE}`" in model.seen["deny"]
+    assert "C1 (Hypothetical" in model.seen["deny"] and f"`{PYTEST}`" in model.seen["deny"]
     assert model.seen["parser_after_deny"] == original
 
-    # 2. The oracle ran; its evidence tag was appended to the tool's output.
-    assert "OK" in model.seen["oracle"] and model.refs[0] in model.seen["oracle"]
+    # 2. infomark ran the oracle itself; its evidence tag reached the model with the answer.
+    assert "infomark ran this check itself" in model.seen["oracle"]
+    assert model.refs[0] in model.seen["oracle"]
 
-    # 3. Stamped, the same edit ran.
+    # 3. Stamped by infomark, the same edit ran.
     assert parser.read_text(encoding="utf-8") == original.replace(BUGGY_BODY, FIXED_BODY)
 
     # 4. "Done" with no evidence newer than the edit: refused, and the reason reached the
     #    model as a user message, so the session went on instead of ending.
     refusal = model.seen["refusal"].lower()
     assert "no claim is exact on evidence produced after the last edit" in refusal
-    assert f"`{ORACLE}` (C1)" in model.seen["refusal"]
+    assert "C1" in model.seen["refusal"]
 
     # 5. The fresh run and stamp finished; the journal verifies.
     check_fix_journal(
         project,
         _session(proc.stdout),
         model.refs,
-        [("edit", "deny"), ("bash", "allow"), ("edit", "allow"), ("bash", "allow")],
+        [("edit", "deny"), ("edit", "allow")],  # `infomark check` is infomark's run
+        oracle=PYTEST,
     )
     print(f"\n[e2e opencode {HOST_VERSIONS['opencode']}] requests {len(stub.scripted)}")

@@ -862,6 +862,28 @@ def _weakened_checks(tmp: Path) -> Refusal:
     return Refusal(text, None, follow)
 
 
+@scenario("reject:unsandboxed_run")
+def _unsandboxed_run(tmp: Path) -> Refusal:
+    from infomark.tools.attest import check
+    from infomark.tools.sandbox import probe
+
+    if not probe().available:
+        pytest.fail(f"bubblewrap must run for this step: {probe().detail}")
+    s = Session(tmp)
+    s.say(ledger(claim(expect="FAIL")))
+    s.gk.record_sandbox(False, host="claude-code", detail="the settings say no", fix="turn it on")
+    s.stamp("C1", s.run(ORACLE), "EXPECTED_FAIL")
+    text = s.rejection()
+
+    def follow() -> str:  # "`infomark check C1` runs its oracle in infomark's own sandbox"
+        assert "`infomark check C1`" in text, text
+        ran = check(s.gk, "C1")
+        assert ran.evidence is not None and ran.outcome == "FAIL", ran.text
+        return "" if s.gk.state.claims["C1"].status == "Exact" else "unsandboxed_run"
+
+    return Refusal(text, "C1", follow)
+
+
 # -- the property -------------------------------------------------------------------------------
 def test_every_code_is_driven_or_listed() -> None:
     covered = set(SCENARIOS) | set(NOT_A_REFUSAL) | set(ELSEWHERE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -27,6 +28,17 @@ def _build(home: Path) -> None:
             )
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One clean journal (with its key and blobs), copied for each example: ``cp -r``."""
+    home = tmp_path_factory.mktemp("built")
+    _build(home)
+    copy = tmp_path_factory.mktemp("control") / "home"
+    shutil.copytree(home, copy)
+    assert _problems(copy) == []  # an untampered copy verifies: a problem below is the tamper
+    return home
+
+
 def _problems(home: Path) -> list[dict[str, object]]:
     with Ledger(home, "s") as led:
         return [p.to_dict() for p in verify_session(led)]
@@ -42,10 +54,10 @@ def test_clean_journal_verifies(tmp_path: Path) -> None:
     seq=st.integers(1, N).map(lambda i: 2 * i),  # an evidence event
 )
 def test_any_single_tamper_is_caught(
-    tmp_path_factory: pytest.TempPathFactory, op: str, seq: int
+    tmp_path_factory: pytest.TempPathFactory, built: Path, op: str, seq: int
 ) -> None:
-    home = tmp_path_factory.mktemp("j")
-    _build(home)
+    home = tmp_path_factory.mktemp("j") / "home"
+    shutil.copytree(built, home)
     db = sqlite3.connect(home / "ledger.db")
     other = seq % EVENTS + 1
     if op == "edit":

@@ -29,8 +29,6 @@ from tests.security.attested_project import (
     project,
 )
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(autouse=True)
 def _bwrap() -> None:
@@ -87,21 +85,38 @@ def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dic
 @pytest.mark.parametrize(
     ("oracle", "files", "named"),
     [
-        (PYTEST, {"pytest.toml": PYTEST_TOML}, "pytest.toml"),
-        (PYTEST, {"__init__.py": PATCH_RUNNER}, "__init__.py"),
-        ("make test", {"GNUmakefile": "test:\n\t@echo fine\n"}, "GNUmakefile"),
-        (PYTEST, {"../pytest.ini": PYTEST_INI, "../conftest.py": PATCH_RUNNER}, "test_add"),
-        (PYTEST, {"test_aaa.py": PATCH_RUNNER + "\n\ndef test_ok():\n    pass\n"}, "tampered"),
-        ("test -f calc.py", {}, "weak_oracle"),
+        # each file alone would make the agent's own run pass (tests/security/
+        # test_attested_hook.py plays them one by one); together, every one is named
+        (
+            PYTEST,
+            {
+                "pytest.toml": PYTEST_TOML,
+                "__init__.py": PATCH_RUNNER,
+                "../pytest.ini": PYTEST_INI,
+                "../conftest.py": PATCH_RUNNER,
+            },
+            ("pytest.toml (", "__init__.py (", "test_add"),
+        ),
+        ("make test", {"GNUmakefile": "test:\n\t@echo fine\n"}, ("GNUmakefile (",)),
+        (
+            PYTEST,
+            {"test_aaa.py": PATCH_RUNNER + "\n\ndef test_ok():\n    pass\n"},
+            ("tampered",),
+        ),
+        ("test -f calc.py", {}, ("weak_oracle",)),
     ],
 )
 def test_attacks_through_the_runner(
-    tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dict[str, str], named: str
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    oracle: str,
+    files: dict[str, str],
+    named: tuple[str, ...],
 ) -> None:
     if oracle.startswith("make") and MAKE is None:
         pytest.skip("GNU make is not installed")
     text = _attack(tmp_path, server, oracle, files)
-    assert named in text, text
+    assert all(name in text for name in named), text
 
 
 def test_tdd_through_the_runner_finishes_without_friction(

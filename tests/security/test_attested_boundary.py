@@ -18,8 +18,6 @@ from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check
 from tests.security.attested_project import PYTEST, git, ledger, need_bwrap
 
-pytestmark = pytest.mark.slow
-
 PROBE = """import os
 import socket
 

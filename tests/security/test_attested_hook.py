@@ -30,8 +30,6 @@ from tests.security.attested_project import (
     project,
 )
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(autouse=True)
 def _bwrap() -> None:
@@ -64,18 +62,18 @@ def _refused(agent: Agent, *names: str) -> str:
     return reason
 
 
-@pytest.mark.parametrize(
-    ("name", "content"),
-    [("pytest.toml", PYTEST_TOML), (".pytest.toml", PYTEST_TOML), (".pytest.ini", PYTEST_INI)],
-)
-def test_a_new_pytest_configuration_is_not_carried(tmp_path: Path, name: str, content: str) -> None:
+def test_a_new_pytest_configuration_is_not_carried(tmp_path: Path) -> None:
+    # pytest >= 9 reads pytest.toml, .pytest.toml, pytest.ini, .pytest.ini: the first found
+    # wins, so any one of them carried would deselect the failing test
+    names = ("pytest.toml", ".pytest.toml", ".pytest.ini")
     agent = _agent(tmp_path)
-    agent.sneak(name, content)
+    for name, content in zip(names, (PYTEST_TOML, PYTEST_TOML, PYTEST_INI), strict=True):
+        agent.sneak(name, content)
     _own_pass_stamped(agent)
     text = agent.check()
-    assert "FAIL" in text and name in text, text
+    assert "FAIL" in text and all(name in text for name in names), text
     assert agent.status() == "Unknown"
-    _refused(agent, name, "test_add")
+    _refused(agent, *names, "test_add")
 
 
 def test_a_new_root_init_that_patches_the_runner_is_not_carried(tmp_path: Path) -> None:
@@ -107,30 +105,29 @@ def test_a_parent_directory_conftest_and_ini_are_not_reached(tmp_path: Path) -> 
 
 
 @pytest.mark.skipif(MAKE is None, reason="GNU make is not installed")
-@pytest.mark.parametrize("name", ["GNUmakefile", "makefile"])
-def test_a_new_makefile_that_make_prefers_is_not_carried(tmp_path: Path, name: str) -> None:
+def test_a_new_makefile_that_make_prefers_is_not_carried(tmp_path: Path) -> None:
+    # GNU make reads GNUmakefile, then makefile, before Makefile: either one carried wins
     agent = _agent(tmp_path, oracle="make test")
-    agent.sneak(name, "test:\n\t@echo all good\n")
+    for name in ("GNUmakefile", "makefile"):
+        agent.sneak(name, "test:\n\t@echo all good\n")
     _own_pass_stamped(agent, "make test")
     text = agent.check()
-    assert "FAIL" in text and name in text, text
-    _refused(agent, name)
+    assert "FAIL" in text and "GNUmakefile (" in text, text
+    assert "; makefile (" in text or ": makefile (" in text, text
+    _refused(agent, "GNUmakefile", "makefile")
 
 
-@pytest.mark.parametrize(
-    "oracle",
-    [
-        f"{PYTEST} --version",
-        "test -f calc.py",
-        "git status",
-        "python3 -c 'import calc'",
-    ],
-)
-def test_an_oracle_that_cannot_fail_grounds_nothing(tmp_path: Path, oracle: str) -> None:
-    agent = _agent(tmp_path, oracle=oracle)
-    text = agent.check()
-    assert "PASS" not in text.split("]")[0], text
-    assert agent.status() not in ("Exact", "Inferred")
+def test_an_oracle_that_cannot_fail_grounds_nothing(tmp_path: Path) -> None:
+    weak = (f"{PYTEST} --version", "test -f calc.py", "git status", "python3 -c 'import calc'")
+    ids = [f"C{i}" for i in range(1, len(weak) + 1)]
+    root = project(tmp_path)
+    agent = Agent(root, tmp_path / "home")
+    also = tuple((cid, oracle, False) for cid, oracle in zip(ids[1:], weak[1:], strict=True))
+    agent.say(ledger(weak[0], also=also, premises=tuple(ids)))
+    for cid, oracle in zip(ids, weak, strict=True):
+        text = agent.check(cid)
+        assert "PASS" not in text.split("]")[0], (oracle, text)
+        assert agent.status(cid) not in ("Exact", "Inferred"), oracle
     agent.verify()
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check
@@ -23,8 +21,6 @@ from tests.security.attested_project import (
     ledger,
     need_bwrap,
 )
-
-pytestmark = pytest.mark.slow
 
 
 def test_a_tree_without_git_is_copied_by_content(tmp_path: Path) -> None:

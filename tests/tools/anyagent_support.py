@@ -164,6 +164,10 @@ class Agent:
             capture_output=True,
             text=True,
             cwd=self.project,
+            # the project's pytest needs no plugin; this venv's (hypothesis, xdist, anyio,
+            # timeout) cost ~1 s of CPU per run to load. (The attested runs are the hook's,
+            # in the sandbox's own environment: this does not reach them.)
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             timeout=300,
             check=False,
         )

@@ -22,8 +22,12 @@ LEDGER = (
 class Session:
     """A Claude Code session as the hook sees it: one project, one transcript."""
 
-    def __init__(self, project: Path, sid: str = "sess-1") -> None:
+    def __init__(self, project: Path, sid: str = "sess-1", *, sandbox: bool = True) -> None:
         self.project = project
+        if sandbox:  # as `infomark install claude-code` leaves it
+            from helpers import claude_sandbox_on
+
+            claude_sandbox_on(project)
         self.sid = sid
         self.transcript = project / "transcript.jsonl"
         self.transcript.write_text("")

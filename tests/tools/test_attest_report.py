@@ -321,8 +321,8 @@ def test_cannot_fail_on_the_baseline(tmp_path: Path) -> None:
     root = _project(tmp_path, CALC_FIX)
     base, code = attested(root, "pytest -q")
     got = judge(base, code, baseline=base, expect=Outcome.FAIL)
-    assert (got.outcome, got.code) == (Outcome.PASS, RunReason.ORACLE_CANNOT_FAIL)
-    assert "passes on the baseline" in got.detail
+    assert (got.outcome, got.code) == (Outcome.ERROR, RunReason.ORACLE_CANNOT_FAIL)
+    assert "cannot fail: on the baseline" in got.detail and "passed of" in got.detail
 
 
 def test_exit_status_only_oracles_say_so(tmp_path: Path) -> None:

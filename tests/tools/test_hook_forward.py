@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers import claude_sandbox_on
 
 from infomark.tools.hooks.forward import _dechunk, _post
 
@@ -43,6 +44,7 @@ def _run(url: str, home: Path, project: Path, payload: dict[str, object]) -> tup
 
 
 def test_the_service_answers_and_its_journal_records_the_call(service: Service) -> None:
+    claude_sandbox_on(service.project)  # else the first decision carries the sandbox warning
     sid = f"fwd-{uuid.uuid4().hex[:12]}"
     out, err = _run(service.url, service.home, service.project, _payload(service.project, sid))
     assert out == "" and "judged locally" not in err  # allow is no output

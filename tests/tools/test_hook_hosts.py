@@ -70,7 +70,9 @@ def test_gemini_denies_an_ungrounded_edit_in_its_own_shape(gem: Gemini) -> None:
 def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     gem.say(LEDGER)
     call = {"tool_name": "run_shell_command", "tool_input": {"command": ORACLE}}
-    assert gem.hook("BeforeTool", **call)[:2] == (0, None)  # allowed: no output
+    # allowed; the session's first decision says Gemini's commands are not sandboxed
+    code, out, _ = gem.hook("BeforeTool", **call)
+    assert code == 0 and "commands are NOT sandboxed" in json.dumps(out)
     failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
     _, out, _ = gem.hook("AfterTool", tool_response=failed, **call)
     ctx = out["hookSpecificOutput"]
@@ -147,6 +149,9 @@ class Codex:
 
 @pytest.fixture
 def cx(project: Path) -> Codex:
+    from infomark.tools.hosts.codex_sandbox import write_policy
+
+    write_policy(project, None)  # as `infomark install codex` leaves the project
     return Codex(project)
 
 

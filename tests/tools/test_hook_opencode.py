@@ -49,7 +49,10 @@ def test_the_shell_exit_status_in_metadata_decides_the_evidence(project: Path) -
     ):
         before = _hook(project, "tool.execute.before", tool_use_id=cid,
                        assistant_texts=[LEDGER], **call)  # fmt: skip
-        assert before[:2] == (0, None)  # allowed: no output
+        if cid == "c1":  # allowed; the session's first decision says the shell is unsandboxed
+            assert before[0] == 0 and "commands are NOT sandboxed" in before[1]["message"]
+        else:
+            assert before[:2] == (0, None)  # allowed: no output
         response = {"output": "1 passed", "metadata": metadata}
         _, out, _ = _hook(project, "tool.execute.after", tool_use_id=cid,
                           tool_response=response, **call)  # fmt: skip

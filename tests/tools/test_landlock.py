@@ -154,3 +154,27 @@ def test_a_nested_ruleset_cannot_lift_the_restriction(no_bwrap: str, tmp_path: P
     )
     direct = subprocess.run(inner, capture_output=True, check=False)  # the control: outside
     assert direct.stdout == (home / "key").read_bytes()
+
+
+def test_the_rules_are_applied_in_the_child_and_a_failure_runs_nothing(
+    no_bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sandbox.run`` applies the rules in a thread of its own that then starts the program
+    (no interpreter per command): the program is restricted, infomark's process is not; when
+    the rules cannot be applied, nothing runs and the caller is told (never unsandboxed)."""
+    project, home = _setup(tmp_path)
+    policy = agent_policy(home, project, env=dict(os.environ))
+    done = _run(policy, "grep -c 'NoNewPrivs:.1' /proc/self/status")
+    assert done.stdout.strip() == b"1", done  # the restriction's no_new_privs: the program's own
+    assert b"Permission denied" in _run(policy, f"cat {home / 'key'}").stderr
+    key = (home / "key").read_bytes()  # this process, and what it starts unsandboxed, still can
+    assert subprocess.run(["cat", str(home / "key")], capture_output=True).stdout == key
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise SystemExit(126)
+
+    monkeypatch.setattr(landlock, "restrict_self", broken)
+    marker = project / "ran"
+    with pytest.raises(sandbox.SandboxUnavailable, match="nothing was run"):
+        _run(policy, f"touch {marker}")
+    assert not marker.exists()

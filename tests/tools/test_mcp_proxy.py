@@ -67,10 +67,16 @@ def _downstream_params(notes: Path, *extra: str) -> StdioServerParameters:
 
 
 def _proxy_params(
-    project: Path, home: Path, notes: Path, *extra: str, env: dict[str, str] | None = None
+    project: Path,
+    home: Path,
+    notes: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    sandbox: bool = False,
 ) -> StdioServerParameters:
     down = _downstream_params(notes, *extra)
-    args = ["-m", "infomark.tools.mcp_proxy", "--home", str(home), "--session", SESSION, "--"]
+    args = ["-m", "infomark.tools.mcp_proxy", "--home", str(home), "--session", SESSION]
+    args += ["--sandbox", "--"] if sandbox else ["--"]
     return StdioServerParameters(
         command=sys.executable, args=[*args, down.command, *down.args], cwd=project, env=env
     )
@@ -190,6 +196,11 @@ def test_the_declared_oracle_is_the_recorded_command() -> None:
 def test_a_write_is_denied_until_its_premise_is_grounded_by_a_stamped_run(
     configured: Path, home: Path, notes: Path, tmp_path: Path
 ) -> None:
+    from infomark.tools import sandbox
+
+    if not sandbox.probe().available:
+        pytest.skip(f"SKIPPED LOUDLY: no sandbox here ({sandbox.probe().detail})")
+
     async def scenario(s: ClientSession) -> None:
         declared = await s.call_tool(
             "infomark_ledger",
@@ -248,7 +259,8 @@ def test_a_write_is_denied_until_its_premise_is_grounded_by_a_stamped_run(
         assert _tag(allowed)["tool"] == "write_note"
         assert (notes / "out.txt").read_text(encoding="utf-8") == "x"
 
-    _run(_proxy_params(configured, home, notes), tmp_path / "err", scenario)
+    # the downstream's runs ground claims only when it runs in the sandbox (issue 27)
+    _run(_proxy_params(configured, home, notes, sandbox=True), tmp_path / "err", scenario)
 
 
 def test_a_destructive_tool_is_held_for_approval(
@@ -508,7 +520,13 @@ def test_a_sandboxed_downstream_server_never_sees_the_home(
 
     _run(params, tmp_path / "err.log", scenario)
     text = "".join(seen)
+    with Gatekeeper.open(home, SESSION, root=project) as gk:
+        recorded = gk.state.agent_sandbox
+    assert recorded["sandboxed"] is sandboxed and recorded["host"] == "mcp-proxy"
     if sandboxed:
         assert "SECRET" not in text and "outcome=ERROR" in text, seen
+        assert "NOT sandboxed" not in text
     else:
         assert "SECRET-IN-THE-HOME" in text  # the control: the hostile server reads the home
+        # ... and the first result says so, with the fix
+        assert "commands are NOT sandboxed" in text and "mcp-proxy --sandbox" in text

@@ -263,3 +263,47 @@ def test_hiding_mounts_come_after_every_bind_they_could_be_under(
     assert argv[argv.index("--") + 1 :] == ["true"]
     for flag in ("--unshare-user", "--disable-userns", "--die-with-parent", "--unshare-net"):
         assert flag in argv
+
+
+def _fake_venv(root: Path, *, base: str) -> Path:
+    """A virtual environment's layout (``pyvenv.cfg``, ``bin/python``, a script whose ``#!``
+    names it) under ``root``: what :func:`sandbox.interpreter_paths` reads."""
+    venv = root / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base}\ninclude-system-site-packages = false\n")
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "pytest").write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\n")
+    (venv / "bin" / "pytest").chmod(0o755)
+    return venv
+
+
+def test_the_interpreter_an_oracle_starts_is_named_with_its_base(tmp_path: Path) -> None:
+    base = os.path.join(sys.base_prefix, "bin")
+    venv = _fake_venv(tmp_path / "clone", base=base)
+    ours = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    # by path (relative to the run's directory), through a script's #! line, and on PATH
+    for words in ([".venv/bin/python"], [".venv/bin/pytest"], ["pytest"]):
+        found = sandbox.interpreter_paths(
+            words, path=str(venv / "bin"), cwd=str(tmp_path / "clone")
+        )
+        assert str(venv.resolve()) in found, words
+        assert os.path.realpath(sys.base_prefix) in found
+    # a word that is no Python installation adds nothing beyond this interpreter's own
+    plain = sandbox.interpreter_paths(["sh", "make", "./run.sh"], cwd=str(tmp_path))
+    assert set(plain) - ours <= {"/usr"}  # /usr/bin/sh: a prefix that holds lib/python3*
+    assert str(tmp_path) not in " ".join(plain)
+
+
+def test_a_read_only_tree_under_tmp_is_reached_and_its_hidden_part_stays_hidden(
+    tmp_path: Path,
+) -> None:
+    project, _ = _project(tmp_path)
+    env = tmp_path / "env"  # under the host's /tmp: the fresh /tmp would hide it
+    (env / "private").mkdir(parents=True)
+    (env / "tool.txt").write_text("reachable")
+    (env / "private" / "secret").write_text("SECRET")
+    policy = _policy(project, read_only=(sys.prefix, str(env)), hidden=(str(env / "private"),))
+    done = sh(f"cat {env}/tool.txt; cat {env}/private/secret; echo x > {env}/tool.txt", policy)
+    assert done.stdout == b"reachable"
+    assert b"SECRET" not in done.stdout + done.stderr
+    assert b"Read-only file system" in done.stderr

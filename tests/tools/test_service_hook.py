@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from helpers import claude_sandbox_on
 
 from infomark.ledger.home import GITIGNORE
 from infomark.tools.service import PROJECT_HEADER
@@ -49,6 +50,7 @@ def _types(http: httpx.Client, sid: str) -> list[str]:
 
 
 def test_the_hook_route_answers_from_the_session_pool(service: Service, http: httpx.Client) -> None:
+    claude_sandbox_on(service.project)
     sid = _uuid()
     payload = {
         "session_id": sid,
@@ -63,9 +65,9 @@ def test_the_hook_route_answers_from_the_session_pool(service: Service, http: ht
         assert r.status_code == 200 and r.json() == {}
     listed = {s["session"]: s for s in http.get("/v1/sessions").json()["sessions"]}
     assert listed[sid]["open"] is True  # kept open by the pool, not opened and closed per call
-    assert listed[sid]["events"] == 3
-    # The API routes see the same session the hook wrote.
-    assert _types(http, sid) == ["decision"] * 3
+    assert listed[sid]["events"] == 4
+    # The API routes see the same session the hook wrote: the sandbox, judged once, then calls.
+    assert _types(http, sid) == ["agent_sandbox"] + ["decision"] * 3
 
 
 def test_the_hook_honours_the_payload_projects_config(
@@ -124,6 +126,7 @@ def test_a_broken_project_config_denies_mutations_over_http(
     broken = tmp_path / "broken-project"
     broken.mkdir()
     (broken / "infomark.toml").write_text('profile = "nonsense"\n', encoding="utf-8")
+    claude_sandbox_on(broken)
     sid = _uuid()
     edit = {"session_id": sid, "hook_event_name": "PreToolUse", "cwd": str(broken),
             "tool_name": "Edit", "tool_input": {"file_path": "a.py", "old_string": "1",

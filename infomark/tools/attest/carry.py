@@ -1,10 +1,15 @@
 """The throwaway copy an attested run happens in: the baseline, plus the agent's source changes.
 
-:func:`build` writes the baseline's files (git objects through ``git cat-file --batch``, the
-rest from the blob store) into a private directory, then carries over exactly the changes
-the source rule accepts (:func:`is_source`); every other change is left out and named, so the
-finish can say which file did not count. Directories that hold an environment (``.venv``,
-``node_modules`` …) are linked to their real place, which the sandbox keeps read-only.
+:func:`build` writes the baseline's files (the bytes of the ones that still match it, read
+and hashed in one pass; git objects through ``git cat-file --batch`` for the others; the rest
+from the blob store) into a private directory, then carries over exactly the changes the
+source rule accepts (:func:`is_source`); every other change is left out and named, so the
+finish can say which file did not count. The files pytest reads above the project that the
+baseline recorded (``../pytest.ini``, ``../conftest.py``:
+:data:`infomark.gates.baseline.ABOVE_NAMES`) are written above the copy, which
+:func:`infomark.tools.attest.sandboxed.copy_dir` places deep enough for them; nothing else exists
+above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
+their real place, which the sandbox keeps read-only.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from infomark.gates.baseline import ENV_DIRS, current_digest, git, git_blob_id, walk_files
+from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -51,6 +56,7 @@ class Carry:
 
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
+    environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
 
     def to_dict(self) -> dict[str, Any]:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
@@ -116,9 +122,17 @@ def _held_files(baseline: Mapping[str, list[str]], d: str) -> bool:
 
 
 def changes(
-    root: str, baseline: Mapping[str, list[str]], home: str, *, kind: str
+    root: str,
+    baseline: Mapping[str, list[str]],
+    home: str,
+    *,
+    kind: str,
+    unchanged: dict[str, bytes] | None = None,
 ) -> dict[str, str | None]:
-    """Files that differ from the baseline now: path -> current digest (None: deleted)."""
+    """Files that differ from the baseline now: path -> current digest (None: deleted).
+
+    ``unchanged``, when given, receives the bytes of every file that still matches the
+    baseline (read and hashed here: the very bytes the baseline recorded)."""
     now: set[str]
     if kind == "git":
         listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", ".")
@@ -132,20 +146,39 @@ def changes(
         now = {p for p in now if p != inside and not p.startswith(inside + "/")}
     out: dict[str, str | None] = {}
     for rel in sorted(now | set(baseline)):
-        full = os.path.join(root, rel)
         entry = baseline.get(rel)
-        ref = entry[0] if entry else "sha256:"
-        got = current_digest(full, ref)
+        got, data = _digest(os.path.join(root, rel), entry[0] if entry else "sha256:")
         if entry is None:
             if got is not None:
                 out[rel] = got
         elif got != entry[0]:
             out[rel] = got
+        elif unchanged is not None and data is not None:
+            unchanged[rel] = data
     return out
 
 
-def _write(path: str, data: bytes, mode: str) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+def _digest(path: str, ref: str) -> tuple[str | None, bytes | None]:
+    """:func:`infomark.gates.baseline.current_digest` and the bytes it hashed (a symlink: its
+    target)."""
+    try:
+        if os.path.islink(path):
+            data = os.readlink(path).encode("utf-8", "surrogateescape")
+        else:
+            data = _read_file(path)
+    except OSError:
+        return None, None
+    if ref.startswith("git:"):
+        return "git:" + git_blob_id(data), data
+    return "sha256:" + sha256(data).hexdigest(), data
+
+
+def _write(path: str, data: bytes, mode: str, made: set[str] | None = None) -> None:
+    parent = os.path.dirname(path) or "."
+    if made is None or parent not in made:
+        os.makedirs(parent, exist_ok=True)
+        if made is not None:
+            made.add(parent)
     if mode == "l":
         os.symlink(data.decode("utf-8", "surrogateescape"), path)
         return
@@ -185,36 +218,53 @@ def build(
     *,
     source_globs: Sequence[str] = (),
     approved: Mapping[str, str] | None = None,
+    carry_changes: bool = True,
 ) -> tuple[Carry, GradingSurface]:
     """Write the copy under ``dest``: the baseline, the approved grading files
     (``approved``: path -> blob, the operator accepted them), then the source changes;
-    the runner's grading surface is discovered on the baseline's files, not the agent's."""
+    the runner's grading surface is discovered on the baseline's files, not the agent's.
+    ``carry_changes=False``: the pristine baseline (the oracle's baseline run)."""
     root = ledger.root_dir
     files: dict[str, list[str]] = {k: list(v) for k, v in dict(manifest["files"]).items()}
-    oids = sorted({r[4:] for r, _ in files.values() if r.startswith("git:")})
+    kind = str(manifest.get("kind"))
+    # one pass over the tree: a file that still matches the baseline is written from the
+    # bytes just hashed; git objects are read only for the files that changed since
+    unchanged: dict[str, bytes] = {}
+    changed = changes(root, files, ledger.home_dir, kind=kind, unchanged=unchanged)
+    oids = sorted({r[4:] for p, (r, _) in files.items() if p not in unchanged and r[:4] == "git:"})
     objects = _git_objects(root, oids)
+    made: set[str] = set()
     for rel, (ref, mode) in files.items():
-        if ref.startswith("git:"):
+        data = unchanged.get(rel)
+        if data is None and ref.startswith("git:"):
             data = objects[ref[4:]]
-        else:
+        elif data is None:
             blob = ledger.blobs.get(ref)
             if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
                 raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
             data = blob
-        _write(os.path.join(dest, rel), data, mode)
+        _write(os.path.join(dest, rel), data, mode, made)
     for rel, blob_ref in (approved or {}).items():
         approved_data = ledger.blobs.get(blob_ref)
         if approved_data is not None:
             target = os.path.join(dest, rel)
             if os.path.lexists(target):
                 os.unlink(target)
-            _write(target, approved_data, "f")
+            _write(target, approved_data, "f", made)
             files[rel] = [blob_ref, "f"]
+            changed.pop(rel, None)  # compared with the approved content, not the baseline's
+            now, _ = _digest(os.path.join(root, rel), blob_ref)
+            if now != blob_ref:
+                changed[rel] = now
+    for rel, (ref, mode) in dict(manifest.get("above") or {}).items():
+        blob = ledger.blobs.get(ref)
+        if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
+            raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
+        _write(os.path.normpath(os.path.join(dest, rel)), blob, mode, made)
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
     carry = Carry()
-    kind = str(manifest.get("kind"))
-    for rel, digest in changes(root, files, ledger.home_dir, kind=kind).items():
+    for rel, digest in (changed if carry_changes else {}).items():
         ok, why = is_source(rel, files, rule)
         if not ok:
             carry.left_out[rel] = why
@@ -237,6 +287,7 @@ def build(
         real = os.path.join(root, name)
         if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
+            carry.environments.append(os.path.realpath(real))
     return carry, grading
 
 

@@ -5,26 +5,25 @@ hook, the runner's ``infomark_check`` tool, the MCP proxy, the HTTP route, and t
 for the claims it needs): build the throwaway copy (:mod:`.carry`), run the oracle under the
 operating system's sandbox (:mod:`infomark.tools.sandbox`; where none runs, there is no
 attested run and the text says why), read the outcome from the runner's report
-(:mod:`.outcome`), record it as ``attested`` evidence and bind the claim to it. The answer
-is one text for the agent: the outcome, the evidence_ref, what the report showed and which
-changed files were not carried.
+(:mod:`infomark.tools.attest_report`; a verdict that would ground the claim is compared with
+the oracle's run on the pristine baseline, :mod:`.baseline_run`), record it as ``attested``
+evidence and bind the claim to it. The answer is one text for the agent: the outcome, the
+evidence_ref, what the report showed and which changed files were not carried.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
 import tempfile
 from dataclasses import dataclass
 
 from infomark.gates import baseline
-from infomark.gates.protect import installation_paths
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
-from infomark.tools.attest import carry
+from infomark.tools.attest import baseline_run, carry, script_oracle
+from infomark.tools.attest.sandboxed import copy_dir, execute, oracle_argv, private_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,24 +45,6 @@ class CheckResult:
     evidence: Evidence | None = None
     outcome: str = "ERROR"
     status: str | None = None  # the claim's rank after it
-
-
-def private_paths(home: str) -> tuple[str, ...]:
-    """What a sandboxed run may not read: the ledger home (key, token, journal), the host's
-    transcripts and settings, infomark's installation."""
-    user = os.path.expanduser("~")
-    out = [os.path.realpath(home), *installation_paths()]
-    out += [os.path.join(user, ".claude"), os.path.join(user, ".infomark")]
-    out += [os.path.join(user, ".config", "infomark")]
-    return tuple(dict.fromkeys(out))
-
-
-def _limits(cfg: dict[str, Any]) -> sandbox.Limits:
-    return sandbox.Limits(
-        cpu_seconds=int(cfg.get("cpu_seconds", 600)),
-        memory_bytes=int(cfg.get("memory_mb", 4096)) << 20,
-        wall_seconds=float(cfg.get("wall_seconds", 240)),
-    )
 
 
 def _approved(gk: Gatekeeper) -> dict[str, str]:
@@ -153,8 +134,7 @@ def _run(
     workdir: str,
 ) -> CheckResult:
     state = gk.store.state
-    copy = os.path.join(workdir, os.path.basename(gk.store.root_dir.rstrip("/")) or "project")
-    os.makedirs(copy)
+    copy = copy_dir(gk, workdir, manifest)
     approved = _approved(gk)
     carried, grading = carry.build(
         gk.store,
@@ -164,35 +144,20 @@ def _run(
         source_globs=gk.config.grading_source,
         approved=approved,
     )
-    prepared = attest_report.prepare(_argv(oracle), grading, workdir)
-    env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
-    env.update(prepared.env)
-    policy = sandbox.SandboxPolicy(
-        cwd=copy,
-        writable=(workdir,),
-        read_only=prepared.readable,
-        hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
-        network=bool(cfg.get("network", False)),
-        env=tuple(sorted(env.items())),
-        limits=_limits(cfg),
-    )
-    ran = sandbox.run(list(prepared.argv), policy)
-    output = ran.stdout + ran.stderr
-    report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
+    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
+    ran, report, policy = done.ran, done.report, done.policy
     claim = state.claims[claim_id] if claim_id is not None else None
     expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS
-    judged = attest_report.judge(
-        report, ran.exit_code, expect=expect, named_tests=grading.named_tests()
-    )
-    if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
-        judged = attest_report.Judgement(
-            Outcome.ERROR,
-            RejectReason.WEAK_ORACLE,
-            f"`{oracle}` starts no test runner infomark knows, so its exit status 0 shows no "
-            "test ran; declare an oracle that runs the tests (pytest, make test, npm test, "
-            "cargo test, go test …)",
-            exit_status_only=True,
+    named = grading.named_tests()
+    judged = attest_report.judge(report, ran.exit_code, expect=expect, named_tests=named)
+    base: baseline_run.BaselineRun | None = None
+    if baseline_run.needed(judged, report):
+        base = baseline_run.get(gk, oracle, manifest, approved, cfg)
+        judged = attest_report.judge(
+            report, ran.exit_code, baseline=base.report, expect=expect, named_tests=named
         )
+    if judged.outcome is Outcome.PASS and judged.exit_status_only and grading.conservative:
+        judged, base = _script_oracle(gk, oracle, manifest, approved, cfg, carried, base)
     if ran.limits_hit:
         judged = attest_report.Judgement(
             Outcome.FAIL,
@@ -220,6 +185,7 @@ def _run(
         "limits_hit": list(ran.limits_hit),
         "wall_ms": int(ran.wall_seconds * 1000),
         "report": report.to_dict(),
+        "baseline_run": base.to_dict() if base is not None else None,
         "judgement": {
             "outcome": judged.outcome.value,
             "code": judged.code.value if judged.code else None,
@@ -227,7 +193,7 @@ def _run(
             "exit_status_only": judged.exit_status_only,
         },
     }
-    result = ToolOutcome(output, exit_code=ran.exit_code)
+    result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
     return _record(gk, claim_id, oracle, result, attestation, judged, carried, ran.stdout)
 
 
@@ -254,6 +220,51 @@ def _record(
         judged.outcome.value,
         rank,
     )
+
+
+def _script_oracle(
+    gk: Gatekeeper,
+    oracle: str,
+    manifest: dict[str, Any],
+    approved: dict[str, str],
+    cfg: dict[str, Any],
+    carried: carry.Carry,
+    base: baseline_run.BaselineRun | None,
+) -> tuple[attest_report.Judgement, baseline_run.BaselineRun | None]:
+    """An exit status 0 of an oracle no runner reports on: a PASS only when it runs a
+    baseline script that failed on the baseline (:mod:`.script_oracle`), else weak."""
+    script = script_oracle.baseline_script(
+        oracle_argv(oracle), manifest.get("files") or {}, carried.carried
+    )
+    known = "(pytest, make test, npm test, cargo test, go test …)"
+    if script is None:
+        why = (
+            f"`{oracle}` starts no test runner infomark knows and runs no script of the "
+            "baseline (inline code, a program on PATH, or a file your change wrote), so its "
+            "exit status 0 shows nothing; declare an oracle that runs the tests "
+            + known
+            + " or a test script the project already had that fails without the fix"
+        )
+        return attest_report.Judgement(
+            Outcome.ERROR, RejectReason.WEAK_ORACLE, why, exit_status_only=True
+        ), base
+    base = base or baseline_run.get(gk, oracle, manifest, approved, cfg)
+    before = base.report.exit_code
+    if before != 0 and not base.limits_hit:
+        why = (
+            f"exit status 0 (exit-status-only): `{script}` is the baseline's, and the same "
+            f"oracle exited {before} on the baseline, so your change is what makes it pass"
+        )
+        return attest_report.Judgement(Outcome.PASS, None, why, exit_status_only=True), base
+    seen = "was stopped by a limit" if base.limits_hit else "exits 0 there too"
+    why = (
+        f"`{oracle}` starts no test runner infomark knows, and on the baseline (before any "
+        f"change) it {seen}, so its exit status 0 cannot show your change; declare an oracle "
+        f"that fails without the fix, or one that runs the tests {known}"
+    )
+    return attest_report.Judgement(
+        Outcome.ERROR, RejectReason.WEAK_ORACLE, why, exit_status_only=True
+    ), base
 
 
 def _answer(
@@ -286,20 +297,6 @@ def _answer(
     if tail:
         lines.append("output:\n" + tail)
     return "\n".join(lines)
-
-
-_SHELL = frozenset("|&;<>()$`\\\"'*?[]#~=%!{}\n")
-
-
-def _argv(oracle: str) -> list[str]:
-    """The oracle as argv: its words when it is one plain command, else ``sh -c``."""
-    try:
-        words = shlex.split(oracle)
-    except ValueError:
-        words = []
-    if words and not any(set(w) & _SHELL for w in words) and shlex.join(words) == oracle.strip():
-        return words
-    return ["/bin/sh", "-c", oracle]
 
 
 def attester_for(gk: Gatekeeper) -> None:

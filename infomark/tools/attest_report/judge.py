@@ -10,8 +10,9 @@ An ordered table of small checks; the first that speaks decides:
 4. ``fewer_tests`` (ERROR): fewer collected than the same oracle at the baseline;
 5. ``named_test_not_run`` (ERROR): a test the claim names is missing or was skipped;
 6. a non-zero exit with no failure in the report: FAIL (something else in the oracle failed);
-7. ``oracle_cannot_fail`` (PASS with a code): the claim expects FAIL and the oracle passes on
-   the baseline, or passes now;
+7. ``oracle_cannot_fail``: the claim expects FAIL and the oracle passes on the baseline (ERROR:
+   it cannot fail, refused), or it passes now after failing there (PASS with the code: the
+   expected failure is gone);
 8. otherwise the exit status: PASS on 0, FAIL else. With no report (``exit-status-only``)
    only 6 and 8 can speak, and the judgement says so.
 """
@@ -146,10 +147,16 @@ def _cannot_fail(c: _Case) -> Judgement | None:
         return None
     b = c.baseline
     if b is not None and b.exit_code == 0 and not (b.failed or b.errors or b.collection_errors):
+        seen = "exit status 0"
+        if b.format is ReportFormat.EXIT_STATUS:
+            seen += " (exit-status-only)"
+        else:
+            seen += f", {b.passed} passed of {b.collected} collected, none failed"
         return Judgement(
-            Outcome.PASS,
+            Outcome.ERROR,
             RunReason.ORACLE_CANNOT_FAIL,
-            "the claim expects FAIL but the oracle passes on the baseline",
+            f"the claim expects FAIL but the oracle cannot fail: on the baseline, before any "
+            f"change, it showed {seen}",
             exit_status_only=not c.has_report,
         )
     return Judgement(

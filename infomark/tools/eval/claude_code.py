@@ -106,11 +106,15 @@ def prepare(root: Path, run_dir: Path, policy: Policy) -> dict[str, str]:
     for d in (home, claude_home):
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = run_dir / "infomark.toml"
-    config.write_text(strip_eval_table(policy.text), encoding="utf-8")
+    text = strip_eval_table(policy.text)
     # Without Claude Code's Bash sandbox: the run's tree lives in /dev/shm (harness.py), which
     # its bubblewrap replaces with a fresh /dev, or under $TMPDIR, where it plants `.git/`
     # mount points. The eval measures the gates; the sandbox has its own tests
-    # (tests/e2e/test_sandbox_e2e.py).
+    # (tests/e2e/test_sandbox_e2e.py). So the operator (the eval) accepts unsandboxed runs as
+    # grounds, unless the policy says otherwise.
+    if "require_agent_sandbox" not in text:
+        text = "require_agent_sandbox = false\n" + text
+    config.write_text(text, encoding="utf-8")
     settings = install_claude_code(root=root, home=home, sandbox=False).path
     if not policy.finish_gate:
         data = json.loads(settings.read_text(encoding="utf-8"))

@@ -206,6 +206,35 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
+_SANDBOX_WARNED = "sandbox_warned"  # cursor: the unsandboxed span the first decision named
+
+
+def _sandbox_check(gk: Gatekeeper, payload: dict[str, Any], *, start: bool) -> str:
+    """Journal whether the agent's commands run sandboxed (at SessionStart, and at the first
+    decision of a session that had none); the loud warning when they do not: every
+    SessionStart, and the first decision after the status turned to "no"."""
+    state = gk.state
+    if start or not state.agent_sandbox:
+        from infomark.tools.hooks.sandboxed import agent_sandbox
+
+        host = str(payload.get("infomark_host") or "claude-code")
+        found = agent_sandbox(host, gk._ledger.root_dir, gk._ledger.home_dir)
+        gk.record_sandbox(found.sandboxed, host=host, detail=found.detail, fix=found.fix)
+        state = gk.state
+    if state.agent_sandbox.get("sandboxed") is not False:
+        return ""
+    since = state.unsandboxed[-1][0] if state.unsandboxed else 0
+    if not start:
+        if state.cursors.get(_SANDBOX_WARNED) == since:
+            return ""
+        gk.store_cursor(_SANDBOX_WARNED, since)
+    from infomark.tools.hooks.sandboxed import AgentSandbox, warning
+
+    box = state.agent_sandbox
+    status = AgentSandbox(False, str(box.get("host")), str(box.get("detail")), str(box.get("fix")))
+    return warning(status, enforcing=gk.config.profile != "observe")
+
+
 _PENDING = "compaction_pending"  # cursor: 0 idle, 1 reported (PreCompact), 2 re-injected
 
 
@@ -224,6 +253,22 @@ def _compaction(gk: Gatekeeper, event: str) -> None:
     after = {"PreCompact": 1, "SessionStart": 2, "PostCompact": 0}[event]
     if after != state or event == "PreCompact":
         gk.store_cursor(_PENDING, after)
+
+
+def _decide(gk: Gatekeeper, payload: dict[str, Any], warning: str) -> HookAnswer:
+    """A PreToolUse's decision; ``warning`` (the session's first decision while the agent's
+    commands are unsandboxed) joins a denial's reason, or goes to the user on an allow."""
+    decision = gk.authorize(tool_call_from(payload))
+    if decision.allowed:
+        if warning:  # allow stays silent to the model: the user's permission flow continues
+            return HookAnswer({"systemMessage": warning[:MAX_TEXT]})
+        return HookAnswer()  # allow = no output: the user's own permission flow continues
+    reason = f"[infomark {decision.code}] {decision.reason}"
+    if decision.instructions:  # the pack this denial fired reaches the model with it
+        reason += "\n\n" + decision.instructions
+    if warning:
+        reason += "\n\n" + warning
+    return verdict(decision.verdict.value, reason)
 
 
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
@@ -247,9 +292,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         if summary:
             view = gk.context_view()
             text += "\n\n" + summary + ("\n" + view if view else "")
-        from infomark.tools.install_sandbox import sandbox_warning
-
-        warning = sandbox_warning(gk._ledger.root_dir)
+        warning = _sandbox_check(gk, payload, start=True)
         if warning:
             text = warning + "\n\n" + text
         return context("SessionStart", text)
@@ -271,13 +314,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         target = check_target(str(payload["tool_name"]), payload["tool_input"])
         if target is not None:  # `infomark check C1`: run by infomark, not by the shell
             return deny(run_check(gk, target))
-        decision = gk.authorize(tool_call_from(payload))
-        if decision.allowed:
-            return HookAnswer()  # allow = no output: the user's own permission flow continues
-        reason = f"[infomark {decision.code}] {decision.reason}"
-        if decision.instructions:  # the pack this denial fired reaches the model with it
-            reason += "\n\n" + decision.instructions
-        return verdict(decision.verdict.value, reason)
+        return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
     if event in ("PostToolUse", "PostToolUseFailure"):
         from infomark.kernel.errors import RecordRefused
 

@@ -38,8 +38,10 @@ def canonical_payload(spec: HostSpec, payload: dict[str, Any]) -> dict[str, Any]
     canonical = spec.events.get(event) if isinstance(event, str) else None
     if canonical is None:
         return None
-    out = {k: v for k, v in payload.items() if k not in ("transcript_format", "synthesize_call_id")}
+    own = ("transcript_format", "synthesize_call_id", "infomark_host")  # never the host's to set
+    out = {k: v for k, v in payload.items() if k not in own}
     out["hook_event_name"] = canonical
+    out["infomark_host"] = spec.name  # whose sandbox the agent's commands run in
     if spec.adapt is not None:
         out = spec.adapt(canonical, out)
     if spec.transcript_format:
