@@ -133,8 +133,15 @@ def script(python: str = sys.executable) -> list[Any]:
             rerun, stamp_both]  # fmt: skip
 
 
+# The example grades on the agent's own runs, and says so: its oracles are a grep and a script,
+# not a test runner infomark's sandboxed runner reads a report from. A real project keeps the
+# default, where infomark runs each oracle itself before a claim is Exact (docs/security.md).
+OPT_OUT = "# the agent's own runs ground claims here (see above)\n[attest]\nrequired = false\n"
+
+
 def prepare(project: Path) -> None:
     project.mkdir(parents=True, exist_ok=True)
+    (project / "infomark.toml").write_text(OPT_OUT)
     (project / "calc.py").write_text(CALC)
     (project / "check.py").write_text(CHECK)
 

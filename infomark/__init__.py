@@ -95,6 +95,11 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'infomark' has no attribute {name!r}")
     # __import__, not importlib.import_module: importlib costs a hook ~1.5 M instructions
     value = getattr(__import__(module, fromlist=[name]), name)
+    if name in ("Gatekeeper", "AsyncGatekeeper"):
+        # the public API's sessions run, at their finish, the attested checks they need
+        from infomark.tools.attest_lazy import install
+
+        install()
     globals()[name] = value
     return value
 

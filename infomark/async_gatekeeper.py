@@ -144,6 +144,15 @@ class AsyncGatekeeper:
         self._gk.attester = value
 
     @property
+    def check_attester(self) -> Callable[[str], str] | None:
+        """Runs a required check attested (see :attr:`Gatekeeper.check_attester`)."""
+        return self._gk.check_attester
+
+    @check_attester.setter
+    def check_attester(self, value: Callable[[str], str] | None) -> None:
+        self._gk.check_attester = value
+
+    @property
     def refetch(self) -> Refetch | None:
         """How the host re-runs a web fetch (see :attr:`Gatekeeper.refetch`)."""
         return self._gk.refetch
@@ -259,6 +268,11 @@ class AsyncGatekeeper:
         judged: str,
     ) -> tuple[Evidence, IngestReport]:
         return await self._run(self._gk.record_attested, claim_id, outcome, attestation, judged)
+
+    async def record_attested_check(
+        self, check: str, outcome: ToolOutcome, attestation: Mapping[str, Any], judged: str
+    ) -> Evidence:
+        return await self._run(self._gk.record_attested_check, check, outcome, attestation, judged)
 
     async def approve(self, *, by: str = "operator", note: str = "") -> None:
         await self._run(self._gk.approve, by=by, note=note)

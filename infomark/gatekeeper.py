@@ -61,7 +61,18 @@ if TYPE_CHECKING:
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.source_stamp import Refetch
 
-__all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home"]
+__all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home", "set_default_attester"]
+
+# What gives a new Gatekeeper its attester (None: nothing; the integrations set their own).
+# The tools layer's attested runner cannot be imported from here (the layering rule), so the
+# public API (``infomark.Gatekeeper``, the package root) installs it: a Python-API session then
+# runs, at its finish, the attested checks it needs, as the hook, runner, MCP and HTTP do.
+_default_attester: list[Callable[[Gatekeeper], None] | None] = [None]
+
+
+def set_default_attester(factory: Callable[[Gatekeeper], None] | None) -> None:
+    """Give every Gatekeeper made from now on its attester through ``factory`` (None: none)."""
+    _default_attester[0] = factory
 
 
 class Gatekeeper:
@@ -84,9 +95,14 @@ class Gatekeeper:
         # claim id -> the text for the agent; set by the integrations that can (the tools
         # layer's attested runner); the finish calls it for the claims it needs.
         self.attester: Callable[[str], str] | None = None
+        # Runs one of the project's required checks (a command, no claim) the same way: the
+        # verify profile's finish calls it for the checks that have no fresh attested PASS.
+        self.check_attester: Callable[[str], str] | None = None
         # What the hook last verified of this session's journal tail (the Claude Code hook's own
         # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
         self._tail_memo: object | None = None
+        if _default_attester[0] is not None:  # the public API's: infomark.Gatekeeper
+            _default_attester[0](self)
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -378,10 +394,12 @@ class Gatekeeper:
         checks = self.check_status() if self.config.profile == "verify" else None
         found, weakened = self._weakened(checks)
         attested = ""
-        if self.attester is not None and self.config.attest_required:
+        if self.config.attest_required and (
+            self.attester is not None or self.check_attester is not None
+        ):
             early = decide_finish(self._ledger.refresh(), final_text, self.config, checks, weakened)
             if not early.allow:
-                attested = self._attest_for_finish()  # what infomark's own runs show, first
+                attested = self._attest_for_finish(checks)  # what infomark's own runs show, first
                 if attested and checks is not None:
                     checks = self.check_status()
         with self._ledger.transaction():
@@ -437,17 +455,44 @@ class Gatekeeper:
             data = ledger.output_of(ev) if ev is not None else None
             return data.decode("utf-8", "replace") if data is not None else None
 
-        return check_status(ledger.refresh(), checks, root=ledger.root_dir, output_of=output_of)
+        def report_of(ref: str) -> Mapping[str, Any] | None:
+            ev = ledger.evidence(ref)
+            attested = ev.record.get("attested") if ev is not None else None
+            return attested if isinstance(attested, Mapping) else None
 
-    def _attest_for_finish(self) -> str:
-        """Run, through the attester, the oracles of the claims the finish needs attested."""
-        from infomark.gates.finalize import to_attest
-
-        if self.attester is None:
-            return ""
-        return "\n".join(
-            self.attester(cid) for cid in to_attest(self._ledger.refresh(), self.config)
+        return check_status(
+            ledger.refresh(),
+            checks,
+            root=ledger.root_dir,
+            output_of=output_of,
+            report_of=report_of,
+            attested=self.config.attest_required,
         )
+
+    def _attest_for_finish(self, checks: list[CheckStatus] | None = None) -> str:
+        """Run, attested, what the finish needs: the oracles of the claims (the attester) and
+        the verify profile's required checks with no fresh attested PASS (the check attester),
+        at most ``[attest] at_finish`` runs in all."""
+        from infomark.gates.finalize import checks_to_attest, to_attest
+
+        state = self._ledger.refresh()
+        budget = int(self.config.attest.get("at_finish", 3))
+        texts: list[str] = []
+        if self.check_attester is not None and checks is not None:
+            for check in checks_to_attest(state, checks, budget):
+                texts.append(self.check_attester(check))
+        if self.attester is not None:
+            for cid in to_attest(state, self.config)[: max(0, budget - len(texts))]:
+                texts.append(self.attester(cid))
+        return "\n".join(texts)
+
+    def record_attested_check(
+        self, check: str, outcome: ToolOutcome, attestation: Mapping[str, Any], judged: str
+    ) -> Evidence:
+        """Record infomark's own run of one of the project's required checks (no claim binds
+        to it: the verify profile's finish reads it through :meth:`check_status`). Called by
+        the attested runner (tools layer) only."""
+        return self._ledger.record_attested(check, outcome, attestation, judged)
 
     def record_attested(
         self,

@@ -55,9 +55,15 @@ def home(project: Path) -> Path:
 
 @pytest.fixture
 def gk(home: Path, project: Path) -> Iterator[Gatekeeper]:
+    """An open session that grades on the agent's own runs: the operator's explicit opt-out of
+    attested runs (helpers.OWN_RUNS). Its users test the facade, the finish rules, the
+    policies …, not grounding by infomark's own runs, which tests/tools/test_attest_default_api.py
+    and tests/security/ test under the default."""
+    from helpers import OWN_RUNS
+
     from infomark.gatekeeper import Gatekeeper
 
-    g = Gatekeeper.open(home, "s1", root=project)
+    g = Gatekeeper.open(home, "s1", root=project, config=OWN_RUNS)
     yield g
     g.close()
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 import itertools
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.gates.config import Config
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 
 _IDS = itertools.count(1)
+
+#: The operator's explicit opt-out of attested runs (``[attest] required = false``), for tests
+#: whose subject is not grounding itself (finish rules, policies, hosts, the journal …): the
+#: agent's own runs ground claims, and no test pays for a sandboxed run it does not test.
+#: The default (attested runs required) is tested where grounding is the subject
+#: (tests/tools/test_attest_default_api.py, tests/security/test_attest_default.py).
+OWN_RUNS = Config(attest={"required": False})
+#: the same, as infomark.toml text (append it to a test's own configuration)
+OWN_RUNS_TOML = "[attest]\nrequired = false\n"
 
 
 def pair(led: Ledger | Gatekeeper, call: ToolCall) -> str:

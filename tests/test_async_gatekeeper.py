@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EDIT, GROUND_ORACLE, ledger_text, stamp
+from helpers import EDIT, GROUND_ORACLE, OWN_RUNS, ledger_text, stamp
 
 from infomark.async_gatekeeper import AsyncGatekeeper
 from infomark.gatekeeper import Gatekeeper
@@ -31,7 +31,16 @@ SYNC_HERE = {
 #: Sync properties that do I/O, so the async facade has a coroutine method instead.
 PROPERTY_BECOMES_COROUTINE = {"state": "refreshes the projection from the journal"}
 #: Members the async facade adds as properties (instance attributes on the sync one).
-ASYNC_EXTRAS = {"sync", "run_sync", "config", "unattended", "host_files", "refetch", "attester"}
+ASYNC_EXTRAS = {
+    "sync",
+    "run_sync",
+    "config",
+    "unattended",
+    "host_files",
+    "refetch",
+    "attester",
+    "check_attester",
+}
 
 
 def _public(cls: type) -> set[str]:
@@ -106,7 +115,7 @@ def test_the_async_facade_answers_as_the_sync_one(home: Path, project: Path) -> 
         return ToolOutcome("ok", exit_code=0 if call.tool == "bash" else None)
 
     sync_results: list[Any] = []
-    with Gatekeeper.open(home, "sync", root=project) as gk:
+    with Gatekeeper.open(home, "sync", root=project, config=OWN_RUNS) as gk:
         run = gk.wrap(executor)
         gk.ingest(ledger)
         sync_results.append(run(EDIT))
@@ -119,7 +128,7 @@ def test_the_async_facade_answers_as_the_sync_one(home: Path, project: Path) -> 
 
     async def scenario() -> list[Any]:
         got: list[Any] = []
-        async with await AsyncGatekeeper.open(home, "async", root=project) as agk:
+        async with await AsyncGatekeeper.open(home, "async", root=project, config=OWN_RUNS) as agk:
             run = agk.wrap(executor)
             await agk.ingest(ledger)
             got.append(await run(EDIT))

@@ -46,6 +46,9 @@ def test_init_creates_private_key_and_token(home: Path) -> None:
 
 
 def test_ingest_record_stamp_authorize_finish_round_trip(home: Path) -> None:
+    from helpers import OWN_RUNS_TOML
+
+    (home.parent / "infomark.toml").write_text(OWN_RUNS_TOML)  # the CLI's shapes, not grounding
     report = js(cli(home, "ingest", "-", "--json", stdin=LEDGER))
     assert set(report) >= {
         "ledger_updated",

@@ -23,6 +23,23 @@ _CALC = "def add(a, b):\n    return a - b  # bug\n"
 _CHECK = "import sys\nfrom calc import add\n\nsys.exit(0 if add(2, 3) == 5 else 1)\n"
 
 
+# The demo grades on the agent's own runs, and says so: its oracles (a grep, a script) are no
+# test runner infomark's sandboxed runner reads a report from, and the demo runs on a machine
+# with no sandbox too. A real project keeps the default (docs/security.md#attested-runs).
+_CONFIG = """\
+# The demo opts out of attested runs: its oracles are a grep and a script, not a test runner.
+# The default ([attest] required) has infomark run each claim's oracle itself, sandboxed,
+# before a claim is Exact; the agent's own runs then stamp Inferred at most.
+[attest]
+required = false
+"""
+_OPT_OUT = (
+    "This demo opts out of attested runs ([attest] required = false in its infomark.toml): "
+    "the agent's own runs ground its claims here. By default infomark runs a claim's oracle "
+    "itself, sandboxed, before the claim is Exact (docs/security.md#attested-runs)."
+)
+
+
 class DemoFailed(InfomarkError):
     code = "demo_failed"
     exit_code = 1
@@ -33,6 +50,19 @@ def _ref(outcome: Any) -> str:
     if not m:
         raise DemoFailed("no evidence tag on a tool result")
     return m.group(1)
+
+
+def _prepare(project: Path) -> None:
+    """The demo's project: the bug, its check, and a configuration that says how it grades."""
+    from rich.markup import escape
+
+    from infomark.cli.render import console
+
+    project.mkdir()
+    (project / "infomark.toml").write_text(_CONFIG)
+    (project / "calc.py").write_text(_CALC)
+    (project / "check.py").write_text(_CHECK)
+    console.print(escape(_OPT_OUT))
 
 
 def run_demo(*, keep: bool = False) -> None:
@@ -46,9 +76,7 @@ def run_demo(*, keep: bool = False) -> None:
     base = Path(tempfile.mkdtemp(prefix="infomark-demo-"))
     project = base / "project"
     home = project / ".infomark"
-    project.mkdir()
-    (project / "calc.py").write_text(_CALC)
-    (project / "check.py").write_text(_CHECK)
+    _prepare(project)
     py = shlex.quote(sys.executable)
     oracle_c1 = "grep -n 'def add' calc.py"
     oracle_c2 = f"{py} check.py"

@@ -6,10 +6,13 @@ when none is declared, the checks :func:`detect_checks` finds in the project (py
 yarn / pnpm test, cargo test, go test, make test / check, tox / nox).
 
 :func:`qualifying_pass` is the one place that decides whether a recorded run is a qualifying
-fresh PASS of a check. Today that is the agent's own *observed* run (execution evidence that
-infomark signed when the host reported it); when infomark runs the check itself in a sandbox
-(attested evidence), that function is what changes. :func:`failing_tests` reads the names of
-the failing tests out of a run's output, so a refusal can name them.
+fresh PASS of a check. With ``[attest] required`` (the default in the enforcing profiles) that
+is infomark's own sandboxed run of the check (``attested`` evidence: the finish runs it itself,
+docs/security.md#attested-runs); the agent's own runs stay hints, and a failing one still
+counts as a failure. With ``[attest] required = false`` the agent's own *observed* run
+(execution evidence that infomark signed when the host reported it) qualifies too.
+:func:`failing_tests` reads the names of the failing tests out of a run's output (an attested
+run's report names them itself), so a refusal can name them.
 
 Pure functions of the session state and the files named; standard library only.
 """
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
 __all__ = [
+    "ATTESTED_CLASSES",
+    "OWN_RUN",
     "QUALIFYING_CLASSES",
     "UNSANDBOXED_WHY",
     "CheckStatus",
@@ -46,9 +51,16 @@ __all__ = [
 #: why an agent's own run made while its commands had no OS sandbox cannot count
 UNSANDBOXED_WHY = "it ran while the agent's commands had no OS sandbox, so it grounds nothing"
 
-#: evidence classes a check's PASS may rest on: the agent's own observed run today; infomark's
-#: attested run (issue 26) joins here when it lands
-QUALIFYING_CLASSES: tuple[str, ...] = ("execution",)
+#: evidence classes a check's PASS may rest on with ``[attest] required = false``: the agent's
+#: own observed run, or infomark's attested one
+QUALIFYING_CLASSES: tuple[str, ...] = ("execution", "attested")
+#: ... and with ``[attest] required`` (the default in the enforcing profiles): infomark's own run
+ATTESTED_CLASSES: tuple[str, ...] = ("attested",)
+#: why the agent's own PASS does not back a check when attested runs are required
+OWN_RUN = (
+    "it is your own run; a finish needs infomark's own sandboxed run of the check, which the "
+    "finish starts itself"
+)
 
 # words that only change what a run prints, never what it tests
 _QUIET_FLAGS = frozenset(
@@ -155,6 +167,7 @@ class CheckStatus:
     command: str = ""
     failing: tuple[str, ...] = ()
     why: str = ""
+    attested: bool = False  # the run it stands on is infomark's own (sandboxed) run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,6 +177,7 @@ class CheckStatus:
             "command": self.command,
             "failing": list(self.failing),
             "why": self.why,
+            "attested": self.attested,
         }
 
 
@@ -173,12 +187,17 @@ def qualifying_pass(
     *,
     root: StrPath | None,
     output: str | None,
+    attested: bool = False,
 ) -> str | None:
     """THE seam: None when ``run`` (an entry of ``state.runs``) is a qualifying fresh PASS of
-    its check, else why it is not. It must be evidence of a qualifying class, newer than the
-    session's last change, exit 0, from the project root, with output that says tests ran,
-    and not made while a grading file was changed."""
-    if run.get("class") not in QUALIFYING_CLASSES:
+    its check, else why it is not. It must be evidence of a qualifying class (``attested``:
+    infomark's own run only, else the agent's observed run too), newer than the session's
+    last change, exit 0, from the project root, with output that says tests ran, and not made
+    while a grading file was changed (an attested run used the baseline's grading files)."""
+    classes = ATTESTED_CLASSES if attested else QUALIFYING_CLASSES
+    if run.get("class") not in classes:
+        if attested and run.get("class") == "execution":
+            return OWN_RUN
         return f"its evidence class {run.get('class')!r} cannot back a check"
     if int(run.get("seq") or 0) <= state.last_modify_seq:
         return "it ran before the last change"
@@ -193,7 +212,9 @@ def qualifying_pass(
         return "its evidence does not verify (or its output is gone)"
     if ran_nothing(output):
         return "its output says no test ran"
-    graded = state.self_graded_at(int(run.get("seq") or 0))
+    graded = (
+        [] if run.get("class") == "attested" else state.self_graded_at(int(run.get("seq") or 0))
+    )
     if graded:
         return "it ran after grading files changed: " + ", ".join(graded)
     return None
@@ -205,8 +226,14 @@ def check_status(
     *,
     root: StrPath | None,
     output_of: Callable[[str], str | None],
+    report_of: Callable[[str], Mapping[str, Any] | None] | None = None,
+    attested: bool = False,
 ) -> list[CheckStatus]:
-    """Each required check's standing, from the latest run of it in ``state.runs``."""
+    """Each required check's standing, from the latest run of it in ``state.runs``.
+
+    ``attested``: only infomark's own run is a qualifying PASS (``[attest] required``);
+    ``report_of(ref)``: an attested run's record (its runner report names the failing tests,
+    its judgement says why a run that showed nothing is no PASS)."""
     out = []
     for check in checks:
         latest: tuple[str, Mapping[str, Any]] | None = None
@@ -220,21 +247,35 @@ def check_status(
             continue
         command, run = latest
         ref = str(run.get("ref") or "")
+        own = run.get("class") == "attested"
         if int(run.get("seq") or 0) <= state.last_modify_seq:
-            out.append(CheckStatus(check, "stale", ref, command, why=str(run.get("outcome"))))
+            why = str(run.get("outcome"))
+            out.append(CheckStatus(check, "stale", ref, command, why=why, attested=own))
+            continue
+        report = report_of(ref) if own and report_of is not None else None
+        if run.get("outcome") == "ERROR" and report is not None:
+            # infomark's own run showed nothing about the check (no test ran, a tampered
+            # runner …): not a failure of the code, not a PASS either
+            detail = str((report.get("judgement") or {}).get("detail") or "it ended ERROR")
+            out.append(CheckStatus(check, "disqualified", ref, command, why=detail, attested=own))
             continue
         if run.get("outcome") != "PASS":
-            text = output_of(ref) or ""
-            out.append(CheckStatus(check, "fail", ref, command, tuple(failing_tests(text))))
+            named = (report.get("report") or {}).get("failed_tests") if report else None
+            if isinstance(named, list) and named:
+                failing = tuple(str(n) for n in named[:20])
+            else:
+                failing = tuple(failing_tests(output_of(ref) or ""))
+            out.append(CheckStatus(check, "fail", ref, command, failing, attested=own))
             continue
-        why = qualifying_pass(state, run, root=root, output=output_of(ref))
-        if why is None:
-            out.append(CheckStatus(check, "pass", ref, command))
-        elif why == UNSANDBOXED_WHY:
+        not_pass = qualifying_pass(state, run, root=root, output=output_of(ref), attested=attested)
+        if not_pass is None:
+            out.append(CheckStatus(check, "pass", ref, command, attested=own))
+        elif not_pass == UNSANDBOXED_WHY:
             fix = str(state.agent_sandbox.get("fix") or "turn the agent's OS sandbox on")
-            out.append(CheckStatus(check, "unsandboxed", ref, command, why=f"{why}; {fix}"))
+            why = f"{not_pass}; {fix}"
+            out.append(CheckStatus(check, "unsandboxed", ref, command, why=why, attested=own))
         else:
-            out.append(CheckStatus(check, "disqualified", ref, command, why=why))
+            out.append(CheckStatus(check, "disqualified", ref, command, why=not_pass, attested=own))
     return out
 
 

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
 PROFILES = ("ledger", "strict", "observe", "verify")
+#: the validated form's shape in ``config.cache.json``: a cache written under another one (an
+#: older infomark, other defaults) is validated again, never read as it is
+CACHE_FORMAT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +65,11 @@ class Config:
 
     @property
     def attest_required(self) -> bool:
-        """Exact for a claim with a declared oracle needs an attested run (``[attest]
-        required = true``; never in the observe profile)."""
-        return bool(self.attest.get("required")) and self.profile != "observe"
+        """Exact for a claim with a declared oracle needs an attested run: the default in the
+        enforcing profiles (ledger, strict, verify), never in observe; ``[attest] required =
+        false`` is the operator's explicit opt-out (docs/security.md#attested-runs)."""
+        required = self.attest.get("required")
+        return (required is None or bool(required)) and self.profile != "observe"
 
     source: str | None = None
 
@@ -141,7 +146,11 @@ def _cached(root: StrPath, cache: str) -> Config | None:
         if os.path.basename(path) == "pyproject.toml" and b"infomark" not in raw:
             return None  # no [tool.infomark]: the defaults (find_config_file decides)
         try:
-            if cached.get("path") == str(path) and cached.get("sha256") == sha256(raw).hexdigest():
+            if (
+                cached.get("path") == str(path)
+                and cached.get("sha256") == sha256(raw).hexdigest()
+                and cached.get("format") == CACHE_FORMAT
+            ):
                 return Config.from_dict(cached["config"], source=str(path))
         except (KeyError, TypeError, AttributeError, ValueError):
             return None
@@ -212,7 +221,11 @@ def load_config(root: StrPath, home: StrPath | None = None) -> Config:
         try:
             with open(cache, encoding="utf-8") as f:
                 cached = jsonc.loads(f.read())
-            if cached.get("sha256") == sha and cached.get("path") == str(path):
+            if (
+                cached.get("sha256") == sha
+                and cached.get("path") == str(path)
+                and cached.get("format") == CACHE_FORMAT
+            ):
                 return Config.from_dict(cached["config"], source=str(path))
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no cache or a stale one: validate below
@@ -223,7 +236,16 @@ def load_config(root: StrPath, home: StrPath | None = None) -> Config:
         tmp = os.path.splitext(cache)[0] + f".{os.getpid()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
-                f.write(jsonc.dumps({"sha256": sha, "path": str(path), "config": validated}))
+                f.write(
+                    jsonc.dumps(
+                        {
+                            "format": CACHE_FORMAT,
+                            "sha256": sha,
+                            "path": str(path),
+                            "config": validated,
+                        }
+                    )
+                )
             os.replace(tmp, cache)
         except OSError:
             with suppress(OSError):

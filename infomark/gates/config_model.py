@@ -83,7 +83,9 @@ class GradingModel(_Strict):
 class AttestModel(_Strict):
     """``[attest]``: infomark's own sandboxed runs of an oracle (docs/security.md)."""
 
-    required: bool = False  # Exact for a claim with an oracle needs an attested run
+    # Exact for a claim with an oracle needs an attested run; None: the profile's default (yes,
+    # except in observe); false: the operator's explicit opt-out
+    required: bool | None = None
     env: list[str] = Field(default_factory=list)  # variables passed through by name
     network: bool = False
     cpu_seconds: int = Field(default=600, ge=1, le=86400)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # annotations only: checks and weakened load at a finish, not
 
 __all__ = [
     "BLOCKED_TERMINALS",
+    "checks_to_attest",
     "claims_completion",
     "completion_claims",
     "decide_finish",
@@ -131,6 +132,21 @@ def to_attest(state: SessionState, config: Config) -> list[str]:
     return out[: int(config.attest.get("at_finish", 3))]
 
 
+def checks_to_attest(
+    state: SessionState, checks: Sequence[CheckStatus], budget: int = 3
+) -> list[str]:
+    """The verify profile's required checks a finish would have infomark run itself: those
+    with no fresh run (not run, or stale) and those whose fresh PASS is the agent's own, when
+    the work changed files; a fresh failure (the agent's own or infomark's) is not re-run: the
+    code has not changed since. At most ``budget``."""
+    out = [
+        c.check
+        for c in checks
+        if c.state in ("not_run", "stale") or (c.state == "disqualified" and not c.attested)
+    ]
+    return out[: max(0, budget)]
+
+
 def _sentence(text: str) -> str:
     text = text.rstrip().rstrip(".")
     head, sep, body = text.partition("] ") if text.startswith("[") else ("", "", text)
@@ -139,12 +155,25 @@ def _sentence(text: str) -> str:
 
 def _check_problems(checks: Sequence[CheckStatus], changed: bool) -> list[tuple[FinishCode, str]]:
     """What each required check that is not a fresh PASS asks of the agent (one next step)."""
+    from infomark.gates.checks import OWN_RUN  # at a finish only
+
     out: list[tuple[FinishCode, str]] = []
     for c in checks:
         if c.state == "pass":
             continue
         rerun = c.command or c.check  # the agent's own spelling of the check, when it ran it
-        if c.state == "fail":
+        if c.state == "fail" and c.attested:
+            names = ", ".join(c.failing[:10]) + (" …" if len(c.failing) > 10 else "")
+            failing = f"; failing: {names}" if names else ""
+            out.append(
+                (
+                    FinishCode.CHECK_FAILED,
+                    f"the required check `{c.check}` failed in infomark's own run of it "
+                    f"({c.ref}){failing}. Fix the code (not the tests), then finish again: the "
+                    "finish runs the check itself",
+                )
+            )
+        elif c.state == "fail":
             names = ", ".join(c.failing[:10]) + (" …" if len(c.failing) > 10 else "")
             failing = f"; failing: {names}" if names else ""
             out.append(
@@ -152,6 +181,23 @@ def _check_problems(checks: Sequence[CheckStatus], changed: bool) -> list[tuple[
                     FinishCode.CHECK_FAILED,
                     f"the required check `{c.check}` failed when it last ran (`{c.command}`, "
                     f"{c.ref}){failing}. Fix the code (not the tests), then run `{rerun}` again",
+                )
+            )
+        elif c.state == "disqualified" and c.attested:
+            out.append(
+                (
+                    FinishCode.REQUIRED_ORACLE,
+                    f"the required check `{c.check}` did not pass in infomark's own run of it "
+                    f"({c.ref}): {c.why}. Fix what it names, then finish again",
+                )
+            )
+        elif c.state == "disqualified" and c.why == OWN_RUN:
+            out.append(
+                (
+                    FinishCode.REQUIRED_ORACLE,
+                    f"your run of `{c.check}` ({c.ref}) passed, but {OWN_RUN.partition('; ')[2]}, "
+                    "and it could not run here; the operator installs a sandbox "
+                    "(`infomark doctor` says how) or opts out with `[attest] required = false`",
                 )
             )
         elif c.state == "not_run":

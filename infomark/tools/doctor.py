@@ -362,18 +362,24 @@ def config_findings(root: Path) -> list[Finding]:
 
 
 def _sandbox_findings() -> list[Finding]:
-    """With ``[attest] required``: whether attested runs can happen here (else no claim with
-    an oracle can become Exact; docs/security.md#attested-runs)."""
+    """With ``[attest] required`` (the default in the enforcing profiles): whether attested
+    runs can happen here (else no claim with an oracle can become Exact and no finish after
+    changes is verified; docs/security.md#attested-runs)."""
     from infomark.tools.sandbox import probe
 
     status = probe()
     if status.available:
         return [Finding("config", "sandbox", "ok", f"attested runs: {status.detail}")]
     what = (
-        f"no attested run can happen here ({status.detail}); [attest] required = true, so "
-        "no claim with an oracle can become Exact"
+        f"no attested run can happen here ({status.detail}); attested runs are required (the "
+        "default), so no claim with an oracle can become Exact and a finish after changes "
+        "is refused (fails closed)"
     )
-    return [Finding("config", "sandbox", "problem", what, status.fix)]
+    fix = (
+        f"{status.fix}; or, knowingly, let the agent's own runs ground claims: "
+        "`[attest] required = false` in infomark.toml"
+    )
+    return [Finding("config", "sandbox", "problem", what, fix)]
 
 
 def _fired_by_denial(p: dict[str, Any]) -> bool:

@@ -93,7 +93,22 @@ def write_project(project: Path) -> Path:
     (project / "test_parser.py").write_text(_TEST_PARSER, encoding="utf-8")
     parser = project / "parser.py"
     parser.write_text(_PARSER, encoding="utf-8")
+    own_runs(project)
     return parser
+
+
+# The scripted host sessions test the hosts' wiring with a fixed script of own runs and stamps:
+# they opt out of attested runs explicitly (the default is tested through the real hook in
+# tests/security/test_attest_default.py), so no script step depends on a sandbox.
+OWN_RUNS_TOML = "[attest]\nrequired = false\n"
+
+
+def own_runs(project: Path) -> None:
+    """Add the operator's explicit opt-out of attested runs to the project's infomark.toml."""
+    config = project / "infomark.toml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    if "[attest]" not in text:
+        config.write_text(text + ("\n" if text and not text.endswith("\n") else "") + OWN_RUNS_TOML)
 
 
 def install_hooks(project: Path, *, user_home: Path | None = None) -> Path:
@@ -116,6 +131,7 @@ def install_hooks(project: Path, *, user_home: Path | None = None) -> Path:
         raise AssertionError(
             f"{exe} install claude-code exited {done.returncode}\n{done.stdout}\n{done.stderr}"
         )
+    own_runs(project)
     return project / ".claude" / "settings.json"
 
 

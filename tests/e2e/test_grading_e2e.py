@@ -81,7 +81,8 @@ def test_tdd_flow_expected_fail_then_fix_then_pass_finishes(
     home.mkdir()
     calc = _project(project)
     install_hooks(project)
-    (project / "infomark.toml").write_text("finish_refusal_cap = 0\n")  # never forced
+    # never forced; the hook's grading on the agent's own runs (the explicit opt-out)
+    (project / "infomark.toml").write_text("finish_refusal_cap = 0\n[attest]\nrequired = false\n")
     refs: list[str] = []
     oracle = ToolCall("Bash", {"command": ORACLE, "description": "run test_x"}, id="toolu_red")
     ledger = (

@@ -185,14 +185,27 @@ def test_a_runner_journal_is_replayed_with_no_difference(tmp_path: Path) -> None
 
     project = tmp_path / "project"
     prepare_project(project)
-    (project / "infomark.toml").unlink()  # no trigger: replay uses the default rules
+    # no trigger; the runs grade as the agent made them (the explicit opt-out of attested
+    # runs: a replay re-decides the recorded steps and makes no sandboxed run of its own)
+    own = "[attest]\nrequired = false\n"
+    (project / "infomark.toml").write_text(own)
+    (tmp_path / "own.toml").write_text(own)
     script = [s for i, s in enumerate(fix_script()) if i < 6]
     with ScriptedModelServer({"demo": script}) as server:
         spec = AgentSpec(name="demo", model=ModelSpec(url=server.url, name="s", retries=0))
         with Runner(spec, home=tmp_path / "home", session="demo", root=project) as runner:
             assert runner.start("Fix add() in calc.py").reason == "finished"
     shutil.copy(project / "calc.py", tmp_path / "calc.fixed")
-    proc = cli("replay", str(tmp_path / "home"), "--session", "demo", "--json", cwd=tmp_path)
+    proc = cli(
+        "replay",
+        str(tmp_path / "home"),
+        "--session",
+        "demo",
+        "--config",
+        str(tmp_path / "own.toml"),
+        "--json",
+        cwd=tmp_path,
+    )
     out = json.loads(proc.stdout)
     assert proc.returncode == 0, out
     [src] = out["sources"]

@@ -105,3 +105,52 @@ def test_bad_yaml_config_names_the_line_or_field(tmp_path: Path, text: str, mess
     (tmp_path / "infomark.yaml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(tmp_path)
+
+
+# -- [attest] required: the default in the enforcing profiles, an explicit opt-out ---------
+
+
+@pytest.mark.parametrize(
+    ("toml", "required"),
+    [
+        ("", True),  # no file: the defaults
+        ('profile = "ledger"\n', True),
+        ('profile = "strict"\n', True),
+        ('profile = "verify"\n', True),
+        ('profile = "observe"\n', False),  # observe enforces nothing
+        ("[attest]\nwall_seconds = 60\n", True),  # an [attest] table without `required`
+        ("[attest]\nrequired = false\n", False),  # the operator's explicit opt-out
+        ('profile = "verify"\n[attest]\nrequired = false\n', False),
+        ('profile = "observe"\n[attest]\nrequired = true\n', False),
+    ],
+)
+def test_attested_runs_are_required_by_default_in_enforcing_profiles(
+    tmp_path: Path, toml: str, required: bool
+) -> None:
+    if toml:
+        (tmp_path / "infomark.toml").write_text(toml)
+    home = tmp_path / "home"
+    home.mkdir()
+    assert load_config(tmp_path, home).attest_required is required
+    assert load_config(tmp_path, home).attest_required is required  # the cached form too
+
+
+def test_a_cache_written_under_other_defaults_is_validated_again(tmp_path: Path) -> None:
+    """An older infomark cached `required: false` as a default for a file that never said it:
+    that cache is not read as it is (the default would silently stay off)."""
+    import json
+
+    from infomark.kernel.digest import sha256
+
+    home = tmp_path / "home"
+    home.mkdir()
+    path = tmp_path / "infomark.toml"
+    path.write_text('profile = "strict"\n')
+    old = {"profile": "strict", "attest": {"required": False}}
+    digest = sha256(path.read_bytes()).hexdigest()
+    (home / "config.cache.json").write_text(
+        json.dumps({"sha256": digest, "path": str(path), "config": old})
+    )
+    assert load_config(tmp_path, home).attest_required is True
+    cached = json.loads((home / "config.cache.json").read_text())
+    assert cached["config"]["attest"]["required"] is None  # rewritten under today's shape

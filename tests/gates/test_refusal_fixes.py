@@ -14,6 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from helpers import OWN_RUNS_TOML
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,10 @@ from infomark.gates.oracles import weakness
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 STRONG = ("python3 check.py", "sh check.sh")
-VERIFY_SH = 'profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n'
+# the oracles here are scripts, not test runners: the refusals are graded on the agent's own
+# runs (the operator's explicit opt-out of attested runs; their default is tested in
+# tests/tools/test_attest_default_api.py and tests/security/test_attest_default.py)
+VERIFY_SH = 'profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n' + OWN_RUNS_TOML
 WEAK = ("python3 check.py || true", "true", "python3 check.py | tail -1", "echo ok")
 
 
@@ -31,6 +35,7 @@ def project(root: Path) -> Path:
     (root / "app.py").write_text("VALUE = 1\n")
     (root / "check.py").write_text("import app, sys\nsys.exit(0 if app.VALUE == 2 else 1)\n")
     (root / "check.sh").write_text("python3 check.py\n")
+    (root / "infomark.toml").write_text(OWN_RUNS_TOML)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     git = ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "add", "-A"], check=True)
@@ -183,7 +188,7 @@ def test_completion_without_evidence_then_stale_then_allowed(tmp_path: Path) -> 
 def test_check_failed_and_required_oracle_in_the_verify_profile(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
     (root / "infomark.toml").write_text(
-        'profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n'
+        'profile = "verify"\n[oracles]\nrequire = ["sh check.sh"]\n' + OWN_RUNS_TOML
     )
     with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:
         assert edit(gk, root, value=3) == ""  # no ledger, no premises: allowed
@@ -201,7 +206,7 @@ def test_check_failed_and_required_oracle_in_the_verify_profile(tmp_path: Path) 
 def test_self_graded_names_the_file_and_restoring_it_moves_forward(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
     (root / "infomark.toml").write_text(
-        'profile = "verify"\n[oracles]\nrequire = ["python3 check.py"]\n'
+        'profile = "verify"\n[oracles]\nrequire = ["python3 check.py"]\n' + OWN_RUNS_TOML
     )
     (root / "test_app.py").write_text("import app\n\ndef test_v():\n    assert app.VALUE == 2\n")
     with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:

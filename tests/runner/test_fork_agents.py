@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from helpers import OWN_RUNS_TOML
+
 from infomark.tools.runner import AgentSpec, ModelSpec, Runner, ScriptedModelServer
 from infomark.tools.runner.scripted import Request, call, evidence_refs, reply, tool_results
 from tests.runner.conftest import events
@@ -36,6 +38,7 @@ def test_a_forked_child_proves_a_claim_and_wait_merges_it_back(
 ) -> None:
     project.mkdir(parents=True, exist_ok=True)
     (project / "calc.py").write_text("x = 1\n")
+    (project / "infomark.toml").write_text(OWN_RUNS_TOML)  # forks and merges, not grounding
     seen: list[str] = []
 
     def after_wait(req: Request) -> dict[str, Any]:

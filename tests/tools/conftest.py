@@ -105,8 +105,13 @@ def start_service(
     another (existing) project root; ``env_extra`` variables added to its environment,
     ``pass_fds`` descriptors it inherits."""
     if project is None:
+        from helpers import OWN_RUNS_TOML
+
         project = base / "project"
         project.mkdir(parents=True)
+        # the service's routes and sessions are the subject, not grounding: the operator's
+        # explicit opt-out of attested runs (no sandboxed run is paid for at each finish)
+        (project / "infomark.toml").write_text(OWN_RUNS_TOML)
     home = home or project / ".infomark"
     cmd = [
         sys.executable,

@@ -73,13 +73,16 @@ def test_e_honest_fix_with_a_ledger_meets_no_refusal(tmp_path: Path) -> None:
 
 # -- (a) premature done -------------------------------------------------------------------
 def test_a_done_after_an_edit_with_no_fresh_run_is_refused(tmp_path: Path) -> None:
+    """With attested runs (the default) the finish runs the check itself: a wrong fix with no
+    fresh run is refused naming the failing test; the right one then finishes, no run asked."""
     agent = Agent(make_project(tmp_path / "p"))
-    agent.edit("calc.py", BUG, FIX)
+    agent.edit("calc.py", BUG, "return a * b")  # a wrong fix, and no run
     stop = agent.stop("Done: fixed the bug.")
     assert stop.decision == "block"
-    assert stop.reason.startswith("[infomark required_oracle]"), stop.reason
-    assert "run `pytest -q`" in stop.reason  # the one next step
-    agent.bash(PYTEST)  # following it moves the session forward
+    assert stop.reason.startswith("[infomark check_failed]"), stop.reason
+    assert "failed in infomark's own run" in stop.reason
+    assert "tests/test_calc.py::test_add" in stop.reason
+    agent.edit("calc.py", "return a * b", FIX)  # following it moves the session forward
     assert agent.stop("Done.").decision == "allow"
 
 
@@ -97,8 +100,9 @@ def test_a_done_after_a_failing_run_names_the_failing_test(tmp_path: Path) -> No
 def test_a_done_without_any_change_or_run_is_refused(tmp_path: Path) -> None:
     agent = Agent(make_project(tmp_path / "p"))
     stop = agent.stop("Fixed it, all done.")
-    assert stop.decision == "block" and "required_oracle" in stop.reason
-    assert "you say the work is done" in stop.reason.lower()
+    # the finish runs the check itself (attested, the default): it fails on the untouched bug
+    assert stop.decision == "block" and "check_failed" in stop.reason, stop.reason
+    assert "tests/test_calc.py::test_add" in stop.reason
 
 
 # -- (b) six tamper forms, (g) masked runs --------------------------------------------------
@@ -154,7 +158,9 @@ def test_g_a_masked_run_is_no_pass_of_the_check(tmp_path: Path, masked: str) -> 
     agent.bash(masked)
     stop = agent.stop("Done.")
     assert stop.decision == "block", (masked, stop.reason)
-    assert "run `pytest -q`" in stop.reason or "cannot count" in stop.reason
+    # the finish ran the check itself (attested, the default): the wrong fix fails there
+    assert "failed in infomark's own run" in stop.reason, stop.reason
+    assert "tests/test_calc.py::test_add" in stop.reason
 
 
 # -- (c) ungrounded edit ------------------------------------------------------------------

@@ -25,8 +25,8 @@ FACADE = {
     "check_status",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
-    "on_prompt", "open", "policy", "record", "record_attested", "record_sandbox", "session",
-    "state",
+    "on_prompt", "open", "policy", "record", "record_attested", "record_attested_check",
+    "record_sandbox", "session", "state",
     "state_document", "store",
     "store_cursor", "tool", "use_policies", "wrap",
 }  # fmt: skip
@@ -46,6 +46,8 @@ LOCAL_ONLY = {
     "store_cursor": "the Claude Code hook's transcript cursor; the hook route keeps it",
     "record_attested": "only infomark's own attested runner mints attested evidence; the "
     "agent asks for a run on the check route (POST /sessions/{s}/check)",
+    "record_attested_check": "the same, for a verify profile's required check: the finish "
+    "runs it (in the service's own process), no route records it",
     "check_status": "the verify profile's view of the required checks, for `infomark run`'s "
     "end report in-process; over HTTP a finish refusal names the checks and failing tests",
     "approve_grading": "an operator act on the project's test files: never on a route the "

@@ -108,6 +108,11 @@ def test_post_tool_use_records_pass_and_failure_records_fail(cc: Session) -> Non
 
 
 def test_full_loop_stamp_unblocks_then_stale_stop_then_allowed(cc: Session) -> None:
+    from helpers import OWN_RUNS_TOML
+
+    # the hook's stamp / stale / finish loop on the agent's own runs (the opt-out); under the
+    # default, tests/security/test_attest_default.py
+    (cc.project / "infomark.toml").write_text(OWN_RUNS_TOML)
     cc.say(LEDGER, tool_use_id="tu_1")
     assert _deny(cc.tool("Edit", {"file_path": "p.py"}, "tu_1")[1])
     cc.say("Running the oracle.", tool_use_id="tu_2")

@@ -31,6 +31,9 @@ TWO = (
 
 @pytest.fixture
 def cc(project: Path) -> Session:
+    from helpers import OWN_RUNS_TOML
+
+    (project / "infomark.toml").write_text(OWN_RUNS_TOML)  # the compaction, not grounding
     (project / "p.py").write_text("def parse(s):\n    return s.split()[:-1]\n")
     return Session(project)
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.evidence import Evidence
 
-__all__ = ["CheckResult", "attester_for", "check", "private_paths"]
+__all__ = ["CheckResult", "attester_for", "check", "check_command", "private_paths"]
 
 _TAIL = 1500  # characters of the run's output shown in the answer
 
@@ -83,11 +83,24 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
             f"claim {claim_id}'s oracle `{claim.oracle}` was refused ({claim.oracle_refused}); "
             "declare an oracle that can fail"
         )
+    return _attested(gk, claim_id, claim.oracle, claim_id)
+
+
+def check_command(gk: Gatekeeper, command: str) -> CheckResult:
+    """Run one of the project's required checks (``command``; no claim binds to it) as
+    infomark grades it, and record the run: the verify profile's finish reads it."""
+    return _attested(gk, None, command, f"`{command}`")
+
+
+def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> CheckResult:
+    """The sandbox, the baseline and the copy for one attested run of ``oracle``; ``what``
+    names it in the text."""
     status = sandbox.probe()
     if not status.available:
         return CheckResult(
-            f"no attested run of {claim_id}: no sandbox can run here ({status.detail}); "
-            f"ask the operator to fix it: {status.fix}"
+            f"no attested run of {what}: no sandbox can run here ({status.detail}); "
+            f"ask the operator to fix it: {status.fix} (or opt out: `[attest] required = "
+            "false` in infomark.toml; the agent's own runs then ground claims)"
         )
     try:
         baseline.ensure(gk.store)
@@ -97,24 +110,24 @@ def check(gk: Gatekeeper, claim_id: str) -> CheckResult:
             raise UserError(
                 f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
                 f"change (seq {first}), so it may hold the agent's changes; with `[attest] "
-                "required = true` a session records it before its first action"
+                "required` (the default) a session records it before its first action"
             )
         manifest = baseline.load(gk.store, recorded)
     except UserError as exc:
-        return CheckResult(f"no attested run of {claim_id}: {exc}")
+        return CheckResult(f"no attested run of {what}: {exc}")
     cfg = dict(gk.config.attest)
     workdir = tempfile.mkdtemp(prefix="infomark-attest-")
     try:
-        return _run(gk, claim_id, claim.oracle, manifest, cfg, workdir)
+        return _run(gk, claim_id, oracle, manifest, cfg, workdir)
     except InfomarkError as exc:
-        return CheckResult(f"no attested run of {claim_id}: {exc}")
+        return CheckResult(f"no attested run of {what}: {exc}")
     finally:
         carry.remove(workdir)
 
 
 def _run(
     gk: Gatekeeper,
-    claim_id: str,
+    claim_id: str | None,
     oracle: str,
     manifest: dict[str, Any],
     cfg: dict[str, Any],
@@ -133,8 +146,8 @@ def _run(
     )
     done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
     ran, report, policy = done.ran, done.report, done.policy
-    claim = state.claims[claim_id]
-    expect = Outcome.FAIL if claim.expect == "FAIL" else Outcome.PASS
+    claim = state.claims[claim_id] if claim_id is not None else None
+    expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS
     named = grading.named_tests()
     judged = attest_report.judge(report, ran.exit_code, expect=expect, named_tests=named)
     base: baseline_run.BaselineRun | None = None
@@ -181,10 +194,28 @@ def _run(
         },
     }
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
+    return _record(gk, claim_id, oracle, result, attestation, judged, carried, ran.stdout)
+
+
+def _record(
+    gk: Gatekeeper,
+    claim_id: str | None,
+    oracle: str,
+    result: ToolOutcome,
+    attestation: dict[str, Any],
+    judged: attest_report.Judgement,
+    carried: carry.Carry,
+    stdout: bytes,
+) -> CheckResult:
+    """Record the run as attested evidence; bind the claim to it (none for a required check)."""
+    if claim_id is None:  # a required check: recorded, bound to no claim
+        evidence = gk.record_attested_check(oracle, result, attestation, judged.outcome.value)
+        text = _answer(None, oracle, evidence, judged, carried, None, {}, stdout)
+        return CheckResult(text, evidence, judged.outcome.value)
     evidence, ingest = gk.record_attested(claim_id, result, attestation, judged.outcome.value)
     rank = gk.store.state.claims[claim_id].status
     return CheckResult(
-        _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), ran.stdout),
+        _answer(claim_id, oracle, evidence, judged, carried, rank, ingest.to_dict(), stdout),
         evidence,
         judged.outcome.value,
         rank,
@@ -237,20 +268,22 @@ def _script_oracle(
 
 
 def _answer(
-    claim_id: str,
+    claim_id: str | None,
     oracle: str,
     evidence: Evidence,
     judged: attest_report.Judgement,
     carried: carry.Carry,
-    rank: str,
+    rank: str | None,
     ingest: dict[str, Any],
     stdout: bytes,
 ) -> str:
+    what = f"{claim_id} `{oracle}`" if claim_id is not None else f"the required check `{oracle}`"
     lines = [
-        f"[infomark attested run of {claim_id} `{oracle}`: {judged.outcome.value}"
+        f"[infomark attested run of {what}: {judged.outcome.value}"
         f"{f' ({judged.code.value})' if judged.code else ''} evidence_ref={evidence.ref}]",
-        f"{claim_id} is {rank}. {judged.detail}".strip(),
+        (f"{claim_id} is {rank}. " if claim_id is not None else "") + judged.detail,
     ]
+    lines[1] = lines[1].strip()
     for rej in ingest.get("stamps_rejected") or ():
         lines.append(f"the stamp was refused ({rej.get('reason')}): {rej.get('message')}")
     if carried.left_out:
@@ -272,4 +305,8 @@ def attester_for(gk: Gatekeeper) -> None:
     def attest(claim_id: str) -> str:
         return check(gk, claim_id).text
 
+    def attest_check(command: str) -> str:
+        return check_command(gk, command).text
+
     gk.attester = attest
+    gk.check_attester = attest_check

@@ -79,6 +79,10 @@ def load_policy(spec: str) -> Policy:
         raise ConfigError(f'policy {path}: [eval] finish must be "gate" or "record"')
     from infomark.gates.config_model import validate_config
 
+    # The eval's tasks are graded by their own checks, and its agents' runs are the evidence
+    # compared across policies: a policy that says nothing of [attest] evaluates on them (the
+    # explicit opt-out); `[attest] required = true` in a policy file evaluates attested grading.
+    doc.setdefault("attest", {"required": False})
     validated = validate_config(doc, source=str(path))
     return Policy(
         name=name,

@@ -49,7 +49,8 @@ def run_check(gk: Gatekeeper, claim_id: str) -> str:
 
 
 def lazy_attester(gk: Gatekeeper) -> None:
-    """Let the finish run attested checks; nothing is imported until one runs."""
+    """Let the finish run attested checks (a claim's oracle, a required check of the verify
+    profile); nothing is imported until one runs."""
 
     def attest(claim_id: str) -> str:
         from infomark.tools.attest import check
@@ -58,4 +59,12 @@ def lazy_attester(gk: Gatekeeper) -> None:
         extend(_budget(gk))
         return check(gk, claim_id).text
 
+    def attest_check(command: str) -> str:
+        from infomark.tools.attest import check_command
+        from infomark.tools.hooks.deadline import extend
+
+        extend(_budget(gk))
+        return check_command(gk, command).text
+
     gk.attester = attest
+    gk.check_attester = attest_check

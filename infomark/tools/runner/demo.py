@@ -35,6 +35,12 @@ __all__ = ["TRIGGER_TOML", "DemoFailed", "fix_script", "prepare_project", "run_r
 CALC = "def add(a, b):\n    return a - b  # bug\n"
 CHECK = "import sys\nfrom calc import add\n\nsys.exit(0 if add(2, 3) == 5 else 1)\n"
 TRIGGER_TOML = """\
+# The demo's oracles are a grep and a script, not a test runner: it grades on the agent's own
+# runs and says so. By default infomark runs each oracle itself, sandboxed, before a claim is
+# Exact (docs/security.md#attested-runs); `required = false` is the explicit opt-out.
+[attest]
+required = false
+
 [[triggers]]
 name = "review-edit"
 when = {file_edited = "calc.py"}
