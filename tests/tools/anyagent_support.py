@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import claude_sandbox_on
 from hook_session import EXE
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -37,6 +38,8 @@ def make_project(root: Path, config: str | None = 'profile = "verify"\n') -> Pat
     (root / "conftest.py").write_text("")  # the root on sys.path for a bare pytest
     if config is not None:
         (root / "infomark.toml").write_text(config)
+    claude_sandbox_on(root)  # as `infomark install claude-code` leaves it: the agent's own
+    # runs are sandboxed, so they count (tests/security/test_unsandboxed_runs.py: when not)
     git = ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git[:3], "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
