@@ -60,7 +60,11 @@ def denial_reason(result: HookResult) -> str | None:
 class HookSession:
     """One Claude Code session in ``project``: its transcript and hook calls."""
 
-    def __init__(self, project: Path, sid: str = "rel-1") -> None:
+    def __init__(self, project: Path, sid: str = "rel-1", *, sandbox: bool = True) -> None:
+        if sandbox:  # Claude Code's Bash sandbox on, as `infomark install claude-code` leaves it
+            from helpers import claude_sandbox_on
+
+            claude_sandbox_on(project)
         self.project = project
         self.sid = sid
         self.transcript = project / f"{sid}.jsonl"
