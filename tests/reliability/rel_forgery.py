@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import record_paired
+from helpers import OWN_RUNS, record_paired
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from rel_support import ORACLE, read_file, run_command, stamp_line
@@ -134,8 +134,10 @@ def build_world(base: Path, session: str = "victim") -> World:
     root.mkdir(parents=True, exist_ok=True)
     home = root / ".infomark"
     (root / ARTIFACT).write_text("artifact v1\n")
-    gk = Gatekeeper.open(home, session, root=root)
-    other = Gatekeeper.open(home, session + "-other", root=root)
+    # forged stamps are the subject, not attestation: the operator's explicit opt-out, so an
+    # accepted stamp would reach Exact (the most a forgery could win)
+    gk = Gatekeeper.open(home, session, root=root, config=OWN_RUNS)
+    other = Gatekeeper.open(home, session + "-other", root=root, config=OWN_RUNS)
     refs: dict[str, str] = {}
     refs["predates"] = run_command(gk, ORACLE).ref  # ran before the oracle was declared
     report = gk.ingest(_world_ledger())
@@ -485,7 +487,7 @@ class ForgeryJudge:
         self._n += 1
         gk = self.world.gk
         session = f"edit-{self._n}"
-        with Gatekeeper.open(gk.home, session, root=self.world.root) as e:
+        with Gatekeeper.open(gk.home, session, root=self.world.root, config=OWN_RUNS) as e:
             e.ingest(_render_one(edit[0]))
             ref = run_command(e, ORACLE).ref
             if not e.ingest(stamp_line("E1", ref)).stamps_applied:

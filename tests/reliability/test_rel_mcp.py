@@ -16,8 +16,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from rel_support import REPO, child_env
+
+from infomark.tools import sandbox
 
 DOWNSTREAM = REPO / "tests" / "tools" / "mcp_downstream_server.py"
 CHECK_ARGS = {"name": "status.txt", "expect": "ready"}
@@ -36,8 +39,11 @@ def _texts(result: types.CallToolResult) -> str:
 
 
 def _params(project: Path, notes: Path) -> StdioServerParameters:
+    """The proxy as the docs start it: the downstream server in the sandbox (``--sandbox``);
+    without it the agent's own runs ground nothing (unsandboxed_run)."""
     args = ["-m", "infomark.tools.mcp_proxy", "--home", str(project / ".infomark"),
-            "--session", "rel", "--", sys.executable, str(DOWNSTREAM), str(notes)]  # fmt: skip
+            "--session", "rel", "--sandbox", "--", sys.executable, str(DOWNSTREAM),
+            str(notes)]  # fmt: skip
     return StdioServerParameters(command=sys.executable, args=args, cwd=project, env=child_env())
 
 
@@ -84,6 +90,9 @@ def _run(tmp_path: Path, scenario: Callable[[ClientSession], Awaitable[None]]) -
 
 
 def _dirs(tmp_path: Path) -> Path:
+    probe = sandbox.probe()
+    if not probe.available:
+        pytest.skip(f"SKIPPED LOUDLY: no sandbox here ({probe.detail})")
     (tmp_path / "project").mkdir()
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -50,7 +50,14 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, module_backend: Backend) 
 
 def _sample(p: Pristine) -> set[int]:
     """First, last, middle, and one event of each interesting type."""
-    wanted = {"evidence_recorded", "decision", "stamp_applied", "divergence", "ledger_replaced"}
+    wanted = {
+        "evidence_recorded",
+        "decision",
+        "stamp_applied",
+        "divergence",
+        "ledger_replaced",
+        "baseline_recorded",
+    }
     picks = {1, 2, p.events // 2, p.events}
     for t in wanted:
         picks.add(min(s for s, ty in p.types.items() if ty == t))
@@ -109,14 +116,15 @@ def test_single_tamper_is_detected_and_names_the_first_bad_event(
 
 
 CLI_SAMPLE = [
-    Tamper("events", "payload", 7, 7),  # the first decision
-    Tamper("events", "delete", 12, 12),  # the policy_updated after the first record
+    Tamper("events", "payload", 8, 8),  # the first decision
+    Tamper("events", "delete", 13, 13),  # the policy_updated after the first record
     Tamper("events", "swap_next", 3, 3),  # the ledger
-    Tamper("events", "append_forged", 33, 34),
-    Tamper("heads", "mac", 33, None),
-    Tamper("evidence", "record", 11, 11),  # each record follows its authorization (issue 11)
-    Tamper("blobs", "edit", 19, 19),
-    Tamper("blobs", "delete", 24, 24),
+    Tamper("events", "payload", 7, 7),  # the baseline the attested runs compare against
+    Tamper("events", "append_forged", 34, 35),
+    Tamper("heads", "mac", 34, None),
+    Tamper("evidence", "record", 12, 12),  # each record follows its authorization (issue 11)
+    Tamper("blobs", "edit", 20, 20),
+    Tamper("blobs", "delete", 25, 25),
 ]
 
 
@@ -124,11 +132,13 @@ CLI_SAMPLE = [
 def test_cli_audit_verify_names_the_first_bad_event(
     pristine: Pristine, tmp_path: Path, t: Tamper
 ) -> None:
-    # 33: each record follows its decision (issue 11), the grounded Edit journals files_written,
-    # the working memory travels in policy_updated alone (issue 13)
-    assert pristine.events == 33 and sorted(pristine.evidence) == [11, 19, 24], (
+    # 34: each record follows its decision (issue 11), the grounded Edit journals files_written,
+    # the working memory travels in policy_updated alone (issue 13), and the session records
+    # its baseline before the first decision (attested runs are the default)
+    assert pristine.events == 34 and sorted(pristine.evidence) == [12, 20, 25], (
         "the sample assumes this layout"
     )
+    assert pristine.types[7] == "baseline_recorded", "the sample assumes this layout"
     code, problems, err = audit_cli(apply_tamper(pristine, t, tmp_path))
     assert code == 1, err
     outcome = judge(t, problems)

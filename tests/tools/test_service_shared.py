@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import Service, start_service, stop_service
-from helpers import ledger_text
+from helpers import OWN_RUNS_TOML, ledger_text
 from store_backends import Backend
 
 from infomark.client import Client
@@ -65,6 +65,9 @@ def hosts(tmp_path: Path, backend: Backend) -> Iterator[list[Service]]:
         (home / "token").write_bytes(token)
     project = tmp_path / "checkout"  # the same checkout path on every host
     project.mkdir()
+    # one ledger across instances is the subject, not grounding: the operator's explicit
+    # opt-out of attested runs, as start_service writes for its own projects
+    (project / "infomark.toml").write_text(OWN_RUNS_TOML)
     started = [
         start_service(home.parent, "--no-access-log", store=backend.url, home=home, project=project)
         for home in homes
