@@ -1,11 +1,12 @@
 """A session shaped like real Claude Code use, driven through the installed hook launcher.
 
 ``RealSession(work)`` makes a project with ``.claude/infomark-hook`` (the launcher
-``infomark install claude-code`` writes, ``python -I -S``), a ledger home, and a Claude Code
-transcript. :meth:`RealSession.ground` plays the start of a real session: the agent writes
-a 5-claim ledger, runs each claim's oracle (Bash, its output recorded by PostToolUse),
-stamps each claim with the evidence ref the hook handed back (a real, applied stamp), reads
-and edits files. Every call is a real hook process fed the JSON Claude Code sends.
+``infomark install claude-code`` writes, ``python -I -S``) and the Bash sandbox settings it
+writes beside it, a ledger home, and a Claude Code transcript. :meth:`RealSession.ground`
+plays the start of a real session: the agent writes a 5-claim ledger, runs each claim's
+oracle (Bash, its output recorded by PostToolUse), stamps each claim with the evidence ref
+the hook handed back (a real, applied stamp), reads and edits files.
+Every call is a real hook process fed the JSON Claude Code sends.
 
 The cases measured on such a session (:data:`CASES`) are what a heavy user's hook runs
 most: PreToolUse of Read, Edit and Bash, PreToolUse right after a new applied stamp, and
@@ -48,6 +49,7 @@ class RealSession:
     """One project, one transcript, the installed launcher; real hook processes."""
 
     def __init__(self, work: Path, *, sid: str = "real-session", tree: Path | None = None) -> None:
+        from infomark.tools.install_sandbox import sandbox_settings
         from infomark.tools.launcher import render, search_paths, write_launcher
 
         self.project = work / "project"
@@ -63,6 +65,10 @@ class RealSession:
             paths = [str(tree) if (Path(p) / "infomark").is_dir() else p for p in paths]
         self.launcher = self.project / ".claude" / "infomark-hook"
         write_launcher(self.launcher, render(paths=paths))
+        # Claude Code's Bash sandbox on, as `infomark install claude-code` leaves the project
+        # (without it the agent's own runs ground nothing in an enforcing profile)
+        settings = {"sandbox": sandbox_settings(self.project, self.home)}
+        (self.project / ".claude" / "settings.json").write_text(json.dumps(settings))
         self.argv = [str(self.launcher), "hook", "claude-code"]
         self.env = {**os.environ, "INFOMARK_HOME": str(self.home)}
         self.n = 0

@@ -187,12 +187,15 @@ def ingest_note(report: Any, *, packs: bool = True) -> str:
 
     data = report if isinstance(report, dict) else report.to_dict()
     errors = [d for d in data.get("diagnostics") or () if d.get("severity", "error") == "error"]
+    unread = [d for d in errors if not d.get("code")]  # the parser's: the block was not applied
+    refused = [d for d in errors if d.get("code")]  # read and applied, one part refused
     parts = []
-    if errors:
+    if unread:
         parts.append(
             "[infomark] a block you wrote could not be read, so it was not applied; fix it "
-            "and write it again:\n" + parse_error_text(errors)
+            "and write it again:\n" + parse_error_text(unread)
         )
+    parts += [f"[infomark] line {d.get('line')}: {d.get('message')}" for d in refused]
     if packs and data.get("instructions"):
         parts.append(str(data["instructions"]))
     return "\n".join(parts)

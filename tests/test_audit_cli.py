@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from browser import browser
+from helpers import OWN_RUNS_TOML
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -91,6 +92,8 @@ def capped_session(home: Path, root: Path, session: str) -> None:
 def lead_home(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
+    # the executor is a stand-in (no real run to attest): what the lead reads, not grounding
+    (root / "infomark.toml").write_text(OWN_RUNS_TOML)
     home = root / ".infomark"
     honest_session(home, root, "alpha")
     capped_session(home, root, "beta")
@@ -267,6 +270,7 @@ def test_verdicts_follow_what_happened(lead_home: Path, tmp_path: Path) -> None:
     assert summarize("alpha", _rows(lead_home, "alpha"), tampered=True).verdict == "tampered"
     root = tmp_path / "q"
     root.mkdir()
+    (root / "infomark.toml").write_text(OWN_RUNS_TOML)  # a stand-in executor, as above
     home = root / ".infomark"
     with Gatekeeper.open(home, "open", root=root) as gk:
         gk.ingest(LEDGER)

@@ -31,8 +31,6 @@ ALLOWED: dict[str, int] = {
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
     "tools/eval/harness.py::run_eval": 93,
-    "tools/eval/replay.py::_one": 85,
-    "tools/eval/sources.py::step_from_mapping": 82,
     "tools/hooks/claude_code.py::handle": 93,
     "tools/runner/tools.py::file_tools": 201,
 }

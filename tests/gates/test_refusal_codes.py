@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import OWN_RUNS_TOML
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.oracles import weakness
@@ -36,6 +37,7 @@ from infomark.wrapping import denied_outcome
 
 ORACLE = "sh check.sh"  # passes once app.VALUE == 2 (no Python: a run takes milliseconds)
 TEST_FILE = "test_app.py"
+ATTESTED = "[attest]\nrequired = true\n"  # the enforcing profiles' default, said explicitly
 
 
 # -- the vocabulary -------------------------------------------------------------------------
@@ -90,7 +92,13 @@ OPEN: list[Session] = []  # the sessions a scenario opened (the test reads and c
 
 
 class Session:
+    """A session on the agent's own runs (``[attest] required = false``) unless ``config``
+    says otherwise: each refusal's step is the one that protocol names; the attested default's
+    steps (`infomark check C…`) are driven where ``config`` turns it on."""
+
     def __init__(self, tmp: Path, config: str = "") -> None:
+        if "[attest]" not in config:
+            config += OWN_RUNS_TOML
         root = tmp / "p"
         root.mkdir(parents=True)
         (root / "app.py").write_text("VALUE = 1\n")
@@ -729,6 +737,11 @@ def _follow_finish(s: Session, text: str) -> Callable[[], str]:
     """Run each command the refusal names, stamp each as it says; the finish code after."""
 
     def follow() -> str:
+        from infomark.tools.attest import check
+
+        for cid in dict.fromkeys(re.findall(r"`infomark check (C\d+)`", text)):
+            ran = check(s.gk, cid)  # infomark's own run, in its sandbox
+            assert ran.evidence is not None, ran.text
         results = dict(SUGGESTED_RESULT.findall(text))
         for command in dict.fromkeys(SUGGESTED_RUN.findall(text)):
             ref = s.run(command)
@@ -741,7 +754,7 @@ def _follow_finish(s: Session, text: str) -> Callable[[], str]:
 
 @scenario("finish:completion_without_evidence")
 def _completion_without_evidence(tmp: Path) -> Refusal:
-    s = Session(tmp)
+    s = Session(tmp, config=ATTESTED)  # the default: its step is `infomark check C2`
     _grounded_edited(s)
     _, text = s.finish()
     return Refusal(text, "C2", _follow_finish(s, text))

@@ -7,6 +7,7 @@ from pathlib import Path
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.fork import comparable_state, replay_session
+from tests.helpers import OWN_RUNS
 
 ORACLE = "pytest -q"
 FIXER = "sed -i s/1/2/ a.py"  # classified modify, and execution evidence: a stamped mutation
@@ -51,7 +52,8 @@ def call(gk: Gatekeeper, tool: str, **inp: str) -> str | None:
 
 
 def open_gk(home: Path, session: str) -> Gatekeeper:
-    return Gatekeeper.open(home, session, root=home.parent)
+    # forks and merges, not grounding: the agent's own runs stamp Exact here
+    return Gatekeeper.open(home, session, root=home.parent, config=OWN_RUNS)
 
 
 def prefix_state(gk: Gatekeeper, upto: int) -> dict[str, object]:

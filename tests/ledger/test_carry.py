@@ -10,6 +10,7 @@ import pytest
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.carry import evidence_tag, summary_tag
+from tests.helpers import OWN_RUNS
 from tests.ledger.web_helpers import call, ledger
 
 ORACLE = "pytest -q"
@@ -17,7 +18,8 @@ ORACLE = "pytest -q"
 
 @pytest.fixture
 def gk(tmp_path: Path) -> Gatekeeper:
-    g = Gatekeeper.open(tmp_path / ".infomark", "mem", root=tmp_path)
+    # memory ranks, not grounding: the agent's own runs stamp Exact here
+    g = Gatekeeper.open(tmp_path / ".infomark", "mem", root=tmp_path, config=OWN_RUNS)
     g.ingest(
         "claim_ledger:\n  claims:\n    - id: C1\n      text: the tests pass\n"
         f'      status: Exact\n      falsifier: "pytest fails"\n      oracle: "{ORACLE}"\n'

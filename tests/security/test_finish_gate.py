@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ledger_text, observed, run, stamp
+from helpers import OWN_RUNS, ledger_text, observed, run, stamp
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
@@ -175,7 +175,8 @@ def test_blocked_before_the_last_mutation_does_not_count(gk: Gatekeeper) -> None
 
 
 def test_a_strict_honest_walk_ends_at_success(home: Path, project: Path) -> None:
-    with Gatekeeper.open(home, "walk", root=project, profile="strict") as gk:
+    # the strict walk (gates, approval), not grounding by attested runs: the operator's opt-out
+    with Gatekeeper.open(home, "walk", root=project, profile="strict", config=OWN_RUNS) as gk:
         gk.ingest(
             ledger_text(
                 ("C1", "Guess", "grep -n 'def add' add.py"),  # the starting state

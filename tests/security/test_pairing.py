@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ledger_text, observed, stamp
+from helpers import OWN_RUNS_TOML, ledger_text, observed, stamp
 from hook_session import EXE, Session
 
 from infomark.gatekeeper import Gatekeeper
@@ -201,6 +201,7 @@ def test_wrap_pairs_every_call(gk: Gatekeeper) -> None:
 def test_a_background_run_is_graded_by_its_observed_exit_status(
     project: Path, code: int, outcome: str
 ) -> None:
+    (project / "infomark.toml").write_text(OWN_RUNS_TOML)  # the pairing, not attested grounding
     cc = Session(project)
     cc.say(ledger_text(("C1", "Guess", "pytest -q"), premises=("C1",)), tool_use_id="tu_1")
     cmd = {"command": "pytest -q", "run_in_background": True}

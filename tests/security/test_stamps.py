@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ledger_text, observed, read, run, stamp
+from helpers import OWN_RUNS, ledger_text, observed, read, run, stamp
 
 import infomark
 from infomark.gatekeeper import Gatekeeper
@@ -227,7 +227,8 @@ def test_the_operator_allow_list_pins_the_oracles(home: Path, project: Path) -> 
 
 
 def test_the_operator_require_list_decides_the_finish(home: Path, project: Path) -> None:
-    cfg = replace(Config(), oracle_require=("pytest -q",))
+    # the require list, not attested grounding: the operator's opt-out (helpers.OWN_RUNS)
+    cfg = replace(OWN_RUNS, oracle_require=("pytest -q",))
     with Gatekeeper.open(home, "req", root=project, config=cfg) as gk:
         ledger = ledger_text(
             ("P0", "Guess", "make check"), ("C1", "Guess", "make lint"), premises=("P0",)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import claude_sandbox_on, ledger_text, read, run, stamp
+from helpers import OWN_RUNS_TOML, claude_sandbox_on, ledger_text, read, run, stamp
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.tools.hooks import sandboxed
@@ -75,7 +75,9 @@ def test_the_observe_profile_refuses_nothing(project: Path, home: Path) -> None:
 
 
 def test_the_verify_profile_does_not_count_an_unsandboxed_check(project: Path, home: Path) -> None:
-    (project / "infomark.toml").write_text('profile = "verify"\n[oracles]\nrequire = ["make"]\n')
+    # the agent's own checks count only under the operator's opt-out of attested runs
+    verify = 'profile = "verify"\n[oracles]\nrequire = ["make"]\n'
+    (project / "infomark.toml").write_text(verify + OWN_RUNS_TOML)
     with Gatekeeper.open(home, "s", root=project) as gk:
         _off(gk)
         run(gk, "sed -i s/a/b/ a.py")
@@ -203,6 +205,13 @@ def test_the_hook_records_warns_and_refuses(project: Path) -> None:
 def test_the_operator_can_accept_unsandboxed_runs(project: Path, home: Path) -> None:
     (project / "infomark.toml").write_text("require_agent_sandbox = false\n")
     with Gatekeeper.open(home, "s", root=project) as gk:
+        _claims(gk)
+        _off(gk)
+        assert not gk.ingest(stamp("C1", run(gk, ORACLE).ref)).stamps_rejected
+        # accepted, but Exact still needs infomark's own attested run ([attest] required)
+        assert gk.state.claims["C1"].status == "Inferred"
+    (project / "infomark.toml").write_text("require_agent_sandbox = false\n" + OWN_RUNS_TOML)
+    with Gatekeeper.open(home, "own", root=project) as gk:
         _claims(gk)
         _off(gk)
         assert not gk.ingest(stamp("C1", run(gk, ORACLE).ref)).stamps_rejected

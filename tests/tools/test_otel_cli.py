@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import Service, _Output, stop_service
+from helpers import claude_sandbox_on
 from hook_session import EXE
 from otlp_receiver import Receiver, otlp_receiver
 from test_mcp_proxy import SESSION, _ground, _proxy_params, _run, _tag
@@ -30,6 +31,14 @@ from infomark.tools.otel import otel_wanted
 
 PARENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 PARENT_SPAN = "b7ad6b7169203331"
+
+
+@pytest.fixture
+def project(project: Path) -> Path:
+    """The project with Claude Code's sandbox on, as `infomark install claude-code` leaves it:
+    the hook's answers here are the export's, not the unsandboxed warning's."""
+    claude_sandbox_on(project)
+    return project
 
 
 @pytest.fixture

@@ -196,11 +196,11 @@ def replay_steps(
     return out
 
 
-def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult:
-    gk: Gatekeeper = gk_for("replay")
-    res = StepResult(
-        i, step.where, step.kind, _what(step), step.expect, "", expected_code=step.code
-    )
+def _session_step(
+    step: Step, gk: Gatekeeper, refs: _Refs, home: Path, res: StepResult
+) -> StepResult | None:
+    """A step that is no call, text or finish (a prompt, the sandbox, an approval, a tamper,
+    a change of the tree): done, or None when ``step`` is another kind."""
     if step.kind == "prompt":
         gk.new_turn(step.text)
         res.got = "turn"
@@ -231,6 +231,17 @@ def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult
         target.write_text(step.text)
         res.got = "changed"
         return res
+    return None
+
+
+def _one(i: int, step: Step, gk_for: Any, refs: _Refs, home: Path) -> StepResult:
+    gk: Gatekeeper = gk_for("replay")
+    res = StepResult(
+        i, step.where, step.kind, _what(step), step.expect, "", expected_code=step.code
+    )
+    done = _session_step(step, gk, refs, home, res)
+    if done is not None:
+        return done
     if step.kind == "text":
         report = gk.ingest(refs.rewrite(step.text, step.where))
         got = tuple(sorted(r["reason"] for r in report.stamps_rejected))

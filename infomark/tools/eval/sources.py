@@ -70,6 +70,39 @@ class Source:
     description: str = ""
 
 
+def _tool_step(
+    d: Mapping[str, Any], where: str, expect: str | None, rejected: list[str] | None
+) -> Step:
+    """A ``tool`` step: the call, its recorded result and what was decided of it."""
+    inp = d.get("input", {})
+    if not isinstance(d["tool"], str) or not isinstance(inp, Mapping):
+        raise UserError(f"{where}: tool must be a name and input a table")
+    out = d.get("output")
+    code = d.get("exit_code")
+    if out is not None and not isinstance(out, str):
+        raise UserError(f"{where}: output must be text")
+    if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
+        raise UserError(f"{where}: exit_code must be an integer")
+    return Step(
+        "call",
+        where,
+        tool=d["tool"],
+        input=dict(inp),
+        output=out,
+        exit_code=code,
+        is_error=bool(d.get("is_error", False)),
+        recorded_ref=d.get("ref"),
+        session=d.get("session"),
+        expect=expect,
+        code=d.get("code"),
+        rejected=tuple(rejected) if rejected is not None else None,
+        authorize=bool(d.get("authorize", True)),
+        record_twice=bool(d.get("record_twice", False)),
+        cwd=d.get("cwd"),
+        background_id=d.get("background_id"),
+    )
+
+
 def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
     """One step from a scenario table or a JSONL object; a clear error naming ``where``."""
     if not isinstance(d, Mapping):
@@ -106,33 +139,7 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
         raise UserError(f"{where}: rejected must be a list of reason codes")
     kind = kinds[0]
     if kind == "tool":
-        inp = d.get("input", {})
-        if not isinstance(d["tool"], str) or not isinstance(inp, Mapping):
-            raise UserError(f"{where}: tool must be a name and input a table")
-        out = d.get("output")
-        code = d.get("exit_code")
-        if out is not None and not isinstance(out, str):
-            raise UserError(f"{where}: output must be text")
-        if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
-            raise UserError(f"{where}: exit_code must be an integer")
-        return Step(
-            "call",
-            where,
-            tool=d["tool"],
-            input=dict(inp),
-            output=out,
-            exit_code=code,
-            is_error=bool(d.get("is_error", False)),
-            recorded_ref=d.get("ref"),
-            session=d.get("session"),
-            expect=expect,
-            code=d.get("code"),
-            rejected=tuple(rejected) if rejected is not None else None,
-            authorize=bool(d.get("authorize", True)),
-            record_twice=bool(d.get("record_twice", False)),
-            cwd=d.get("cwd"),
-            background_id=d.get("background_id"),
-        )
+        return _tool_step(d, where, expect, rejected)
     if kind == "approve":
         return Step("approve", where)
     if kind == "change":

@@ -287,9 +287,8 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             return True
         first = fin.reason.strip().splitlines()[0] if fin.reason.strip() else ""
         self.echo(f"finish refused ({fin.code}): {first[:110]}")
-        self._push(
-            {"role": "user", "content": f"[infomark] finish refused ({fin.code}): {fin.reason}"}
-        )
+        reason = fin.reason.removeprefix(f"Not finished: [{fin.code}] ")  # the code, once
+        self._push({"role": "user", "content": f"[infomark] finish refused ({fin.code}): {reason}"})
         return False
 
     # -- the loop -------------------------------------------------------------------------------
