@@ -15,7 +15,6 @@ import pytest
 from helpers import OWN_RUNS, ledger_text, observed, run, stamp
 
 from infomark.gatekeeper import Gatekeeper
-from infomark.gates.config import Config
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
 ORACLE = "pytest -q"
@@ -213,7 +212,7 @@ def test_a_forced_finish_is_journaled_and_shown_first(gk: Gatekeeper) -> None:
 
 
 def test_cap_zero_never_forces(gk: Gatekeeper) -> None:
-    gk.config = replace(Config(), finish_refusal_cap=0)
+    gk.config = replace(OWN_RUNS, finish_refusal_cap=0)  # 25 finishes, no attested run each
     _grounded(gk)
     _edit(gk)
     assert not any(gk.can_finish("").allow for _ in range(25))
