@@ -41,6 +41,19 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_process_attester() -> Iterator[None]:
+    """Each test starts with no process-wide attester: the first ``infomark.Gatekeeper``
+    access installs one for the rest of the process (infomark/tools/attest_lazy.py), which
+    would make an in-process finish run attested checks or not by test order. A test that
+    wants them sets ``gk.attester`` or drives an integration."""
+    from infomark.gatekeeper import set_default_attester
+
+    set_default_attester(None)
+    yield
+    set_default_attester(None)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     p = tmp_path / "project"

@@ -138,6 +138,10 @@ def _check_pairing(gk: Gatekeeper) -> None:
             pending[p["call_id"]] = (p["tool"], p["input_digest"])
         elif e.type == "evidence_recorded":
             rec = p["record"]
+            if rec.get("evidence_class") == "attested":  # infomark's own run, not the agent's
+                assert rec["tool"] == "infomark.check" and "call_id" not in rec, rec
+                assert rec["attested"]["sandbox"] in ("bubblewrap", "landlock"), rec["attested"]
+                continue
             assert rec["call_id"] in pending, "evidence minted without an authorization"
             assert pending.pop(rec["call_id"]) == (rec["tool"], rec["input_digest"])
 
