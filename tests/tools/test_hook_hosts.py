@@ -95,6 +95,28 @@ def test_gemini_finish_reads_the_last_message_not_the_joined_turn(gem: Gemini) -
     assert code == 0 and out["decision"] == "deny" and "C1" in out["reason"]
 
 
+def test_gemini_a_refused_finish_sent_back_as_a_prompt_keeps_the_turn(gem: Gemini) -> None:
+    """Gemini sends a refused finish's reason back as the next prompt (BeforeAgent): that is
+    the same turn going on, so the refusal cap is reached (it was reset by each retry, and a
+    session refused again and again looped until Gemini's timeout)."""
+    gem.say(LEDGER)
+    verdicts = []
+    for _ in range(5):
+        code, out, _ = gem.hook(
+            "AfterAgent", prompt="fix", prompt_response="Done.", stop_hook_active=False
+        )
+        verdicts.append("deny" if out and out.get("decision") == "deny" else "allow")
+        if verdicts[-1] == "allow":
+            break
+        assert code == 0 and out["reason"].startswith("[infomark "), out
+        gem.hook("BeforeAgent", prompt=out["reason"])  # the host's retry, as Gemini sends it
+    assert verdicts == ["deny", "deny", "deny", "allow"], verdicts  # the cap (3), then UNVERIFIED
+    with Gatekeeper.open(gem.project / ".infomark", "g-1", root=gem.project) as gk:
+        assert "finished_unverified" in [e.type for e in gk.events()]
+    code, out, _ = gem.hook("BeforeAgent", prompt="now fix the other bug")  # the user's turn
+    assert code == 0
+
+
 def test_gemini_result_for_a_call_it_never_authorized_is_not_evidence(gem: Gemini) -> None:
     call = {"tool_name": "run_shell_command", "tool_input": {"command": "true"}}
     _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)

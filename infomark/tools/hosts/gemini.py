@@ -52,7 +52,21 @@ def _final_message(payload: dict[str, Any]) -> str:
     return final if isinstance(final, str) else ""
 
 
+#: a refused finish's reason, as the Stop answer writes it (``[infomark CODE] …``)
+_REFUSAL = lazy_compile(r"\[infomark [a-z_]+\] ")
+#: an event name infomark answers with no opinion
+_CONTINUED = "InfomarkFinishRetry"
+
+
 def _adapt(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    if event == "UserPromptSubmit":
+        prompt = payload.get("prompt")
+        if isinstance(prompt, str) and _REFUSAL.match(prompt):
+            # Gemini sends a refused finish's reason back as the next prompt: the same turn
+            # goes on. As a new turn it would reset the count of refused finishes, so a
+            # session refused again and again never reached the refusal cap.
+            return {**payload, "hook_event_name": _CONTINUED}
+        return payload
     if event == "Stop":
         return {**payload, "last_assistant_message": _final_message(payload)}
     if event != "PostToolUse":
