@@ -66,18 +66,23 @@ def git(root: Path, *args: str) -> None:
     )
 
 
-def project(tmp: Path, *, config: str = "") -> Path:
+def git_project(tmp: Path, files: dict[str, str], *, config: str = "", attest: bool = True) -> Path:
+    """``tmp/proj``: ``files``, an infomark.toml of ``config`` (first asking for attested runs
+    in so many words when ``attest``), committed to a new git repository (the baseline)."""
     root = tmp / "proj"
     root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TESTS)
-    (root / "Makefile").write_text(f"test:\n\t{PYTEST}\n")
-    (root / "infomark.toml").write_text("[attest]\nrequired = true\n" + config)
-    (root / ".gitignore").write_text("transcript.jsonl\n")
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    (root / "infomark.toml").write_text(("[attest]\nrequired = true\n" if attest else "") + config)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "init")
     return root
+
+
+def project(tmp: Path, *, config: str = "") -> Path:
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS, "Makefile": f"test:\n\t{PYTEST}\n"}
+    return git_project(tmp, {**files, ".gitignore": "transcript.jsonl\n"}, config=config)
 
 
 def ledger(

@@ -28,7 +28,7 @@ from tests.security.attested_project import (
     REPRO,
     TESTS,
     Agent,
-    git,
+    git_project,
     ledger,
     need_bwrap,
 )
@@ -41,17 +41,9 @@ def _bwrap() -> None:
 
 def _project(tmp: Path, config: str) -> Path:
     """calc.py (add subtracts), its tests, a config that says nothing of [attest]; committed."""
-    root = tmp / "proj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TESTS)
-    (root / "infomark.toml").write_text(config)
-    (root / ".gitignore").write_text("transcript.jsonl\n")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
     assert "[attest]" not in config
-    return root
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": "transcript.jsonl\n"}
+    return git_project(tmp, files, config=config, attest=False)
 
 
 def test_the_honest_tdd_flow_meets_no_refusal_under_the_default(tmp_path: Path) -> None:

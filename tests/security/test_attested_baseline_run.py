@@ -18,7 +18,7 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check
 from infomark.tools.attest.baseline_run import EVENT
-from tests.security.attested_project import PYTEST, git, ledger, need_bwrap
+from tests.security.attested_project import PYTEST, git_project, ledger, need_bwrap
 
 CALC = "CASES = [(1, 0, 1), (2, 2, 4)]\n\n\ndef add(a, b):\n    return a - b\n"
 TESTS = (
@@ -34,14 +34,7 @@ def _bwrap() -> None:
 
 
 def _session(tmp_path: Path, text: str) -> tuple[Gatekeeper, Path]:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_text(CALC)
-    (root / "test_calc.py").write_text(TESTS)
-    (root / "infomark.toml").write_text("[attest]\nrequired = true\n")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
+    root = git_project(tmp_path, {"calc.py": CALC, "test_calc.py": TESTS})
     gk = Gatekeeper.open(tmp_path / "home", "base", root=root)
     gk.ingest(text)
     gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline

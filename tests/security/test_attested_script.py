@@ -17,7 +17,7 @@ from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check
 from infomark.tools.attest.baseline_run import EVENT
 from infomark.tools.attest.script_oracle import baseline_script
-from tests.security.attested_project import git, ledger, need_bwrap
+from tests.security.attested_project import git_project, ledger, need_bwrap
 
 CHECK = 'grep -q "VALUE = 2" app.py || { echo "VALUE is not 2"; exit 1; }\n'
 
@@ -28,14 +28,7 @@ def _bwrap() -> None:
 
 
 def _session(tmp_path: Path, text: str, *, value: int = 1) -> tuple[Gatekeeper, Path]:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "app.py").write_text(f"VALUE = {value}\n")
-    (root / "check.sh").write_text(CHECK)
-    (root / "infomark.toml").write_text("[attest]\nrequired = true\n")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
+    root = git_project(tmp_path, {"app.py": f"VALUE = {value}\n", "check.sh": CHECK})
     gk = Gatekeeper.open(tmp_path / "home", "script", root=root)
     gk.ingest(text)
     gk.authorize(ToolCall("Read", {"file_path": str(root / "app.py")}))  # the baseline
