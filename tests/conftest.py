@@ -14,6 +14,10 @@ from store_backends import Backend, drop_schema, new_schema, pg_unreachable
 if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
 
+# Children that inherit this environment write no bytecode: a test that rewrites a module with
+# one of the same size within a second would otherwise run the stale .pyc (CI flake, session 7).
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

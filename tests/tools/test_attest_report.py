@@ -53,7 +53,14 @@ def attested(root: Path, oracle: str) -> tuple[RunnerReport, int]:
     workdir = root.parent / f"work-{len(list(root.parent.iterdir()))}"
     workdir.mkdir()
     prepared = prepare(["sh", "-c", oracle], surface, str(workdir))
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(root.parent), **dict(prepared.env)}
+    # No bytecode: the fix below has the bug's size, and a rewrite in the same second as the
+    # first run would leave CPython's mtime+size check trusting the stale calc.pyc.
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "HOME": str(root.parent),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **dict(prepared.env),
+    }
     proc = subprocess.run(
         prepared.argv, cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False
     )
