@@ -17,9 +17,17 @@ from infomark.kernel.graph import DEFAULT_GRAPH, GateGraph
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.reasons import RejectReason
 
-__all__ = ["EXAMPLE_LEDGER", "MAX_PROTOCOL_BYTES", "protocol_sha256", "render_protocol"]
+__all__ = [
+    "CONTEXT_HEADER",
+    "EXAMPLE_LEDGER",
+    "MAX_PROTOCOL_BYTES",
+    "protocol_sha256",
+    "render_protocol",
+]
 
 MAX_PROTOCOL_BYTES = 6656
+#: the first line of the runner's context view, sent as each request's last (user) message
+CONTEXT_HEADER = "[infomark context]\n"
 """Upper bound on the rendered protocol, in bytes of UTF-8."""
 
 EXAMPLE_LEDGER = """\

@@ -61,7 +61,7 @@ def _attack(tmp_path: Path, server: ScriptedModelServer, oracle: str, files: dic
         return reply("Done: the bug is fixed and the tests pass.")
 
     def after_refusal(req: Request) -> dict[str, Any]:
-        seen["refusal"] = str(req.messages[-1].get("content") or "")
+        seen["refusal"] = str(req.last.get("content") or "")
         return reply('gate: BLOCKED reason="infomark\'s own run fails"')
 
     server.add(

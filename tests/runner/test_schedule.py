@@ -110,7 +110,7 @@ def test_persistent_run_backs_off_and_an_inbox_message_resets_it(project: Path, 
         server.add("p", reply("nothing to do yet"))
         server.state.default = lambda req: (
             reply("", call("glob", pattern="*"))
-            if "wake up: new work" in str(req.messages[-1].get("content"))
+            if "wake up: new work" in str(req.last.get("content"))
             else reply("idle")
         )
         spec = AgentSpec(
@@ -165,7 +165,7 @@ def test_a_watched_file_change_wakes_the_run_and_resets_the_schedule(
         )
         with Runner(spec, home=home, session="w", root=project, clock=clock) as runner:
             runner.start("watch src")
-        prompts = [str(r.messages[-1].get("content")) for r in server.requests]
+        prompts = [str(r.last.get("content")) for r in server.requests]
     rows = events(home, "w")
     wakes = [p["reason"] for _, t, p in rows if t == "woken" and p["by"] == "idle"]
     delays = [p["delay"] for _, t, p in rows if t == "waiting" and p["by"] == "idle"]
@@ -186,8 +186,8 @@ def test_the_wait_tool_sleeps_on_the_clock_and_says_why_it_woke(project: Path, h
         )
         with Runner(spec, home=home, session="t", root=project, clock=clock) as runner:
             runner.start("sleep")
-        results = [r for r in server.requests if r.messages[-1].get("role") == "tool"]
+        results = [r for r in server.requests if r.last.get("role") == "tool"]
     assert clock.now() == 150.0  # 30 s, then the 120 s cap: no real time passed
-    assert str(results[0].messages[-1]["content"]).startswith("woke after 30.0s: timer")
+    assert str(results[0].last["content"]).startswith("woke after 30.0s: timer")
     waits = [p for _, t, p in events(home, "t") if t == "waiting"]
     assert [(w["by"], w["delay"]) for w in waits] == [("wait_tool", 30.0), ("wait_tool", 120.0)]

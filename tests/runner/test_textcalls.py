@@ -172,7 +172,7 @@ def test_an_unreadable_text_call_is_answered_and_the_run_goes_on(
     server.add(
         "bad",
         reply('<tool_call>{"name": "bash", "arguments": {"command": "ls"</tool_call>'),
-        lambda req: reply("told: " + str(req.messages[-1]["content"])),
+        lambda req: reply("told: " + str(req.last["content"])),
     )
     with Runner(_spec(server), home=home, session="bad", root=project) as runner:
         result = runner.start("list the files")

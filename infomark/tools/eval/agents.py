@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infomark.gates.policies.registry import DEFAULT_PACKS
+from infomark.kernel.protocol import CONTEXT_HEADER
 from infomark.tools.eval.suite import Edit, Task
 from infomark.tools.runner.scripted import Request, call, reply
 
@@ -95,6 +96,7 @@ class Feedback:
     @classmethod
     def of(cls, req: Request) -> Feedback:
         fb = cls()
+        context = ""  # the runner's context view: the request's last message, if any
         for m in reversed(req.messages):
             role = m.get("role")
             if role == "assistant":
@@ -102,10 +104,13 @@ class Feedback:
             text = str(m.get("content") or "")
             if role == "tool":
                 fb.results.insert(0, text)
+            elif role == "user" and text.startswith(CONTEXT_HEADER):
+                context = text
             elif role == "user":
                 fb.operator.insert(0, text)
         first = req.messages[0] if req.messages else {}
         fb.system = str(first.get("content") or "") if first.get("role") == "system" else ""
+        fb.system += ("\n\n" + context) if context else ""
         return fb
 
     @property

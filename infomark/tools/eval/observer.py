@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infomark.kernel.protocol import render_protocol
+from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
 from infomark.tools.eval.agents import Feedback
 from infomark.tools.eval.grade import run_check, run_visible, tree_files
 from infomark.tools.eval.suite import Task
@@ -208,13 +208,10 @@ class RunObserver:
             if role == "system":
                 if "claim_ledger" in text:
                     r.chars_protocol += _PROTOCOL_CHARS
-                ours = (
-                    text.split("[infomark context]\n", 1)[1]
-                    if "[infomark context]\n" in text
-                    else ""
-                )
             elif role == "user":
-                if text.startswith("[infomark"):
+                if text.startswith(CONTEXT_HEADER):
+                    ours = text  # the context view: infomark's, an intervention only in packs
+                elif text.startswith("[infomark"):
                     r.chars_infomark += len(text)
                     r.chars_interventions += len(text)
                     continue

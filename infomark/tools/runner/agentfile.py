@@ -85,6 +85,9 @@ class AgentSpec:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     max_steps: int = 40
     context_budget: int = 1200
+    # the claim-ledger protocol in the system message: None = where the profile reads a
+    # ledger (ledger, strict, observe), not in verify, which asks no protocol of the agent
+    protocol: bool | None = None
     model: ModelSpec = field(default_factory=ModelSpec)
     bash: BashSpec = field(default_factory=BashSpec)
     idle: IdleSpec = field(default_factory=IdleSpec)
@@ -110,6 +113,7 @@ _SECTIONS: dict[str, dict[str, tuple[type | tuple[type, ...], str]]] = {
         "tools": (list, f"a list of tool names from {', '.join(BUILTIN_TOOLS)}"),
         "max_steps": (int, "a positive integer (model calls per user turn)"),
         "context_budget": (int, "a positive integer (characters of context view)"),
+        "protocol": (bool, "true or false (the claim-ledger protocol in the system message)"),
     },
     "model": {
         "url": (str, "the base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1"),

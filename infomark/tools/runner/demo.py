@@ -88,7 +88,7 @@ def fix_script(python: str = sys.executable) -> list[Step]:
         return reply("Done, all tests pass.")
 
     def after_refusal(req: Request) -> dict[str, Any]:
-        last = str(req.messages[-1].get("content") or "")
+        last = str(req.last.get("content") or "")
         _expect("finish refused" in last, "the early finish was refused")
         return reply("", call("bash", command=grep))
 
@@ -116,7 +116,7 @@ def fix_script(python: str = sys.executable) -> list[Step]:
         )
 
     def review(req: Request) -> dict[str, Any]:
-        last = str(req.messages[-1].get("content") or "")
+        last = str(req.last.get("content") or "")
         _expect("review-edit" in last or "read it once more" in last, "the trigger fired")
         return reply("", call("read", file_path="calc.py"))
 

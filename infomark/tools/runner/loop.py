@@ -31,7 +31,7 @@ from typing import Any
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import UserError
-from infomark.kernel.protocol import render_protocol
+from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.inbox import Inbox, new_holder
 from infomark.tools.attest import attester_for
@@ -188,16 +188,27 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
 
     # -- the four hooks ------------------------------------------------------------------------
     def _system(self) -> dict[str, Any]:
+        # what never changes first, so a server's prompt cache keeps it from turn to turn and
+        # from session to session; the session's own lines after it
         parts = [
             self.spec.instructions.strip()
-            or "You are an agent with tools. Work in small steps and prove what you claim.",
-            f"infomark session: {self.raw_session}",
-            render_protocol(),
+            or "You are an agent with tools. Work in small steps and prove what you claim."
         ]
-        view = self.gk.context_view(self.spec.context_budget)
-        if view:
-            parts.append("[infomark context]\n" + view)
+        if self.spec.protocol if self.spec.protocol is not None else self._asks_protocol():
+            parts.append(render_protocol())
+        parts.append(f"infomark session: {self.raw_session}")
         return {"role": "system", "content": "\n\n".join(parts)}
+
+    def _context(self) -> list[dict[str, Any]]:
+        """The context view as the request's last message, never kept in the history: it
+        changes every step, and in the system message it would void a server's prompt cache
+        for everything after it (the tools and the whole conversation, every step)."""
+        view = self.gk.context_view(self.spec.context_budget)
+        return [{"role": "user", "content": CONTEXT_HEADER + view}] if view else []
+
+    def _asks_protocol(self) -> bool:
+        """The verify profile asks no protocol of the agent (docs/gates.md#the-verify-profile)."""
+        return self.gk.config.profile != "verify"
 
     def _before_model_call(self) -> None:
         if self._lease_lost.is_set():
@@ -300,7 +311,8 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         for _ in range(self.spec.max_steps):
             self._before_model_call()
             res = self._model().chat(
-                [self._system(), *self.messages], [t.schema() for t in self.tools.values()]
+                [self._system(), *self.messages, *self._context()],
+                [t.schema() for t in self.tools.values()],
             )
             self._after_model_response(res)
             if res.tool_calls:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from infomark.kernel.protocol import CONTEXT_HEADER
+
 __all__ = [
     "Fail",
     "Request",
@@ -43,6 +45,23 @@ class Request:
     def messages(self) -> list[dict[str, Any]]:
         msgs = self.body.get("messages")
         return msgs if isinstance(msgs, list) else []
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The messages without the runner's context view (the request's last message when
+        there is one: it is sent with every request and never kept in the history)."""
+        msgs = self.messages
+        tail = msgs[-1] if msgs else {}
+        context = tail.get("role") == "user" and str(tail.get("content") or "").startswith(
+            CONTEXT_HEADER
+        )
+        return msgs[:-1] if context else msgs
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The conversation's last message (``{}`` when there is none)."""
+        conv = self.conversation
+        return conv[-1] if conv else {}
 
     def text(self) -> str:
         """Every message's content, joined (for ``in`` checks)."""
