@@ -63,11 +63,14 @@ soak: $(STAMP)
 # ~/.cache/infomark-model, serves it on 127.0.0.1 with one thread, runs the suite, stops it.
 EVAL_REAL_SUITE ?= evals/real
 EVAL_REAL_OUT   ?= evals/reports/real-model
-EVAL_REAL_POLICIES ?= --policy observe --policy default
+EVAL_REAL_POLICIES ?= --policy nogate --policy observe --policy verify --policy default
+EVAL_REAL_CAPS     ?= --max-steps 4 --max-tokens 256
+EVAL_REAL_THREADS  ?= 2
 eval-real: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,local-model]'
 	mkdir -p $(dir $(EVAL_REAL_OUT))
-	$(PY) -m infomark.tools.eval.local_model eval $(EVAL_REAL_SUITE) $(EVAL_REAL_POLICIES) \
+	$(PY) -m infomark.tools.eval.local_model eval --threads $(EVAL_REAL_THREADS) \
+		$(EVAL_REAL_SUITE) $(EVAL_REAL_POLICIES) $(EVAL_REAL_CAPS) \
 		--html $(EVAL_REAL_OUT).html --json > $(EVAL_REAL_OUT).json
 
 clean:

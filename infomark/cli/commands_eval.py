@@ -134,8 +134,8 @@ def _rates(values: tuple[str, ...]) -> Any:
     "policies",
     multiple=True,
     required=True,
-    help="A policy (built-in observe/default/noise, or a TOML file); give two or more, "
-    "the first is the baseline.",
+    help="A policy (built-in nogate/observe/verify/default/noise, or a TOML file); give two "
+    "or more, the first is the baseline.",
 )
 @click.option(
     "--agent",
@@ -158,6 +158,19 @@ def _rates(values: tuple[str, ...]) -> Any:
     help="Runs at a time (each has its own tree, home and session).",
 )
 @click.option("--task", "only", multiple=True, help="Run only these tasks (repeatable).")
+@click.option(
+    "--max-steps",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Model calls per run before it ends on max_steps (a bound on a slow model's time).",
+)
+@click.option(
+    "--max-tokens",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Cap on each model reply's tokens, sent as max_tokens (default: the model's own).",
+)
 @click.option(
     "--rate", "rates", multiple=True, help="Scripted failure rate, MODE=RATE (repeatable)."
 )
@@ -191,6 +204,8 @@ def eval_cmd(
     seed: int,
     jobs: int,
     only: tuple[str, ...],
+    max_steps: int,
+    max_tokens: int | None,
     rates: tuple[str, ...],
     resamples: int,
     short_tolerance: float,
@@ -225,6 +240,8 @@ def eval_cmd(
         model_name=model_name,
         api_key=key,
         jobs=jobs,
+        max_steps=max_steps,
+        max_tokens=max_tokens,
         progress=None
         if quiet
         else (

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,10 @@ from infomark.tools.runner.scripted import Request, ScriptedModelServer
 
 __all__ = ["EvalResult", "run_eval", "scratch_dir"]
 
+# the same for every policy: what a policy adds (the protocol, packs, refusals) is its own
 _INSTRUCTIONS = (
-    "You fix one bug in a small project. Work in small steps, declare the claims your plan "
-    "rests on, prove them with the tools, and finish only when the task's test passes."
+    "You fix one bug in a small project. Work in small steps with the tools: read the code, "
+    "edit it, run the task's test, and finish only when the task's test passes."
 )
 
 
@@ -57,6 +58,8 @@ class EvalResult:
     rates: dict[str, float]
     runs: list[RunRecord] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: the bounds every run had: ``max_steps`` (model calls), ``max_tokens`` (per reply)
+    caps: dict[str, int | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class EvalResult:
             "policies": self.policies,
             "rates": self.rates,
             "skipped": self.skipped,
+            "caps": self.caps,
             "runs": [r.to_dict() for r in self.runs],
         }
 
@@ -83,6 +87,7 @@ class EvalResult:
             rates=dict(d["rates"]),
             runs=[RunRecord.from_dict(r) for r in d["runs"]],
             skipped=dict(d.get("skipped", {})),
+            caps=dict(d.get("caps", {})),
         )
 
 
@@ -146,6 +151,7 @@ def run_eval(
     repeat: int = 1,
     rates: FailureRates | None = None,
     max_steps: int = 60,
+    max_tokens: int | None = None,
     model_name: str = "",
     api_key: str | None = None,
     workdir: Path | None = None,
@@ -162,6 +168,10 @@ def run_eval(
         raise UserError("--repeat must be 1 or more")
     if jobs < 1:
         raise UserError("--jobs must be 1 or more")
+    if max_steps < 1:
+        raise UserError("--max-steps must be 1 or more")
+    if max_tokens is not None and max_tokens < 1:
+        raise UserError("--max-tokens must be 1 or more")
     rates = rates or FailureRates()
     claude: Path | None = None
     if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
@@ -184,6 +194,7 @@ def run_eval(
         repeat=repeat,
         policies=[p.to_dict() for p in policies],
         rates=rates.to_dict() if forward is None else {},
+        caps={"max_steps": max_steps, "max_tokens": max_tokens},
     )
     observers: dict[str, RunObserver] = {}
     lock = threading.Lock()
@@ -211,8 +222,9 @@ def run_eval(
         if claude is not None:
             return _run_claude(task, policy, r, seed, rates, claude, base, max_steps)
         return _run_one(
-            task, policy, r, seed, rates, forward, server, observers, lock, base, max_steps
-        )
+            task, policy, r, seed, rates, forward, server, observers, lock, base,
+            (max_steps, max_tokens),
+        )  # fmt: skip
 
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="eval") if jobs > 1 else None
     try:
@@ -243,8 +255,9 @@ def _run_one(
     observers: dict[str, RunObserver],
     lock: threading.Lock,
     base: Path,
-    max_steps: int,
+    caps: tuple[int, int | None],
 ) -> RunRecord:
+    max_steps, max_tokens = caps
     session = _session(task, policy, repeat)
     run_dir = base / session
     root = run_dir / "tree"
@@ -263,14 +276,26 @@ def _run_one(
     spec = AgentSpec(
         name="eval",
         instructions=_INSTRUCTIONS,
+        protocol=policy.protocol,
         max_steps=max_steps,
-        model=ModelSpec(url=server.url, name="eval", retries=0, timeout_seconds=300),
+        model=ModelSpec(
+            url=server.url, name="eval", retries=0, timeout_seconds=300, max_tokens=max_tokens
+        ),
     )
     cls = Runner if policy.finish_gate else _RecordingRunner
+    config = policy.config
+    if config.profile == "verify" and not config.oracle_require:
+        # the check a team would name for this project: the task's own test command
+        config = replace(config, oracle_require=(task.spec.test_command,))
     # plain HTTP to the harness's own server: no TLS context (loading the CA bundle costs
     # 0.2 s of CPU per run)
     client = ModelClient(
-        server.url, "eval", retries=0, timeout=300, transport=httpx.HTTPTransport(verify=False)
+        server.url,
+        "eval",
+        retries=0,
+        timeout=300,
+        max_tokens=max_tokens,
+        transport=httpx.HTTPTransport(verify=False),
     )
     started = time.perf_counter()
     end = "error"
@@ -280,7 +305,7 @@ def _run_one(
             home=run_dir / "home",
             session=session,
             root=root,
-            config=policy.config,
+            config=config,
             client=client,
         ) as runner:
             runner.gk.unattended = "eval harness: nobody answers"

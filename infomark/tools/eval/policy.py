@@ -4,7 +4,9 @@ A policy is named by a built-in name (``observe``, ``default``, ``noise``: the f
 ``infomark/tools/eval/policies/``) or by the path of a TOML file with the same keys as
 ``infomark.toml``. ``[eval]`` holds what only the harness reads: ``description`` and
 ``finish`` (``"gate"``, the default: the finish gate decides; ``"record"``: every finish is
-journaled and allowed, the baseline without a finish gate).
+journaled and allowed, the baseline without a finish gate) and ``protocol`` (``false``: the
+agent's system message holds no claim-ledger protocol; by default the runner's rule, which
+shows it in every profile but verify).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ __all__ = ["BUILTIN_POLICIES", "Policy", "load_policy"]
 
 _DIR = Path(__file__).with_name("policies")
 BUILTIN_POLICIES = tuple(sorted(p.stem for p in _DIR.glob("*.toml")))
-_EVAL_KEYS = {"description", "finish"}
+_EVAL_KEYS = {"description", "finish", "protocol"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,7 @@ class Policy:
     description: str
     source: str
     text: str  # the TOML as written (what activation installs)
+    protocol: bool | None = None  # [eval] protocol; None: the runner's rule for the profile
 
     @property
     def digest(self) -> str:
@@ -43,6 +46,7 @@ class Policy:
             "name": self.name,
             "description": self.description,
             "finish": "gate" if self.finish_gate else "record",
+            "protocol": self.protocol,
             "source": self.source,
             "digest": self.digest,
         }
@@ -72,11 +76,15 @@ def load_policy(spec: str) -> Policy:
     if not isinstance(ev, dict) or set(ev) - _EVAL_KEYS:
         extra = sorted(set(ev) - _EVAL_KEYS) if isinstance(ev, dict) else ["(not a table)"]
         raise ConfigError(
-            f"policy {path}: [eval] knows only description and finish, not {', '.join(extra)}"
+            f"policy {path}: [eval] knows only description, finish and protocol, not "
+            f"{', '.join(extra)}"
         )
     finish = ev.get("finish", "gate")
     if finish not in ("gate", "record"):
         raise ConfigError(f'policy {path}: [eval] finish must be "gate" or "record"')
+    protocol = ev.get("protocol")
+    if protocol is not None and not isinstance(protocol, bool):
+        raise ConfigError(f"policy {path}: [eval] protocol must be true or false")
     from infomark.gates.config_model import validate_config
 
     # The eval's tasks are graded by their own checks, and its agents' runs are the evidence
@@ -91,4 +99,5 @@ def load_policy(spec: str) -> Policy:
         description=str(ev.get("description", "")),
         source=str(path),
         text=text,
+        protocol=protocol,
     )

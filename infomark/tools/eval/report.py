@@ -41,6 +41,7 @@ def build_report(
             "repeat": result.repeat,
             "rates": result.rates,
             "skipped": result.skipped,
+            "caps": result.caps,
         },
         "policies": result.policies,
         "summaries": [summarize(result.runs, n, seed=seed) for n in names],
