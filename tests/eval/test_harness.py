@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infomark.kernel.errors import UserError
+from infomark.kernel.errors import ConfigError, UserError
 from infomark.tools.eval.agents import MODES, FailureRates
 from infomark.tools.eval.harness import EvalResult, run_eval
 from infomark.tools.eval.observer import RunRecord
@@ -163,3 +163,48 @@ def test_bad_arguments_are_clear_errors() -> None:
         load_policy("no-such-policy")
     with pytest.raises(ValueError, match="between 0 and 1"):
         FailureRates(loops=2.0)
+
+
+def test_max_steps_bounds_a_run_and_the_caps_are_recorded(tmp_path: Path) -> None:
+    res = run_eval(
+        load_suite(SUITE, only=("sh-words",)),
+        [OBSERVE, DEFAULT],
+        rates=only(None),
+        workdir=tmp_path,
+        max_steps=2,
+        max_tokens=64,
+    )
+    assert res.caps == {"max_steps": 2, "max_tokens": 64}
+    assert EvalResult.from_dict(json.loads(json.dumps(res.to_dict()))).caps == res.caps
+    for r in res.runs:  # the honest scripted agent needs more than two model calls
+        assert r.end == "max_steps" and r.turns <= 2 and not r.solved
+    with pytest.raises(UserError, match="--max-steps"):
+        run_eval(load_suite(SUITE, only=("sh-words",)), [OBSERVE, DEFAULT], max_steps=0)
+
+
+def test_the_nogate_and_verify_arms(tmp_path: Path) -> None:
+    nogate, verify = load_policy("nogate"), load_policy("verify")
+    assert (nogate.protocol, nogate.finish_gate, nogate.config.profile) == (False, False, "observe")
+    assert (verify.protocol, verify.finish_gate, verify.config.profile) == (None, True, "verify")
+    res = run_eval(
+        load_suite(SUITE, only=("sh-words",)),
+        [nogate, verify, DEFAULT],
+        rates=only(None),
+        workdir=tmp_path,
+    )
+    assert [r.policy for r in res.runs] == ["nogate", "verify", "default"]
+    # the protocol reached the model in the ledger arm only
+    assert [r.chars_protocol > 0 for r in res.runs] == [False, False, True]
+    # the verify arm's required check is the task's own test command: a real finish needs it
+    v = res.runs[1]
+    assert v.solved and v.false_done_accepted == 0
+
+
+def test_a_policy_file_protocol_key(tmp_path: Path) -> None:
+    good = tmp_path / "bare.toml"
+    good.write_text('profile = "ledger"\n[eval]\nprotocol = false\n')
+    assert load_policy(str(good)).protocol is False
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[eval]\nprotocol = "no"\n')
+    with pytest.raises(ConfigError, match=r"bad\.toml: \[eval\] protocol must be true or false"):
+        load_policy(str(bad))

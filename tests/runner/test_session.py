@@ -54,9 +54,9 @@ def test_whole_session_denial_oracle_stamp_edit_refusal_trigger_finish(
     assert kinds.index("turn_started") < kinds.index("model_called")
     assert kinds.index("evidence_recorded") < kinds.index("stamp_applied")
     assert kinds[-1] == "inbox_closed" and "run_finished" in kinds
-    # before_model_call carried the ledger summary with ranks into the system message
+    # before_model_call carried the ledger summary with ranks as the request's last message
     later = [r for r in server.requests if r.session == "s1"][3]
-    assert "C1" in str(later.messages[0]["content"])
+    assert "C1" in str(later.messages[-1]["content"]) and later.messages[-1] is not later.last
     assert verified is True
 
 
