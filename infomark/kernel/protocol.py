@@ -21,6 +21,7 @@ __all__ = [
     "CONTEXT_HEADER",
     "EXAMPLE_LEDGER",
     "MAX_PROTOCOL_BYTES",
+    "VERIFY_BRIEF_HEAD",
     "protocol_sha256",
     "render_protocol",
 ]
@@ -28,6 +29,9 @@ __all__ = [
 MAX_PROTOCOL_BYTES = 6656
 #: the first line of the runner's context view, sent as each request's last (user) message
 CONTEXT_HEADER = "[infomark context]\n"
+#: the first words of what a session start tells an agent in the verify profile, which asks
+#: no protocol (the hook's brief instead of the protocol; ``doctor`` looks for either)
+VERIFY_BRIEF_HEAD = "infomark is on (verify profile)"
 """Upper bound on the rendered protocol, in bytes of UTF-8."""
 
 EXAMPLE_LEDGER = """\

@@ -370,9 +370,9 @@ def delivery_findings(session: str, activity: Activity, user_home: Path) -> list
                 "upgrade infomark (its hook delivers packs with the answer they belong to)",
             )
         )
-    from infomark.kernel.protocol import render_protocol
+    from infomark.kernel.protocol import VERIFY_BRIEF_HEAD, render_protocol
 
-    if render_protocol().splitlines()[0] not in text:
+    if render_protocol().splitlines()[0] not in text and VERIFY_BRIEF_HEAD not in text:
         out.append(
             Finding(
                 _CC,

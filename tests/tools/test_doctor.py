@@ -302,6 +302,22 @@ def test_a_session_that_ran_and_delivered_everything_is_healthy(proj: Project) -
     assert by_check(report, "protocol_delivered") == []
 
 
+def test_the_verify_brief_counts_as_delivered_and_the_protocol_is_not_asked(
+    proj: Project,
+) -> None:
+    """In the verify profile SessionStart sends a brief, not the protocol: delivered is ok."""
+    config = proj.root / "infomark.toml"
+    text = config.read_text()
+    assert 'profile = "ledger"' in text
+    config.write_text(text.replace('profile = "ledger"', 'profile = "verify"'))
+    answer = proj.hook("SessionStart", source="startup")
+    assert answer is not None
+    assert "claim_ledger" not in answer["hookSpecificOutput"]["additionalContext"]
+    proj.host_writes("SessionStart", answer, "")
+    _code, report = proj.doctor()
+    assert by_check(report, "protocol_delivered") == []
+
+
 def test_messages_that_never_reached_the_model_are_problems(proj: Project) -> None:
     drive_session(proj, deliver=False)  # the host ran the hooks but dropped their answers
     code, report = proj.doctor()

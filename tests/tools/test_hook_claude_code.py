@@ -33,6 +33,25 @@ def test_session_start_injects_the_protocol(cc: Session) -> None:
     assert "claim_ledger" in ctx and "oracle_stamp" in ctx
 
 
+@pytest.mark.parametrize("attested", [True, False])
+def test_session_start_in_verify_asks_no_protocol_and_names_the_checks(
+    project: Path, attested: bool
+) -> None:
+    """The verify profile asks no protocol: the agent is told how its finish is judged."""
+    (project / "infomark.toml").write_text(
+        f'profile = "verify"\n[attest]\nrequired = {str(attested).lower()}\n'
+    )
+    (project / "test_calc.py").write_text("def test_one():\n    assert True\n")
+    code, out, _ = Session(project).hook("SessionStart", source="startup")
+    assert code == 0
+    ctx = out["hookSpecificOutput"]["additionalContext"]
+    assert "claim_ledger" not in ctx and "oracle_stamp" not in ctx
+    assert ctx.startswith("infomark is on (verify profile)")
+    assert "`pytest -q`" in ctx
+    assert ("infomark runs them itself" in ctx) is attested
+    assert ("run them after your last change" in ctx) is not attested
+
+
 def test_ungrounded_edit_is_denied_with_the_exact_shape(cc: Session) -> None:
     cc.say(LEDGER, tool_use_id="tu_1")
     code, out, _ = cc.tool(

@@ -194,6 +194,27 @@ def _head_tag(gk: Gatekeeper, tag: str) -> str:
     return f"{tag[:-1]} head={seq}:{hash_[:8]}]"
 
 
+def _start_text(gk: Gatekeeper) -> str:
+    """The protocol, or in the verify profile (which asks none) what the agent needs to know:
+    work as usual, and which checks its finish will be judged on."""
+    from infomark.kernel.protocol import VERIFY_BRIEF_HEAD, render_protocol
+
+    if gk.config.profile != "verify":
+        return render_protocol()
+    checks = ", ".join(f"`{c.check}`" for c in gk.check_status()) or "(none found)"
+    how = (
+        "infomark runs them itself, in a clean copy, when you finish"
+        if gk.config.attest_required
+        else "run them after your last change, before you finish"
+    )
+    return (
+        f"{VERIFY_BRIEF_HEAD}: work as you usually do; no special format is needed. "
+        "Destructive commands are held for the operator. A finish after you change files "
+        f"needs a passing run of the project's checks: {checks}; {how}. Fix the code, not the "
+        "tests."
+    )
+
+
 def _summary(gk: Gatekeeper) -> str:
     state = gk.state
     if not state.has_ledger:
@@ -280,9 +301,7 @@ def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer
         _compaction(gk, event)
         return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects
     if event == "SessionStart":
-        from infomark.kernel.protocol import render_protocol
-
-        text = render_protocol()
+        text = _start_text(gk)
         if payload.get("source") == "compact":
             _compaction(gk, event)
             carried = gk.compaction_context()  # ids, ranks and live refs, verbatim
