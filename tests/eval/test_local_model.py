@@ -83,3 +83,26 @@ def test_a_server_that_dies_at_start_is_an_error(tmp_path: Path) -> None:
     server = LocalServer(tmp_path / "m.gguf", command=[sys.executable, "-c", "raise SystemExit(3)"])
     with pytest.raises(UserError, match="exited with 3 at start"):
         server.start()
+
+
+def test_realtime_is_asked_for_before_the_server_threads_start(tmp_path: Path) -> None:
+    """``--realtime`` reaches the server's command line, and the priority is taken by the
+    process (inherited by the threads it starts) or refused with a warning, never a crash."""
+    import subprocess
+
+    srv = LocalServer(tmp_path / "m.gguf", port=1, realtime=True)
+    assert srv._argv[-1] == "--realtime" and "--slots" in srv._argv
+    assert "--realtime" not in LocalServer(tmp_path / "m.gguf", port=1)._argv
+    code = (
+        "import os, threading; from infomark.tools.eval.local_model import _realtime; "
+        "_realtime(); box = []; "
+        "t = threading.Thread(target=lambda: box.append(os.sched_getscheduler(0))); "
+        "t.start(); t.join(); print(os.sched_getscheduler(0), box[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    if "warning: --realtime not applied" in out:  # no CAP_SYS_NICE here
+        assert out.split()[-2:] == [str(os.SCHED_OTHER)] * 2
+    else:
+        assert out.split() == [str(os.SCHED_RR)] * 2
