@@ -159,7 +159,8 @@ class LocalServer:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> LocalServer:
-        self._proc = subprocess.Popen(self._argv, start_new_session=True)
+        # the server writes nothing to our stdout: that is the eval's JSON report
+        self._proc = subprocess.Popen(self._argv, start_new_session=True, stdout=sys.stderr)
         self.pid = self._proc.pid
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
@@ -202,7 +203,11 @@ def _realtime() -> None:
     try:
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
     except (PermissionError, AttributeError, OSError) as exc:
-        print(f"warning: --realtime not applied ({exc}); serving at normal priority", flush=True)
+        print(
+            f"warning: --realtime not applied ({exc}); serving at normal priority",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def serve(
@@ -229,7 +234,7 @@ def serve(
     params.use_jinja = True  # the chat template's own tool-call parsing, where it has one
     params.port = port
     server = xlc.Server(params)
-    print(f"serving {model.name} at {server.listening_address}", flush=True)
+    print(f"serving {model.name} at {server.listening_address}", file=sys.stderr, flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
 
 
