@@ -25,8 +25,8 @@ from typing import Any
 
 import uvicorn
 
-from infomark.gates.config import PROFILES
 from infomark.kernel.errors import InfomarkError
+from infomark.kernel.profiles import PROFILES
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
 __all__ = ["READY_PREFIX", "is_loopback", "main", "serve"]

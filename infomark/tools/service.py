@@ -37,6 +37,7 @@ from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import UserError
+from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
@@ -430,7 +431,8 @@ class _Service:
                     root=root,
                     gatekeeper=cast("Gatekeeper", gk),
                     config_error=error,
-                    profile=config.profile if error is None else "ledger",  # as _profile reads it
+                    # a broken configuration: an enforcing profile, as _profile reads it
+                    profile=config.profile if error is None else Profile.LEDGER,
                 )
 
             answer = await pool.run(str(sid), go, root=root, config=config)

@@ -314,7 +314,7 @@ def _run_one(
     )
     cls = Runner if policy.finish_gate else _RecordingRunner
     config = policy.config
-    if config.profile == "verify" and not config.oracle_require:
+    if config.profile.judges_checks and not config.oracle_require:
         # the check a team would name for this project: the task's own test command
         config = replace(config, oracle_require=(task.spec.test_command,))
     # plain HTTP to the harness's own server: no TLS context (loading the CA bundle costs

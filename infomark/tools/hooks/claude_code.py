@@ -22,6 +22,7 @@ from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.profiles import Profile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
-LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
+LAST_PROFILE: list[Profile] = [Profile.LEDGER]  # the profile being judged (read by the watchdog)
 _EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
@@ -199,7 +200,7 @@ def _start_text(gk: Gatekeeper) -> str:
     work as usual, and which checks its finish will be judged on."""
     from infomark.kernel.protocol import VERIFY_BRIEF_HEAD, render_protocol
 
-    if gk.config.profile != "verify":
+    if gk.config.profile.asks_protocol:
         return render_protocol()
     checks = ", ".join(f"`{c.check}`" for c in gk.check_status()) or "(none found)"
     how = (
@@ -253,7 +254,7 @@ def _sandbox_check(gk: Gatekeeper, payload: dict[str, Any], *, start: bool) -> s
 
     box = state.agent_sandbox
     status = AgentSandbox(False, str(box.get("host")), str(box.get("detail")), str(box.get("fix")))
-    return warning(status, enforcing=gk.config.profile != "observe")
+    return warning(status, enforcing=gk.config.profile.enforcing)
 
 
 _PENDING = "compaction_pending"  # cursor: 0 idle, 1 reported (PreCompact), 2 re-injected
@@ -380,14 +381,14 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _profile(root: StrPath, home: StrPath) -> str:
+def _profile(root: StrPath, home: StrPath) -> Profile:
     """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
 
         return load_config(root, home).profile
     except Exception:  # a broken config must not switch the gatekeeper off
-        return "ledger"
+        return Profile.LEDGER
 
 
 _where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
@@ -457,7 +458,7 @@ def _failed(
     gk: Gatekeeper | None,
     event: str,
     payload: dict[str, Any],
-    profile: str,
+    profile: Profile,
     *,
     home: StrPath,
     root: StrPath,
@@ -487,7 +488,7 @@ def handle(
     config_error: ConfigError | None = None,
     event_hint: str | None = None,
     detail: str = "",
-    profile: str | None = None,
+    profile: Profile | None = None,
     host_step: HostStep | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
