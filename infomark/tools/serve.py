@@ -170,6 +170,14 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+    if agent_sandbox is not None and agent_sandbox.strip():
+        print(
+            f"infomark: --agent-sandbox: the operator declares that the agent's commands run in "
+            f"an OS sandbox that hides the home ({' '.join(agent_sandbox.split())[:300]}); the "
+            "runs recorded over HTTP ground claims",
+            file=sys.stderr,
+            flush=True,
+        )
     app = create_app(
         home_p,
         root=root,

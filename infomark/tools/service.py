@@ -159,7 +159,9 @@ HTTP_HOST = "http"
 def declared_sandbox(declaration: str | None) -> AgentSandbox:
     """Whether the agent's commands run sandboxed, as the operator declared it when the service
     started (``--agent-sandbox HOW``); without a declaration, not sandboxed. Nothing a request
-    carries changes it: the agent's own commands cannot vouch for their sandbox."""
+    carries changes it: the agent's own commands cannot vouch for their sandbox. A declared
+    sandbox is journaled only where it ends a "not sandboxed" span these routes recorded; a
+    session with no status counts its runs already (as the Python API's caller vouches)."""
     if declaration is not None and declaration.strip():
         how = " ".join(declaration.split())[:300]
         return AgentSandbox(
@@ -207,6 +209,8 @@ class _Service:
         mine = self.sandbox
         if box and box.get("host") != HTTP_HOST and (mine.sandboxed or not box.get("sandboxed")):
             return ""
+        if not box and mine.sandboxed:
+            return ""  # nothing recorded counts the runs already: the operator vouches for them
         live.record_sandbox(mine.sandboxed, host=mine.host, detail=mine.detail, fix=mine.fix)
         if mine.sandboxed:
             return ""
