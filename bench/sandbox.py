@@ -1,15 +1,19 @@
 """What the agent's OS sandbox costs per command (issue 27): sandboxed against bare.
 
-``python -m bench.sandbox [--quick]`` runs ``true`` and ``pytest -q`` (two tests in a temporary
-project) bare, under bubblewrap with :func:`infomark.tools.agent_sandbox.agent_policy`, and
-under the Landlock backend with the same policy (applied by a thread that restricts itself and
-starts the program, as ``sandbox.run`` does for ``infomark run``, with the ruleset kept between
-commands as ``sandbox.run`` keeps it and, apart, forgotten before each command; and by the
-helper script, as ``mcp-proxy --sandbox`` starts its server), interleaved (bare, sandboxed,
-bare, …) so both see the same load; it reports medians, the added milliseconds (median of the
-per-pair differences) and the ratio (median of the per-pair ratios). The goal is at most 15 ms
-added per command. The table goes into docs/performance.md between ``<!-- sandbox:begin -->`` and
-``<!-- sandbox:end -->`` (a full run; ``--quick`` only prints).
+``python -m bench.sandbox [--quick] [--crowd N]`` runs ``true`` and ``pytest -q`` (two tests
+in a temporary project) bare, under bubblewrap with
+:func:`infomark.tools.agent_sandbox.agent_policy`, and under the Landlock backend with the same
+policy (applied by a thread that restricts itself and starts the program, as ``sandbox.run``
+does for ``infomark run``, with the ruleset kept between commands as ``sandbox.run`` keeps it
+and, apart, forgotten before each command; and by the helper script, as ``mcp-proxy
+--sandbox`` starts its server), interleaved (bare, sandboxed, bare, …) so both see the same
+load; it reports medians, the added milliseconds (median of the per-pair differences) and the
+ratio (median of the per-pair ratios). The goal is at most 15 ms added per command. The table
+goes into docs/performance.md between ``<!-- sandbox:begin -->`` and ``<!-- sandbox:end -->``
+(a full run; ``--quick`` only prints). ``--crowd N`` puts N empty directories beside the
+project (in the directory the rules must split on the way to the home, as a crowded ``/tmp``
+does), to show what the Landlock rules cost there; its table goes between
+``<!-- sandbox-crowd:begin -->`` and ``<!-- sandbox-crowd:end -->``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from infomark.tools.agent_sandbox import agent_policy
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 BEGIN, END = "<!-- sandbox:begin -->", "<!-- sandbox:end -->"
+CROWD_BEGIN, CROWD_END = "<!-- sandbox-crowd:begin -->", "<!-- sandbox-crowd:end -->"
 LANDLOCK_CHILD = "landlock (restricted thread: infomark run)"
 LANDLOCK_FRESH = "landlock (restricted thread, ruleset not kept)"
 TEST = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
@@ -86,11 +91,13 @@ def _pairs(
     return statistics.median(a), statistics.median(b), added, ratio
 
 
-def run(quick: bool) -> str:
+def run(quick: bool, crowd: int = 0) -> str:
     counts = {"true": 8 if quick else 30, "pytest -q (2 tests)": 4 if quick else 8}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         project = Path(tmp) / "project"
+        for i in range(crowd):
+            (Path(tmp) / f"crowd-{i}").mkdir()
         (project / ".infomark").mkdir(parents=True)
         (project / "test_x.py").write_text(TEST)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": tmp}
@@ -135,7 +142,8 @@ def run(quick: bool) -> str:
                 )
     load = os.getloadavg()[0]
     head = (
-        f"`python -m bench.sandbox{' --quick' if quick else ''}` · Python "
+        f"`python -m bench.sandbox{' --quick' if quick else ''}"
+        f"{f' --crowd {crowd}' if crowd else ''}` · Python "
         f"{platform.python_version()} · {platform.machine()} · interleaved pairs "
         f"({', '.join(f'{k}: {v}' for k, v in counts.items())}) · "
         f"load {load:.1f}\n\n"
@@ -147,11 +155,13 @@ def run(quick: bool) -> str:
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
-    text = run(quick)
+    crowd = int(argv[argv.index("--crowd") + 1]) if "--crowd" in argv else 0
+    text = run(quick, crowd)
     print(text)
     if not quick:
         doc = DOC.read_text("utf-8")
-        start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+        begin, end_mark = (CROWD_BEGIN, CROWD_END) if crowd else (BEGIN, END)
+        start, end = doc.index(begin) + len(begin), doc.index(end_mark)
         DOC.write_text(doc[:start] + "\n" + text + doc[end:], "utf-8")
         print(f"table written to {DOC}")
     return 0
