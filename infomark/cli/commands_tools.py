@@ -318,9 +318,21 @@ def mcp_proxy(profile: str | None, sandbox: bool, server_cmd: tuple[str, ...]) -
     metavar="N",
     help="Read the operator token from inherited file descriptor N (e.g. `3<FILE`).",
 )
+@click.option(
+    "--agent-sandbox",
+    default=None,
+    metavar="HOW",
+    help="Declare that the agent's commands run in an OS sandbox that hides the home (HOW: "
+    "which, in words). Without it, the agent's own runs recorded over HTTP ground nothing in "
+    "the enforcing profiles (unsandboxed_run).",
+)
 @common
 def serve(
-    host: str, port: int, operator_token_file: Path | None, operator_token_fd: int | None
+    host: str,
+    port: int,
+    operator_token_file: Path | None,
+    operator_token_fd: int | None,
+    agent_sandbox: str | None,
 ) -> None:
     """Run the HTTP service (bearer token from <home>/token).
 
@@ -336,6 +348,7 @@ def serve(
         port=port,
         operator_token_file=operator_token_file,
         operator_token_fd=operator_token_fd,
+        agent_sandbox=agent_sandbox,
     )
 
 

@@ -228,7 +228,9 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
-_SANDBOX_WARNED = "sandbox_warned"  # cursor: the unsandboxed span the first decision named
+# cursor: the unsandboxed span the first decision named (sandboxed.WARNED_CURSOR, not imported
+# here: that module loads only when the status is judged)
+_SANDBOX_WARNED = "sandbox_warned"
 
 
 def _sandbox_check(gk: Gatekeeper, payload: dict[str, Any], *, start: bool) -> str:
