@@ -113,8 +113,9 @@ def dumps(
     separators: tuple[str, str] | None = None,
     ensure_ascii: bool = True,
     allow_nan: bool = True,
+    default: Callable[[Any], Any] | None = None,
 ) -> str:
-    """``json.dumps(obj, ...)`` for these options (indent, default and the rest: ``json``)."""
+    """``json.dumps(obj, ...)`` for these options (indent and the rest: ``json``)."""
     item, key = separators if separators is not None else (", ", ": ")
     if _json is not None:
         if type(obj) is str:
@@ -122,7 +123,7 @@ def dumps(
         try:  # a fresh encoder per call, as json.dumps makes one (its cycle markers)
             run = _json.make_encoder(
                 {},  # check_circular
-                _not_serializable,  # JSONEncoder.default
+                default or _not_serializable,  # JSONEncoder.default
                 _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring,
                 None,  # indent
                 key,
@@ -140,7 +141,7 @@ def dumps(
 
     return json.dumps(
         obj, sort_keys=sort_keys, separators=separators, ensure_ascii=ensure_ascii,
-        allow_nan=allow_nan,
+        allow_nan=allow_nan, default=default,
     )  # fmt: skip
 
 
