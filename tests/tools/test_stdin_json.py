@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from infomark.kernel.spooled import Spooled
 from infomark.tools.hooks.stdin_json import read_large, skim
 
-_settings = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # text with what makes string decoding hard: escapes, non-ASCII, surrogates (pairs and lone)
 _chars = st.one_of(

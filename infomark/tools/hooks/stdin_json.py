@@ -144,7 +144,6 @@ class _Skimmer:
         # a long string being read: where its quote was (original, small), its spool
         self.long_at: tuple[int, int] | None = None
         self.long_spool: Spooled | None = None
-        self.long_key = False
 
     def emit(self, text: str) -> None:
         self.out.parts.append(text)
@@ -159,12 +158,21 @@ class _Skimmer:
         buf = self.buf + text
         i, n = 0, len(buf)
         special = re.compile(r'["{}\[\]:,]')
+        # inside a container: scalars, commas, colons and whole strings, no brackets; at most
+        # spool_at characters at once, so no string in it is long
+        run = re.compile(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*', re.DOTALL)
         while self.out.error is None:
             if self.long_at is not None:
                 i = self._long(buf, i, eof)
                 if self.long_at is not None:
                     break  # needs more text
                 continue
+            if len(self.stack) >= 2:  # no top-level key to follow: copied as it is
+                m = run.match(buf, i, min(n, i + self.spool_at))
+                if m is not None and m.end() > i:
+                    self._run(buf[i : m.end()])
+                    i = m.end()
+                    continue
             m = special.search(buf, i)
             if m is None:
                 self.emit(buf[i:])
@@ -198,6 +206,13 @@ class _Skimmer:
         self.base += i
         self.buf = buf[i:]
         return self.out.error is None
+
+    def _run(self, span: str) -> None:
+        """Scalars, separators and short strings, kept as they are (``json`` checks them)."""
+        self.emit(span)
+        tail = span.rstrip(" \t\n\r")
+        if tail:
+            self.last = tail[-1] if tail[-1] in ",:" else "v"
 
     def _structure(self, ch: str) -> None:
         if ch in "{[":
@@ -255,8 +270,7 @@ class _Skimmer:
 
     def _start_long(self, j: int) -> None:
         self.long_at = (self.base + j, self.out.length)
-        self.long_key = self._is_key()
-        if self.long_key and len(self.stack) == 1:
+        if len(self.stack) == 1 and self._is_key():
             self.pending = None  # a key this long is not SPOOL_KEY (_long_from)
         if self._spoolable():
             self.long_spool = Spooled(self.directory)
