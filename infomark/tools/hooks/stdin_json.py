@@ -69,15 +69,22 @@ class Skimmed:
     in the small document map back to the original."""
 
     def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.length = 0  # characters in parts
+        import io
+
+        self._small = io.StringIO()  # appended to only: one buffer, not a str per token
+        self.length = 0  # characters written
         self.spooled: dict[str, Spooled] = {}  # stand-in -> string
         self.shifts: list[tuple[int, int]] = []  # (end of a stand-in in small, total shift)
         self.error: ValueError | RecursionError | None = None  # found while skimming
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        """The small document."""
+        return self._small.getvalue()
+
+    def write(self, text: str) -> None:
+        self._small.write(text)
+        self.length += len(text)
 
     def orig(self, q: int) -> int:
         """The position in the original document of position ``q`` of the small one."""
@@ -146,8 +153,7 @@ class _Skimmer:
         self.long_spool: Spooled | None = None
 
     def emit(self, text: str) -> None:
-        self.out.parts.append(text)
-        self.out.length += len(text)
+        self.out.write(text)
 
     def feed(self, text: str, eof: bool = False) -> bool:
         """Consume ``text``; False once an error is found (nothing more is needed)."""
