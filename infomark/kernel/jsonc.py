@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     _json = None  # type: ignore[assignment]
 
-__all__ = ["dumps", "encode_basestring", "encoder", "loads"]
+__all__ = ["dumps", "encode_basestring", "encoder", "loads", "loads_compact"]
 
 _SPACE = " \t\n\r"  # json's WHITESPACE
 
@@ -78,6 +78,19 @@ def loads(s: str | bytes | bytearray) -> Any:
     if end != n:
         return _slow_loads(s)  # "Extra data"
     return value
+
+
+def loads_compact(s: str) -> Any:
+    """``json.loads(s)`` for a value with no whitespace around it (what the journal stores):
+    one call of the C scanner. Anything else, or any error: :func:`loads` decides."""
+    if _scan is not None and type(s) is str:
+        try:
+            value, end = _scan(s, 0)
+        except Exception:
+            return loads(s)
+        if end == len(s):
+            return value
+    return loads(s)
 
 
 def _not_serializable(o: object) -> Any:
