@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
     from infomark.gatekeeper import Gatekeeper
+    from infomark.kernel.spooled import LargeText
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
     HostStep = Callable[[Gatekeeper, str, dict[str, Any]], tuple[str, dict[str, Any], str]]
@@ -114,32 +115,61 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
     if isinstance(response, dict) and tool in _BACKGROUND_READERS:
         code = response.get("exitCode", response.get("exit_code"))
         if isinstance(code, int) and not isinstance(code, bool):  # the background run ended
-            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            out = _joined(response.get("stdout"), response.get("stderr"))
             return ToolOutcome(output=out, exit_code=code, duration_ms=duration_ms)
     if isinstance(response, dict):
         if is_shell:
-            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            out = _joined(response.get("stdout"), response.get("stderr"))
             if response.get("interrupted"):
                 return ToolOutcome(
                     output=out, error="interrupted", is_error=True, duration_ms=duration_ms
                 )
             return ToolOutcome(output=out, exit_code=0, duration_ms=duration_ms)
-        text = jsonc.dumps(response, sort_keys=True, ensure_ascii=False)
-        return ToolOutcome(output=text, duration_ms=duration_ms)
+        from infomark.kernel.spooled import dumps_sorted  # a streamed payload's strings too
+
+        return ToolOutcome(output=dumps_sorted(response), duration_ms=duration_ms)
     return ToolOutcome(
-        output="" if response is None else str(response),
+        output=_text_of(response),
         exit_code=0 if is_shell else None,
         duration_ms=duration_ms,
     )
 
 
+def _joined(stdout: object, stderr: object) -> str | LargeText:
+    """``str(stdout or "") + str(stderr or "")``; a :class:`LargeText` when either is a
+    string spooled from a streamed payload (``tools/hooks/stdin_json.py``)."""
+    from infomark.kernel.spooled import LargeText, Spooled
+
+    parts = [v if isinstance(v, Spooled) else str(v or "") for v in (stdout, stderr)]
+    if not any(isinstance(p, Spooled) for p in parts):
+        return "".join(str(p) for p in parts)
+    return LargeText(tuple(p for p in parts if p))
+
+
+def _text_of(response: object) -> str | LargeText:
+    """``"" if response is None else str(response)``, for a response that is not a dict."""
+    if response is None:
+        return ""
+    from infomark.kernel.spooled import LargeText, Spooled, has_spooled, materialized
+
+    if isinstance(response, Spooled):
+        return LargeText((response,))
+    if has_spooled(response):  # str() of a list: its repr, from the whole strings
+        return str(materialized(response))
+    return str(response)
+
+
 def _background_id(payload: dict[str, Any]) -> str | None:
     """The shell id Claude Code gave a ``run_in_background`` command, when it did."""
+    from infomark.kernel.spooled import Spooled
+
     response = payload.get("tool_response")
     if not isinstance(response, dict):
         return None
     for key in ("backgroundTaskId", "shellId", "bash_id", "task_id"):
         value = response.get(key)
+        if isinstance(value, Spooled):  # a streamed payload's long string (never, in practice)
+            value = value.text()
         if isinstance(value, str) and value:
             return value
     return None
@@ -404,8 +434,8 @@ def _malformed(payload: dict[str, Any]) -> str | None:
     if isinstance(session, str) and session and not is_session_id(session):
         return f"session_id {session[:80]!r} is not a valid session id"
     for key in ("tool_input", "tool_response"):
-        try:
-            jsonc.dumps(payload.get(key), allow_nan=False)
+        try:  # a string spooled from a streamed payload stands in as one
+            jsonc.dumps(payload.get(key), allow_nan=False, default=_spooled_as_str)
         except (ValueError, TypeError, RecursionError):
             return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
     if event == "PreToolUse":
@@ -414,6 +444,14 @@ def _malformed(payload: dict[str, Any]) -> str | None:
         if not isinstance(payload.get("tool_input"), dict):
             return "tool_input must be an object"
     return None
+
+
+def _spooled_as_str(value: object) -> str:
+    from infomark.kernel.spooled import Spooled
+
+    if isinstance(value, Spooled):
+        return ""
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _quick_verify(gk: Gatekeeper, home: StrPath) -> None:
