@@ -18,8 +18,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -220,7 +220,7 @@ class _Service:
         if state.cursors.get(WARNED_CURSOR) == since:
             return ""
         live.store_cursor(WARNED_CURSOR, since)
-        return warning(mine, enforcing=live.config.profile != "observe")
+        return warning(mine, enforcing=live.config.profile.enforcing)
 
     async def health(self, request: Request) -> Response:
         return json_response(
@@ -510,6 +510,23 @@ class _Service:
 
 
 # -- the app -------------------------------------------------------------------------------
+def _lifespan(pool: SessionPool) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Start the WAL checkpointer with the app; at shutdown close the sessions, then stop it."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if pool.checkpointer is not None:
+            pool.checkpointer.start()
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(pool.close)
+            if pool.checkpointer is not None:
+                await anyio.to_thread.run_sync(pool.checkpointer.stop)
+
+    return lifespan
+
+
 def create_app(
     home: Path | str,
     *,
@@ -575,20 +592,9 @@ def create_app(
         for op in ordered
     ]
 
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if pool.checkpointer is not None:
-            pool.checkpointer.start()
-        try:
-            yield
-        finally:
-            await anyio.to_thread.run_sync(pool.close)
-            if pool.checkpointer is not None:
-                await anyio.to_thread.run_sync(pool.checkpointer.stop)
-
     app = Starlette(
         routes=routes,
-        lifespan=lifespan,
+        lifespan=_lifespan(pool),
         exception_handlers={HTTPException: http_error, 500: internal_error},
     )
     app.add_middleware(BearerAuth, token=token)

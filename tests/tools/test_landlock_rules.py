@@ -189,7 +189,10 @@ def test_a_crowded_directory_is_listed_once(tmp_path: Path) -> None:
     new = landlock.rules(*policy)
     # one rule per other entry (the project, on the way, is listable from its parents)
     assert sum(1 for p, _ in new if os.path.dirname(p) == str(crowd)) == 300
-    assert len(new) < len(_reference(*policy)) * 0.6
+    # under the crowd (what the rest of the file system holds varies with the machine)
+    mine = [p for p, _ in new if p.startswith(str(crowd))]
+    old = [p for p, _ in _reference(*policy) if p.startswith(str(crowd))]
+    assert len(mine) < len(old) * 0.6
     _same(crowd, *map(list, policy))
 
 
