@@ -75,6 +75,8 @@ def test_the_copy_is_writable_private_and_where_the_rule_puts_it():
         assert top != "/"
     assert os.stat(top).st_mode & 0o777 == 0o700
     assert os.stat(top).st_uid == os.getuid()
+    if IN_MEMORY:  # the sandbox's own /dev: nothing of the host's /dev/shm but the copy's place
+        assert os.listdir("/dev/shm") == [os.path.basename(top)]
 
 
 def test_the_environment_is_clean():
