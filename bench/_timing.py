@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Paired", "fmt", "median_seconds", "paired", "run_measured"]
+__all__ = ["Paired", "fmt", "median_seconds", "paired", "rounds", "run_measured"]
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 3) -> float:
@@ -66,6 +66,21 @@ def paired(
         a.append(m(ours))
     ratios = [x / y for x, y in zip(a, b, strict=True) if y > 0]
     return Paired(statistics.median(a), statistics.median(b), statistics.median(ratios), pairs)
+
+
+def rounds(fns: dict[str, Callable[[], Any]], n: int, *, warmup: int = 1) -> dict[str, list[float]]:
+    """Run every function of ``fns`` in turn (A B C A B C …), ``n`` rounds after ``warmup``:
+    the samples per name, in order. A sample is the call's wall time, or what it returns
+    when that is a float (a function that times only its own part)."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(warmup + n):
+        for name, fn in fns.items():
+            t0 = time.perf_counter_ns()
+            got = fn()
+            took = (time.perf_counter_ns() - t0) / 1e9
+            if i >= warmup:
+                out[name].append(got if isinstance(got, float) else took)
+    return out
 
 
 def run_measured(
