@@ -15,6 +15,7 @@ import pytest
 
 from infomark.ledger.journal import Journal
 from infomark.ledger.keys import load_key
+from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.scripted import ScriptedModelServer
 
 Row = tuple[int, str, dict[str, Any]]
@@ -24,6 +25,11 @@ Row = tuple[int, str, dict[str, Any]]
 def server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as srv:
         yield srv
+
+
+def scripted_spec(server: ScriptedModelServer, **kw: Any) -> AgentSpec:
+    """An agent spec named ``t`` that talks to ``server`` with no retries."""
+    return AgentSpec(name="t", model=ModelSpec(url=server.url, name="scripted", retries=0), **kw)
 
 
 def events(home: Path, session: str) -> list[Row]:

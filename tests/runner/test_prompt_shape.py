@@ -16,20 +16,13 @@ import pytest
 
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
-from infomark.tools.runner import AgentSpec, ModelSpec, Runner, ScriptedModelServer
+from infomark.tools.runner import Runner, ScriptedModelServer
 from infomark.tools.runner.agentfile import parse_agent
 from infomark.tools.runner.demo import fix_script, prepare_project
 from infomark.tools.runner.scripted import reply
+from tests.runner.conftest import scripted_spec
 
 PROTOCOL_LINE = render_protocol().splitlines()[0]
-
-
-def _spec(server: ScriptedModelServer, **kw: object) -> AgentSpec:
-    return AgentSpec(
-        name="t",
-        model=ModelSpec(url=server.url, name="scripted", retries=0),
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def test_one_system_message_per_session_and_the_context_view_last(
@@ -37,7 +30,7 @@ def test_one_system_message_per_session_and_the_context_view_last(
 ) -> None:
     prepare_project(project)
     server.add("s1", *fix_script())
-    with Runner(_spec(server), home=home, session="s1", root=project) as runner:
+    with Runner(scripted_spec(server), home=home, session="s1", root=project) as runner:
         assert runner.start("Fix add() in calc.py; check.py must pass.").reason == "finished"
     requests = [r for r in server.requests if r.session == "s1"]
     assert len(requests) >= 5
@@ -76,7 +69,7 @@ def test_the_protocol_is_shown_where_the_profile_reads_a_ledger(
     shown: bool,
 ) -> None:
     server.add("p", reply("Nothing to do here."))
-    spec = _spec(server, protocol=protocol)
+    spec = scripted_spec(server, protocol=protocol)
     with Runner(spec, home=home, session="p", root=project, profile=profile) as runner:
         runner.start("Say hello.")
     system = str(server.requests[0].messages[0]["content"])

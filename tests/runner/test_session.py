@@ -11,18 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from infomark.tools.runner import AgentSpec, ModelSpec, Runner, ScriptedModelServer
+from infomark.tools.runner import Runner, ScriptedModelServer
 from infomark.tools.runner.demo import fix_script, prepare_project
 from infomark.tools.runner.scripted import Request, call, evidence_refs, reply, tool_results
-from tests.runner.conftest import events
-
-
-def _spec(server: ScriptedModelServer, **kw: object) -> AgentSpec:
-    return AgentSpec(
-        name="t",
-        model=ModelSpec(url=server.url, name="scripted", retries=0),
-        **kw,  # type: ignore[arg-type]
-    )
+from tests.runner.conftest import events, scripted_spec
 
 
 def test_whole_session_denial_oracle_stamp_edit_refusal_trigger_finish(
@@ -30,7 +22,7 @@ def test_whole_session_denial_oracle_stamp_edit_refusal_trigger_finish(
 ) -> None:
     prepare_project(project)
     server.add("s1", *fix_script())
-    with Runner(_spec(server), home=home, session="s1", root=project) as runner:
+    with Runner(scripted_spec(server), home=home, session="s1", root=project) as runner:
         result = runner.start("Fix add() in calc.py; check.py must pass.")
         verified = runner.gk.audit(verify=True).verified
     assert result.reason == "finished"
@@ -64,7 +56,7 @@ def test_run_ends_at_step_limit_and_says_so(
     server: ScriptedModelServer, project: Path, home: Path
 ) -> None:
     server.state.default = reply("", call("glob", pattern="*"))  # a model that never stops
-    runner = Runner(_spec(server, max_steps=3), home=home, session="loop", root=project)
+    runner = Runner(scripted_spec(server, max_steps=3), home=home, session="loop", root=project)
     try:
         result = runner.start("look around")
     finally:
@@ -95,7 +87,7 @@ def test_delegation_evidence_cannot_stamp(
         reply("I could not ground C1; stopping."),
     )
     server.add("boss.w", reply("The tests pass."))
-    spec = _spec(server, tools=("wait", "spawn_agent", "send", "bash"))
+    spec = scripted_spec(server, tools=("wait", "spawn_agent", "send", "bash"))
     runner = Runner(spec, home=home, session="boss", root=project)
     try:
         runner.start("delegate")
@@ -117,7 +109,7 @@ def test_unknown_tool_and_bad_arguments_run_nothing(
         reply("", bad),
         lambda req: reply("seen: " + " | ".join(tool_results(req))),
     )
-    runner = Runner(_spec(server), home=home, session="s", root=project)
+    runner = Runner(scripted_spec(server), home=home, session="s", root=project)
     try:
         result = runner.start("try")
     finally:
@@ -132,7 +124,7 @@ def test_file_tools_do_not_reach_the_key(
 ) -> None:
     args = {"read": {"file_path": ".infomark/key"}, "grep": {"pattern": "."}}[tool]
     server.add("k", reply("", call(tool, **args)), lambda req: reply("\n".join(tool_results(req))))
-    runner = Runner(_spec(server), home=home, session="k", root=project)
+    runner = Runner(scripted_spec(server), home=home, session="k", root=project)
     try:
         result = runner.start("find the key")
     finally:

@@ -12,6 +12,8 @@ scripted agent (:mod:`infomark.tools.eval.claude_code`).
 
 from __future__ import annotations
 
+import os
+import platform
 import re
 import shutil
 import threading
@@ -59,6 +61,8 @@ class EvalResult:
     skipped: dict[str, str] = field(default_factory=dict)
     #: the bounds every run had: ``max_steps`` (model calls), ``max_tokens`` (per reply)
     caps: dict[str, int | None] = field(default_factory=dict)
+    #: where and how long: platform, CPUs, load averages at the start and the end, wall time
+    machine: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +75,7 @@ class EvalResult:
             "rates": self.rates,
             "skipped": self.skipped,
             "caps": self.caps,
+            "machine": self.machine,
             "runs": [r.to_dict() for r in self.runs],
         }
 
@@ -87,6 +92,7 @@ class EvalResult:
             runs=[RunRecord.from_dict(r) for r in d["runs"]],
             skipped=dict(d.get("skipped", {})),
             caps=dict(d.get("caps", {})),
+            machine=dict(d.get("machine", {})),
         )
 
 
@@ -123,6 +129,15 @@ class _Forward:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def scratch_dir() -> Path:
@@ -182,7 +197,7 @@ def run_eval(
     )
     label = "scripted" if claude is None else f"{claude_code.AGENT}:{claude}"
     if forward is not None:
-        label = f"openai:{forward.url}"
+        label = f"openai:{forward.url}" + (f" model {model_name}" if model_name else "")
     result = EvalResult(
         suite=str(suite.path),
         suite_digest=suite.digest(),
@@ -192,7 +207,9 @@ def run_eval(
         policies=[p.to_dict() for p in policies],
         rates=rates.to_dict() if forward is None else {},
         caps={"max_steps": max_steps, "max_tokens": max_tokens},
+        machine=_machine(),
     )
+    started = time.perf_counter()
     observers: dict[str, RunObserver] = {}
     lock = threading.Lock()
 
@@ -231,6 +248,8 @@ def run_eval(
             if progress is not None:
                 progress(rec)
     finally:
+        result.machine["load_end"] = [round(x, 2) for x in os.getloadavg()]
+        result.machine["wall_s"] = round(time.perf_counter() - started, 1)
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         server.stop()

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -215,6 +216,17 @@ def serve(model: Path, port: int, *, threads: int, context: int, slots: int = 2)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
 
 
+def _table(report: Path) -> int:
+    from infomark.tools.eval.markdown import report_tables
+
+    try:
+        data = json.loads(report.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{report}: not a readable eval report ({exc})") from None
+    print(report_tables(data, report.as_posix()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infomark.tools.eval.local_model")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -225,12 +237,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     srv.add_argument("--threads", type=int, default=1)
     srv.add_argument("--context", type=int, default=8192, help="tokens per slot")
     srv.add_argument("--slots", type=int, default=2, help="cached prompts kept (one runs)")
+    tab = sub.add_parser("table", help="print an eval report's tables as Markdown (docs/eval.md)")
+    tab.add_argument("report", type=Path)
     ev = sub.add_parser("eval", help="assemble, serve, run infomark eval against it, stop")
     ev.add_argument("--threads", type=int, default=1)
     ev.add_argument("--slots", type=int, default=2)
     ev.add_argument("eval_args", nargs=argparse.REMAINDER, help="SUITE and infomark eval options")
     args = parser.parse_args(argv)
     try:
+        if args.command == "table":
+            return _table(args.report)
         if args.command == "serve":
             serve(
                 args.model, args.port, threads=args.threads, context=args.context, slots=args.slots

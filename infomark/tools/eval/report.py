@@ -42,6 +42,7 @@ def build_report(
             "rates": result.rates,
             "skipped": result.skipped,
             "caps": result.caps,
+            "machine": result.machine,
         },
         "policies": result.policies,
         "summaries": [summarize(result.runs, n, seed=seed) for n in names],
