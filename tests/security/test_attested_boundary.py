@@ -11,6 +11,8 @@ by the configured limit.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,10 @@ import pytest
 from infomark.gatekeeper import Gatekeeper
 from infomark.kernel import memtmp
 from infomark.ledger.calls import ToolCall
+from infomark.tools import sandbox
+from infomark.tools.agent_sandbox import agent_policy
 from infomark.tools.attest import check
-from infomark.tools.attest.sandboxed import SHM_MIN_FREE
+from infomark.tools.attest.sandboxed import SHM_MIN_FREE, workdir
 from tests.security.attested_project import PYTEST, git, ledger, need_bwrap
 
 PROBE = """import os
@@ -148,3 +152,26 @@ def test_a_runaway_oracle_is_stopped_by_its_limit(tmp_path: Path) -> None:
         record = result.evidence.record if result.evidence else {}
         assert "cpu" in record["attested"]["limits_hit"]
         assert gk.state.claims["C1"].status != "Exact"
+
+
+def test_the_agents_sandboxed_commands_cannot_reach_a_copy_in_memory(tmp_path: Path) -> None:
+    """A copy in ``/dev/shm`` is out of reach of the agent's commands under bubblewrap (their
+    own ``/dev``); one under the host's ``/tmp``, which they share, is not."""
+    if not memtmp.in_memory(SHM_MIN_FREE):
+        pytest.skip("the attested copy does not go to /dev/shm on this machine")
+    if sandbox.probe().backend is not sandbox.SandboxBackend.BWRAP:
+        pytest.skip("the agent's commands run under Landlock here: /dev stays writable")
+    project = tmp_path / "proj"
+    project.mkdir()
+    policy = agent_policy(tmp_path / "home", project, env=dict(sandbox.clean_env()))
+    in_memory = Path(workdir("infomark-attest-"))
+    on_disk = Path(tempfile.mkdtemp(prefix="infomark-attest-"))
+    try:
+        for scratch in (in_memory, on_disk):
+            (scratch / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+            done = sandbox.run(["/bin/sh", "-c", f"echo x >> {scratch}/calc.py"], policy)
+            reached = (scratch / "calc.py").read_text().endswith("x\n")
+            assert reached is (scratch == on_disk), (scratch, done.stderr)
+    finally:
+        shutil.rmtree(in_memory)
+        shutil.rmtree(on_disk)
