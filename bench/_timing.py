@@ -8,6 +8,7 @@ ratios, so both sides see the same load.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import time
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Paired", "fmt", "median_seconds", "paired", "rounds", "run_measured"]
+__all__ = ["Paired", "cpu_seconds", "fmt", "median_seconds", "paired", "rounds", "run_measured"]
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 3) -> float:
@@ -68,18 +69,39 @@ def paired(
     return Paired(statistics.median(a), statistics.median(b), statistics.median(ratios), pairs)
 
 
-def rounds(fns: dict[str, Callable[[], Any]], n: int, *, warmup: int = 1) -> dict[str, list[float]]:
-    """Run every function of ``fns`` in turn (A B C A B C …), ``n`` rounds after ``warmup``:
-    the samples per name, in order. A sample is the call's wall time, or what it returns
-    when that is a float (a function that times only its own part)."""
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its waited-for children (their children included)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def rounds(
+    fns: dict[str, Callable[[], Any]],
+    n: int,
+    *,
+    warmup: int = 1,
+    cpu: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
+    """Run every function of ``fns`` in turn, ``n`` rounds after ``warmup``, the order rotated
+    each round (A B C, B C A, C A B …: each in each place as often, so none always follows the
+    same one): the samples per name, in order. A sample is the call's wall time, or what it
+    returns when that is a float (a function that times only its own part). ``cpu``, when
+    given, receives each call's CPU seconds (:func:`cpu_seconds`) per name."""
     out: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
     for i in range(warmup + n):
-        for name, fn in fns.items():
+        turn = i % len(names)
+        for name in names[turn:] + names[:turn]:
+            fn = fns[name]
+            c0 = cpu_seconds()
             t0 = time.perf_counter_ns()
             got = fn()
             took = (time.perf_counter_ns() - t0) / 1e9
             if i >= warmup:
                 out[name].append(got if isinstance(got, float) else took)
+                if cpu is not None:
+                    cpu.setdefault(name, []).append(cpu_seconds() - c0)
     return out
 
 

@@ -1,16 +1,18 @@
 """An attested ``pytest -q`` against the same oracle run bare, on a generated 1,000-file project.
 
-``python -m bench.attested [pairs]``: a git project of 1,000 files (500 modules, 500 test files
-with one test each), one changed source file; the bare run is ``pytest -q`` in the project, the
-attested run is :func:`infomark.tools.attest.check` (the copy from the baseline plus the change,
-bubblewrap, the report plugin, the signed evidence). Run alternately (B A D B A D …, D: the
-same check with its copy on the disk, as before the copy went to ``/dev/shm``): medians, the
-median of the per-pair ratios, and the fixed cost (attested median minus bare median). Also
-reports the one-time baseline capture, the first check (which also runs the oracle on the
-baseline), and the parts alone: the copy in memory and on the disk (interleaved), its removal,
-bubblewrap's start, the report plugin's CPU cost in a bare run, the sandboxed run inside the
-check, and the cold start: bare ``pytest -q`` in a fresh copy of the project (no byte code;
-only the modules' byte code; all of it) against the bare run in the project (interleaved;
+``python -m bench.attested [rounds]``: a git project of 1,000 files (500 modules, 500 test
+files with one test each), one changed source file; the bare run is ``pytest -q`` in the
+project, the attested run is :func:`infomark.tools.attest.check` (the copy from the baseline
+plus the change, bubblewrap, the report plugin, the signed evidence). Run in turn, the order
+rotated each round (B A D, A D B, D B A …; D: the same check with its copy on the disk, as
+before the copy went to ``/dev/shm``): medians, the median of the per-round ratios, and the
+fixed cost (attested median minus bare median), in wall time and in CPU time (this process
+and its children: less swayed by the load of a shared machine). Also reports the one-time
+baseline capture, the first check (which also runs the oracle on the baseline), and the
+parts alone: the copy in memory and on the disk (interleaved), its removal, bubblewrap's
+start, the report plugin's CPU cost in a bare run, the sandboxed run inside the check, and
+the cold start: bare ``pytest -q`` in a fresh copy of the project (no byte code; only the
+modules' byte code; all of it) against the bare run in the project (interleaved;
 docs/performance.md, "Attested runs").
 """
 
@@ -161,11 +163,14 @@ def main(argv: list[str]) -> int:
             },
             max(3, pairs // 2),
         )
-        runs = rounds({"bare": bare, "attested": attested, "disk": attested_on_disk}, pairs)
+        cpu: dict[str, list[float]] = {}
+        runs = rounds(
+            {"bare": bare, "attested": attested, "disk": attested_on_disk}, pairs, cpu=cpu
+        )
         sandboxed = {k: statistics.median(v[-pairs:]) for k, v in walls.items()}
         gk.close()
     base, ours, disk = (statistics.median(runs[k]) for k in ("bare", "attested", "disk"))
-    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {pairs} rounds (B A D)")
+    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {pairs} rounds (B A D, rotated)")
     print(f"baseline capture (once per session): {fmt(capture)}")
     print(f"first check (with the baseline run, once per oracle): {fmt(first[0])}")
     print(
@@ -194,6 +199,12 @@ def main(argv: list[str]) -> int:
         f"ratio (median of rounds): {_ratio(runs['attested'], runs['bare']):.2f}x (on disk "
         f"{_ratio(runs['disk'], runs['bare']):.2f}x)   fixed cost (median difference): "
         f"{_signed(ours - base)} (on disk {_signed(disk - base)})"
+    )
+    cb, ca, cd = (statistics.median(cpu[k]) for k in ("bare", "attested", "disk"))
+    print(
+        f"CPU (this process and its children): bare {fmt(cb)}, attested {fmt(ca)} "
+        f"({_ratio(cpu['attested'], cpu['bare']):.2f}x, {_signed(ca - cb)}), copy on disk "
+        f"{fmt(cd)} ({_ratio(cpu['disk'], cpu['bare']):.2f}x, {_signed(cd - cb)})"
     )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0
