@@ -69,11 +69,15 @@ def paired(
     return Paired(statistics.median(a), statistics.median(b), statistics.median(ratios), pairs)
 
 
-def cpu_seconds() -> float:
-    """CPU seconds of this process and its waited-for children (their children included)."""
+def cpu_seconds(*, children: bool = True) -> float:
+    """CPU seconds of this process, and of its waited-for children when ``children`` (not
+    what runs in a bubblewrap PID namespace: its init does not pass that on)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    total = me.ru_utime + me.ru_stime
+    if children:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += kids.ru_utime + kids.ru_stime
+    return total
 
 
 def rounds(
@@ -87,21 +91,21 @@ def rounds(
     each round (A B C, B C A, C A B …: each in each place as often, so none always follows the
     same one): the samples per name, in order. A sample is the call's wall time, or what it
     returns when that is a float (a function that times only its own part). ``cpu``, when
-    given, receives each call's CPU seconds (:func:`cpu_seconds`) per name."""
+    given, receives each call's CPU seconds of this process alone per name."""
     out: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
     for i in range(warmup + n):
         turn = i % len(names)
         for name in names[turn:] + names[:turn]:
             fn = fns[name]
-            c0 = cpu_seconds()
+            c0 = cpu_seconds(children=False)
             t0 = time.perf_counter_ns()
             got = fn()
             took = (time.perf_counter_ns() - t0) / 1e9
             if i >= warmup:
                 out[name].append(got if isinstance(got, float) else took)
                 if cpu is not None:
-                    cpu.setdefault(name, []).append(cpu_seconds() - c0)
+                    cpu.setdefault(name, []).append(cpu_seconds(children=False) - c0)
     return out
 
 
