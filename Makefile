@@ -66,10 +66,11 @@ EVAL_REAL_OUT   ?= evals/reports/real-model
 EVAL_REAL_POLICIES ?= --policy nogate --policy observe --policy verify --policy default
 EVAL_REAL_CAPS     ?= --max-steps 4 --max-tokens 256
 EVAL_REAL_THREADS  ?= 2
+EVAL_REAL_SERVER   ?=
 eval-real: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,local-model]'
 	mkdir -p $(dir $(EVAL_REAL_OUT))
-	$(PY) -m infomark.tools.eval.local_model eval --threads $(EVAL_REAL_THREADS) \
+	$(PY) -m infomark.tools.eval.local_model eval --threads $(EVAL_REAL_THREADS) $(EVAL_REAL_SERVER) \
 		$(EVAL_REAL_SUITE) $(EVAL_REAL_POLICIES) $(EVAL_REAL_CAPS) \
 		--html $(EVAL_REAL_OUT).html --json > $(EVAL_REAL_OUT).json
 

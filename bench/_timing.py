@@ -16,7 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Paired", "cpu_seconds", "fmt", "median_seconds", "paired", "rounds", "run_measured"]
+__all__ = [
+    "OwnRun",
+    "Paired",
+    "cpu_seconds",
+    "fmt",
+    "median_seconds",
+    "paired",
+    "rounds",
+    "run_measured",
+    "run_own_rss",
+]
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 3) -> float:
@@ -131,6 +141,66 @@ def run_measured(
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}")
     return elapsed, int(usage.ru_maxrss)
+
+
+# Run argv[3:] with stdin from argv[2], forked from this small interpreter; its exit code,
+# peak RSS (KiB) and wall time go to the fd argv[1].
+_OWN_RSS = """
+import os, sys, time
+fd, path, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.dup2(os.open(path, os.O_RDONLY), 0)
+    os.execvp(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss} "
+             f"{time.perf_counter() - t0:.6f}".encode())
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnRun:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    peak_kib: int  # the process's own peak RSS
+    wall: float  # seconds, fork to exit
+
+
+def run_own_rss(
+    argv: Sequence[str], *, stdin_path: str, env: dict[str, str] | None = None, cwd: str = "."
+) -> OwnRun:
+    """Run ``argv`` with stdin read from ``stdin_path``; its own peak RSS.
+
+    A child's ``ru_maxrss`` is at least the high-water RSS of the process that spawned it:
+    ``subprocess`` spawns with vfork (or posix_spawn), and at ``exec`` the kernel folds the
+    spawner's peak into the child's (measured: a parent that once held 200 MB, freed it,
+    then ran ``/bin/true``: 204 MiB). So a bench that built a 100 MB payload reports its own
+    peak as the hook's. Here the child is forked from a fresh ``python -I -S`` (~9 MiB),
+    which reports the child's ``wait4`` usage.
+    """
+    import sys
+
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _OWN_RSS, str(w), stdin_path,
+                                 *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=cwd, pass_fds=(w,))  # fmt: skip
+        os.close(w)
+        w = -1
+        out, err = proc.communicate()
+        report = os.read(r, 200).decode().split()
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    if proc.returncode != 0 or len(report) != 3:
+        raise RuntimeError(f"the measuring process failed: {err[-400:]!r}")
+    code, peak, wall = report
+    return OwnRun(int(code), out, err, int(peak), float(wall))
 
 
 def fmt(seconds: float) -> str:

@@ -30,11 +30,12 @@ from infomark.gates.authorize import (
     operator_approved,
 )
 from infomark.gates.classify import classify_tool, declare_class
-from infomark.gates.config import PROFILES, Config, ledger_rules, load_config
+from infomark.gates.config import Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
+from infomark.kernel.profiles import PROFILES, Profile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
@@ -143,7 +144,7 @@ class Gatekeeper:
         if profile is not None:
             if profile not in PROFILES:
                 raise UserError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
-            cfg = replace(cfg, profile=profile)
+            cfg = replace(cfg, profile=Profile(profile))
         ledger = Ledger(
             home_p,
             cfg.session_prefix + session,
@@ -391,7 +392,7 @@ class Gatekeeper:
             self.ingest(final_text, source="final", dedupe=True)
         self._ledger.check_artifacts()
         grading_flow.check(self._ledger, self.config)
-        checks = self.check_status() if self.config.profile == "verify" else None
+        checks = self.check_status() if self.config.profile.judges_checks else None
         found, weakened = self._weakened(checks)
         attested = ""
         if self.config.attest_required and (
@@ -431,7 +432,7 @@ class Gatekeeper:
         """What the change does to weaken the checks (empty tests, skips, suppressions,
         loosened configuration), and the part that counts against the checks it touches."""
         state = self._ledger.state
-        if not state.last_modify_seq or self.config.profile == "observe":
+        if not state.last_modify_seq or not self.config.profile.enforcing:
             return [], []
         from infomark.gates.weakened import against_checks, scan
 

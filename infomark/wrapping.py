@@ -205,7 +205,7 @@ def tagged(outcome: ToolOutcome, evidence: Evidence, extra: str = "") -> ToolOut
     """The outcome with the evidence tag (and any instruction text) appended to its output."""
     tail = "\n" + evidence.tag + (("\n" + extra) if extra else "")
     out = outcome.output
-    new: str | bytes = out + tail.encode() if isinstance(out, bytes) else out + tail
+    new: str | bytes = out + tail.encode() if isinstance(out, bytes) else str(out) + tail
     return outcome.with_output(new)
 
 
@@ -221,12 +221,13 @@ def result_of(
     ``evidence`` (the record of ``outcome``) is required and its tag is appended.
     """
     if outcome is None:
-        return GatedResult(decision=decision, output=denied_outcome(decision).output)
+        return GatedResult(decision=decision, output=str(denied_outcome(decision).output))
     if evidence is None:
         raise ValueError("a result that ran needs the evidence it was recorded as")
+    out = tagged(outcome, evidence, extra).output
     return GatedResult(
         decision=decision,
-        output=tagged(outcome, evidence, extra).output,
+        output=out if isinstance(out, str | bytes) else str(out),  # tagged() made it a str
         tool_outcome=outcome,
         evidence=evidence,
         instructions=extra,

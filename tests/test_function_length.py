@@ -30,7 +30,7 @@ ALLOWED: dict[str, int] = {
     "ledger/verify.py::_verify_pass": 157,
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
-    "tools/eval/harness.py::run_eval": 93,
+    "tools/eval/harness.py::run_eval": 85,
     "tools/hooks/claude_code.py::handle": 93,
     "tools/runner/tools.py::file_tools": 201,
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -19,6 +19,12 @@ from rich.table import Table
 
 from infomark.cli.base import EXIT_DENY, EXIT_VERIFY, CliExit, common, emit_json, opts
 from infomark.cli.render import console
+
+if TYPE_CHECKING:  # annotations only: the eval modules load when the command runs
+    from infomark.tools.eval.harness import EvalResult
+    from infomark.tools.eval.observer import RunRecord
+    from infomark.tools.eval.policy import Policy
+    from infomark.tools.eval.stats import Promotion
 
 __all__ = ["register"]
 
@@ -127,6 +133,35 @@ def _rates(values: tuple[str, ...]) -> Any:
         raise click.BadParameter(str(exc), param_hint="--rate") from None
 
 
+def _progress(r: RunRecord) -> None:
+    """One line per finished run, on stderr."""
+    click.echo(
+        f"  {r.task:<16} {r.policy:<10} {'solved' if r.solved else 'unsolved':<9}"
+        f"{r.turns:>3} turns  {r.interventions:>2} interventions",
+        err=True,
+    )
+
+
+def _journal(
+    promos: list[Promotion], loaded: list[Policy], result: EvalResult, suite: str
+) -> list[dict[str, Any]]:
+    """Journal each promotion decision in the home; the report's entries, with their ids."""
+    from infomark.tools.eval.promotion import journal_decision
+
+    by_name = {p.name: p for p in loaded}
+    meta = {
+        "suite": suite,
+        "suite_digest": result.suite_digest,
+        "agent": result.agent,
+        "repeat": result.repeat,
+        "policy_a": loaded[0].to_dict(),
+    }
+    return [
+        {**p.to_dict(), "id": journal_decision(opts()["home"], p, by_name[p.b], meta)["id"]}
+        for p in promos
+    ]
+
+
 @click.command("eval")
 @click.argument("suite", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
@@ -216,7 +251,6 @@ def eval_cmd(
     """Run every task of SUITE under each --policy (paired) and decide promotions."""
     from infomark.tools.eval.harness import run_eval
     from infomark.tools.eval.policy import load_policy
-    from infomark.tools.eval.promotion import journal_decision
     from infomark.tools.eval.report import build_report
     from infomark.tools.eval.suite import load_suite
 
@@ -242,30 +276,11 @@ def eval_cmd(
         jobs=jobs,
         max_steps=max_steps,
         max_tokens=max_tokens,
-        progress=None
-        if quiet
-        else (
-            lambda r: click.echo(
-                f"  {r.task:<16} {r.policy:<10} {'solved' if r.solved else 'unsolved':<9}"
-                f"{r.turns:>3} turns  {r.interventions:>2} interventions",
-                err=True,
-            )
-        ),
+        progress=None if quiet else _progress,
     )
     report, promos = build_report(result, resamples=resamples, tolerance=short_tolerance)
     if not no_journal:
-        by_name = {p.name: p for p in loaded}
-        meta = {
-            "suite": str(suite),
-            "suite_digest": result.suite_digest,
-            "agent": result.agent,
-            "repeat": repeat,
-            "policy_a": loaded[0].to_dict(),
-        }
-        report["promotions"] = [
-            {**p.to_dict(), "id": journal_decision(opts()["home"], p, by_name[p.b], meta)["id"]}
-            for p in promos
-        ]
+        report["promotions"] = _journal(promos, loaded, result, str(suite))
     if html_file is not None:
         from infomark.tools.eval.html import render_eval_html
 

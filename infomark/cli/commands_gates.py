@@ -19,6 +19,7 @@ from infomark.cli.base import (
     parse_input_json,
     read_input,
 )
+from infomark.kernel.profiles import PROFILES
 
 __all__ = ["register"]
 
@@ -28,7 +29,7 @@ __all__ = ["register"]
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe", "verify"]),
+    type=click.Choice(PROFILES),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )

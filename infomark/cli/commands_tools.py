@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from infomark.cli.base import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts
+from infomark.kernel.profiles import PROFILES, Profile
 
 __all__ = ["register"]
 
@@ -69,8 +70,8 @@ _uninstall_option = click.option(
 )
 @click.option(
     "--profile",
-    type=click.Choice(["verify", "ledger", "strict", "observe"]),
-    default="verify",
+    type=click.Choice([Profile.VERIFY.value, *(p for p in PROFILES if p != Profile.VERIFY)]),
+    default=Profile.VERIFY.value,
     show_default=True,
     help="The profile written to a new infomark.toml (an existing one is kept).",
 )
@@ -178,7 +179,7 @@ def install_claude_code_cmd(
 
 
 def _project_checks(
-    root: Path, given: list[str], yes: bool, as_json: bool, profile: str = "verify"
+    root: Path, given: list[str], yes: bool, as_json: bool, profile: str = Profile.VERIFY
 ) -> tuple[list[str], bool]:
     """The checks to require and allow, and whether the project has a configuration: its
     ``[oracles] require`` when it has one; else ``--check``, or (for the verify profile, which
@@ -193,7 +194,7 @@ def _project_checks(
     if config.source is not None:
         return list(given or config.oracle_require), True
     checks = given
-    if not checks and profile == "verify":
+    if not checks and Profile(profile).judges_checks:
         checks = detect_checks(root)
         interactive = sys.stdin.isatty() and sys.stdout.isatty() and not yes and not as_json
         if interactive:
@@ -264,7 +265,7 @@ install.add_command(_host_install_command("opencode", "OpenCode", ".opencode/plu
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
 @click.option(
     "--profile",
-    type=click.Choice(["ledger", "strict", "observe", "verify"]),
+    type=click.Choice(PROFILES),
     default=None,
     help="Decide under this profile instead of the configured one.",
 )
@@ -317,9 +318,21 @@ def mcp_proxy(profile: str | None, sandbox: bool, server_cmd: tuple[str, ...]) -
     metavar="N",
     help="Read the operator token from inherited file descriptor N (e.g. `3<FILE`).",
 )
+@click.option(
+    "--agent-sandbox",
+    default=None,
+    metavar="HOW",
+    help="Declare that the agent's commands run in an OS sandbox that hides the home (HOW: "
+    "which, in words). Without it, the agent's own runs recorded over HTTP ground nothing in "
+    "the enforcing profiles (unsandboxed_run).",
+)
 @common
 def serve(
-    host: str, port: int, operator_token_file: Path | None, operator_token_fd: int | None
+    host: str,
+    port: int,
+    operator_token_file: Path | None,
+    operator_token_fd: int | None,
+    agent_sandbox: str | None,
 ) -> None:
     """Run the HTTP service (bearer token from <home>/token).
 
@@ -335,6 +348,7 @@ def serve(
         port=port,
         operator_token_file=operator_token_file,
         operator_token_fd=operator_token_fd,
+        agent_sandbox=agent_sandbox,
     )
 
 

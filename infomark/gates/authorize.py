@@ -18,6 +18,7 @@ from infomark.gates.decision import Decision, Verdict
 from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.graph import DEFAULT_GRAPH
+from infomark.kernel.profiles import Profile
 from infomark.kernel.records import dataclass, replace
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
-_ENFORCING = ("ledger", "strict", "verify")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class _Base:
     tool: str
     tool_class: str
     gate: str
-    profile: str
+    profile: Profile
     families: tuple[str, ...]
     why: tuple[str, ...]
 
@@ -173,8 +173,10 @@ def authorize_call(
     unannounced mutation changed.
     """
     base = _Base(tool, tool_class, state.gate, config.profile, families, why)
-    if config.profile == "observe":
-        would = _decide(state, tool_class, families, config, "ledger", False, scratch, revert, base)
+    if not config.profile.enforcing:
+        would = _decide(
+            state, tool_class, families, config, Profile.LEDGER, False, scratch, revert, base
+        )
         if would.allowed:
             return would
         return Decision.allow(
@@ -189,14 +191,13 @@ def authorize_call(
     )
 
 
-def _mutating(tool_class: str, profile: str) -> bool:
+def _mutating(tool_class: str) -> bool:
+    # _decide runs only under an enforcing profile (observe asks what ledger would decide)
     try:
         cls = ToolClass(tool_class)
     except ValueError:
         return True  # a class nobody defined fails closed
-    return (
-        cls.mutates if profile in _ENFORCING else cls in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE)
-    )
+    return cls.mutates
 
 
 def _decide(
@@ -204,19 +205,19 @@ def _decide(
     tool_class: str,
     families: tuple[str, ...],
     config: Config,
-    profile: str,
+    profile: Profile,
     bypass: bool,
     scratch: str | None,
     revert: bool,
     base: _Base,
 ) -> Decision:
-    strict = profile == "strict"
-    if not _mutating(tool_class, profile):
+    strict = profile.walks_graph
+    if not _mutating(tool_class):
         return Decision.allow(
             DecisionCode.ALLOWED, f"{tool_class} tools do not mutate", **base.kw()
         )
     effective = "modify" if tool_class == "unknown" else tool_class
-    if profile == "verify":
+    if not profile.asks_protocol:
         return _decide_verify(effective, config, base)
     if revert:
         return Decision.allow(

@@ -15,6 +15,7 @@ from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.profiles import PROFILES, Profile
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.semantics import LedgerRules
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "Config", "find_config_file", "ledger_rules", "load_config"]
 
-PROFILES = ("ledger", "strict", "observe", "verify")
 #: the validated form's shape in ``config.cache.json``: a cache written under another one (an
 #: older infomark, other defaults) is validated again, never read as it is
 CACHE_FORMAT = 2
@@ -36,7 +36,7 @@ CACHE_FORMAT = 2
 class Config:
     """Validated settings, as plain data (hot path)."""
 
-    profile: str = "ledger"
+    profile: Profile = Profile.LEDGER
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
     tools: Mapping[str, str] = field(default_factory=dict)
@@ -69,15 +69,20 @@ class Config:
         enforcing profiles (ledger, strict, verify), never in observe; ``[attest] required =
         false`` is the operator's explicit opt-out (docs/security.md#attested-runs)."""
         required = self.attest.get("required")
-        return (required is None or bool(required)) and self.profile != "observe"
+        return (required is None or bool(required)) and self.profile.enforcing
 
     source: str | None = None
+
+    def __post_init__(self) -> None:
+        # the profile's name as written (a caller's str) becomes the member; an unknown name
+        # raises ValueError (a cached form that no longer validates is read as stale)
+        object.__setattr__(self, "profile", Profile(self.profile))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Config:
         d = dict(data)
         return cls(
-            profile=d.get("profile", "ledger"),
+            profile=Profile(d.get("profile", Profile.LEDGER)),
             require_declared_oracle=bool(d.get("require_declared_oracle", True)),
             reject_evidence_predating_claim=bool(d.get("reject_evidence_predating_claim", True)),
             tools=dict(d.get("tools", {})),
@@ -117,7 +122,7 @@ def ledger_rules(config: Config, home: StrPath) -> LedgerRules:
         judge_oracle=OracleJudge(config.oracle_allow, home=home),
         ran_nothing=ran_nothing,
         require_attested=config.attest_required,
-        sandbox_required=config.require_agent_sandbox and config.profile != "observe",
+        sandbox_required=config.require_agent_sandbox and config.profile.enforcing,
     )
 
 

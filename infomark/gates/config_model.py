@@ -16,6 +16,7 @@ from infomark.gates.bounds import (
     THRESHOLD_MAX,
 )
 from infomark.kernel.errors import ConfigError
+from infomark.kernel.profiles import Profile
 
 __all__ = ["ConfigModel", "EvidenceClassName", "ToolClassName", "validate_config"]
 
@@ -137,7 +138,7 @@ class SourcesModel(_Strict):
 
 
 class ConfigModel(_Strict):
-    profile: Literal["ledger", "strict", "observe", "verify"] = "ledger"
+    profile: Profile = Profile.LEDGER  # the same message as a Literal: "Input should be …"
     require_declared_oracle: bool = True
     reject_evidence_predating_claim: bool = True
     tools: dict[str, ToolClassName] = Field(default_factory=dict)

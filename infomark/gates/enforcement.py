@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from infomark.kernel.profiles import Profile
+
 __all__ = ["ENFORCEMENT", "enforced_at"]
 
 _REPORTED = "reported only: the position follows the evidence"
@@ -57,12 +59,13 @@ _OBSERVE["G9"] = "enforced at the finish: the finish rules are not a dry run"
 
 ENFORCEMENT: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
-        "ledger": MappingProxyType(_LEDGER),
-        "strict": MappingProxyType(_STRICT),
-        "observe": MappingProxyType(_OBSERVE),
+        Profile.LEDGER: MappingProxyType(_LEDGER),
+        Profile.STRICT: MappingProxyType(_STRICT),
+        Profile.OBSERVE: MappingProxyType(_OBSERVE),
     }
 )
-"""profile → gate → what that profile enforces at that gate."""
+"""profile → gate → what that profile enforces at that gate (verify has no row:
+:func:`enforced_at` gives "")."""
 
 
 def enforced_at(profile: str, gate: str) -> str:

@@ -311,8 +311,8 @@ def finish_problems(
         )
     # The evidence rule binds a session that speaks the protocol (a ledger) or runs strict; a
     # ledger-less session in the ledger profile mutates with a nudge and is judged as before.
-    mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile == "strict")
-    if config.profile == "verify" and not state.has_ledger:
+    mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile.walks_graph)
+    if config.profile.judges_checks and not state.has_ledger:
         # no protocol: the required checks above decide; no claim is asked for
         return (codes[0] if codes else FinishCode.ALLOWED.value), problems, (), ()
     if mutated:
@@ -420,7 +420,7 @@ def decide_finish(
             completion_claimed=completion,
         )
     code, problems, stale, ungrounded = finish_problems(state, final_text, config, checks, weakened)
-    if config.profile == "strict" and not problems and state.gate not in ("G9", "SUCCESS"):
+    if config.profile.walks_graph and not problems and state.gate not in ("G9", "SUCCESS"):
         code = FinishCode.GATE_POSITION.value
         problems.append(
             f"[{code}] strict profile: finish from G9 CLEAN_STATE (you are at {state.gate}); "

@@ -22,7 +22,7 @@ __all__ = ["apply_gate_moves", "blocked_reason", "resume", "track"]
 
 def track(ledger: Ledger, config: Config, *, finished: bool = False) -> None:
     """Ledger/observe profiles: move the position to what runtime evidence implies."""
-    if config.profile == "strict":
+    if config.profile.walks_graph:
         return
     state = ledger.state
     target = derived_position(state, finished=finished)
@@ -70,7 +70,7 @@ def resume(ledger: Ledger, config: Config) -> None:
     state = ledger.state
     if state.gate not in TERMINALS:
         return
-    back = _gate_before_terminal(ledger) if config.profile == "strict" else None
+    back = _gate_before_terminal(ledger) if config.profile.walks_graph else None
     ledger.emit(
         "gate_moved",
         {"from": state.gate, "to": back or "G0", "kind": "resume", "by": "user", "guard": ""},

@@ -255,7 +255,7 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     if not files and change.complete:
         return ""
     state = ledger.state
-    violation = not plan_grounded(state) and config.profile != "verify"
+    violation = not plan_grounded(state) and config.profile.asks_protocol
     payload: dict[str, Any] = {
         "tool": call.tool,
         "tool_call_id": call.tool_call_id,
@@ -271,7 +271,7 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
         ledger.emit("unannounced_mutation" if files else "fingerprint_incomplete", payload)
     if not files:
         return ""
-    if config.profile == "observe":
+    if not config.profile.enforcing:
         return ""
     shown = ", ".join(files[:20]) + (" …" if len(files) > 20 else "")
     if violation:
@@ -286,7 +286,7 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
     return (
         f"[infomark] unannounced_mutation: this call changed tracked files: {shown}. It counts "
         "as the last modification: stamps on older evidence are stale; re-run the oracles."
-        if config.profile != "verify" or state.has_ledger
+        if config.profile.asks_protocol or state.has_ledger
         else f"[infomark] this call changed tracked files: {shown}. It counts as a change: "
         "run the project's checks again before you finish."
     )

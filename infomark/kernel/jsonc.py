@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     _json = None  # type: ignore[assignment]
 
-__all__ = ["dumps", "encode_basestring", "encoder", "loads"]
+__all__ = ["dumps", "encode_basestring", "encoder", "loads", "loads_compact"]
 
 _SPACE = " \t\n\r"  # json's WHITESPACE
 
@@ -80,6 +80,19 @@ def loads(s: str | bytes | bytearray) -> Any:
     return value
 
 
+def loads_compact(s: str) -> Any:
+    """``json.loads(s)`` for a value with no whitespace around it (what the journal stores):
+    one call of the C scanner. Anything else, or any error: :func:`loads` decides."""
+    if _scan is not None and type(s) is str:
+        try:
+            value, end = _scan(s, 0)
+        except Exception:
+            return loads(s)
+        if end == len(s):
+            return value
+    return loads(s)
+
+
 def _not_serializable(o: object) -> Any:
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
 
@@ -113,8 +126,9 @@ def dumps(
     separators: tuple[str, str] | None = None,
     ensure_ascii: bool = True,
     allow_nan: bool = True,
+    default: Callable[[Any], Any] | None = None,
 ) -> str:
-    """``json.dumps(obj, ...)`` for these options (indent, default and the rest: ``json``)."""
+    """``json.dumps(obj, ...)`` for these options (indent and the rest: ``json``)."""
     item, key = separators if separators is not None else (", ", ": ")
     if _json is not None:
         if type(obj) is str:
@@ -122,7 +136,7 @@ def dumps(
         try:  # a fresh encoder per call, as json.dumps makes one (its cycle markers)
             run = _json.make_encoder(
                 {},  # check_circular
-                _not_serializable,  # JSONEncoder.default
+                default or _not_serializable,  # JSONEncoder.default
                 _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring,
                 None,  # indent
                 key,
@@ -140,7 +154,7 @@ def dumps(
 
     return json.dumps(
         obj, sort_keys=sort_keys, separators=separators, ensure_ascii=ensure_ascii,
-        allow_nan=allow_nan,
+        allow_nan=allow_nan, default=default,
     )  # fmt: skip
 
 

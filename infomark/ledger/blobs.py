@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
+    from infomark.kernel.spooled import LargeText
+
 __all__ = ["PARTIAL", "BlobStore", "Blobs", "remove_partial"]
 
 PARTIAL: set[str] = set()  # temp files this process is writing right now
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
         def put(self, data: bytes) -> str: ...
 
         def put_text(self, text: str) -> tuple[str, int]: ...
+
+        def put_large(self, text: LargeText) -> tuple[str, int]: ...
 
         def get(self, digest: str) -> bytes | None: ...
 
@@ -172,6 +176,16 @@ class BlobStore:
         if not self._stored(hexd, size):
             self._write(hexd, _encoded(text))
         return "sha256:" + hexd, size
+
+    def put_large(self, text: LargeText) -> tuple[str, int]:
+        """Store a text streamed from the hook's stdin (:mod:`infomark.kernel.spooled`):
+        ``(digest, size)`` of its UTF-8 bytes, as :meth:`put_text` of the ``str`` it stands
+        for; read back from its spool a chunk at a time, written only when new."""
+        digest, size = text.digest()
+        hexd = digest.removeprefix("sha256:")
+        if not self._stored(hexd, size):
+            self._write(hexd, text.chunks())
+        return digest, size
 
     def _stored(self, hexd: str, size: int) -> bool:
         try:

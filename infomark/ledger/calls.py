@@ -10,6 +10,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from infomark.kernel.spooled import LargeText
+
 __all__ = ["ToolCall", "ToolOutcome"]
 
 
@@ -40,10 +42,12 @@ class ToolOutcome:
     """What a tool returned.
 
     ``exit_code`` is None for tools with no exit status (a read, a search); ``error``
-    is set when the tool itself failed or timed out.
+    is set when the tool itself failed or timed out. ``output`` is a
+    :class:`~infomark.kernel.spooled.LargeText` when the command hook streamed a result too
+    large to hold (it stands for the ``str`` of its parts).
     """
 
-    output: str | bytes = ""
+    output: str | bytes | LargeText = ""
     exit_code: int | None = None
     error: str | None = None
     duration_ms: float | None = None
@@ -53,7 +57,7 @@ class ToolOutcome:
     def failed(self) -> bool:
         return self.error is not None or self.is_error or (self.exit_code or 0) != 0
 
-    def with_output(self, output: str | bytes) -> ToolOutcome:
+    def with_output(self, output: str | bytes | LargeText) -> ToolOutcome:
         return ToolOutcome(
             output=output,
             exit_code=self.exit_code,

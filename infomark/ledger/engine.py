@@ -239,7 +239,9 @@ class Ledger:
         data = outcome.output
         if isinstance(data, bytes):
             return self.blobs.put(data), len(data)
-        return self.blobs.put_text(data)
+        if isinstance(data, str):
+            return self.blobs.put_text(data)
+        return self.blobs.put_large(data)  # streamed from the hook's stdin: never held whole
 
     def record(
         self,

@@ -28,6 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from infomark.kernel.spooled import LargeText
+
 __all__ = [
     "DECLARED_EVIDENCE",
     "REF_PATTERN",
@@ -113,8 +115,11 @@ def record_command(call: ToolCall) -> str:
     return normalize_command(f"{call.tool} {canonical_json(dict(call.input)).decode()}")
 
 
-def _output_bytes(output: str | bytes) -> bytes:
-    return output if isinstance(output, bytes) else output.encode("utf-8", "surrogatepass")
+def _output_digest(output: str | bytes | LargeText) -> tuple[str, int]:
+    if isinstance(output, bytes | str):
+        data = output if isinstance(output, bytes) else output.encode("utf-8", "surrogatepass")
+        return digest(data), len(data)
+    return output.digest()  # streamed from the hook's stdin (kernel.spooled)
 
 
 def build_record(
@@ -135,8 +140,7 @@ def build_record(
     ``output_digest`` and ``output_size``, so a large output is encoded and hashed once.
     """
     if output_digest is None or output_size is None:
-        data = _output_bytes(outcome.output)
-        output_digest, output_size = digest(data), len(data)
+        output_digest, output_size = _output_digest(outcome.output)
     inp = dict(call.input)
     record: dict[str, Any] = {
         "v": 1,

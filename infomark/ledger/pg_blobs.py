@@ -6,6 +6,10 @@ import hashlib
 
 from infomark.ledger.pg import PgJournal
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from infomark.kernel.spooled import LargeText
+
 __all__ = ["PgBlobStore"]
 
 
@@ -32,6 +36,11 @@ class PgBlobStore:
 
     def put_text(self, text: str) -> tuple[str, int]:
         data = text.encode("utf-8", "surrogatepass")
+        return self.put(data), len(data)
+
+    def put_large(self, text: LargeText) -> tuple[str, int]:
+        """A streamed text (``kernel.spooled``): one row holds it whole, so it is joined."""
+        data = b"".join(text.chunks())
         return self.put(data), len(data)
 
     def get(self, digest: str) -> bytes | None:

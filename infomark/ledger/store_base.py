@@ -131,7 +131,10 @@ def loads_object(text: object) -> dict[str, Any]:
     Verification reports the row (its hash no longer matches); readers skip it.
     """
     try:
-        value = jsonc.loads(text) if isinstance(text, str | bytes) else None
+        if type(text) is str:
+            value = jsonc.loads_compact(text)  # a stored payload: compact JSON
+        else:
+            value = jsonc.loads(text) if isinstance(text, str | bytes) else None
     except (ValueError, RecursionError):
         value = None
     return value if isinstance(value, dict) else {"__garbled__": True}

@@ -89,8 +89,8 @@ def _record_body(call: ToolCall, outcome: ToolOutcome, tool_class: str | None) -
     if isinstance(outcome.output, bytes):
         body["output"] = base64.b64encode(outcome.output).decode("ascii")
         body["output_encoding"] = "base64"
-    else:
-        body["output"] = outcome.output
+    else:  # a text streamed from a hook's stdin (kernel.spooled) is sent whole
+        body["output"] = str(outcome.output)
     body.update(
         exit_code=outcome.exit_code,
         error=outcome.error,

@@ -18,14 +18,25 @@ hidden, reading when read-only). What that costs, said plainly:
   ptrace of and (ABI 6) signals to any process outside the sandbox;
 * the network is closed for TCP only (ABI 4); without ABI 4 it stays open.
 
-The rules are applied by this file run as a script (``python -I -S landlock.py SPEC… -- argv``,
-the rules compressed on its command line,
+Drawing the rules lists each directory on the way to an exception once (``os.scandir``: the
+kinds come with the names), and each path gets one rule holding all it needs (a directory on
+the way gets everything that holds for all that is below it, so a read-only file's directory
+is readable and the file needs no rule of its own). :func:`prepared` keeps the built ruleset
+per policy in the process and uses it again while what it was drawn from is unchanged: the
+policy's real paths and which of them exist, the entries (names, inodes, kinds) of every
+directory it split, the file behind every path it granted by name. A change to any of these
+draws and builds it again; a ruleset is never edited once built.
+
+The rules are applied either in the caller's process (:class:`Prepared`: a thread restricts
+itself and starts the program, ``sandbox.run``) or by this file run as a script
+(``python -I -S landlock.py SPEC… -- argv``, the rules compressed on its command line,
 standard library only, ctypes syscalls): it restricts itself, changes to the working directory
 and ``exec``s the program, which inherits the restriction and can never lift it.
 """
 
 from __future__ import annotations
 
+import _thread
 import base64
 import ctypes
 import json
@@ -38,7 +49,9 @@ from collections.abc import Iterable, Sequence
 __all__ = [
     "Prepared",
     "abi",
+    "clear_cache",
     "preexec",
+    "prepared",
     "restrict",
     "restrict_self",
     "rules",
@@ -99,46 +112,140 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _split(tree: str, rights: int, exceptions: dict[str, int], out: list[Rule]) -> None:
-    """Grant ``rights`` on ``tree`` except below the paths in ``exceptions`` (path -> the
-    rights it gets instead, 0 for none), by granting the tree's other entries one by one."""
-    inner = {p: r for p, r in exceptions.items() if _under(p, tree)}
-    if tree in inner:
-        rights = inner.pop(tree)
-        inner = {p: r for p, r in inner.items() if p != tree}
-        if not rights:
-            return
-    if not inner:
-        out.append((tree, rights))
-        return
-    out.append((tree, rights & READ_DIR))  # on the way to an exception: listing only
+def _parent(path: str) -> str:
+    return os.path.dirname(path) if path != "/" else ""
+
+
+class _Inputs:
+    """A policy's paths as the kernel will see them: real, existing (read fresh every time)."""
+
+    __slots__ = ("hide", "keep", "key", "trees")
+
+    def __init__(
+        self, writable: Iterable[str], read_only: Iterable[str], hidden: Iterable[str]
+    ) -> None:
+        self.hide = tuple(sorted({os.path.realpath(p) for p in hidden if os.path.lexists(p)}))
+        self.keep = tuple(sorted({os.path.realpath(p) for p in read_only if os.path.lexists(p)}))
+        trees = dict.fromkeys(os.path.realpath(p) for p in (*writable, _DEVICES))
+        self.trees = tuple(t for t in trees if os.path.isdir(t))
+        self.key = (self.hide, self.keep, self.trees)
+
+    def want(self, path: str) -> int:
+        """The rights ``path`` must end up with: read everywhere, write in the writable trees
+        (read only below a read-only path there), nothing below a hidden path (a writable tree
+        inside a hidden one stays writable, as its own rules grant it)."""
+        rights = 0 if any(_under(path, h) for h in self.hide) else READ
+        for tree in self.trees:
+            if not _under(path, tree):
+                continue
+            if any(_under(h, tree) and _under(path, h) for h in self.hide):
+                continue
+            kept = any(_under(k, tree) and _under(path, k) for k in self.keep)
+            rights |= READ if kept else READ | WRITE
+        return rights
+
+
+Listing = tuple[tuple[str, int, int], ...]  # (name, inode, 0 file / 1 directory / 2 link)
+
+
+def _listing(path: str) -> Listing | None:
+    """A directory's entries as the rules depend on them (None: it cannot be listed)."""
     try:
-        names = sorted(os.listdir(tree))
+        with os.scandir(path) as it:
+            found = [
+                (e.name, e.inode(), 2 if e.is_symlink() else int(e.is_dir(follow_symlinks=False)))
+                for e in it
+            ]
     except OSError:
-        return
-    for name in names:
-        child = os.path.join(tree, name)
-        if os.path.islink(child):
-            continue  # reached through its target's own rules, never granted by its name
-        if os.path.isdir(child):
-            _split(child, rights, inner, out)
-        elif not any(_under(p, child) for p in inner):
-            out.append((child, rights & _FILE_RIGHTS))
-        elif inner.get(child):
-            out.append((child, inner[child] & _FILE_RIGHTS))
+        return None
+    return tuple(sorted(found))
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode))
+
+
+class _Drawing:
+    """The rules of one policy, and what they were drawn from (to tell when they are stale)."""
+
+    def __init__(self, inputs: _Inputs) -> None:
+        self.inputs = inputs
+        self.rules: list[Rule] = []
+        self.listed: list[tuple[str, Listing | None]] = []  # every directory split
+        self.seen: list[tuple[str, tuple[int, int, int] | None]] = []  # granted by name
+        points = {*inputs.hide, *inputs.keep, *inputs.trees}
+        self.kids: dict[str, set[str]] = {"/": set()}
+        self.beneath: dict[str, list[str]] = {}
+        for point in points:  # every path on the way to a point, and the points below each
+            child, up = point, _parent(point)
+            while up:
+                self.beneath.setdefault(up, []).append(point)
+                self.kids.setdefault(up, set()).add(child)
+                child, up = up, _parent(up)
+            self.kids.setdefault(point, set())
+        self._want: dict[str, int] = {}
+        self._node("/", True, 0, listed=False)
+
+    def want(self, path: str) -> int:
+        if path not in self._want:
+            self._want[path] = self.inputs.want(path)
+        return self._want[path]
+
+    def _node(self, path: str, is_dir: bool, inherited: int, *, listed: bool) -> None:
+        """Grant ``path`` (on the way to a point, or a point) what it needs: its own rights
+        when nothing below it needs fewer, else the right to list it and, one by one, its
+        entries (a directory's other entries get its rights)."""
+        rights = self.want(path) if is_dir else self.want(path) & _FILE_RIGHTS
+        if not listed:
+            self.seen.append((path, _identity(path)))
+        fewer = is_dir and any(rights & ~self.want(p) for p in self.beneath.get(path, ()))
+        if not fewer:
+            if rights & ~inherited:
+                self.rules.append((path, rights))
+            for kid in sorted(self.kids.get(path, ())):
+                kid_dir = bool(self.kids[kid]) or os.path.isdir(kid)  # a point may be a file
+                self._node(kid, kid_dir, inherited | rights, listed=False)
+            return
+        # on the way to an exception: what holds for everything below it, and listing
+        common = rights
+        for point in self.beneath.get(path, ()):
+            common &= self.want(point)
+        own = rights & (common | READ_DIR)
+        if own & ~inherited:
+            self.rules.append((path, own))
+        inherited |= own
+        entries = _listing(path)
+        self.listed.append((path, entries))
+        for name, _inode, kind in entries or ():
+            if kind == 2:
+                continue  # a link: reached through its target's own rules, never by its name
+            child = os.path.join(path, name)
+            if child in self.kids:
+                self._node(child, kind == 1, inherited, listed=True)
+                continue
+            mine = rights if kind == 1 else rights & _FILE_RIGHTS
+            if mine & ~inherited:
+                self.rules.append((child, mine))
+
+    def fresh(self, inputs: _Inputs) -> bool:
+        """Whether these rules still hold for ``inputs``: the same paths, every directory
+        split holding the same entries (names, inodes, kinds), every path granted by name
+        the same file."""
+        return (
+            inputs.key == self.inputs.key
+            and all(_identity(p) == ident for p, ident in self.seen)
+            and all(_listing(p) == entries for p, entries in self.listed)
+        )
 
 
 def rules(writable: Iterable[str], read_only: Iterable[str], hidden: Iterable[str]) -> list[Rule]:
     """The Landlock rules for a policy: read everything but ``hidden``, write ``writable``
-    but not ``read_only`` nor ``hidden``. Paths are real absolute paths."""
-    hide = {os.path.realpath(p): 0 for p in hidden if os.path.lexists(p)}
-    keep = {os.path.realpath(p): READ for p in read_only if os.path.lexists(p)}
-    out: list[Rule] = []
-    _split("/", READ, hide, out)
-    for tree in dict.fromkeys(os.path.realpath(p) for p in (*writable, _DEVICES)):
-        if os.path.isdir(tree):
-            _split(tree, READ | WRITE, {**{p: READ for p in keep}, **hide}, out)
-    return out
+    but not ``read_only`` nor ``hidden``."""
+    return _Drawing(_Inputs(writable, read_only, hidden)).rules
 
 
 def script_argv(
@@ -243,6 +350,13 @@ class Prepared:
         _libc()  # loaded here: the child never dlopen()s
         self.fd = ruleset(rule_list, network=network)
 
+    @classmethod
+    def adopt(cls, fd: int) -> Prepared:
+        """A :class:`Prepared` over the ruleset ``fd`` (it closes it)."""
+        made = cls.__new__(cls)
+        made.fd = fd
+        return made
+
     def __call__(self) -> None:
         restrict_self(self.fd)
 
@@ -256,6 +370,44 @@ def preexec(rule_list: Sequence[Rule], *, network: bool) -> Prepared:
     """The :class:`Prepared` ruleset of ``rule_list``; applying it raises ``SystemExit`` on
     failure, so whatever was to start after it never starts."""
     return Prepared(rule_list, network=network)
+
+
+_CACHE_SIZE = 8  # policies kept per process (one ruleset descriptor each)
+_cache: dict[tuple[object, ...], tuple[_Drawing, int]] = {}  # least recently used first
+_cache_lock = _thread.allocate_lock()
+
+
+def prepared(
+    writable: Iterable[str], read_only: Iterable[str], hidden: Iterable[str], *, network: bool
+) -> Prepared:
+    """The :class:`Prepared` ruleset of a policy (as :func:`rules` draws it), built once per
+    process and reused while what it was drawn from is unchanged: the policy's real paths,
+    the entries (names, inodes, kinds) of every directory split around an exception, and the
+    files granted by name. Anything else changed, and the rules are drawn and built again.
+    A ruleset is never changed once built, and a thread restricted by it keeps its own copy
+    of the rules; the caller closes what it gets (a duplicate of the kept descriptor)."""
+    inputs = _Inputs(writable, read_only, hidden)
+    key = (inputs.key, network)
+    _libc()
+    with _cache_lock:
+        found = _cache.pop(key, None)
+        if found is not None and not found[0].fresh(inputs):
+            os.close(found[1])
+            found = None
+        if found is None:
+            drawing = _Drawing(inputs)
+            found = (drawing, ruleset(drawing.rules, network=network))
+        _cache[key] = found
+        while len(_cache) > _CACHE_SIZE:
+            os.close(_cache.pop(next(iter(_cache)))[1])
+        return Prepared.adopt(os.dup(found[1]))
+
+
+def clear_cache() -> None:
+    """Forget every kept ruleset (the next :func:`prepared` draws and builds again)."""
+    with _cache_lock:
+        while _cache:
+            os.close(_cache.popitem()[1][1])
 
 
 def main(args: Sequence[str]) -> None:

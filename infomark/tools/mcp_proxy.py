@@ -44,9 +44,9 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from infomark._version import __version__
-from infomark.gates.config import PROFILES
 from infomark.kernel.environ import child_env
 from infomark.kernel.errors import InfomarkError
+from infomark.kernel.profiles import PROFILES
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates
 from infomark.tools.mcp_forward import Forwarder, Relay
@@ -482,7 +482,7 @@ def run_proxy(
     text = ""
     try:
         gk.record_sandbox(boxed.sandboxed, host=boxed.host, detail=boxed.detail, fix=boxed.fix)
-        text = warning(boxed, enforcing=gk.config.profile != "observe")
+        text = warning(boxed, enforcing=gk.config.profile.enforcing)
     except InfomarkError as exc:
         _warn(str(exc))
         gk.close()

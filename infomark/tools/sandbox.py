@@ -440,8 +440,9 @@ def _start(
     if status.backend is SandboxBackend.LANDLOCK:
         from infomark.tools import landlock
 
-        rule_list = landlock.rules(policy.writable, policy.read_only, policy.hidden)
-        landlocked = landlock.preexec(rule_list, network=policy.network)
+        landlocked = landlock.prepared(
+            policy.writable, policy.read_only, policy.hidden, network=policy.network
+        )
 
     def _popen() -> subprocess.Popen[bytes]:
         return subprocess.Popen(

@@ -25,8 +25,8 @@ from typing import Any
 
 import uvicorn
 
-from infomark.gates.config import PROFILES
 from infomark.kernel.errors import InfomarkError
+from infomark.kernel.profiles import PROFILES
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
 __all__ = ["READY_PREFIX", "is_loopback", "main", "serve"]
@@ -146,13 +146,15 @@ def serve(
     max_open_sessions: int = 128,
     operator_token_file: Path | str | None = None,
     operator_token_fd: int | None = None,
+    agent_sandbox: str | None = None,
 ) -> None:
     """Serve the ledger home ``home`` on ``host:port`` until SIGINT/SIGTERM.
 
     ``port=0`` picks a free port; the readiness line and ``port_file`` say which.
     Binding a non-loopback host prints a warning: the token is then the only guard.
     Raises :class:`InfomarkError` for a bad home/config and ``OSError`` when the
-    address cannot be bound.
+    address cannot be bound. ``agent_sandbox``: the operator's declaration that the agent's
+    commands run in an OS sandbox hiding the home (:func:`~infomark.tools.service.create_app`).
     """
     from infomark.ledger.home import default_home
 
@@ -168,6 +170,14 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+    if agent_sandbox is not None and agent_sandbox.strip():
+        print(
+            f"infomark: --agent-sandbox: the operator declares that the agent's commands run in "
+            f"an OS sandbox that hides the home ({' '.join(agent_sandbox.split())[:300]}); the "
+            "runs recorded over HTTP ground claims",
+            file=sys.stderr,
+            flush=True,
+        )
     app = create_app(
         home_p,
         root=root,
@@ -176,6 +186,7 @@ def serve(
         max_open_sessions=max_open_sessions,
         operator_token_file=operator_token_file,
         operator_token_fd=operator_token_fd,
+        agent_sandbox=agent_sandbox,
     )
     sock = _bind(host, port)
     bound = int(sock.getsockname()[1])
@@ -217,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-open-sessions", type=int, default=128)
     parser.add_argument("--operator-token-file", type=Path, default=None)
     parser.add_argument("--operator-token-fd", type=int, default=None)
+    parser.add_argument("--agent-sandbox", default=None, metavar="HOW")
     args = parser.parse_args(argv)
     try:
         from infomark.tools.otel import start_process_export
@@ -234,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             max_open_sessions=args.max_open_sessions,
             operator_token_file=args.operator_token_file,
             operator_token_fd=args.operator_token_fd,
+            agent_sandbox=args.agent_sandbox,
         )
     except InfomarkError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -37,6 +37,7 @@ from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import UserError
+from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
@@ -77,6 +78,7 @@ from infomark.tools.api_models import (
 )
 from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.hooks.claude_code import handle as handle_hook
+from infomark.tools.hooks.sandboxed import WARNED_CURSOR, AgentSandbox, warning
 from infomark.tools.openapi import main as _openapi_main
 from infomark.tools.openapi import openapi_document, openapi_json
 from infomark.tools.operator_token import check_operator, operator_token
@@ -103,12 +105,14 @@ from infomark.tools.service_pool import SessionPool
 __all__ = [
     "API_PREFIX",
     "API_VERSION",
+    "HTTP_HOST",
     "MAX_BODY_BYTES",
     "OPERATIONS",
     "PROJECT_HEADER",
     "SESSION_PATTERN",
     "Operation",
     "create_app",
+    "declared_sandbox",
     "evidence_body",
     "hook_http_body",
     "openapi_document",
@@ -149,6 +153,31 @@ def _hook_root(request: Request, payload: Any, default: Path) -> Path:
     return default
 
 
+HTTP_HOST = "http"
+"""The ``host`` of the ``agent_sandbox`` status the service's own routes record."""
+
+
+def declared_sandbox(declaration: str | None) -> AgentSandbox:
+    """Whether the agent's commands run sandboxed, as the operator declared it when the service
+    started (``--agent-sandbox HOW``); without a declaration, not sandboxed. Nothing a request
+    carries changes it: the agent's own commands cannot vouch for their sandbox. A declared
+    sandbox is journaled only where it ends a "not sandboxed" span these routes recorded; a
+    session with no status counts its runs already (as the Python API's caller vouches)."""
+    if declaration is not None and declaration.strip():
+        how = " ".join(declaration.split())[:300]
+        return AgentSandbox(
+            True, HTTP_HOST, f"declared by the operator at the service's start: {how}"
+        )
+    return AgentSandbox(
+        False,
+        HTTP_HOST,
+        "the HTTP service was started without --agent-sandbox, so nothing shows that the "
+        "agent's commands run in an OS sandbox that hides the ledger home",
+        "run the agent's commands in an OS sandbox that hides the ledger home (as `infomark "
+        "run` does), then restart the service as `infomark serve --agent-sandbox 'HOW'`",
+    )
+
+
 class _Service:
     """One method per route of :data:`OPERATIONS` (the router calls them by name)."""
 
@@ -160,12 +189,38 @@ class _Service:
         poll_seconds: float,
         stopping: Any,
         operator_token: str | None = None,
+        agent_sandbox: AgentSandbox | None = None,
     ) -> None:
         self.pool = pool
         self.operator_token = operator_token
         self.limit = max_body_bytes
         self.poll = poll_seconds
         self.stopping: threading.Event = stopping
+        self.sandbox = agent_sandbox if agent_sandbox is not None else declared_sandbox(None)
+
+    def _sandbox(self, gk: SessionLike) -> str:
+        """Journal the operator's declaration for a session these routes drive, before what
+        they record, and say so once per span while the agent's commands are not known to be
+        sandboxed (the warning goes with the answer, for the model and the user). A status a
+        hook host judged (the hook route reads the host's settings) is kept, unless it says
+        "sandboxed" and the service has no declaration: these routes never turn a session
+        to "sandboxed" without the operator."""
+        live = cast("Gatekeeper", gk)  # the pool holds what create_app opened: Gatekeepers
+        box = live.state.agent_sandbox
+        mine = self.sandbox
+        if box and box.get("host") != HTTP_HOST and (mine.sandboxed or not box.get("sandboxed")):
+            return ""
+        if not box and mine.sandboxed:
+            return ""  # nothing recorded counts the runs already: the operator vouches for them
+        live.record_sandbox(mine.sandboxed, host=mine.host, detail=mine.detail, fix=mine.fix)
+        if mine.sandboxed:
+            return ""
+        state = live.state
+        since = state.unsandboxed[-1][0] if state.unsandboxed else 0
+        if state.cursors.get(WARNED_CURSOR) == since:
+            return ""
+        live.store_cursor(WARNED_CURSOR, since)
+        return warning(mine, enforcing=live.config.profile != "observe")
 
     async def health(self, request: Request) -> Response:
         return json_response(
@@ -212,8 +267,15 @@ class _Service:
         s = path_session(request)
         body = await read_model(request, AuthorizeRequest, self.limit)
         call = body.call()
-        decision = await self.pool.run(s, lambda gk: gk.authorize(call, tool_class=body.tool_class))
-        return checked(DecisionOut, decision.to_dict())
+
+        def go(gk: SessionLike) -> dict[str, Any]:
+            said = self._sandbox(gk)
+            out = gk.authorize(call, tool_class=body.tool_class).to_dict()
+            if said:
+                out["instructions"] = "\n\n".join(t for t in (said, out["instructions"]) if t)
+            return out
+
+        return checked(DecisionOut, await self.pool.run(s, go))
 
     async def record(self, request: Request) -> Response:
         s = path_session(request)
@@ -221,6 +283,7 @@ class _Service:
         call, outcome = body.call(), record_outcome(body)
 
         def go(gk: SessionLike) -> dict[str, Any]:
+            said = self._sandbox(gk)  # before the evidence: its span decides what it grounds
             evidence = gk.record(
                 call,
                 outcome,
@@ -229,6 +292,7 @@ class _Service:
                 background_id=body.background_id,
             )
             text = gk.after_tool_text(call, outcome, evidence)  # popped: delivered once, here
+            text = "\n\n".join(t for t in (said, text) if t)
             return {**evidence_body(evidence), "instructions": text}
 
         return checked(RecordOut, await self.pool.run(s, go))
@@ -285,7 +349,12 @@ class _Service:
     async def turn(self, request: Request) -> Response:
         s = path_session(request)
         body = await read_model(request, TurnRequest, self.limit)
-        context = await self.pool.run(s, lambda gk: gk.new_turn(body.prompt))
+
+        def go(gk: SessionLike) -> str:
+            said = self._sandbox(gk)
+            return "\n\n".join(t for t in (said, gk.new_turn(body.prompt)) if t)
+
+        context = await self.pool.run(s, go)
         return checked(TurnOut, {"ok": True, "context": context or ""})
 
     async def move(self, request: Request) -> Response:
@@ -430,7 +499,8 @@ class _Service:
                     root=root,
                     gatekeeper=cast("Gatekeeper", gk),
                     config_error=error,
-                    profile=config.profile if error is None else "ledger",  # as _profile reads it
+                    # a broken configuration: an enforcing profile, as _profile reads it
+                    profile=config.profile if error is None else Profile.LEDGER,
                 )
 
             answer = await pool.run(str(sid), go, root=root, config=config)
@@ -450,6 +520,7 @@ def create_app(
     max_open_sessions: int = 128,
     operator_token_file: Path | str | None = None,
     operator_token_fd: int | None = None,
+    agent_sandbox: str | None = None,
 ) -> Starlette:
     """The ASGI app of the service over the ledger home ``home``.
 
@@ -460,7 +531,10 @@ def create_app(
     ``app.state.stopping`` (a ``threading.Event``) ends following event streams:
     the server sets it when it starts shutting down. ``operator_token_file`` holds the
     token ``POST …/approve`` needs (:mod:`infomark.tools.operator_token`); without it the
-    route refuses every approval.
+    route refuses every approval. ``agent_sandbox`` is the operator's declaration that the
+    agent's commands run in an OS sandbox hiding the home (how, in words); without it the
+    sessions these routes drive record that they do not (:func:`declared_sandbox`), so in
+    the enforcing profiles the agent's own runs ground nothing (``unsandboxed_run``).
     """
     home_p = Path(home)
     root_p = Path(root) if root is not None else Path.cwd()
@@ -491,6 +565,7 @@ def create_app(
         poll_seconds=poll_seconds,
         stopping=stopping,
         operator_token=operator,
+        agent_sandbox=declared_sandbox(agent_sandbox),
     )
     # The hook route first: the router tries each path in turn, and it is the one called on
     # every tool call (no other path overlaps it, so the order changes nothing else).

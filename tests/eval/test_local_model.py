@@ -79,7 +79,44 @@ def test_the_server_is_started_waited_for_and_stopped_by_pid(tmp_path: Path) -> 
         os.kill(pid, 0)
 
 
+def test_the_server_never_writes_to_the_eval_s_stdout(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`make eval-real` redirects the eval's stdout into the JSON report: the server's own
+    lines must not land there (they did: the first report began with "serving …")."""
+    code = "print('serving the model at 127.0.0.1', flush=True); raise SystemExit(3)"
+    server = LocalServer(tmp_path / "m.gguf", command=[sys.executable, "-c", code])
+    with pytest.raises(UserError):
+        server.start()
+    out, err = capfd.readouterr()
+    assert "serving the model" not in out and "serving the model" in err
+
+
 def test_a_server_that_dies_at_start_is_an_error(tmp_path: Path) -> None:
     server = LocalServer(tmp_path / "m.gguf", command=[sys.executable, "-c", "raise SystemExit(3)"])
     with pytest.raises(UserError, match="exited with 3 at start"):
         server.start()
+
+
+def test_realtime_is_asked_for_before_the_server_threads_start(tmp_path: Path) -> None:
+    """``--realtime`` reaches the server's command line, and the priority is taken by the
+    process (inherited by the threads it starts) or refused with a warning, never a crash."""
+    import subprocess
+
+    srv = LocalServer(tmp_path / "m.gguf", port=1, realtime=True)
+    assert srv._argv[-1] == "--realtime" and "--slots" in srv._argv
+    assert "--realtime" not in LocalServer(tmp_path / "m.gguf", port=1)._argv
+    code = (
+        "import os, threading; from infomark.tools.eval.local_model import _realtime; "
+        "_realtime(); box = []; "
+        "t = threading.Thread(target=lambda: box.append(os.sched_getscheduler(0))); "
+        "t.start(); t.join(); print(os.sched_getscheduler(0), box[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    out = done.stdout
+    if "warning: --realtime not applied" in done.stderr:  # no CAP_SYS_NICE here
+        assert out.split()[-2:] == [str(os.SCHED_OTHER)] * 2
+    else:
+        assert out.split() == [str(os.SCHED_RR)] * 2

@@ -98,12 +98,20 @@ _PIECES = st.sampled_from(
 @example("\ufeff[]")  # json refuses a BOM in a str
 @example("")
 def test_loads_text_matches_json_including_errors(text: str) -> None:
-    ours, theirs = _outcome(jsonc.loads, text), _outcome(json.loads, text)
-    assert ours[0] == theirs[0]
-    if ours[0] == "ok":
-        assert _same(ours[1], theirs[1])
-    else:
-        assert ours[1] == theirs[1]  # same exception type and message (position included)
+    theirs = _outcome(json.loads, text)
+    for loads in (jsonc.loads, jsonc.loads_compact):
+        ours = _outcome(loads, text)
+        assert ours[0] == theirs[0]
+        if ours[0] == "ok":
+            assert _same(ours[1], theirs[1])
+        else:
+            assert ours[1] == theirs[1]  # same exception type and message (position included)
+
+
+@given(VALUES)
+def test_loads_compact_of_compact_json_is_json_loads(value: Any) -> None:
+    text = json.dumps(value, separators=(",", ":"))
+    assert _same(jsonc.loads_compact(text), json.loads(text))
 
 
 @given(st.binary(max_size=24))

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -91,6 +91,12 @@ def _env(store: str | None = None) -> dict[str, str]:
     return env
 
 
+#: What the tests' services declare by default (``serve --agent-sandbox``): no agent runs
+#: anything here, the tests' own calls stand for its commands; the sandbox's own tests
+#: (test_service_sandbox.py) start services without it.
+FIXTURE_SANDBOX = "no agent: the tests' own calls stand for its commands"
+
+
 def start_service(
     base: Path,
     *extra: str,
@@ -99,11 +105,13 @@ def start_service(
     project: Path | None = None,
     env_extra: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
+    agent_sandbox: str | None = FIXTURE_SANDBOX,
 ) -> Service:
     """``infomark serve`` on ``base/project``; ``store`` a PostgreSQL URL (the service's
     ``INFOMARK_STORE``); ``home`` another home than ``base/project/.infomark``; ``project``
     another (existing) project root; ``env_extra`` variables added to its environment,
-    ``pass_fds`` descriptors it inherits."""
+    ``pass_fds`` descriptors it inherits; ``agent_sandbox`` the operator's declaration (None:
+    none)."""
     if project is None:
         from helpers import OWN_RUNS_TOML
 
@@ -125,6 +133,7 @@ def start_service(
         "127.0.0.1",
         "--port",
         "0",
+        *(["--agent-sandbox", agent_sandbox] if agent_sandbox is not None else []),
         *extra,
     ]
     proc = subprocess.Popen(
@@ -178,8 +187,8 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Service]]:
     """Start a private server with extra ``serve`` flags; stopped after the test."""
     started: list[Service] = []
 
-    def start(*extra: str) -> Service:
-        svc = start_service(tmp_path / f"svc{len(started)}", *extra)
+    def start(*extra: str, **options: Any) -> Service:
+        svc = start_service(tmp_path / f"svc{len(started)}", *extra, **options)
         started.append(svc)
         return svc
 

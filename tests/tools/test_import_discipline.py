@@ -140,6 +140,7 @@ PRETOOL_MODULES = {
     "infomark.kernel.infomark",
     "infomark.kernel.lazyre",
     "infomark.kernel.paths",  # pathlib's answers on str, for the few that differ from os.path
+    "infomark.kernel.profiles",  # the Profile enum the gates and the failsafe ask (issue 29)
     "infomark.kernel.reasons",
     "infomark.kernel.records",
     "infomark.kernel.runners",  # each runner's configuration names (issue 26): grading, scratch

@@ -65,15 +65,37 @@ def _reader(command: str | None) -> bool:
 def first_line(result: ToolResult, limit: int = 120) -> str:
     """The first informative line of a failure (skipping a bare ``Exit code N``)."""
     out = result.outcome.output
-    text = out.decode("utf-8", "replace") if isinstance(out, bytes) else out
-    for chunk in (result.outcome.error or "", text):
-        for line in chunk.splitlines():
-            s = line.strip()
-            if s and not (s.startswith("Exit code ") and s[10:].strip().lstrip("-").isdigit()):
-                return _short(s, limit)
+    found = None
+    for chunk in (result.outcome.error or "", out):
+        if isinstance(chunk, bytes | str):
+            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
+            found = next(filter(None, (_informative(ln, limit) for ln in text.splitlines())), None)
+        else:  # a result streamed from the hook's stdin: read line by line, never whole
+            found = chunk.first_line(
+                lambda ln: _informative(ln, limit), lambda start: _long_line(start, limit)
+            )
+        if found is not None:
+            return found
     if result.outcome.exit_code is not None:
         return f"exit code {result.outcome.exit_code}"
     return "(no output)"
+
+
+def _informative(line: str, limit: int) -> str | None:
+    s = line.strip()
+    if s and not (s.startswith("Exit code ") and s[10:].strip().lstrip("-").isdigit()):
+        return _short(s, limit)
+    return None
+
+
+def _long_line(start: str, limit: int) -> str | None:
+    """``_informative`` of a line that goes on past ``start``, when ``start`` decides it: its
+    words already run past ``limit`` (what follows only lengthens the cut), and it cannot
+    be a bare ``Exit code N``. None: undecided."""
+    text = " ".join(start.split())
+    if len(text) <= limit or start.lstrip().startswith("Exit code"):
+        return None
+    return text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,6 +154,37 @@ def _session(task: Task, policy: Policy, repeat: int) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", f"{task.name}.{policy.name}")[:60] + f".r{repeat}"
 
 
+def _check_args(
+    policies: Sequence[Policy], *, repeat: int, jobs: int, max_steps: int, max_tokens: int | None
+) -> None:
+    if len(policies) < 2:
+        raise UserError("infomark eval needs two policies to compare: --policy A --policy B")
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        raise UserError(f"--policy names must differ: {', '.join(names)}")
+    for flag, value in (("--repeat", repeat), ("--jobs", jobs), ("--max-steps", max_steps)):
+        if value < 1:
+            raise UserError(f"{flag} must be 1 or more")
+    if max_tokens is not None and max_tokens < 1:
+        raise UserError("--max-tokens must be 1 or more")
+
+
+def _plan(
+    suite: Suite, policies: Sequence[Policy], repeat: int, skipped: dict[str, str]
+) -> list[tuple[Task, int, Policy]]:
+    """Every run, interleaved (A B A B, the same seed per pair); a task this machine cannot
+    run goes to ``skipped`` with what it needs."""
+    plan: list[tuple[Task, int, Policy]] = []
+    for task in suite.tasks:
+        missing = task.missing()
+        if missing:
+            skipped[task.name] = "needs " + ", ".join(missing)
+            continue
+        for r in range(repeat):
+            plan += [(task, r, p) for p in policies]
+    return plan
+
+
 def run_eval(
     suite: Suite,
     policies: Sequence[Policy],
@@ -171,19 +202,7 @@ def run_eval(
     jobs: int = 1,
 ) -> EvalResult:
     """Run every task under every policy ``repeat`` times; the records, in run order."""
-    if len(policies) < 2:
-        raise UserError("infomark eval needs two policies to compare: --policy A --policy B")
-    names = [p.name for p in policies]
-    if len(set(names)) != len(names):
-        raise UserError(f"--policy names must differ: {', '.join(names)}")
-    if repeat < 1:
-        raise UserError("--repeat must be 1 or more")
-    if jobs < 1:
-        raise UserError("--jobs must be 1 or more")
-    if max_steps < 1:
-        raise UserError("--max-steps must be 1 or more")
-    if max_tokens is not None and max_tokens < 1:
-        raise UserError("--max-tokens must be 1 or more")
+    _check_args(policies, repeat=repeat, jobs=jobs, max_steps=max_steps, max_tokens=max_tokens)
     rates = rates or FailureRates()
     claude: Path | None = None
     if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
@@ -222,14 +241,7 @@ def run_eval(
 
     base = Path(workdir) if workdir is not None else scratch_dir()
     server = ScriptedModelServer(default=dispatch).start()
-    plan: list[tuple[Task, int, Policy]] = []
-    for task in suite.tasks:
-        missing = task.missing()
-        if missing:
-            result.skipped[task.name] = "needs " + ", ".join(missing)
-            continue
-        for r in range(repeat):
-            plan += [(task, r, p) for p in policies]  # interleaved: A B A B, same seed per pair
+    plan = _plan(suite, policies, repeat, result.skipped)
 
     def one(item: tuple[Task, int, Policy]) -> RunRecord:
         task, r, policy = item
@@ -300,7 +312,7 @@ def _run_one(
     )
     cls = Runner if policy.finish_gate else _RecordingRunner
     config = policy.config
-    if config.profile == "verify" and not config.oracle_require:
+    if config.profile.judges_checks and not config.oracle_require:
         # the check a team would name for this project: the task's own test command
         config = replace(config, oracle_require=(task.spec.test_command,))
     # plain HTTP to the harness's own server: no TLS context (loading the CA bundle costs

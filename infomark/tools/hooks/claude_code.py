@@ -22,6 +22,7 @@ from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError, StoreBusyError
 from infomark.kernel.lazyre import lazy_compile
+from infomark.kernel.profiles import Profile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import is_session_id
 from infomark.kernel.tools import ToolClass, lookup_tool
@@ -55,13 +56,14 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
     from infomark.gatekeeper import Gatekeeper
+    from infomark.kernel.spooled import LargeText
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
     HostStep = Callable[[Gatekeeper, str, dict[str, Any]], tuple[str, dict[str, Any], str]]
 
 __all__ = ["LAST_PROFILE", "HookAnswer", "handle", "tool_call_from"]
 
-LAST_PROFILE: list[str] = ["ledger"]  # the profile being judged (read by the watchdog)
+LAST_PROFILE: list[Profile] = [Profile.LEDGER]  # the profile being judged (read by the watchdog)
 _EXIT_CODE = lazy_compile(r"\s*Exit code (-?\d+)")
 _BACKGROUND_READERS = ("bashoutput", "taskoutput")  # read a run_in_background shell's result
 
@@ -113,32 +115,61 @@ def _outcome_from(payload: dict[str, Any], failed: bool) -> ToolOutcome:
     if isinstance(response, dict) and tool in _BACKGROUND_READERS:
         code = response.get("exitCode", response.get("exit_code"))
         if isinstance(code, int) and not isinstance(code, bool):  # the background run ended
-            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            out = _joined(response.get("stdout"), response.get("stderr"))
             return ToolOutcome(output=out, exit_code=code, duration_ms=duration_ms)
     if isinstance(response, dict):
         if is_shell:
-            out = str(response.get("stdout") or "") + str(response.get("stderr") or "")
+            out = _joined(response.get("stdout"), response.get("stderr"))
             if response.get("interrupted"):
                 return ToolOutcome(
                     output=out, error="interrupted", is_error=True, duration_ms=duration_ms
                 )
             return ToolOutcome(output=out, exit_code=0, duration_ms=duration_ms)
-        text = jsonc.dumps(response, sort_keys=True, ensure_ascii=False)
-        return ToolOutcome(output=text, duration_ms=duration_ms)
+        from infomark.kernel.spooled import dumps_sorted  # a streamed payload's strings too
+
+        return ToolOutcome(output=dumps_sorted(response), duration_ms=duration_ms)
     return ToolOutcome(
-        output="" if response is None else str(response),
+        output=_text_of(response),
         exit_code=0 if is_shell else None,
         duration_ms=duration_ms,
     )
 
 
+def _joined(stdout: object, stderr: object) -> str | LargeText:
+    """``str(stdout or "") + str(stderr or "")``; a :class:`LargeText` when either is a
+    string spooled from a streamed payload (``tools/hooks/stdin_json.py``)."""
+    from infomark.kernel.spooled import LargeText, Spooled
+
+    parts = [v if isinstance(v, Spooled) else str(v or "") for v in (stdout, stderr)]
+    if not any(isinstance(p, Spooled) for p in parts):
+        return "".join(str(p) for p in parts)
+    return LargeText(tuple(p for p in parts if p))
+
+
+def _text_of(response: object) -> str | LargeText:
+    """``"" if response is None else str(response)``, for a response that is not a dict."""
+    if response is None:
+        return ""
+    from infomark.kernel.spooled import LargeText, Spooled, has_spooled, materialized
+
+    if isinstance(response, Spooled):
+        return LargeText((response,))
+    if has_spooled(response):  # str() of a list: its repr, from the whole strings
+        return str(materialized(response))
+    return str(response)
+
+
 def _background_id(payload: dict[str, Any]) -> str | None:
     """The shell id Claude Code gave a ``run_in_background`` command, when it did."""
+    from infomark.kernel.spooled import Spooled
+
     response = payload.get("tool_response")
     if not isinstance(response, dict):
         return None
     for key in ("backgroundTaskId", "shellId", "bash_id", "task_id"):
         value = response.get(key)
+        if isinstance(value, Spooled):  # a streamed payload's long string (never, in practice)
+            value = value.text()
         if isinstance(value, str) and value:
             return value
     return None
@@ -199,7 +230,7 @@ def _start_text(gk: Gatekeeper) -> str:
     work as usual, and which checks its finish will be judged on."""
     from infomark.kernel.protocol import VERIFY_BRIEF_HEAD, render_protocol
 
-    if gk.config.profile != "verify":
+    if gk.config.profile.asks_protocol:
         return render_protocol()
     checks = ", ".join(f"`{c.check}`" for c in gk.check_status()) or "(none found)"
     how = (
@@ -227,7 +258,9 @@ def _summary(gk: Gatekeeper) -> str:
     )
 
 
-_SANDBOX_WARNED = "sandbox_warned"  # cursor: the unsandboxed span the first decision named
+# cursor: the unsandboxed span the first decision named (sandboxed.WARNED_CURSOR, not imported
+# here: that module loads only when the status is judged)
+_SANDBOX_WARNED = "sandbox_warned"
 
 
 def _sandbox_check(gk: Gatekeeper, payload: dict[str, Any], *, start: bool) -> str:
@@ -253,7 +286,7 @@ def _sandbox_check(gk: Gatekeeper, payload: dict[str, Any], *, start: bool) -> s
 
     box = state.agent_sandbox
     status = AgentSandbox(False, str(box.get("host")), str(box.get("detail")), str(box.get("fix")))
-    return warning(status, enforcing=gk.config.profile != "observe")
+    return warning(status, enforcing=gk.config.profile.enforcing)
 
 
 _PENDING = "compaction_pending"  # cursor: 0 idle, 1 reported (PreCompact), 2 re-injected
@@ -380,14 +413,14 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _profile(root: StrPath, home: StrPath) -> str:
+def _profile(root: StrPath, home: StrPath) -> Profile:
     """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
 
         return load_config(root, home).profile
     except Exception:  # a broken config must not switch the gatekeeper off
-        return "ledger"
+        return Profile.LEDGER
 
 
 _where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
@@ -401,8 +434,8 @@ def _malformed(payload: dict[str, Any]) -> str | None:
     if isinstance(session, str) and session and not is_session_id(session):
         return f"session_id {session[:80]!r} is not a valid session id"
     for key in ("tool_input", "tool_response"):
-        try:
-            jsonc.dumps(payload.get(key), allow_nan=False)
+        try:  # a string spooled from a streamed payload stands in as one
+            jsonc.dumps(payload.get(key), allow_nan=False, default=_spooled_as_str)
         except (ValueError, TypeError, RecursionError):
             return f"{key} holds values that are not JSON (NaN, Infinity, or nested too deep)"
     if event == "PreToolUse":
@@ -411,6 +444,14 @@ def _malformed(payload: dict[str, Any]) -> str | None:
         if not isinstance(payload.get("tool_input"), dict):
             return "tool_input must be an object"
     return None
+
+
+def _spooled_as_str(value: object) -> str:
+    from infomark.kernel.spooled import Spooled
+
+    if isinstance(value, Spooled):
+        return ""
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _quick_verify(gk: Gatekeeper, home: StrPath) -> None:
@@ -457,7 +498,7 @@ def _failed(
     gk: Gatekeeper | None,
     event: str,
     payload: dict[str, Any],
-    profile: str,
+    profile: Profile,
     *,
     home: StrPath,
     root: StrPath,
@@ -487,7 +528,7 @@ def handle(
     config_error: ConfigError | None = None,
     event_hint: str | None = None,
     detail: str = "",
-    profile: str | None = None,
+    profile: Profile | None = None,
     host_step: HostStep | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.

@@ -17,7 +17,7 @@ from infomark.kernel import jsonc
 from infomark.tools.hooks.answer import HookAnswer
 from infomark.tools.hooks.deadline import DEADLINE_S, deadline
 
-__all__ = ["DEADLINE_S", "OTEL_EXPORT_S", "STORE_WAIT_S", "run_hook"]
+__all__ = ["DEADLINE_S", "OTEL_EXPORT_S", "STORE_WAIT_S", "STREAM_AT", "run_hook"]
 
 STORE_WAIT_S = 2.5  # every lock wait of the journal, in total
 OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), after the answer
@@ -111,6 +111,7 @@ def _exit_after(code: int, seconds: float) -> None:
 
 
 _LARGE = 1_000_000  # a payload this big is named as the likely cause of a timeout
+STREAM_AT = 1 << 20  # a payload larger than this is streamed from stdin, in blocks this size
 _RESULTS = ("PostToolUse", "PostToolUseFailure")
 # After a result's timeout: the lock wait and the whole journaling step (the answer is out
 # already; the host's hook timeout is 30 s, install.py)
@@ -229,23 +230,11 @@ def run_hook(args: list[str]) -> int:
     dog = _Watchdog(home, root)
     dog.host = host
     dog.start()
-    raw = sys.stdin.buffer.read()
-    from infomark.tools.hooks.failsafe import sniff_event
-
-    dog.event = sniff_event(raw)
-    dog.size = len(raw)
-    payload: object = None
-    detail = ""
-    text = raw.decode("utf-8", "replace") if raw.strip() else ""
-    if url is None:  # only the forwarding hook sends the bytes on: a large result's copies
-        raw = b""  # in memory at once are the text, then the text and the parsed payload
-    try:
-        payload = jsonc.loads(text) if text else None
-        if payload is None:
-            detail = "stdin was empty"
-    except (ValueError, RecursionError) as exc:
-        detail = f"stdin is not usable JSON: {type(exc).__name__}: {str(exc)[:200]}"
-    text = ""
+    # only the forwarding hook sends the bytes on; the others judge locally (a large
+    # payload streamed, its long tool_response strings never held)
+    raw, payload, detail = _read_payload(dog, streamed=url is None and host is None)
+    if url is None:
+        raw = b""
     dog.payload = payload
     if host is not None:
         from infomark.tools.hosts.core import handle_host, load_spec
@@ -270,6 +259,44 @@ def run_hook(args: list[str]) -> int:
     if otel is not None:
         _otel_send(*otel)
     return answer.exit_code
+
+
+def _read_payload(dog: _Watchdog, *, streamed: bool) -> tuple[bytes, object, str]:
+    """Read and parse stdin: ``(its bytes, the payload, why it is unusable or "")``.
+
+    ``streamed``: a payload over :data:`STREAM_AT` bytes is read as a stream
+    (``tools/hooks/stdin_json.py``), and the bytes returned are its first block; a shorter
+    read is the whole payload (a buffered read returns less only at the end).
+    """
+    stream = sys.stdin.buffer
+    skimmed = None
+    raw = stream.read(STREAM_AT) if streamed else stream.read()
+    size, text = len(raw), ""
+    if streamed and size == STREAM_AT:
+        from infomark.tools.hooks.stdin_json import read_large
+
+        size, text, skimmed = read_large(stream, raw)
+    elif raw.strip():
+        text = raw.decode("utf-8", "replace")
+    from infomark.tools.hooks.failsafe import sniff_event
+
+    dog.event = sniff_event(raw)  # the first STREAM_AT bytes: all it reads
+    dog.size = size
+    payload: object = None
+    detail = ""
+    try:
+        if skimmed is not None and skimmed.error is not None:
+            raise skimmed.error  # found while streaming: json's error, json's position
+        payload = jsonc.loads(text) if text else None
+        if payload is None:
+            detail = "stdin was empty"
+    except (ValueError, RecursionError) as exc:
+        # a streamed payload's error: its position in the payload, not the skimmed text
+        why = exc if skimmed is None else skimmed.error_of(exc)
+        detail = f"stdin is not usable JSON: {type(why).__name__}: {str(why)[:200]}"
+    if skimmed is not None:
+        payload = skimmed.restore(payload)  # the spooled strings where they were
+    return raw, payload, detail
 
 
 def _otel_rows() -> tuple[list[object], float]:

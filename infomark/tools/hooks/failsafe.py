@@ -26,6 +26,7 @@ from infomark.kernel.errors import (
     StoreError,
     VerificationError,
 )
+from infomark.kernel.profiles import Profile
 from infomark.tools.hooks.answer import HookAnswer, block, deny
 
 TYPE_CHECKING = False
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
 __all__ = [
-    "ENFORCING",
     "KeyChangedError",
     "TailMemo",
     "TailRewrittenError",
@@ -51,7 +51,6 @@ __all__ = [
     "unreadable_answer",
 ]
 
-ENFORCING = ("ledger", "strict", "verify")
 _BLOCKING = ("PreToolUse", "Stop", "SubagentStop")
 _EVENT_KEY = b'"hook_event_name"'  # then \s* : \s* " and 1-40 ASCII letters and "
 _SPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
@@ -377,7 +376,7 @@ def _read_only(payload: dict[str, Any], home: StrPath, root: StrPath) -> bool:
 def failure_answer(
     event: str | None,
     payload: object,
-    profile: str,
+    profile: Profile,
     why: str,
     *,
     home: StrPath,
@@ -394,7 +393,7 @@ def failure_answer(
             },
             stderr=f"infomark ({profile}): {why}; the result was not recorded",
         )
-    if profile not in ENFORCING:
+    if not profile.enforcing:
         return HookAnswer(stderr=f"infomark ({profile}): {why}; failing open (observe profile)")
     if event == "PreToolUse":
         if isinstance(payload, dict) and _read_only(payload, home, root):
@@ -448,7 +447,7 @@ def not_evidence(why: str) -> str:
 
 
 def unreadable_answer(
-    event: str | None, profile: str, detail: str, *, home: StrPath, root: StrPath
+    event: str | None, profile: Profile, detail: str, *, home: StrPath, root: StrPath
 ) -> HookAnswer:
     why = f"the hook input is not a usable Claude Code payload ({detail})"
     return failure_answer(event, None, profile, why, home=home, root=root)

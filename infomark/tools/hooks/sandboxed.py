@@ -34,9 +34,18 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-__all__ = ["PROBE_FILE", "AgentSandbox", "agent_sandbox", "bwrap_usable", "warning"]
+__all__ = [
+    "PROBE_FILE",
+    "WARNED_CURSOR",
+    "AgentSandbox",
+    "agent_sandbox",
+    "bwrap_usable",
+    "warning",
+]
 
 PROBE_FILE = "sandbox-probe.json"
+#: the session cursor holding the unsandboxed span the first decision in it named (said once)
+WARNED_CURSOR = "sandbox_warned"
 _PROBE_TTL = 24 * 3600.0
 #: the switches infomark sets in Claude Code's settings, and the value it needs
 #: (:data:`infomark.tools.install_sandbox.SWITCHES`, held equal by a test)

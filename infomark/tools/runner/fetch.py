@@ -103,6 +103,8 @@ def page_refetch(
         if tool != "fetch" or fetch is None:
             return None  # a shell fetch (curl) is not run again: it cannot be confirmed
         out = fetch.run(ToolCall("fetch", dict(arguments)))
-        return None if out.is_error else out.output
+        if out.is_error:
+            return None
+        return out.output if isinstance(out.output, str | bytes) else str(out.output)
 
     return refetch

@@ -118,7 +118,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             self.home, session, root=self.root, profile=profile, config=config
         )
         self.session = self.gk.session
-        self.enforcing = self.gk.config.profile != "observe"
+        self.enforcing = self.gk.config.profile.enforcing
         self.inbox = Inbox(self.gk.store.journal)
         self.holder = new_holder("runner")
         self.client = client
@@ -208,7 +208,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
 
     def _asks_protocol(self) -> bool:
         """The verify profile asks no protocol of the agent (docs/gates.md#the-verify-profile)."""
-        return self.gk.config.profile != "verify"
+        return self.gk.config.profile.asks_protocol
 
     def _before_model_call(self) -> None:
         if self._lease_lost.is_set():
