@@ -8,6 +8,7 @@ ratios, so both sides see the same load.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import time
@@ -15,7 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OwnRun", "Paired", "fmt", "median_seconds", "paired", "run_measured", "run_own_rss"]
+__all__ = [
+    "OwnRun",
+    "Paired",
+    "cpu_seconds",
+    "fmt",
+    "median_seconds",
+    "paired",
+    "rounds",
+    "run_measured",
+    "run_own_rss",
+]
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 50, warmup: int = 3) -> float:
@@ -66,6 +77,46 @@ def paired(
         a.append(m(ours))
     ratios = [x / y for x, y in zip(a, b, strict=True) if y > 0]
     return Paired(statistics.median(a), statistics.median(b), statistics.median(ratios), pairs)
+
+
+def cpu_seconds(*, children: bool = True) -> float:
+    """CPU seconds of this process, and of its waited-for children when ``children`` (not
+    what runs in a bubblewrap PID namespace: its init does not pass that on)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    total = me.ru_utime + me.ru_stime
+    if children:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += kids.ru_utime + kids.ru_stime
+    return total
+
+
+def rounds(
+    fns: dict[str, Callable[[], Any]],
+    n: int,
+    *,
+    warmup: int = 1,
+    cpu: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
+    """Run every function of ``fns`` in turn, ``n`` rounds after ``warmup``, the order rotated
+    each round (A B C, B C A, C A B …: each in each place as often, so none always follows the
+    same one): the samples per name, in order. A sample is the call's wall time, or what it
+    returns when that is a float (a function that times only its own part). ``cpu``, when
+    given, receives each call's CPU seconds of this process alone per name."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for i in range(warmup + n):
+        turn = i % len(names)
+        for name in names[turn:] + names[:turn]:
+            fn = fns[name]
+            c0 = cpu_seconds(children=False)
+            t0 = time.perf_counter_ns()
+            got = fn()
+            took = (time.perf_counter_ns() - t0) / 1e9
+            if i >= warmup:
+                out[name].append(got if isinstance(got, float) else took)
+                if cpu is not None:
+                    cpu.setdefault(name, []).append(cpu_seconds(children=False) - c0)
+    return out
 
 
 def run_measured(

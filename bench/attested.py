@@ -1,19 +1,26 @@
 """An attested ``pytest -q`` against the same oracle run bare, on a generated 1,000-file project.
 
-``python -m bench.attested [pairs]``: a git project of 1,000 files (500 modules, 500 test files
-with one test each), one changed source file; the bare run is ``pytest -q`` in the project, the
-attested run is :func:`infomark.tools.attest.check` (the copy from the baseline plus the change,
-bubblewrap, the report plugin, the signed evidence). Run alternately (B A B A …): medians, the
-median of the per-pair ratios, and the fixed cost (attested median minus bare median). Also
-reports the one-time baseline capture, the first check (which also runs the oracle on the
-baseline), and the fixed parts alone: the copy, its removal, bubblewrap's start, and the report
-plugin's CPU cost in a bare run (docs/performance.md, "Attested runs").
+``python -m bench.attested [rounds]``: a git project of 1,000 files (500 modules, 500 test
+files with one test each), one changed source file; the bare run is ``pytest -q`` in the
+project, the attested run is :func:`infomark.tools.attest.check` (the copy from the baseline
+plus the change, bubblewrap, the report plugin, the signed evidence). Run in turn, the order
+rotated each round (B A D, A D B, D B A …; D: the same check with its copy on the disk, as
+before the copy went to ``/dev/shm``): medians, the median of the per-round ratios, and the
+fixed cost (attested median minus bare median), and infomark's own CPU time per check (the
+sandboxed run's is not visible from here: bubblewrap's PID namespace). Also reports the one-time
+baseline capture, the first check (which also runs the oracle on the baseline), and the
+parts alone: the copy in memory and on the disk (interleaved), its removal, bubblewrap's
+start, the report plugin's CPU cost in a bare run, the sandboxed run inside the check, and
+the cold start: bare ``pytest -q`` in a fresh copy of the project (no byte code; only the
+modules' byte code; all of it) against the bare run in the project (interleaved;
+docs/performance.md, "Attested runs").
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench._timing import fmt, paired
+from bench._timing import fmt, paired, rounds
 
 FILES = 500  # modules; as many test files
 
@@ -96,12 +103,19 @@ def main(argv: list[str]) -> int:
         manifest = baseline.load(gk.store, gk.store.refresh().baseline)
         dests: list[str] = []
 
-        def copy_only() -> None:
-            dest = tempfile.mkdtemp()
-            dests.append(dest)
-            carry.build(gk.store, manifest, os.path.join(dest, "p"), oracle)
+        def copy_in(memory: bool) -> Callable[[], None]:
+            def copy_only() -> None:
+                dest = _scratch(memory)
+                dests.append(dest)
+                carry.build(gk.store, manifest, os.path.join(dest, "p"), oracle)
 
-        copy = _median(copy_only, 5)
+            return copy_only
+
+        copy = paired(copy_in(True), copy_in(False), pairs=8, warmup=1)
+        for dest in dests:
+            carry.remove(dest)
+        dests.clear()
+        copy_cpu = _median(copy_in(True), 5)
         remove = _median(lambda: carry.remove(dests.pop()), 5)
         policy = sandbox.SandboxPolicy(cwd=str(root), env=sandbox.clean_env())
         bwrap = _median(lambda: sandbox.run(["true"], policy), 10)
@@ -123,31 +137,114 @@ def main(argv: list[str]) -> int:
             report.write_bytes(b"")
             subprocess.run(oracle.split(), cwd=root, env=with_plugin, capture_output=True)
 
-        def attested() -> None:
+        walls: dict[str, list[float]] = {"attested": [], "disk": []}  # sandboxed runs alone
+
+        def attested(into: str = "attested") -> None:
             result = check(gk, "C1")
             assert result.outcome == "PASS", result.text
+            record = result.evidence.record if result.evidence else {}
+            walls[into].append(record["attested"]["wall_ms"] / 1000)
+
+        def attested_on_disk() -> None:
+            os.environ["TMPDIR"] = tempfile.gettempdir()  # the rule: $TMPDIR set, the disk
+            try:
+                attested("disk")
+            finally:
+                del os.environ["TMPDIR"]
 
         first = _median(attested, 1)  # the first check also runs the oracle on the baseline
         plugin = paired(plugged, bare, pairs=max(3, pairs // 2), warmup=1, measure=_cpu_of)
-        p = paired(attested, bare, pairs=pairs, warmup=1)
+        cold = rounds(
+            {
+                "bare": bare,
+                "cold": _fresh(root, oracle, keep=()),
+                "modules": _fresh(root, oracle, keep=("modules",)),
+                "warm": _fresh(root, oracle, keep=("modules", "rewrites")),
+            },
+            max(3, pairs // 2),
+        )
+        cpu: dict[str, list[float]] = {}
+        runs = rounds(
+            {"bare": bare, "attested": attested, "disk": attested_on_disk}, pairs, cpu=cpu
+        )
+        sandboxed = {k: statistics.median(v[-pairs:]) for k, v in walls.items()}
         gk.close()
-    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {p.pairs} pairs")
+    base, ours, disk = (statistics.median(runs[k]) for k in ("bare", "attested", "disk"))
+    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {pairs} rounds (B A D, rotated)")
     print(f"baseline capture (once per session): {fmt(capture)}")
     print(f"first check (with the baseline run, once per oracle): {fmt(first[0])}")
-    print(f"copy (baseline + change, surface discovery): {fmt(copy[0])} (CPU {fmt(copy[1])})")
-    print(f"removing the copy: {fmt(remove[0])} (CPU {fmt(remove[1])})")
+    print(
+        f"copy (baseline + change, surface discovery): {fmt(copy.ours)} in /dev/shm, "
+        f"{fmt(copy.base)} on the disk ({copy.ratio:.2f}x, {copy.pairs} pairs); "
+        f"CPU {fmt(copy_cpu[1])} in /dev/shm"
+    )
+    print(f"removing the copy (/dev/shm): {fmt(remove[0])} (CPU {fmt(remove[1])})")
     print(f"bubblewrap start (`true`): {fmt(bwrap[0])} (CPU {fmt(bwrap[1])})")
     print(
         f"report plugin (CPU, unsandboxed): {fmt(plugin.base)} bare, {fmt(plugin.ours)} with it "
         f"({plugin.ratio:.2f}x)"
     )
-    print(f"bare `pytest -q`: {fmt(p.base)}   attested: {fmt(p.ours)}   (wall)")
+    c = {k: statistics.median(v) for k, v in cold.items()}
     print(
-        f"ratio (median of pairs): {p.ratio:.2f}x   fixed cost (median difference): "
-        f"{_signed(p.ours - p.base)}"
+        f"cold start, bare `pytest -q` in a fresh copy in /dev/shm ({len(cold['bare'])} rounds): "
+        f"no byte code {fmt(c['cold'])}, the modules' byte code {fmt(c['modules'])}, all of "
+        f"it (pytest's rewritten tests too) {fmt(c['warm'])}; in the project {fmt(c['bare'])}"
+    )
+    print(
+        f"the sandboxed run inside the check (its evidence's wall_ms): "
+        f"{fmt(sandboxed['attested'])} (copy on disk {fmt(sandboxed['disk'])})"
+    )
+    print(f"bare `pytest -q`: {fmt(base)}   attested: {fmt(ours)}   copy on disk: {fmt(disk)}")
+    print(
+        f"ratio (median of rounds): {_ratio(runs['attested'], runs['bare']):.2f}x (on disk "
+        f"{_ratio(runs['disk'], runs['bare']):.2f}x)   fixed cost (median difference): "
+        f"{_signed(ours - base)} (on disk {_signed(disk - base)})"
+    )
+    ca, cd = (statistics.median(cpu[k]) for k in ("attested", "disk"))
+    print(
+        f"infomark's own CPU per check (the copy, the evidence; not the sandboxed run): "
+        f"{fmt(ca)}, copy on disk {fmt(cd)}"
     )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def _ratio(ours: list[float], base: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(ours, base, strict=True) if b > 0)
+
+
+def _scratch(memory: bool) -> str:
+    """A new private directory in /dev/shm (``memory``) or on the disk."""
+    return tempfile.mkdtemp(dir="/dev/shm" if memory else None)
+
+
+def _fresh(root: Path, oracle: str, keep: tuple[str, ...]) -> Callable[[], float]:
+    """Bare ``oracle`` in a fresh copy of ``root`` in /dev/shm, timed alone (the copying is
+    not): ``keep`` names the byte code copied along (mtimes kept, so it stays valid):
+    ``modules`` (``*.cpython-*.pyc``), ``rewrites`` (pytest's ``*-pytest-*.pyc``)."""
+
+    def ignore(_dir: str, names: list[str]) -> list[str]:
+        def dropped(name: str) -> bool:
+            if name == ".git":
+                return True
+            if not name.endswith(".pyc"):
+                return False
+            return ("rewrites" if "-pytest-" in name else "modules") not in keep
+
+        return [n for n in names if dropped(n)]
+
+    def run() -> float:
+        dest = _scratch(True)
+        try:
+            copy = Path(dest) / "proj"
+            shutil.copytree(root, copy, ignore=ignore)
+            t0 = time.perf_counter()
+            subprocess.run(oracle.split(), cwd=copy, capture_output=True, check=True)
+            return time.perf_counter() - t0
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
+
+    return run
 
 
 def _signed(seconds: float) -> str:

@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
 from infomark.tools.attest import carry
-from infomark.tools.attest.sandboxed import copy_dir, execute
+from infomark.tools.attest.sandboxed import copy_dir, execute, workdir
 from infomark.tools.attest_report import Judgement, RunnerReport
 
 TYPE_CHECKING = False
@@ -135,15 +134,15 @@ def get(
     found = _cached(gk, wanted)
     if found is not None:
         return found
-    workdir = tempfile.mkdtemp(prefix="infomark-attest-base-")
+    scratch = workdir("infomark-attest-base-")
     try:
-        copy = copy_dir(gk, workdir, manifest)
+        copy = copy_dir(gk, scratch, manifest)
         carried, grading = carry.build(
             gk.store, manifest, copy, oracle, approved=approved, carry_changes=False
         )
-        done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
+        done = execute(gk, oracle, grading, copy, scratch, cfg, carried.environments)
     finally:
-        carry.remove(workdir)
+        carry.remove(scratch)
     report = done.report
     payload: dict[str, Any] = {"key": wanted, "baseline": baseline_id, "oracle": oracle}
     payload["format"] = report.format.value

@@ -68,12 +68,17 @@ def _dir(rel: str) -> str:
 
 def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
     """Why a change of ``rel`` is never carried, whatever the runner's surface says: a hidden
-    file or directory (configuration), a ``.pth`` file, or a *new* file under a name a runner
+    file or directory (configuration), byte code (a ``.pyc``, anything in ``__pycache__``:
+    CPython runs an unchecked hash-based pyc without reading its source, so a pyc beside a
+    grading file would replace it), a ``.pth`` file, or a *new* file under a name a runner
     or the interpreter reads as configuration or start-up code (a new ``__init__.py`` only in
     a new directory: a new package)."""
     name = rel.rsplit("/", 1)[-1]
-    if any(p.startswith(".") for p in rel.split("/")):
+    parts = rel.split("/")
+    if any(p.startswith(".") for p in parts):
         return "a hidden file (configuration, not source)"
+    if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
+        return "byte code: the interpreter can run it in place of its source"
     if name.endswith(".pth"):
         return "a .pth file runs at interpreter start-up"
     if rel in baseline or name not in _NEVER_NEW:
@@ -144,6 +149,10 @@ def changes(
     inside = os.path.relpath(os.path.realpath(home), os.path.realpath(root))
     if not inside.startswith(".."):  # the ledger home in the project: never the agent's change
         now = {p for p in now if p != inside and not p.startswith(inside + "/")}
+    # a new file in an environment or cache directory (``__pycache__``, ``venv`` …) is never
+    # carried (:func:`guard`, the linked environments): not read, not named, as the walk of
+    # a tree without git skips them
+    now = {p for p in now if p in baseline or not ENV_DIRS.intersection(p.split("/")[:-1])}
     out: dict[str, str | None] = {}
     for rel in sorted(now | set(baseline)):
         entry = baseline.get(rel)

@@ -13,7 +13,6 @@ evidence_ref, what the report showed and which changed files were not carried.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 
 from infomark.gates import baseline
@@ -23,7 +22,13 @@ from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
 from infomark.tools.attest import baseline_run, carry, script_oracle
-from infomark.tools.attest.sandboxed import copy_dir, execute, oracle_argv, private_paths
+from infomark.tools.attest.sandboxed import (
+    copy_dir,
+    execute,
+    oracle_argv,
+    private_paths,
+    workdir,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,13 +121,13 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
     except UserError as exc:
         return CheckResult(f"no attested run of {what}: {exc}")
     cfg = dict(gk.config.attest)
-    workdir = tempfile.mkdtemp(prefix="infomark-attest-")
+    scratch = workdir("infomark-attest-")
     try:
-        return _run(gk, claim_id, oracle, manifest, cfg, workdir)
+        return _run(gk, claim_id, oracle, manifest, cfg, scratch)
     except InfomarkError as exc:
         return CheckResult(f"no attested run of {what}: {exc}")
     finally:
-        carry.remove(workdir)
+        carry.remove(scratch)
 
 
 def _run(

@@ -16,7 +16,6 @@ import os
 import platform
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from infomark.kernel import memtmp
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.tools.eval import claude_code
 from infomark.tools.eval.agents import FailureRates, ScriptedAgent
@@ -143,13 +143,11 @@ def _machine() -> dict[str, Any]:
 def scratch_dir() -> Path:
     """A new directory for the runs' trees and homes, removed after the eval.
 
-    In memory (``/dev/shm``) when it exists and ``$TMPDIR`` is not set: the runs' journals
-    are throwaway, and each of their commits is an fsync on a disk (hundreds per run).
+    In memory (``/dev/shm``) when it exists and ``$TMPDIR`` is not set
+    (:func:`infomark.kernel.memtmp.mkdtemp`): the runs' journals are throwaway, and each of
+    their commits is an fsync on a disk (hundreds per run).
     """
-    shm = Path("/dev/shm")  # noqa: S108 - mkdtemp below makes a private (0700) directory
-    if "TMPDIR" not in os.environ and shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
-        return Path(tempfile.mkdtemp(prefix="infomark-eval-", dir=shm))
-    return Path(tempfile.mkdtemp(prefix="infomark-eval-"))
+    return Path(memtmp.mkdtemp("infomark-eval-"))
 
 
 def _session(task: Task, policy: Policy, repeat: int) -> str:

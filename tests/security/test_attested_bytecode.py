@@ -1,0 +1,126 @@
+"""Byte code never carries a verdict from one run to another (real bubblewrap, real pytest).
+
+CPython runs a ``__pycache__/*.pyc`` instead of its source when the header says so: a
+timestamp pyc whose recorded mtime and size match the source, and an *unchecked hash-based*
+pyc (PEP 552, flags ``0b01``) always, whatever the source says. So byte code is code, and
+whoever writes it decides what a later run executes. Two ways an agent could try:
+
+- from inside an attested run: the agent's carried source writes unchecked pycs wherever a
+  later run might read them (the copy's ``__pycache__``, the project's, ``/tmp``,
+  ``/dev/shm``, the parents of the copy); the later check of the buggy tree must still FAIL.
+  Today no cache is shared between attested runs: the copy is thrown away, the project is
+  read-only in the sandbox, ``/tmp`` and ``/dev`` are the sandbox's own. A cache added later
+  (docs/performance.md, "Attested runs") must keep this test green;
+- from its own tree: a pyc written into a ``__pycache__`` the baseline held (a project
+  without a ``.gitignore`` whose tests ran before the session) is never carried into the
+  copy, though the directory held baseline files: byte code is not source (a changed one is
+  named in the evidence; a new file in a cache directory is not even read).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import py_compile
+from pathlib import Path
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.calls import ToolCall
+from infomark.tools.attest import check
+from tests.security.attested_project import BUGGY, FIXED, PYTEST, TESTS, git_project, ledger
+from tests.security.attested_project import need_bwrap as _need_bwrap
+
+TAG = importlib.util.cache_from_source("calc.py").rsplit("/", 1)[-1]  # calc.cpython-3XY.pyc
+
+
+def unchecked_pyc(source: str) -> bytes:
+    """An unchecked hash-based pyc of ``source``: CPython loads it without looking at the
+    ``.py`` beside it."""
+    code = compile(source, "calc.py", "exec", dont_inherit=True)
+    flags = (0b01).to_bytes(4, "little")  # hash-based, check_source off
+    digest = importlib.util.source_hash(source.encode())
+    return importlib.util.MAGIC_NUMBER + flags + digest + marshal.dumps(code)
+
+
+POISONER = (
+    FIXED
+    + """
+
+def _poison():
+    import importlib.util, marshal, os, tempfile
+    code = compile("def add(a, b):\\n    return a + b\\n", "calc.py", "exec")
+    pyc = (importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little")
+           + importlib.util.source_hash(b"") + marshal.dumps(code))
+    name = os.path.basename(importlib.util.cache_from_source(__file__))
+    here = os.path.dirname(os.path.abspath(__file__))
+    places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
+    up = here
+    while up != "/":
+        up = os.path.dirname(up)
+        places.append(up)
+    for place in places:
+        for sub in ("__pycache__", "."):
+            try:
+                os.makedirs(os.path.join(place, sub), exist_ok=True)
+                with open(os.path.join(place, sub, name), "wb") as fh:
+                    fh.write(pyc)
+            except OSError:
+                pass
+
+
+_poison()
+"""
+)
+
+
+def _session(tmp_path: Path) -> tuple[Gatekeeper, Path]:
+    root = git_project(tmp_path, {"calc.py": BUGGY, "test_calc.py": TESTS})
+    gk = Gatekeeper.open(tmp_path / "home", "bytecode", root=root)
+    return gk, root
+
+
+def test_an_attested_run_cannot_leave_byte_code_for_a_later_one(tmp_path: Path) -> None:
+    _need_bwrap()
+    gk, root = _session(tmp_path)
+    with gk:
+        gk.ingest(ledger(PYTEST))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
+        (root / "calc.py").write_text(POISONER.format(project=str(root)))
+        first = check(gk, "C1")
+        assert first.outcome == "PASS", first.text  # the fix, and the poison ran
+        (root / "calc.py").write_text(BUGGY)  # back to the bug: nothing is carried
+        assert not (root / "__pycache__" / TAG).exists()  # the project was read-only
+        later = check(gk, "C1")
+        assert later.outcome == "FAIL", later.text
+        assert "test_add" in later.text
+        record = later.evidence.record if later.evidence else {}
+        assert record["attested"]["carried"] == {}
+        assert gk.state.claims["C1"].status != "Exact"
+
+
+def test_byte_code_in_the_agents_tree_is_not_carried(tmp_path: Path) -> None:
+    _need_bwrap()
+    gk, root = _session(tmp_path)
+    # the user's tests ran before the session, and no .gitignore hides __pycache__: the
+    # baseline holds the timestamp pyc, so its directory held baseline files
+    py_compile.compile(str(root / "calc.py"), cfile=str(root / "__pycache__" / TAG))
+    with gk:
+        gk.ingest(ledger(PYTEST))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
+        assert f"__pycache__/{TAG}" in _baseline_files(gk)
+        (root / "__pycache__" / TAG).write_bytes(unchecked_pyc(FIXED))  # a changed file
+        (root / "__pycache__" / "helper.cpython-999.pyc").write_bytes(b"new")  # a new one
+        result = check(gk, "C1")
+        assert result.outcome == "FAIL", result.text  # the baseline's buggy calc.py ran
+        record = result.evidence.record if result.evidence else {}
+        left_out = record["attested"]["left_out"]
+        assert "byte code" in left_out[f"__pycache__/{TAG}"]
+        assert "__pycache__/helper.cpython-999.pyc" not in left_out  # new in a cache dir: skipped
+        assert record["attested"]["carried"] == {}
+        assert gk.state.claims["C1"].status != "Exact"
+
+
+def _baseline_files(gk: Gatekeeper) -> set[str]:
+    from infomark.gates import baseline
+
+    return set(baseline.load(gk.store, gk.store.refresh().baseline)["files"])
