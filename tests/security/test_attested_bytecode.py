@@ -124,3 +124,31 @@ def _baseline_files(gk: Gatekeeper) -> set[str]:
     from infomark.gates import baseline
 
     return set(baseline.load(gk.store, gk.store.refresh().baseline)["files"])
+
+
+def test_a_compiled_extension_beside_a_test_module_is_not_carried(tmp_path: Path) -> None:
+    """The import system tries extension modules before a ``.py`` of the same name: a ``.so``
+    named after the test module would be imported in its place (and a passing one written in
+    C would grade the buggy code)."""
+    import importlib.machinery
+
+    from infomark.tools.attest.carry import guard
+
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for name in (f"test_calc{suffix}", "conftest.abi3.so", "pkg/mod.so", "mod.pyd"):
+        assert guard(name, {}) == (
+            "a compiled extension: the interpreter imports it before a module's source"
+        )
+        assert guard(name, {name: ["git:0", "f"]}) is not None  # changed: not carried either
+    assert guard("calc.py", {}) is None and guard("data/notes.sol", {}) is None
+    _need_bwrap()
+    gk, root = _session(tmp_path)
+    with gk:
+        gk.ingest(ledger(PYTEST))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
+        (root / f"test_calc{suffix}").write_bytes(b"\x7fELF not really")
+        result = check(gk, "C1")
+        assert result.outcome == "FAIL", result.text  # the baseline's tests ran, and failed
+        record = result.evidence.record if result.evidence else {}
+        assert "compiled extension" in record["attested"]["left_out"][f"test_calc{suffix}"]
+        assert gk.state.claims["C1"].status != "Exact"

@@ -14,6 +14,7 @@ their real place, which the sandbox keeps read-only.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -66,11 +67,18 @@ def _dir(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
+#: compiled extension modules (``calc.cpython-311-x86_64-linux-gnu.so``, ``.abi3.so``,
+#: ``.pyd``): the import system tries them before a ``.py`` of the same name, so one beside a
+#: test module or a conftest would be imported in its place; a build makes them, not a change
+_EXTENSIONS = tuple(sorted({*importlib.machinery.EXTENSION_SUFFIXES, ".so", ".pyd"}))
+
+
 def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
     """Why a change of ``rel`` is never carried, whatever the runner's surface says: a hidden
     file or directory (configuration), byte code (a ``.pyc``, anything in ``__pycache__``:
     CPython runs an unchecked hash-based pyc without reading its source, so a pyc beside a
-    grading file would replace it), a ``.pth`` file, or a *new* file under a name a runner
+    grading file would replace it), a compiled extension module (imported before a source of
+    the same name), a ``.pth`` file, or a *new* file under a name a runner
     or the interpreter reads as configuration or start-up code (a new ``__init__.py`` only in
     a new directory: a new package)."""
     name = rel.rsplit("/", 1)[-1]
@@ -79,6 +87,8 @@ def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
         return "a hidden file (configuration, not source)"
     if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
         return "byte code: the interpreter can run it in place of its source"
+    if name.endswith(_EXTENSIONS):
+        return "a compiled extension: the interpreter imports it before a module's source"
     if name.endswith(".pth"):
         return "a .pth file runs at interpreter start-up"
     if rel in baseline or name not in _NEVER_NEW:
