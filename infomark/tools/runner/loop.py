@@ -194,7 +194,8 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
             self.spec.instructions.strip()
             or "You are an agent with tools. Work in small steps and prove what you claim."
         ]
-        if self.spec.protocol if self.spec.protocol is not None else self._asks_protocol():
+        show = self.spec.protocol  # the agent file's choice, else the profile's
+        if show if show is not None else self.gk.config.profile.asks_protocol:
             parts.append(render_protocol())
         parts.append(f"infomark session: {self.raw_session}")
         return {"role": "system", "content": "\n\n".join(parts)}
@@ -205,10 +206,6 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         for everything after it (the tools and the whole conversation, every step)."""
         view = self.gk.context_view(self.spec.context_budget)
         return [{"role": "user", "content": CONTEXT_HEADER + view}] if view else []
-
-    def _asks_protocol(self) -> bool:
-        """The verify profile asks no protocol of the agent (docs/gates.md#the-verify-profile)."""
-        return self.gk.config.profile.asks_protocol
 
     def _before_model_call(self) -> None:
         if self._lease_lost.is_set():
