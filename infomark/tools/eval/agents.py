@@ -31,7 +31,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infomark.gates.policies.registry import DEFAULT_PACKS
-from infomark.kernel.protocol import CONTEXT_HEADER
 from infomark.tools.eval.suite import Edit, Task
 from infomark.tools.runner.scripted import Request, call, reply
 
@@ -96,16 +95,16 @@ class Feedback:
     @classmethod
     def of(cls, req: Request) -> Feedback:
         fb = cls()
-        context = ""  # the runner's context view: the request's last message, if any
-        for m in reversed(req.messages):
+        conversation = req.conversation
+        # the runner's context view: the request's last message, if any (Request.conversation)
+        context = "" if conversation is req.messages else str(req.messages[-1]["content"])
+        for m in reversed(conversation):
             role = m.get("role")
             if role == "assistant":
                 break
             text = str(m.get("content") or "")
             if role == "tool":
                 fb.results.insert(0, text)
-            elif role == "user" and text.startswith(CONTEXT_HEADER):
-                context = text
             elif role == "user":
                 fb.operator.insert(0, text)
         first = req.messages[0] if req.messages else {}
