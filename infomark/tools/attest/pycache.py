@@ -29,6 +29,7 @@ the cache. An interpreter of another version looks for its own cache tag and com
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import marshal
@@ -133,9 +134,13 @@ def _store(cache: str, name: str, pyc: bytes) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
         return
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pyc)
-    os.replace(tmp, os.path.join(cache, name))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pyc)
+        os.replace(tmp, os.path.join(cache, name))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _entry(cache: str, data: bytes, filename: str, done: Filled) -> bytes | None:
@@ -176,8 +181,13 @@ def _write_pyc(pycache: str, name: str, pyc: bytes) -> bool:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pyc)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pyc)
+    except OSError:  # never a truncated pyc: the import would fail on it
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        return False
     return True
 
 
@@ -188,9 +198,23 @@ def fill(copy: str, home: str) -> Filled:
     if cache is None:
         return done
     done.cache = cache
+    try:
+        _bound(cache)
+        _walk(copy, cache, done)
+    except OSError:
+        pass  # a full disk, a file removed under it: the rest is left to the run
+    return done
+
+
+def _bound(cache: str) -> None:
+    """Empty the cache once it holds :data:`MAX_ENTRIES` entries."""
     if len(os.listdir(cache)) > MAX_ENTRIES:
         for old in os.listdir(cache):
-            os.unlink(os.path.join(cache, old))
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(cache, old))
+
+
+def _walk(copy: str, cache: str, done: Filled) -> None:
     for directory, dirs, files in os.walk(copy):
         dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
         modules = [n for n in files if n.endswith(".py") and not _is_test(n)]
@@ -203,4 +227,3 @@ def fill(copy: str, home: str) -> Filled:
                 done.written += 1
             else:
                 done.skipped += 1
-    return done
