@@ -139,17 +139,20 @@ def installation_paths() -> list[str]:
     return out
 
 
-def _settings(path: str) -> bool:
-    return (
-        pure_name(path).casefold() in _SETTINGS_NAMES
-        and pure_parent_name(path).casefold() == ".claude"
+def _settings(path: str) -> str:
+    """The host whose hook settings (or launcher) ``path`` is, "" when none."""
+    if pure_name(path).casefold() not in _SETTINGS_NAMES:
+        return ""
+    return {".claude": "Claude Code", ".gemini": "Gemini CLI"}.get(
+        pure_parent_name(path).casefold(), ""
     )
 
 
 def _host_hooks(path: str) -> str:
     """What of a host's hook wiring ``path`` is ("" when none): editing it switches them off."""
-    if _settings(path):
-        return "holds the Claude Code hook settings"
+    host = _settings(path)
+    if host:
+        return f"holds the {host} hook settings"
     if _opencode_plugin(path):
         return "is the OpenCode plugin (or its launcher) that runs infomark's hooks"
     return ""

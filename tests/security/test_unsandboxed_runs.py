@@ -127,8 +127,9 @@ def test_claude_settings_precedence(project: Path, home: Path, tmp_path: Path) -
 
 def test_other_hosts(project: Path, home: Path, tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "user")}
-    gem = agent_sandbox("gemini", project, home, env)
-    assert not gem.sandboxed and "infomark run" in gem.fix
+    gem = agent_sandbox("gemini", project, home, env)  # infomark's hook wraps its commands
+    assert gem.sandboxed is sandboxed.bwrap_usable(home)[0]
+    assert not agent_sandbox("opencode", project, home, env).sandboxed
     assert not agent_sandbox("codex", project, home, env).sandboxed
     from infomark.tools.hosts.codex_sandbox import write_policy
 

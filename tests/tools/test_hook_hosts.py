@@ -70,15 +70,19 @@ def test_gemini_denies_an_ungrounded_edit_in_its_own_shape(gem: Gemini) -> None:
 def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     gem.say(LEDGER)
     call = {"tool_name": "run_shell_command", "tool_input": {"command": ORACLE}}
-    # allowed; the session's first decision says Gemini's commands are not sandboxed
+    # allowed, and run as Gemini runs the hook's rewrite of it (infomark's sandbox, where
+    # bubblewrap runs; tests/security/test_gemini_sandbox.py); AfterTool gets the rewrite
     code, out, _ = gem.hook("BeforeTool", **call)
-    assert code == 0 and "commands are NOT sandboxed" in json.dumps(out)
+    assert code == 0
+    ran = {**call, "tool_input": out["hookSpecificOutput"]["tool_input"]} if out else call
     failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
-    _, out, _ = gem.hook("AfterTool", tool_response=failed, **call)
+    _, out, _ = gem.hook("AfterTool", tool_response=failed, **ran)
     ctx = out["hookSpecificOutput"]
     assert ctx["hookEventName"] == "AfterTool" and "outcome=FAIL" in ctx["additionalContext"]
-    assert gem.hook("BeforeTool", **call)[:2] == (0, None)
-    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
+    code, out, _ = gem.hook("BeforeTool", **call)
+    assert code == 0 and "systemMessage" not in (out or {})
+    ran = {**call, "tool_input": out["hookSpecificOutput"]["tool_input"]} if out else call
+    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **ran)
     assert "outcome=PASS" in out["hookSpecificOutput"]["additionalContext"]
     with Gatekeeper.open(gem.project / ".infomark", "g-1", root=gem.project) as gk:
         recorded = [e.payload for e in gk.events() if e.type == "evidence_recorded"]

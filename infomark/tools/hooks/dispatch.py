@@ -192,6 +192,10 @@ Environment:
 
 
 def run_hook(args: list[str]) -> int:
+    if args[:1] == ["sandbox-exec"]:  # a Gemini CLI shell command, wrapped by its BeforeTool
+        from infomark.tools.hosts.gemini_sandbox import sandbox_exec
+
+        return sandbox_exec(args[1:])
     if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
         print(_HELP)
         return 0
