@@ -371,18 +371,27 @@ def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_pat
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
     assert found[("gemini", "installed")] == "ok" and found[("gemini", "launcher")] == "ok"
     assert found[("gemini", "folder_trusted")] == "warning"
+    from infomark.tools import sandbox
+
+    bwrap = sandbox.probe().backend is sandbox.SandboxBackend.BWRAP
+    assert found[("gemini", "shell_sandbox")] == ("ok" if bwrap else "problem")
+    assert ("gemini", "shell_rewrite") not in found
     (user / ".gemini").mkdir()
     trusted = {str(project.resolve()): "TRUST_FOLDER"}
     (user / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     settings = project / ".gemini" / "settings.json"
     data = json.loads(settings.read_text())
     del data["hooks"]["AfterAgent"]  # the finish gate unmounted by hand
+    data["hooks"]["BeforeTool"].append(
+        {"matcher": "run_shell.*", "hooks": [{"type": "command", "command": "./mine.sh"}]}
+    )
     settings.write_text(json.dumps(data))
     (project / ".gemini" / "infomark-hook").unlink()
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
     assert ("gemini", "folder_trusted") not in found
     assert found[("gemini", "hook_missing")] == "problem"
     assert found[("gemini", "launcher")] == "problem"
+    assert found[("gemini", "shell_rewrite")] == "warning"  # it could undo infomark's wrapper
 
 
 def test_codex_sandbox_profile_is_merged_kept_out_of_the_users_choice_and_removed(
@@ -447,3 +456,31 @@ def test_a_refusal_a_host_has_no_shape_for_still_blocks(kind: str) -> None:
     out = core.render(bare, "BeforeTool", HookAnswer(stdout, 0, ""))
     assert out.stdout is None and out.exit_code == 2
     assert "not finished" in out.stderr
+
+
+def test_gemini_unwrap_takes_only_infomarks_exact_form() -> None:
+    from infomark.tools.hosts.gemini_sandbox import exec_prefix, unwrap, wrap
+
+    prefix = exec_prefix("/p/.infomark", "/p", ["/p/.gemini/infomark-hook"])
+    assert prefix == "/p/.gemini/infomark-hook hook sandbox-exec --home /p/.infomark --root /p -- "
+    for command in ["pytest -q", "echo 'a b' \"$HOME\"; exit 3", "", "x'y"]:
+        assert unwrap(wrap(command, prefix), prefix) == command
+    for text in [
+        "pytest -q",  # ran as the model wrote it (the hook timed out)
+        prefix + "'x'; cat /p/.infomark/key",  # a second command after the wrapped one
+        prefix + "'x'&&cat /p/.infomark/key",  # one shlex word, two commands to bash
+        prefix + "x y",  # two words: not quoted as infomark quotes
+        prefix.replace("/p/.infomark", "/q") + "'x'",  # another home
+        prefix + "'unterminated",
+        None,
+    ]:
+        assert unwrap(text, prefix) is None, text
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")))
+@settings(max_examples=200, deadline=None)
+def test_gemini_wrap_round_trips_any_command(command: str) -> None:
+    from infomark.tools.hosts.gemini_sandbox import unwrap, wrap
+
+    prefix = "/l hook sandbox-exec --home /h --root /r -- "
+    assert unwrap(wrap(command, prefix), prefix) == command
