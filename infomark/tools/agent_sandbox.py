@@ -10,8 +10,8 @@ MCP proxy's downstream server) and for the policy written into Claude Code's set
   operator token lives), the host's transcripts (``~/.claude/projects``), and any file the
   caller adds (an ``--operator-token-file``);
 * **read-only**: the hook launchers and hook settings (``.claude/infomark-hook``,
-  ``.claude/settings.json``, ``.claude/settings.local.json``, the same in ``.gemini/``, and
-  the user's), infomark's own
+  ``.claude/settings.json``, ``.claude/settings.local.json``, the user's; the project's whole
+  ``.gemini/`` directory, where Gemini CLI reads its hooks and its ``.env``), infomark's own
   configuration files in the project, and the hook's whole Python environment: the
   interpreter's prefix (the virtual environment), every directory the hook imports from
   (infomark's package and every third-party package it loads, such as ``tree_sitter``);
@@ -113,6 +113,7 @@ def agent_paths(
     root = _real(project)
     user = _user_home(env)
     hooks = [os.path.join(d, h, f) for d in (root, user) for h in _HOOK_DIRS for f in _HOOK_FILES]
+    hooks.append(os.path.join(root, ".gemini"))  # Gemini's hooks, .env, extensions, policies
     configs = [os.path.join(root, f) for f in _CONFIG_FILES]
     if env.get("INFOMARK_CONFIG"):
         configs.append(env["INFOMARK_CONFIG"])

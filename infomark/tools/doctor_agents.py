@@ -176,7 +176,7 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
     if spec.name == "codex" and root / spec.config_dir / spec.config_file in installed:
         out += _codex_sandbox(root, user_home)
     if spec.name == "gemini":
-        out += _gemini_sandbox(spec, installed)
+        out += _gemini_sandbox(spec, installed, root, user_home)
     if spec.name == "codex":
         out.append(Finding(
             spec.name, "hooks_trusted", "info",
@@ -208,13 +208,30 @@ def _others_rewriting(spec: HostSpec, path: Path) -> list[str]:
     return out
 
 
-def _gemini_sandbox(spec: HostSpec, installed: dict[Path, set[str]]) -> list[Finding]:
-    """infomark's BeforeTool hook wraps Gemini CLI's shell commands in bubblewrap."""
+def _gemini_sandbox(
+    spec: HostSpec, installed: dict[Path, set[str]], root: Path, user_home: Path
+) -> list[Finding]:
+    """infomark's BeforeTool hook wraps Gemini CLI's shell commands in bubblewrap, and Gemini
+    loads no project ``.env`` (one would run code in its shell, outside the sandbox)."""
+    import os
+
     from infomark.tools import sandbox
+    from infomark.tools.hosts.gemini_sandbox import env_switch_on
 
     if not any("BeforeTool" in events for events in installed.values()):
         return []
     out = []
+    env = {k: v for k, v in os.environ.items() if k.startswith("GEMINI_CLI_SYSTEM_")}
+    if not env_switch_on(str(root), {**env, "HOME": str(user_home)}):
+        out.append(Finding(
+            spec.name, "local_env", "problem",
+            "Gemini CLI's settings do not set advanced.ignoreLocalEnv: a .env the agent "
+            "writes in the project is loaded into Gemini's environment at its next start "
+            "(BASH_ENV runs code in its shell, outside infomark's sandbox), so the agent's "
+            "own runs ground nothing (unsandboxed_run)",
+            f"`infomark install {spec.name}` (and no advanced.ignoreLocalEnv: false in a "
+            "settings file that overrides the project's)",
+        ))  # fmt: skip
     for path in installed:
         for command in _others_rewriting(spec, path):
             out.append(Finding(

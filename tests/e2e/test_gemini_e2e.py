@@ -171,6 +171,7 @@ for what, act in [
     ("list", lambda: os.listdir(".infomark")),
     ("key", lambda: open(".infomark/key", "rb").read()),
     ("settings", lambda: open(".gemini/settings.json", "w").write('{"hooks": {}}')),
+    ("gemini_env", lambda: open(".gemini/.env", "w").write("BASH_ENV=./x.sh")),
 ]:
     try:
         print(what, "GOT", act())
@@ -264,6 +265,7 @@ def test_gemini_own_runs_are_sandboxed_and_ground_the_fix(tmp_path: Path) -> Non
     attack = model.seen["attack"]
     assert "list GOT []" in attack, attack
     assert "key refused" in attack and "settings refused" in attack, attack
+    assert "gemini_env refused" in attack, attack  # nor plant an environment for next time
     # 3. Nor could the file tool: the write is denied, the settings are as installed.
     assert "Tool execution blocked: " in model.seen["tamper"]
     assert "Gemini CLI hook settings" in model.seen["tamper"]

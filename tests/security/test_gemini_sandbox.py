@@ -25,6 +25,7 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.tools.hooks.sandboxed import bwrap_usable
 
 ORACLE = "python3 check.py"
+SETTINGS = '{"hooks": {}, "advanced": {"ignoreLocalEnv": true}}\n'  # as install leaves it
 SID = "g-1"
 
 
@@ -47,7 +48,7 @@ class _Gemini:
         (self.project / "check.py").write_text("print('1 passed')\n")
         gemini = self.project / ".gemini"
         gemini.mkdir()
-        (gemini / "settings.json").write_text('{"hooks": {}}\n')
+        (gemini / "settings.json").write_text(SETTINGS)
         (gemini / "infomark-hook").write_text("#!/bin/sh\n")
         self.transcript = self.project / "chat.jsonl"
         self.transcript.write_text(json.dumps({"sessionId": SID, "kind": "main"}) + "\n")
@@ -98,6 +99,8 @@ for what, act in [
     ("token", lambda: open(os.path.expanduser("~/.config/infomark/operator-token")).read()),
     ("settings", lambda: open(".gemini/settings.json", "w").write('{"hooks": {"x": 1}}')),
     ("launcher", lambda: os.replace("check.py", ".gemini/infomark-hook")),
+    ("gemini_env", lambda: open(".gemini/.env", "w").write("BASH_ENV=./x.sh")),
+    ("dotenv", lambda: open(".env", "w").write("BASH_ENV=./x.sh")),  # Gemini ignores it
 ]:
     try:
         print(what, "GOT", act())
@@ -114,9 +117,11 @@ def test_a_wrapped_command_cannot_reach_the_home_or_switch_the_hooks_off(gem: _G
     assert done.returncode == 0, done.stderr
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["list"] == "GOT []"  # an empty, read-only directory in its place
-    for what in ("key", "token", "settings", "launcher"):
+    for what in ("key", "token", "settings", "launcher", "gemini_env"):
         assert lines[what].startswith("refused"), done.stdout
-    assert (gem.project / ".gemini" / "settings.json").read_text() == '{"hooks": {}}\n'
+    assert lines["dotenv"].startswith("GOT")  # the project's own .env stays the agent's
+    assert (gem.project / ".gemini" / "settings.json").read_text() == SETTINGS
+    assert not (gem.project / ".gemini" / ".env").exists()
     assert (gem.project / ".gemini" / "infomark-hook").read_text() == "#!/bin/sh\n"
     assert (gem.project / "made.txt").read_text() == "ok"  # the project stays writable
     _input, done = gem.shell("exit 3")
@@ -127,10 +132,13 @@ def test_the_file_tools_cannot_switch_the_hooks_off(gem: _Gemini) -> None:
     (gem.project / "infomark.toml").write_text('profile = "observe"\n')  # else allowed
     for tool, path in [("write_file", ".gemini/settings.json"),
                        ("write_file", ".gemini/infomark-hook"),
+                       ("write_file", ".gemini/.env"),
+                       ("write_file", ".gemini/extensions/x/gemini-extension.json"),
                        ("replace", str(gem.user / ".gemini" / "settings.json"))]:  # fmt: skip
         out = gem.hook("BeforeTool", tool_name=tool,
                        tool_input={"file_path": path, "content": "{}"})  # fmt: skip
-        assert out["decision"] == "deny" and "Gemini CLI hook settings" in out["reason"], out
+        assert out["decision"] == "deny" and "protected_config" in out["reason"], out
+        assert "Gemini CLI" in out["reason"], out
 
 
 def _ref(out: Any) -> str:

@@ -67,6 +67,12 @@ def test_gemini_denies_an_ungrounded_edit_in_its_own_shape(gem: Gemini) -> None:
     assert "C1 (Hypothetical" in out["reason"] and ORACLE in out["reason"]
 
 
+def _as_run(call: dict[str, Any], out: Any) -> dict[str, Any]:
+    """The call as Gemini runs it: with the hook's rewrite of its input, when there is one."""
+    rewritten = (out or {}).get("hookSpecificOutput", {}).get("tool_input")
+    return {**call, "tool_input": rewritten} if rewritten else call
+
+
 def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     gem.say(LEDGER)
     call = {"tool_name": "run_shell_command", "tool_input": {"command": ORACLE}}
@@ -74,14 +80,14 @@ def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     # bubblewrap runs; tests/security/test_gemini_sandbox.py); AfterTool gets the rewrite
     code, out, _ = gem.hook("BeforeTool", **call)
     assert code == 0
-    ran = {**call, "tool_input": out["hookSpecificOutput"]["tool_input"]} if out else call
+    ran = _as_run(call, out)
     failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
     _, out, _ = gem.hook("AfterTool", tool_response=failed, **ran)
     ctx = out["hookSpecificOutput"]
     assert ctx["hookEventName"] == "AfterTool" and "outcome=FAIL" in ctx["additionalContext"]
     code, out, _ = gem.hook("BeforeTool", **call)
-    assert code == 0 and "systemMessage" not in (out or {})
-    ran = {**call, "tool_input": out["hookSpecificOutput"]["tool_input"]} if out else call
+    assert code == 0 and "systemMessage" not in (out or {})  # a warning is said once
+    ran = _as_run(call, out)
     _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **ran)
     assert "outcome=PASS" in out["hookSpecificOutput"]["additionalContext"]
     with Gatekeeper.open(gem.project / ".infomark", "g-1", root=gem.project) as gk:
@@ -306,10 +312,19 @@ def test_install_merges_is_idempotent_relative_and_uninstalls(project: Path) -> 
     assert str(project) not in before.decode()  # a teammate's clone runs the same file
     assert set(data["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "SessionStart",
                                   "BeforeAgent"}  # fmt: skip
+    assert data["advanced"] == {"ignoreLocalEnv": True}  # no project .env in Gemini's env
     assert uninstall_host(spec, root=project).changed
     assert json.loads(settings.read_text()) == {"theme": "dark", "hooks": {"BeforeTool": [mine]}}
     assert not (project / ".gemini" / "infomark-hook").exists()
+    assert not (project / ".gemini" / "infomark-env.json").exists()
     assert not uninstall_host(spec, root=project).changed
+    # the user's own value comes back; one the user changed after the install stays theirs
+    settings.write_text(json.dumps({"advanced": {"ignoreLocalEnv": False, "x": 1}}))
+    install_host(spec, root=project)
+    assert install_host(spec, root=project).changed is False
+    assert json.loads(settings.read_text())["advanced"] == {"ignoreLocalEnv": True, "x": 1}
+    uninstall_host(spec, root=project)
+    assert json.loads(settings.read_text()) == {"advanced": {"ignoreLocalEnv": False, "x": 1}}
 
     codex = load_spec("codex")
     install_host(codex, root=project)

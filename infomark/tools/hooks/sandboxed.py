@@ -11,9 +11,11 @@ infomark cannot see inside the host; it reads what decides it (issue 27):
 * **Codex**: the project's ``.codex/config.toml`` selects infomark's permission profile, no
   user configuration picks another sandbox, and the home is inside the project (the profile
   hides ``<project>/.infomark``); on Linux bubblewrap starts.
-* **Gemini CLI**: on Linux, when bubblewrap starts. infomark's own ``BeforeTool`` hook wraps
-  every shell command in infomark's sandbox (:mod:`infomark.tools.hosts.gemini_sandbox`); a
-  command that ran unwrapped turns the session's answer to "no" (checked at ``AfterTool``).
+* **Gemini CLI**: on Linux, when bubblewrap starts and the settings set
+  ``advanced.ignoreLocalEnv`` (no project ``.env`` in Gemini's environment). infomark's own
+  ``BeforeTool`` hook wraps every shell command in infomark's sandbox
+  (:mod:`infomark.tools.hosts.gemini_sandbox`); a command that ran unwrapped turns the
+  session's answer to "no" (checked at ``AfterTool``).
 * **OpenCode** (and any other host): never. infomark configures no sandbox of theirs, so
   nothing hides the home from the agent's commands.
 
@@ -237,7 +239,16 @@ def _codex(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox
     return AgentSandbox(True, "codex", "Codex's sandbox runs with infomark's permission profile")
 
 
-def _gemini(home: StrPath) -> AgentSandbox:
+def _gemini(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox:
+    from infomark.tools.hosts.gemini_sandbox import env_switch_on
+
+    if not env_switch_on(root, environ):
+        return AgentSandbox(
+            False, "gemini", "Gemini CLI's settings do not set advanced.ignoreLocalEnv, so a "
+            ".env the agent's commands write in the project (BASH_ENV=…) runs code in the "
+            "shell Gemini starts, outside infomark's sandbox",
+            "run `infomark install gemini` in the project and restart Gemini CLI",
+        )  # fmt: skip
     if not sys.platform.startswith("linux"):
         return AgentSandbox(
             False, "gemini", "infomark wraps Gemini CLI's shell commands in bubblewrap, which "
@@ -262,7 +273,7 @@ def agent_sandbox(
     if host == "codex":
         return _codex(root_s, home, env)
     if host == "gemini":
-        return _gemini(home)
+        return _gemini(root_s, home, env)
     return AgentSandbox(
         False,
         host,

@@ -18,6 +18,15 @@ in its place: where no sandbox starts, the command fails with the reason (exit 1
 as the model wrote it, or another hook rewrote it) journals the session as unsandboxed from
 there on, so its runs ground nothing (``unsandboxed_run``).
 
+Gemini CLI loads a project's ``.env`` into its own environment at start (0.61.0:
+``loadEnvironment``; seen on the binary: ``BASH_ENV`` from it is sourced by the shell Gemini
+starts, outside any sandbox, before the wrapped command runs). A command could write one for
+the next session, so ``infomark install gemini`` sets ``advanced.ignoreLocalEnv`` (Gemini then
+reads ``.gemini/.env`` files only, and the project's ``.gemini`` directory is read-only to the
+agent's commands and protected from its file tools); :func:`env_switch_on` is part of the
+sandbox check. The value it replaced is recorded beside the settings
+(``.gemini/infomark-env.json``) and put back by ``--uninstall``.
+
 Gemini CLI's own tool sandbox (``security.toolSandboxing``, bubblewrap on Linux) is not
 used: it hides only what ``.geminiignore`` names, leaves the project's ``.gemini/settings.json``
 and ``.geminiignore`` writable in ``--yolo``, and lets a user's approved "sandbox expansion"
@@ -32,9 +41,21 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
 
-__all__ = ["EXEC", "exec_prefix", "sandbox_exec", "unwrap", "wrap"]
+__all__ = [
+    "ENV_RECORD",
+    "EXEC",
+    "add_env_switch",
+    "env_switch_on",
+    "exec_prefix",
+    "remove_env_switch",
+    "sandbox_exec",
+    "unwrap",
+    "wrap",
+]
 
 #: the ``infomark hook`` sub-command that runs one command in the sandbox
 EXEC = "sandbox-exec"
@@ -129,3 +150,94 @@ def sandbox_exec(args: list[str]) -> int:
     sys.stderr.flush()
     os.execvpe(argv[0], argv, dict(policy.env))  # noqa: S606 (argv is a list: no shell)
     return 126  # pragma: no cover (execvpe does not return)
+
+
+#: what ``infomark install gemini`` replaced in ``advanced``, beside the settings file
+ENV_RECORD = "infomark-env.json"
+_ABSENT = "<absent>"
+_SYSTEM = "/etc/gemini-cli/settings.json"
+_SYSTEM_DEFAULTS = "/etc/gemini-cli/system-defaults.json"
+
+
+def _read(path: str) -> Any:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _ignore_local_env(data: Any) -> object:
+    advanced = data.get("advanced") if isinstance(data, dict) else None
+    return advanced.get("ignoreLocalEnv", _ABSENT) if isinstance(advanced, dict) else _ABSENT
+
+
+def env_switch_on(root: str, environ: Mapping[str, str]) -> bool:
+    """Whether Gemini CLI ignores the project's ``.env`` files: ``advanced.ignoreLocalEnv``
+    as its settings files decide it (system defaults, user, project, then system, each
+    overriding the one before; the ``GEMINI_CLI_SYSTEM_*_PATH`` variables move the two
+    system files)."""
+    user = environ.get("HOME") or os.path.expanduser("~")
+    files = [
+        environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or _SYSTEM_DEFAULTS,
+        os.path.join(user, ".gemini", "settings.json"),
+        os.path.join(root, ".gemini", "settings.json"),
+        environ.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or _SYSTEM,
+    ]
+    value: object = False
+    for path in files:
+        found = _ignore_local_env(_read(path))
+        if found is not _ABSENT:
+            value = found
+    return value is True
+
+
+def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
+    """Set ``advanced.ignoreLocalEnv`` in ``data`` (the settings at ``settings``) and record
+    the value it had; whether the record was written."""
+    import json
+
+    from infomark.kernel.errors import UserError
+
+    advanced = data.setdefault("advanced", {})
+    if not isinstance(advanced, dict):
+        raise UserError(f"{settings}: 'advanced' must be an object; nothing was changed")
+    record = settings.parent / ENV_RECORD
+    kept = _read(str(record))
+    before = kept.get("ignoreLocalEnv") if isinstance(kept, dict) else None
+    if before is None:
+        before = advanced.get("ignoreLocalEnv", _ABSENT)
+    advanced["ignoreLocalEnv"] = True
+    text = json.dumps({"format": 1, "ignoreLocalEnv": before}, sort_keys=True) + "\n"
+    try:
+        if record.read_text("utf-8") == text:
+            return False
+    except OSError:
+        pass
+    record.parent.mkdir(parents=True, exist_ok=True)
+    tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, record)
+    return True
+
+
+def remove_env_switch(data: dict[str, Any], settings: Path) -> bool:
+    """Put ``advanced.ignoreLocalEnv`` back as the record says (unless the user changed it
+    since); whether there was a record (it is deleted)."""
+    record = settings.parent / ENV_RECORD
+    kept = _read(str(record))
+    if not isinstance(kept, dict):
+        return False
+    advanced = data.get("advanced")
+    if isinstance(advanced, dict) and advanced.get("ignoreLocalEnv") is True:
+        before = kept.get("ignoreLocalEnv", _ABSENT)
+        if before == _ABSENT:
+            advanced.pop("ignoreLocalEnv", None)
+        else:
+            advanced["ignoreLocalEnv"] = before
+        if not advanced:
+            del data["advanced"]
+    record.unlink(missing_ok=True)
+    return True
