@@ -24,6 +24,7 @@ OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), aft
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
     "\n       infomark hook gemini|codex [--home DIR] [--root DIR] < payload.json"
+    "\n       infomark hook sandbox-exec --home DIR --root DIR -- COMMAND  (sandboxed)"
 )
 
 

@@ -279,8 +279,8 @@ def agent_sandbox(
         host,
         f"infomark does not configure {host}'s own sandbox, so the agent's commands can "
         "reach the ledger home",
-        "run the agent under `infomark run` (its shell is sandboxed), or use Claude Code or "
-        "Codex as installed by `infomark install`",
+        "run the agent under `infomark run` (its shell is sandboxed), or use Claude Code, "
+        "Codex or Gemini CLI as installed by `infomark install`",
     )
 
 
