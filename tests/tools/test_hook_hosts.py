@@ -499,3 +499,12 @@ def test_gemini_wrap_round_trips_any_command(command: str) -> None:
 
     prefix = "/l hook sandbox-exec --home /h --root /r -- "
     assert unwrap(wrap(command, prefix), prefix) == command
+
+
+def test_sandbox_exec_refuses_what_it_cannot_read(project: Path) -> None:
+    for args in (["--home", "h"], ["--home", "h", "--root", "r", "--", "a", "b"], ["--x", "1"]):
+        proc = subprocess.run(
+            [EXE, "hook", "sandbox-exec", *args], capture_output=True, text=True, timeout=60,
+            cwd=project, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "infomark hook sandbox-exec" in proc.stderr, args
