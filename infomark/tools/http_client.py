@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -44,7 +43,13 @@ from infomark.tools.client_base import (
     ServiceUnavailable,
 )
 from infomark.tools.client_core import Call, RemoteEvent, Requests
-from infomark.wrapping import GatedResult, gated_tool, outcome_of, result_of, wrap_executor
+from infomark.wrapping import (
+    GatedResult,
+    gated_async_tool,
+    gated_tool,
+    wrap_async,
+    wrap_executor,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -293,7 +298,7 @@ class AsyncClient(ClientBase):
         """
         if not inspect.iscoroutinefunction(executor):
             raise TypeError("AsyncClient.wrap needs an async executor; use Client.wrap for sync")
-        return self._gated(executor, tool_class)
+        return wrap_async(self, executor, tool_class=tool_class)
 
     def tool(
         self, name: str | None = None, *, tool_class: str | None = None
@@ -303,47 +308,4 @@ class AsyncClient(ClientBase):
         It reports its outcome as ``Gatekeeper.tool``'s functions do
         (:func:`~infomark.wrapping.outcome_of`).
         """
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[GatedResult]]:
-            tool_name = name or fn.__name__
-
-            async def run(call: ToolCall) -> ToolOutcome:
-                started = time.perf_counter()
-                result = fn(**dict(call.input))
-                if inspect.isawaitable(result):
-                    result = await result
-                return outcome_of(result, started)
-
-            gated = self._gated(run, tool_class)
-
-            @functools.wraps(fn)
-            async def call_tool(**kwargs: Any) -> GatedResult:
-                return await gated(ToolCall(tool=tool_name, input=kwargs))
-
-            return call_tool
-
-        return deco
-
-    def _gated(
-        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]], tool_class: str | None
-    ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
-        @functools.wraps(executor)
-        async def gated(call: ToolCall) -> GatedResult:
-            decision = await self.authorize(call, tool_class=tool_class)
-            if not decision.allowed:
-                return result_of(decision)
-            started = time.perf_counter()
-            try:
-                outcome = outcome_of(await executor(call), started)
-            except Exception as exc:  # a tool error is evidence (ERROR), not a crash
-                msg = f"{type(exc).__name__}: {exc}"
-                elapsed = (time.perf_counter() - started) * 1000
-                outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            evidence = await self.record(
-                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
-            )
-            return result_of(
-                decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
-            )
-
-        return gated
+        return gated_async_tool(self, name=name, tool_class=tool_class)
