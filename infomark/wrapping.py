@@ -52,15 +52,9 @@ class GatedSession(Protocol):
     def authorize(self, call: ToolCall, *, tool_class: str | None = None) -> Decision: ...
 
     def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
+        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None,
         call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
-    ) -> Evidence: ...
+    ) -> Evidence: ...  # fmt: skip
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
 
