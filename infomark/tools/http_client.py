@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
@@ -36,7 +35,6 @@ import httpx
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.tools.client_base import (
     DEFAULT_URL,
-    TIMEOUT,
     TOKEN_ENV,
     ClientBase,
     ServiceError,
@@ -89,33 +87,15 @@ def _async(
     return method
 
 
-class Client(ClientBase):
+class Client(ClientBase[httpx.Client]):
     """A blocking client of one session on the infomark service (thread-safe).
 
     ``http`` shares an existing ``httpx.Client`` (its connection pool); a client
     given one does not close it.
     """
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        token: str | None = None,
-        session: str = "default",
-        home: Path | str | None = None,
-        *,
-        timeout: float = TIMEOUT,
-        http: httpx.Client | None = None,
-    ) -> None:
-        super().__init__(base_url, token, session, home)
-        self._timeout = timeout
-        self._owns = http is None
-        self._http = http or httpx.Client(timeout=timeout, trust_env=self._trust_env)
-
-    def with_session(self, session: str) -> Client:
-        """A client of another session sharing this one's connections."""
-        return Client(
-            self.base_url, self.token, session, self.home, timeout=self._timeout, http=self._http
-        )
+    def _connect(self, timeout: float) -> httpx.Client:
+        return httpx.Client(timeout=timeout, trust_env=self._trust_env)
 
     def close(self) -> None:
         if self._owns:
@@ -193,29 +173,11 @@ class Client(ClientBase):
         return gated_tool(self, name=name, tool_class=tool_class)
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(ClientBase[httpx.AsyncClient]):
     """The asyncio client: :class:`Client`'s methods as coroutines."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        token: str | None = None,
-        session: str = "default",
-        home: Path | str | None = None,
-        *,
-        timeout: float = TIMEOUT,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(base_url, token, session, home)
-        self._timeout = timeout
-        self._owns = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout, trust_env=self._trust_env)
-
-    def with_session(self, session: str) -> AsyncClient:
-        """A client of another session sharing this one's connections."""
-        return AsyncClient(
-            self.base_url, self.token, session, self.home, timeout=self._timeout, http=self._http
-        )
+    def _connect(self, timeout: float) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout, trust_env=self._trust_env)
 
     async def aclose(self) -> None:
         if self._owns:
