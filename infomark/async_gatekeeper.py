@@ -19,7 +19,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
@@ -58,6 +58,31 @@ def _off_loop(
         return await self._run(sync, *args, **kwargs)
 
     return forward
+
+
+class _Through(property, Generic[T]):
+    """A settable attribute of the sync facade underneath, as a property of the async one
+    (``agk.unattended = …`` sets ``agk.sync.unattended``); mypy reads its type ``T``."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        def get(outer: AsyncGatekeeper) -> T:
+            value: T = getattr(outer._gk, name)
+            return value
+
+        def put(outer: AsyncGatekeeper, value: T) -> None:
+            setattr(outer._gk, name, value)
+
+        super().__init__(get, put, doc=doc)
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _Through[T]: ...
+    @overload
+    def __get__(self, instance: AsyncGatekeeper, owner: type | None = None) -> T: ...
+    def __get__(self, instance: AsyncGatekeeper | None, owner: type | None = None) -> Any:
+        return super().__get__(instance, owner)
+
+    def __set__(self, instance: AsyncGatekeeper, value: T) -> None:
+        super().__set__(instance, value)
 
 
 class AsyncGatekeeper:
@@ -127,58 +152,23 @@ class AsyncGatekeeper:
     def home(self) -> Path:
         return self._gk.home
 
-    @property
-    def config(self) -> Config:
-        return self._gk.config
-
-    @config.setter
-    def config(self, value: Config) -> None:
-        self._gk.config = value
-
-    @property
-    def unattended(self) -> str | None:
-        """Why nobody can answer an "ask" in this run (see :meth:`Gatekeeper.authorize`)."""
-        return self._gk.unattended
-
-    @unattended.setter
-    def unattended(self, value: str | None) -> None:
-        self._gk.unattended = value
-
-    @property
-    def attester(self) -> Callable[[str], str] | None:
-        """Runs a claim's oracle attested (see :attr:`Gatekeeper.attester`)."""
-        return self._gk.attester
-
-    @attester.setter
-    def attester(self, value: Callable[[str], str] | None) -> None:
-        self._gk.attester = value
-
-    @property
-    def check_attester(self) -> Callable[[str], str] | None:
-        """Runs a required check attested (see :attr:`Gatekeeper.check_attester`)."""
-        return self._gk.check_attester
-
-    @check_attester.setter
-    def check_attester(self, value: Callable[[str], str] | None) -> None:
-        self._gk.check_attester = value
-
-    @property
-    def refetch(self) -> Refetch | None:
-        """How the host re-runs a web fetch (see :attr:`Gatekeeper.refetch`)."""
-        return self._gk.refetch
-
-    @refetch.setter
-    def refetch(self, value: Refetch | None) -> None:
-        self._gk.refetch = value
-
-    @property
-    def host_files(self) -> tuple[str, ...]:
-        """Files the host keeps that the agent may not change (see :class:`Gatekeeper`)."""
-        return self._gk.host_files
-
-    @host_files.setter
-    def host_files(self, value: tuple[str, ...]) -> None:
-        self._gk.host_files = value
+    # The sync facade's settable attributes, read and written through (typed properties).
+    config: _Through[Config] = _Through("config", "The session's configuration.")
+    unattended: _Through[str | None] = _Through(
+        "unattended", 'Why nobody can answer an "ask" in this run (see Gatekeeper.authorize).'
+    )
+    attester: _Through[Callable[[str], str] | None] = _Through(
+        "attester", "Runs a claim's oracle attested (see Gatekeeper.attester)."
+    )
+    check_attester: _Through[Callable[[str], str] | None] = _Through(
+        "check_attester", "Runs a required check attested (see Gatekeeper.check_attester)."
+    )
+    refetch: _Through[Refetch | None] = _Through(
+        "refetch", "How the host re-runs a web fetch (see Gatekeeper.refetch)."
+    )
+    host_files: _Through[tuple[str, ...]] = _Through(
+        "host_files", "Files the host keeps that the agent may not change (see Gatekeeper)."
+    )
 
     @property
     def policy(self) -> PolicyRuntime:
