@@ -47,10 +47,7 @@ _MAX_PROJECTS = 256
 
 def _defer_checkpoints(gk: SessionLike) -> None:
     """The session's journal leaves checkpoints to the pool's checkpointer."""
-    store = getattr(gk, "store", None)
-    journal = getattr(store, "journal", None)
-    if isinstance(journal, BaseJournal):
-        journal.defer_checkpoints()
+    gk.store.journal.defer_checkpoints()
 
 
 @dataclass
