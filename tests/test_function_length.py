@@ -31,7 +31,6 @@ ALLOWED: dict[str, int] = {
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
     "tools/eval/harness.py::run_eval": 85,
-    "tools/runner/tools.py::file_tools": 201,
 }
 
 
