@@ -28,7 +28,6 @@ ALLOWED: dict[str, int] = {
     "ledger/manifest.py::verify_home": 147,
     "ledger/parse_model.py::Builder.stamp": 90,
     "ledger/verify.py::_verify_pass": 157,
-    "tools/attest_report/read.py::_pytest": 98,
     "tools/eval/harness.py::run_eval": 85,
 }
 
