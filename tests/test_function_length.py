@@ -17,7 +17,6 @@ LIMIT = 80
 
 #: ``path::qualified name`` → its length at the time it was allowed (issue 29).
 ALLOWED: dict[str, int] = {
-    "cli/commands_tools.py::install_claude_code_cmd": 92,
     "cli/demo.py::run_demo": 152,
     "gatekeeper.py::Gatekeeper.authorize": 90,
     "gates/authorize.py::_decide": 88,
