@@ -17,8 +17,6 @@ LIMIT = 80
 
 #: ``path::qualified name`` → its length at the time it was allowed (issue 29).
 ALLOWED: dict[str, int] = {
-    "cli/commands_tools.py::install_claude_code_cmd": 92,
-    "cli/demo.py::run_demo": 152,
     "gatekeeper.py::Gatekeeper.authorize": 90,
     "gates/authorize.py::_decide": 88,
     "gates/finalize.py::finish_problems": 141,
@@ -28,11 +26,6 @@ ALLOWED: dict[str, int] = {
     "ledger/manifest.py::verify_home": 147,
     "ledger/parse_model.py::Builder.stamp": 90,
     "ledger/verify.py::_verify_pass": 157,
-    "tools/attest_report/read.py::_pytest": 98,
-    "tools/doctor_launcher.py::launcher_findings": 97,
-    "tools/eval/harness.py::run_eval": 85,
-    "tools/hooks/claude_code.py::handle": 93,
-    "tools/runner/tools.py::file_tools": 201,
 }
 
 
