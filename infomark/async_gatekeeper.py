@@ -30,15 +30,15 @@ from infomark.gates.decision import Decision, FinishDecision
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import SessionState
+from infomark.ledger.store.journal import EventRow
 from infomark.wrapping import GatedResult, outcome_of, result_of
 
 if TYPE_CHECKING:
     from infomark.gates.policies.runtime import PolicyRuntime
     from infomark.ledger.audit import AuditReport
-    from infomark.ledger.source_stamp import Refetch
+    from infomark.ledger.stamps.source import Refetch
 
 __all__ = ["AsyncGatekeeper"]
 

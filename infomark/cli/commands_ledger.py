@@ -70,7 +70,7 @@ def ingest(source: str | None, strict: bool) -> None:
 
 def _refuse_syntax_errors(text: str) -> None:
     """``ingest --strict``: every error diagnostic on stderr (or as JSON), nothing applied."""
-    from infomark.ledger.parser import parse_message
+    from infomark.ledger.parse.parser import parse_message
 
     errors = parse_message(text).errors
     if not errors:

@@ -17,9 +17,9 @@ from typing import Any
 from infomark.kernel.errors import UserError
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import GENESIS, event_hash
 from infomark.ledger.keys import check_private, write_private
 from infomark.ledger.state import SessionState, apply
+from infomark.ledger.store.journal import GENESIS, event_hash
 
 __all__ = ["BUNDLE_FORMAT", "export_bundle", "public_key_hex", "verify_bundle"]
 

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from infomark.kernel.errors import ConfigError, UserError
 from infomark.ledger.engine import ON_OPEN, Ledger
-from infomark.ledger.journal import EventRow
+from infomark.ledger.store.journal import EventRow
 
 __all__ = [
     "OTEL_ENV",

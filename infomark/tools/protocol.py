@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from infomark.ledger.audit import AuditReport
     from infomark.ledger.calls import ToolCall
     from infomark.ledger.evidence import Evidence
-    from infomark.ledger.journal import EventRow
     from infomark.ledger.report import IngestReport
+    from infomark.ledger.store.journal import EventRow
 
 __all__ = ["LedgerTools", "SessionLike"]
 

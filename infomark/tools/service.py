@@ -41,7 +41,7 @@ from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
-from infomark.ledger.store import pick_store, resolve_store
+from infomark.ledger.store.select import pick_store, resolve_store
 from infomark.tools.api_models import (
     ApproveRequest,
     AuditOut,
@@ -370,7 +370,7 @@ class _Service:
         def go() -> dict[str, Any]:
             from infomark.ledger.inbox import Inbox, InboxRefused
             from infomark.ledger.keys import load_key
-            from infomark.ledger.store import open_journal
+            from infomark.ledger.store.select import open_journal
 
             journal = open_journal(home, load_key(home), self.pool.store)
             inbox = Inbox(journal)

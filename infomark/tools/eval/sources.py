@@ -314,7 +314,7 @@ def _is_home(path: Path) -> bool:
     (``<home>/store`` from ``infomark init --store``, or ``$INFOMARK_STORE`` and its key)."""
     import os
 
-    from infomark.ledger.store import STORE_ENV
+    from infomark.ledger.store.select import STORE_ENV
 
     if (path / "ledger.db").exists() or (path / "store").exists():
         return True
@@ -323,7 +323,7 @@ def _is_home(path: Path) -> bool:
 
 def _journal(home: Path, only: str | None) -> list[Source]:
     from infomark.ledger.keys import load_key
-    from infomark.ledger.store import open_journal
+    from infomark.ledger.store.select import open_journal
 
     journal = open_journal(home, load_key(home, create=False))  # SQLite or PostgreSQL
     try:

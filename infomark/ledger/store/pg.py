@@ -1,7 +1,7 @@
 """The journal on PostgreSQL: one shared ledger for many hosts (psycopg 3 + psycopg_pool).
 
-Selected by a ``postgresql://`` store URL (:mod:`infomark.ledger.store`). The chain, the
-MACs, the heads and the home manifest are :class:`~infomark.ledger.store_base.BaseJournal`'s,
+Selected by a ``postgresql://`` store URL (:mod:`infomark.ledger.store.select`). The chain, the
+MACs, the heads and the home manifest are :class:`~infomark.ledger.store.base.BaseJournal`'s,
 byte for byte the same as on SQLite; this module supplies the transactions, the locks and
 the connection.
 
@@ -42,12 +42,13 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from infomark.kernel.errors import StoreBusyError, StoreError
-from infomark.ledger import journal as _sqlite
-from infomark.ledger import manifest, pg_schema
-from infomark.ledger.conn import Conn
+from infomark.ledger import manifest
 from infomark.ledger.keys import Key
-from infomark.ledger.pg_schema import redact
-from infomark.ledger.store_base import BaseJournal, _now
+from infomark.ledger.store import journal as _sqlite
+from infomark.ledger.store import pg_schema
+from infomark.ledger.store.base import BaseJournal, _now
+from infomark.ledger.store.conn import Conn
+from infomark.ledger.store.pg_schema import redact
 
 __all__ = ["PgJournal", "close_pools", "init_store", "redact", "store_version"]
 
@@ -90,7 +91,7 @@ class _Result:
 
 
 class _Router:
-    """:class:`~infomark.ledger.conn.Conn` over the pool: inside a transaction every
+    """:class:`~infomark.ledger.store.conn.Conn` over the pool: inside a transaction every
     statement goes to its connection; outside, each borrows one (autocommit)."""
 
     def __init__(self, pool: ConnectionPool) -> None:
