@@ -147,7 +147,7 @@ def read_input(source: str | None) -> str:
         try:
             data = Path(source).read_bytes()
         except OSError as exc:
-            raise click.UsageError(f"cannot read {source}: {exc.strerror}") from None
+            raise click.UsageError(f"cannot read {source}: {exc.strerror}") from exc
     return data.decode("utf-8", "replace")
 
 
@@ -157,7 +157,7 @@ def parse_input_json(text: str) -> dict[str, object]:
     except json.JSONDecodeError as exc:
         raise click.BadParameter(
             f"not JSON: {exc.msg} at column {exc.colno}", param_hint="--input"
-        ) from None
+        ) from exc
     if not isinstance(data, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--input")
     return data

@@ -120,7 +120,7 @@ def record(
         try:
             output = output_file.read_bytes()
         except OSError as exc:
-            raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from None
+            raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from exc
     else:
         output = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
     with open_gk(writes=True) as gk:

@@ -88,7 +88,7 @@ def verify_bundle(path: Path, *, expected_public_key: str | None = None) -> dict
     try:
         bundle = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path} is not a readable bundle: {exc}") from None
+        raise UserError(f"{path} is not a readable bundle: {exc}") from exc
     if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT:
         raise UserError(f"{path} is not an {BUNDLE_FORMAT} bundle")
     problems: list[str] = []

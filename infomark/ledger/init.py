@@ -43,10 +43,10 @@ def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
         return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}
     try:
         from infomark.ledger.store.pg import init_store
-    except ImportError:
+    except ImportError as exc:
         raise ConfigError(
             "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
-        ) from None
+        ) from exc
     info = init_store(url)
     if store:
         remember_store(home, url)

@@ -378,7 +378,7 @@ class _Service:
                 got = inbox.send(session, body.message, sender=body.sender)
             except InboxRefused as exc:  # 409: nothing was delivered; the reason says why
                 detail = [{"loc": "session", "msg": exc.reason, "type": "inbox_refused"}]
-                raise ApiError(409, exc.code, str(exc), detail) from None
+                raise ApiError(409, exc.code, str(exc), detail) from exc
             finally:
                 inbox.close()
                 journal.close()

@@ -137,7 +137,7 @@ def _pool(url: str) -> ConnectionPool:
         try:  # one direct connection first: a wrong URL says why, at once
             psycopg.connect(url, connect_timeout=5).close()
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the store {redact(url)}: {exc}") from None
+            raise StoreError(f"cannot connect to the store {redact(url)}: {exc}") from exc
         size = int(os.environ.get("INFOMARK_PG_POOL_MAX", _POOL_MAX))
         pool = ConnectionPool(
             url,
@@ -197,7 +197,7 @@ def store_version(url: str) -> int:
         with psycopg.connect(url, connect_timeout=5) as conn:
             return _version(conn)
     except psycopg.Error as exc:
-        raise StoreError(f"cannot read the store {redact(url)}: {exc}") from None
+        raise StoreError(f"cannot read the store {redact(url)}: {exc}") from exc
 
 
 def init_store(url: str) -> dict[str, Any]:
@@ -235,7 +235,7 @@ def init_store(url: str) -> dict[str, Any]:
                     conn.execute("ROLLBACK")
                 raise
     except psycopg.Error as exc:
-        raise StoreError(f"cannot initialise the store {redact(url)}: {exc}") from None
+        raise StoreError(f"cannot initialise the store {redact(url)}: {exc}") from exc
     return {
         "store": redact(url),
         "schema_from": before,
@@ -346,14 +346,14 @@ class PgJournal(BaseJournal):
                 return op()
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 if _busy(exc):
-                    raise self._busy_error(exc) from None
+                    raise self._busy_error(exc) from exc
                 if attempt == 2 or self._in_tx or self._reading:
-                    raise StoreError(f"{what} {self.where}: {exc}") from None
+                    raise StoreError(f"{what} {self.where}: {exc}") from exc
                 time.sleep(0.05)
             except psycopg.Error as exc:
                 if _busy(exc):
-                    raise self._busy_error(exc) from None
-                raise StoreError(f"{what} {self.where}: {exc}") from None
+                    raise self._busy_error(exc) from exc
+                raise StoreError(f"{what} {self.where}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _busy_error(self, exc: BaseException) -> StoreBusyError:
@@ -416,8 +416,8 @@ class PgJournal(BaseJournal):
                     self._locked = set()
         except (psycopg.Error, PoolTimeout) as exc:
             if _busy(exc):
-                raise self._busy_error(exc) from None
-            raise StoreError(f"ledger write failed at {self.where}: {exc}") from None
+                raise self._busy_error(exc) from exc
+            raise StoreError(f"ledger write failed at {self.where}: {exc}") from exc
 
     def head(self, session: str) -> tuple[int, str]:
         if self._in_tx:
@@ -445,7 +445,7 @@ class PgJournal(BaseJournal):
                     with suppress(psycopg.Error):  # a lost connection ended it already
                         conn.execute("COMMIT")
         except PoolTimeout as exc:
-            raise self._busy_error(exc) from None
+            raise self._busy_error(exc) from exc
 
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         with self.snapshot():

@@ -101,7 +101,7 @@ def resolve_store(home: StrPath, explicit: str | None = None) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
     check_private(path)  # it may hold a password
     return check_store(text, str(path))
 
@@ -128,10 +128,10 @@ def open_journal(home: StrPath, key: Key, store: str | None = None) -> BaseJourn
         return Journal(os.path.join(home, "ledger.db"), key)
     try:
         from infomark.ledger.store.pg import PgJournal
-    except ImportError:
+    except ImportError as exc:
         raise ConfigError(
             "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
-        ) from None
+        ) from exc
     from pathlib import Path
 
     return PgJournal(Path(home), key, url)
