@@ -26,13 +26,13 @@ from infomark.gates.config import Config
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.journal import EventRow
 from infomark.ledger.state import SessionState
+from infomark.ledger.store.journal import EventRow
 from infomark.wrapping import GatedResult, gated_async_tool, wrap_async
 
 if TYPE_CHECKING:
     from infomark.gates.policies.runtime import PolicyRuntime
-    from infomark.ledger.source_stamp import Refetch
+    from infomark.ledger.stamps.source import Refetch
 
 __all__ = ["AsyncGatekeeper"]
 

@@ -94,7 +94,7 @@ def _encode(body: Mapping[str, Any]) -> bytes:
     try:
         return json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
-        raise UserError(f"the request cannot be sent as JSON ({exc}); pass plain data") from None
+        raise UserError(f"the request cannot be sent as JSON ({exc}); pass plain data") from exc
 
 
 class ClientBase(Generic[H]):
@@ -198,11 +198,11 @@ class ClientBase(Generic[H]):
             raise error
         try:
             data = response.json()
-        except ValueError:
+        except ValueError as exc:
             raise ServiceError(
                 "bad_response",
                 f"the service at {self.base_url} answered with something that is not JSON; "
                 "is base_url an infomark service?",
                 status=response.status_code,
-            ) from None
+            ) from exc
         return call.decode(data)

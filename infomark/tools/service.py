@@ -40,7 +40,7 @@ from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
-from infomark.ledger.store import pick_store, resolve_store
+from infomark.ledger.store.select import pick_store, resolve_store
 from infomark.tools.api_models import (
     ApproveRequest,
     AuditOut,
@@ -366,7 +366,7 @@ class _Service:
         def go() -> dict[str, Any]:
             from infomark.ledger.inbox import Inbox, InboxRefused
             from infomark.ledger.keys import load_key
-            from infomark.ledger.store import open_journal
+            from infomark.ledger.store.select import open_journal
 
             journal = open_journal(home, load_key(home), self.pool.store)
             inbox = Inbox(journal)
@@ -374,7 +374,7 @@ class _Service:
                 got = inbox.send(session, body.message, sender=body.sender)
             except InboxRefused as exc:  # 409: nothing was delivered; the reason says why
                 detail = [{"loc": "session", "msg": exc.reason, "type": "inbox_refused"}]
-                raise ApiError(409, exc.code, str(exc), detail) from None
+                raise ApiError(409, exc.code, str(exc), detail) from exc
             finally:
                 inbox.close()
                 journal.close()
