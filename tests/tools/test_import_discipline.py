@@ -164,8 +164,9 @@ PRETOOL_MODULES = {
     "infomark.ledger.report",
     "infomark.ledger.semantics",
     "infomark.ledger.state",
-    "infomark.ledger.store.select",  # the store subpackage (empty __init__: issue 29)
+    "infomark.ledger.store",  # the store subpackage (empty __init__: issue 29)
     # which store a home uses (issue 19; PostgreSQL loads only for a URL)
+    "infomark.ledger.store.select",
     "infomark.ledger.store.base",  # the journal seam both backends share (issue 19)
     "infomark.tools",
     "infomark.tools.hooks",
