@@ -562,11 +562,19 @@ def run(
     wall = time.monotonic() - started
     code = proc.returncode
     stderr = b"".join(err)
-    hit: list[str] = []
-    if timed_out.is_set():
-        hit.append("wall")
     reaped = _reaped_cpu(b"".join(usage)) if usage_r >= 0 else None
     cpu = rusage.ru_utime + rusage.ru_stime if reaped is None else reaped
+    hit = _limits_hit(limits, code, cpu, stderr, wall=timed_out.is_set(), output=cut[0])
+    if code < 0:
+        code = _SIGNAL_BASE - code
+    return SandboxRun(code, b"".join(out), stderr, status.backend, hit, wall, cpu)
+
+
+def _limits_hit(
+    limits: Limits, code: int, cpu: float, stderr: bytes, *, wall: bool, output: bool
+) -> tuple[str, ...]:
+    """Which limits a finished run reached (``cpu``: the program's CPU seconds)."""
+    hit: list[str] = ["wall"] if wall else []
     if limits.cpu_seconds is not None and (
         code in (-signal.SIGXCPU, _SIGNAL_BASE + signal.SIGXCPU) or cpu >= limits.cpu_seconds
     ):
@@ -575,8 +583,6 @@ def run(
         b"MemoryError" in stderr or b"Cannot allocate memory" in stderr
     ):
         hit.append("memory")
-    if cut[0]:
+    if output:
         hit.append("output")
-    if code < 0:
-        code = _SIGNAL_BASE - code
-    return SandboxRun(code, b"".join(out), stderr, status.backend, tuple(hit), wall, cpu)
+    return tuple(hit)
