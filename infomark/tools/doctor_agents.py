@@ -216,7 +216,7 @@ def _gemini_sandbox(
     import os
 
     from infomark.tools import sandbox
-    from infomark.tools.hosts.gemini_sandbox import env_switch_on
+    from infomark.tools.hosts.gemini_sandbox import env_stop_present, env_switch_on
 
     if not any("BeforeTool" in events for events in installed.values()):
         return []
@@ -231,6 +231,15 @@ def _gemini_sandbox(
             "own runs ground nothing (unsandboxed_run)",
             f"`infomark install {spec.name}` (and no advanced.ignoreLocalEnv: false in a "
             "settings file that overrides the project's)",
+        ))  # fmt: skip
+    elif not env_stop_present(str(root)):
+        out.append(Finding(
+            spec.name, "local_env", "problem",
+            "the project has no .gemini/.env, so Gemini CLI goes on looking for one in the "
+            "folders above the project, which the agent's commands may write (under /tmp or "
+            "~/.cache): its BASH_ENV would run code outside infomark's sandbox, so the "
+            "agent's own runs ground nothing (unsandboxed_run)",
+            f"`infomark install {spec.name}` (it writes a comment-only .gemini/.env)",
         ))  # fmt: skip
     for path in installed:
         for command in _others_rewriting(spec, path):

@@ -49,6 +49,7 @@ class _Gemini:
         gemini = self.project / ".gemini"
         gemini.mkdir()
         (gemini / "settings.json").write_text(SETTINGS)
+        (gemini / ".env").write_text("# as install leaves it\n")
         (gemini / "infomark-hook").write_text("#!/bin/sh\n")
         self.transcript = self.project / "chat.jsonl"
         self.transcript.write_text(json.dumps({"sessionId": SID, "kind": "main"}) + "\n")
@@ -101,6 +102,7 @@ for what, act in [
     ("launcher", lambda: os.replace("check.py", ".gemini/infomark-hook")),
     ("gemini_env", lambda: open(".gemini/.env", "w").write("BASH_ENV=./x.sh")),
     ("dotenv", lambda: open(".env", "w").write("BASH_ENV=./x.sh")),  # Gemini ignores it
+    ("rm_stop", lambda: os.unlink(".gemini/.env")),
 ]:
     try:
         print(what, "GOT", act())
@@ -117,11 +119,11 @@ def test_a_wrapped_command_cannot_reach_the_home_or_switch_the_hooks_off(gem: _G
     assert done.returncode == 0, done.stderr
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["list"] == "GOT []"  # an empty, read-only directory in its place
-    for what in ("key", "token", "settings", "launcher", "gemini_env"):
+    for what in ("key", "token", "settings", "launcher", "gemini_env", "rm_stop"):
         assert lines[what].startswith("refused"), done.stdout
     assert lines["dotenv"].startswith("GOT")  # the project's own .env stays the agent's
     assert (gem.project / ".gemini" / "settings.json").read_text() == SETTINGS
-    assert not (gem.project / ".gemini" / ".env").exists()
+    assert (gem.project / ".gemini" / ".env").read_text() == "# as install leaves it\n"
     assert (gem.project / ".gemini" / "infomark-hook").read_text() == "#!/bin/sh\n"
     assert (gem.project / "made.txt").read_text() == "ok"  # the project stays writable
     _input, done = gem.shell("exit 3")

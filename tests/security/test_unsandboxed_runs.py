@@ -133,6 +133,10 @@ def test_other_hosts(project: Path, home: Path, tmp_path: Path) -> None:
     gemini = project / ".gemini"
     gemini.mkdir()
     (gemini / "settings.json").write_text(json.dumps({"advanced": {"ignoreLocalEnv": True}}))
+    # no .gemini/.env: Gemini would go on to a folder above, which the agent may write
+    gem = agent_sandbox("gemini", project, home, env)
+    assert not gem.sandboxed and ".gemini/.env" in gem.detail
+    (gemini / ".env").write_text("# stop\n")
     gem = agent_sandbox("gemini", project, home, env)  # infomark's hook wraps its commands
     assert gem.sandboxed is sandboxed.bwrap_usable(home)[0]
     system = tmp_path / "system.json"  # the system file overrides the project's

@@ -313,7 +313,11 @@ def test_install_merges_is_idempotent_relative_and_uninstalls(project: Path) -> 
     assert set(data["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "SessionStart",
                                   "BeforeAgent"}  # fmt: skip
     assert data["advanced"] == {"ignoreLocalEnv": True}  # no project .env in Gemini's env
+    stop = project / ".gemini" / ".env"  # where Gemini's search for a .env stops
+    assert stop.read_text().startswith("# Written by `infomark install gemini`")
+    assert stop.stat().st_mode & 0o777 == 0o600
     assert uninstall_host(spec, root=project).changed
+    assert not stop.exists()  # still install's comment: removed
     assert json.loads(settings.read_text()) == {"theme": "dark", "hooks": {"BeforeTool": [mine]}}
     assert not (project / ".gemini" / "infomark-hook").exists()
     assert not (project / ".gemini" / "infomark-env.json").exists()
@@ -323,8 +327,10 @@ def test_install_merges_is_idempotent_relative_and_uninstalls(project: Path) -> 
     install_host(spec, root=project)
     assert install_host(spec, root=project).changed is False
     assert json.loads(settings.read_text())["advanced"] == {"ignoreLocalEnv": True, "x": 1}
+    stop.write_text(stop.read_text() + "GEMINI_API_KEY=mine\n")  # the user's own variables
     uninstall_host(spec, root=project)
     assert json.loads(settings.read_text()) == {"advanced": {"ignoreLocalEnv": False, "x": 1}}
+    assert stop.read_text().endswith("GEMINI_API_KEY=mine\n")  # theirs now: kept
 
     codex = load_spec("codex")
     install_host(codex, root=project)

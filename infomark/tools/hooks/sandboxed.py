@@ -240,13 +240,14 @@ def _codex(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox
 
 
 def _gemini(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox:
-    from infomark.tools.hosts.gemini_sandbox import env_switch_on
+    from infomark.tools.hosts.gemini_sandbox import env_stop_present, env_switch_on
 
-    if not env_switch_on(root, environ):
+    if not env_switch_on(root, environ) or not env_stop_present(root):
         return AgentSandbox(
-            False, "gemini", "Gemini CLI's settings do not set advanced.ignoreLocalEnv, so a "
-            ".env the agent's commands write in the project (BASH_ENV=…) runs code in the "
-            "shell Gemini starts, outside infomark's sandbox",
+            False, "gemini", "Gemini CLI's settings do not set advanced.ignoreLocalEnv, or the "
+            "project has no .gemini/.env, so a .env the agent's commands write in the project "
+            "or a folder above it (BASH_ENV=…) runs code in the shell Gemini starts, outside "
+            "infomark's sandbox",
             "run `infomark install gemini` in the project and restart Gemini CLI",
         )  # fmt: skip
     if not sys.platform.startswith("linux"):

@@ -27,6 +27,14 @@ agent's commands and protected from its file tools); :func:`env_switch_on` is pa
 sandbox check. The value it replaced is recorded beside the settings
 (``.gemini/infomark-env.json``) and put back by ``--uninstall``.
 
+``ignoreLocalEnv`` covers ``.env`` files only: Gemini still reads the first ``.gemini/.env``
+it finds walking up from its working directory (0.61.0: ``findEnvFile``), and the folders
+above a project under ``/tmp`` or ``~/.cache`` are writable by the agent's commands. So
+``install`` also makes sure the project has a ``.gemini/.env`` (:data:`ENV_STOP`, a comment
+when it creates one), where the walk stops, inside the directory the agent cannot write;
+:func:`env_stop_present` is part of the sandbox check, and ``--uninstall`` removes the file
+only while it is still the comment ``install`` wrote.
+
 Gemini CLI's own tool sandbox (``security.toolSandboxing``, bubblewrap on Linux) is not
 used: it hides only what ``.geminiignore`` names, leaves the project's ``.gemini/settings.json``
 and ``.geminiignore`` writable in ``--yolo``, and lets a user's approved "sandbox expansion"
@@ -47,8 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_RECORD",
+    "ENV_STOP",
     "EXEC",
     "add_env_switch",
+    "env_stop_present",
     "env_switch_on",
     "exec_prefix",
     "remove_env_switch",
@@ -194,6 +204,42 @@ def env_switch_on(root: str, environ: Mapping[str, str]) -> bool:
     return value is True
 
 
+#: the project's ``.gemini/.env``, where Gemini CLI's search for an environment file stops
+ENV_STOP = ".env"
+_STOP_TEXT = (
+    "# Written by `infomark install gemini`: Gemini CLI stops its search for a .env here, so it\n"
+    "# never loads one the agent's commands could write in a folder above the project. Your own\n"
+    "# variables may go in this file; `infomark install gemini --uninstall` then keeps it.\n"
+)
+
+
+def env_stop_present(root: str) -> bool:
+    """Whether the project has the ``.gemini/.env`` where Gemini CLI's search stops."""
+    return os.path.isfile(os.path.join(root, ".gemini", ENV_STOP))
+
+
+def _add_env_stop(gemini_dir: Path) -> bool:
+    """Create ``.gemini/.env`` (0600) when it is missing; whether it was created."""
+    stop = gemini_dir / ENV_STOP
+    if stop.exists() or stop.is_symlink():
+        return False
+    gemini_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(stop, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(_STOP_TEXT)
+    return True
+
+
+def _remove_env_stop(gemini_dir: Path) -> None:
+    """Delete ``.gemini/.env`` while it is exactly the comment ``install`` wrote."""
+    stop = gemini_dir / ENV_STOP
+    try:
+        if not stop.is_symlink() and stop.read_text("utf-8") == _STOP_TEXT:
+            stop.unlink()
+    except OSError:
+        pass
+
+
 def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
     """Set ``advanced.ignoreLocalEnv`` in ``data`` (the settings at ``settings``) and record
     the value it had; whether the record was written."""
@@ -211,9 +257,10 @@ def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
         before = advanced.get("ignoreLocalEnv", _ABSENT)
     advanced["ignoreLocalEnv"] = True
     text = json.dumps({"format": 1, "ignoreLocalEnv": before}, sort_keys=True) + "\n"
+    created = _add_env_stop(settings.parent)
     try:
         if record.read_text("utf-8") == text:
-            return False
+            return created
     except OSError:
         pass
     record.parent.mkdir(parents=True, exist_ok=True)
@@ -240,4 +287,5 @@ def remove_env_switch(data: dict[str, Any], settings: Path) -> bool:
         if not advanced:
             del data["advanced"]
     record.unlink(missing_ok=True)
+    _remove_env_stop(settings.parent)
     return True
