@@ -11,7 +11,7 @@ operator's approval of exactly this held call (:func:`operator_approved`), an un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, Verdict
@@ -174,9 +174,7 @@ def authorize_call(
     """
     base = _Base(tool, tool_class, state.gate, config.profile, families, why)
     if not config.profile.enforcing:
-        would = _decide(
-            state, tool_class, families, config, Profile.LEDGER, False, scratch, revert, base
-        )
+        would = _decide(state, tool_class, config, Profile.LEDGER, False, scratch, revert, base)
         if would.allowed:
             return would
         return Decision.allow(
@@ -186,9 +184,7 @@ def authorize_call(
             ungrounded=would.ungrounded,
             **base.kw(),
         )
-    return _decide(
-        state, tool_class, families, config, config.profile, bypass, scratch, revert, base
-    )
+    return _decide(state, tool_class, config, config.profile, bypass, scratch, revert, base)
 
 
 def _mutating(tool_class: str) -> bool:
@@ -200,10 +196,204 @@ def _mutating(tool_class: str) -> bool:
     return cls.mutates
 
 
+class _Call:
+    """One classified call under judgement: what the steps of :data:`DECISION_STEPS` read."""
+
+    __slots__ = (
+        "_no_plan",
+        "_ungrounded",
+        "base",
+        "bypass",
+        "config",
+        "effective",
+        "profile",
+        "revert",
+        "scratch",
+        "state",
+        "strict",
+        "tool_class",
+    )
+
+    def __init__(
+        self,
+        state: SessionState,
+        tool_class: str,
+        config: Config,
+        profile: Profile,
+        bypass: bool,
+        scratch: str | None,
+        revert: bool,
+        base: _Base,
+    ) -> None:
+        self.state, self.tool_class, self.config, self.profile = state, tool_class, config, profile
+        self.bypass, self.scratch, self.revert, self.base = bypass, scratch, revert, base
+        self.strict = profile.walks_graph
+        self.effective = "modify" if tool_class == "unknown" else tool_class
+        self._ungrounded: tuple[tuple[str, str], ...] | None = None
+        self._no_plan = False
+
+    def ungrounded(self) -> tuple[tuple[str, str], ...]:
+        """The plan's premises outside G (read once, when a step first needs them)."""
+        if self._ungrounded is None:
+            self._ungrounded = tuple(self.state.ungrounded_premises())
+            self._no_plan = not self.state.has_ledger or not self.state.premises
+        return self._ungrounded
+
+    def no_plan(self) -> bool:
+        """No ledger is active, or it lists no premises_for_plan."""
+        self.ungrounded()
+        return self._no_plan
+
+    def grounding_denied(self) -> bool:
+        return bool(self.ungrounded()) or self.no_plan()
+
+
+def _reads_pass(c: _Call) -> Decision | None:
+    """A call that mutates nothing is allowed (a class nobody defined mutates)."""
+    if _mutating(c.tool_class):
+        return None
+    return Decision.allow(
+        DecisionCode.ALLOWED, f"{c.tool_class} tools do not mutate", **c.base.kw()
+    )
+
+
+def _verify_profile(c: _Call) -> Decision | None:
+    """A profile that asks no protocol (verify) decides by its own rules."""
+    if c.profile.asks_protocol:
+        return None
+    return _decide_verify(c.effective, c.config, c.base)
+
+
+def _revert_passes(c: _Call) -> Decision | None:
+    """A call that restores files an unannounced mutation changed is allowed."""
+    if not c.revert:
+        return None
+    return Decision.allow(
+        DecisionCode.REVERT, "restores files an unannounced mutation changed", **c.base.kw()
+    )
+
+
+def _no_unannounced_mutation(c: _Call) -> Decision | None:
+    """After a run changed tracked files while the premises were ungrounded, mutations stay
+    denied until the tree is back or the premises are grounded."""
+    state, ungrounded = c.state, c.ungrounded()
+    if not (state.violation_files and (c.no_plan() or ungrounded)):
+        return None
+    files = list(state.violation_files)
+    hint = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
+    return Decision.deny(
+        DecisionCode.UNANNOUNCED_MUTATION,
+        f"{c.effective} denied: an earlier run changed tracked files while the premises were "
+        f"ungrounded ({', '.join(files[:20])}). Mutations stay denied until the tree is "
+        f"back or the premises are grounded: {revert_hint(files)}; {hint}",
+        ungrounded=ungrounded,
+        **c.base.kw(),
+    )
+
+
+def _scratch_passes(c: _Call) -> Decision | None:
+    """A call that touches only the agent's own scratch files is allowed."""
+    if c.scratch is None:
+        return None
+    return Decision.allow(DecisionCode.SCRATCH, c.scratch, **c.base.kw())
+
+
+def _plan_declared(c: _Call) -> Decision | None:
+    """A mutation needs a ledger with premises_for_plan (the bypass flag lifts this, but not
+    in the strict profile)."""
+    if not c.no_plan() or (c.bypass and not c.strict):
+        return None
+    return Decision.deny(
+        DecisionCode.NO_LEDGER, no_ledger_reason(c.effective, c.state), **c.base.kw()
+    )
+
+
+def _premises_grounded(c: _Call) -> Decision | None:
+    """A mutation needs every premise in G (unless the bypass flag is set)."""
+    ungrounded = c.ungrounded()
+    if not ungrounded or c.bypass:
+        return None
+    why = ""
+    if c.tool_class == "unknown" and c.base.why:
+        why = " (" + c.base.why[0] + ")"
+    return Decision.deny(
+        DecisionCode.UNGROUNDED_PREMISES,
+        f"{c.effective} denied{why}: " + grounding_hint(list(ungrounded), c.state),
+        ungrounded=ungrounded,
+        **c.base.kw(),
+    )
+
+
+def _not_in_approval_turn(c: _Call) -> Decision | None:
+    """Strict profile: nothing mutates in the turn that granted G4 approval."""
+    state = c.state
+    if not (c.strict and state.approved_seq and state.approval_turn == state.turn):
+        return None
+    return Decision.deny(
+        DecisionCode.APPROVAL_TURN,
+        "strict profile: nothing mutates in the turn that granted G4 approval; "
+        "continue in the next turn",
+        **c.base.kw(),
+    )
+
+
+def _at_mutating_gate(c: _Call) -> Decision | None:
+    """Strict profile: mutation happens only at the gate that mutates."""
+    gate = c.state.gate
+    if not c.strict or _mutating_gate(gate):
+        return None
+    return Decision.deny(
+        DecisionCode.GATE_POSITION,
+        f"strict profile: mutation happens only at {_mutator()}; you are at "
+        f"{gate}. {spine_moves(gate, _mutator())}",
+        ungrounded=c.ungrounded(),
+        **c.base.kw(),
+    )
+
+
+def _destructive_held(c: _Call) -> Decision | None:
+    """A destructive command is held for the user's approval unless its family is allowed."""
+    if c.effective != "destructive":
+        return None
+    bypassed = c.grounding_denied() and c.bypass
+    return _held_destructive(c.config, c.ungrounded(), bypass=bypassed, **c.base.kw())
+
+
+def _bypassed(c: _Call) -> Decision | None:
+    """Under the bypass flag, a mutation the grounding would deny is allowed, and says so."""
+    if not (c.grounding_denied() and c.bypass):
+        return None
+    ungrounded = c.ungrounded()
+    why_text = grounding_hint(list(ungrounded), c.state) if ungrounded else "no premises"
+    return Decision.allow(
+        DecisionCode.BYPASS,
+        f"{BYPASS_ENV}=1: allowed although " + why_text,
+        ungrounded=ungrounded,
+        bypass=True,
+        **c.base.kw(),
+    )
+
+
+#: The rules a call is decided by, in order: the first step that returns a decision gives
+#: it; a mutation that passes them all is allowed as grounded.
+DECISION_STEPS: tuple[Callable[[_Call], Decision | None], ...] = (
+    _reads_pass,
+    _verify_profile,
+    _revert_passes,
+    _no_unannounced_mutation,
+    _scratch_passes,
+    _plan_declared,
+    _premises_grounded,
+    _not_in_approval_turn,
+    _at_mutating_gate,
+    _destructive_held,
+    _bypassed,
+)
+
+
 def _decide(
     state: SessionState,
     tool_class: str,
-    families: tuple[str, ...],
     config: Config,
     profile: Profile,
     bypass: bool,
@@ -211,81 +401,12 @@ def _decide(
     revert: bool,
     base: _Base,
 ) -> Decision:
-    strict = profile.walks_graph
-    if not _mutating(tool_class):
-        return Decision.allow(
-            DecisionCode.ALLOWED, f"{tool_class} tools do not mutate", **base.kw()
-        )
-    effective = "modify" if tool_class == "unknown" else tool_class
-    if not profile.asks_protocol:
-        return _decide_verify(effective, config, base)
-    if revert:
-        return Decision.allow(
-            DecisionCode.REVERT,
-            "restores files an unannounced mutation changed",
-            **base.kw(),
-        )
-    ungrounded = tuple(state.ungrounded_premises())
-    no_plan = not state.has_ledger or not state.premises
-    if state.violation_files and (no_plan or ungrounded):
-        files = list(state.violation_files)
-        hint = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
-        return Decision.deny(
-            DecisionCode.UNANNOUNCED_MUTATION,
-            f"{effective} denied: an earlier run changed tracked files while the premises were "
-            f"ungrounded ({', '.join(files[:20])}). Mutations stay denied until the tree is "
-            f"back or the premises are grounded: {revert_hint(files)}; {hint}",
-            ungrounded=ungrounded,
-            **base.kw(),
-        )
-    if scratch is not None:
-        return Decision.allow(DecisionCode.SCRATCH, scratch, **base.kw())
-    if no_plan and not (bypass and not strict):
-        return Decision.deny(
-            DecisionCode.NO_LEDGER, no_ledger_reason(effective, state), **base.kw()
-        )
-    grounding_denied = bool(ungrounded) or no_plan
-    if ungrounded and not bypass:
-        why = ""
-        if tool_class == "unknown" and base.why:
-            why = " (" + base.why[0] + ")"
-        return Decision.deny(
-            DecisionCode.UNGROUNDED_PREMISES,
-            f"{effective} denied{why}: " + grounding_hint(list(ungrounded), state),
-            ungrounded=ungrounded,
-            **base.kw(),
-        )
-    if strict:
-        if state.approved_seq and state.approval_turn == state.turn:
-            return Decision.deny(
-                DecisionCode.APPROVAL_TURN,
-                "strict profile: nothing mutates in the turn that granted G4 approval; "
-                "continue in the next turn",
-                **base.kw(),
-            )
-        if not _mutating_gate(state.gate):
-            return Decision.deny(
-                DecisionCode.GATE_POSITION,
-                f"strict profile: mutation happens only at {_mutator()}; you are at "
-                f"{state.gate}. {spine_moves(state.gate, _mutator())}",
-                ungrounded=ungrounded,
-                **base.kw(),
-            )
-    if effective == "destructive":
-        held = _held_destructive(
-            config, ungrounded, bypass=grounding_denied and bypass, **base.kw()
-        )
-        if held is not None:
-            return held
-    if grounding_denied and bypass:
-        why_text = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
-        return Decision.allow(
-            DecisionCode.BYPASS,
-            f"{BYPASS_ENV}=1: allowed although " + why_text,
-            ungrounded=ungrounded,
-            bypass=True,
-            **base.kw(),
-        )
+    """Decide one call by :data:`DECISION_STEPS`, in order."""
+    c = _Call(state, tool_class, config, profile, bypass, scratch, revert, base)
+    for step in DECISION_STEPS:
+        decision = step(c)
+        if decision is not None:
+            return decision
     return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **base.kw())
 
 
