@@ -24,7 +24,6 @@ ALLOWED: dict[str, int] = {
     "gates/surface/python.py::pytest_surface": 100,
     "ledger/manifest.py::verify_home": 147,
     "ledger/parse_model.py::Builder.stamp": 90,
-    "ledger/verify.py::_verify_pass": 157,
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
     "tools/eval/harness.py::run_eval": 85,
