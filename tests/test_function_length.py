@@ -22,7 +22,6 @@ ALLOWED: dict[str, int] = {
     "gates/protect.py::protected": 108,
     "gates/shell/walks_copy.py::w_tar": 99,
     "gates/surface/python.py::pytest_surface": 100,
-    "ledger/manifest.py::verify_home": 147,
     "ledger/parse_model.py::Builder.stamp": 90,
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
