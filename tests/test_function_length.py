@@ -19,7 +19,6 @@ LIMIT = 80
 ALLOWED: dict[str, int] = {
     "cli/commands_tools.py::install_claude_code_cmd": 92,
     "cli/demo.py::run_demo": 152,
-    "gates/protect.py::protected": 108,
     "gates/shell/walks_copy.py::w_tar": 99,
     "gates/surface/python.py::pytest_surface": 100,
     "ledger/parse_model.py::Builder.stamp": 90,
