@@ -19,7 +19,6 @@ LIMIT = 80
 ALLOWED: dict[str, int] = {
     "cli/commands_tools.py::install_claude_code_cmd": 92,
     "cli/demo.py::run_demo": 152,
-    "gates/shell/walks_copy.py::w_tar": 99,
     "tools/attest_report/read.py::_pytest": 98,
     "tools/doctor_launcher.py::launcher_findings": 97,
     "tools/eval/harness.py::run_eval": 85,
