@@ -19,7 +19,7 @@ from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.kernel.profiles import Profile
-from infomark.kernel.records import dataclass, replace
+from infomark.kernel.records import replace
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
@@ -47,26 +47,6 @@ __all__ = [
 ]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
-
-
-@dataclass(frozen=True, slots=True)
-class _Base:
-    tool: str
-    tool_class: str
-    gate: str
-    profile: Profile
-    families: tuple[str, ...]
-    why: tuple[str, ...]
-
-    def kw(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "tool_class": self.tool_class,
-            "gate": self.gate,
-            "profile": self.profile,
-            "families": self.families,
-            "why": self.why,
-        }
 
 
 def claim_step(claim: ClaimState) -> str:
@@ -172,9 +152,10 @@ def authorize_call(
     facade with :mod:`infomark.gates.scratch`); ``revert``: the call restores files an
     unannounced mutation changed.
     """
-    base = _Base(tool, tool_class, state.gate, config.profile, families, why)
+    call = (state, tool, tool_class, families, why, config)
     if not config.profile.enforcing:
-        would = _decide(state, tool_class, config, Profile.LEDGER, False, scratch, revert, base)
+        c = _Call(*call, Profile.LEDGER, False, scratch, revert)
+        would = _decide(c)
         if would.allowed:
             return would
         return Decision.allow(
@@ -182,9 +163,9 @@ def authorize_call(
             f"observe profile: would {would.verdict.value} ({would.code}): {would.reason}",
             dryrun=True,
             ungrounded=would.ungrounded,
-            **base.kw(),
+            **c.kw(),
         )
-    return _decide(state, tool_class, config, config.profile, bypass, scratch, revert, base)
+    return _decide(_Call(*call, config.profile, bypass, scratch, revert))
 
 
 def _mutating(tool_class: str) -> bool:
@@ -197,36 +178,43 @@ def _mutating(tool_class: str) -> bool:
 
 
 class _Call:
-    """One classified call under judgement: what the steps of :data:`DECISION_STEPS` read."""
+    """One classified call under judgement: what the steps of :data:`DECISION_STEPS` read
+    (``profile``: the one it is judged by; the decision names the configured one)."""
 
     __slots__ = (
         "_no_plan",
         "_ungrounded",
-        "base",
         "bypass",
         "config",
         "effective",
+        "families",
+        "gate",
         "profile",
         "revert",
         "scratch",
         "state",
         "strict",
+        "tool",
         "tool_class",
+        "why",
     )
 
     def __init__(
         self,
         state: SessionState,
+        tool: str,
         tool_class: str,
+        families: tuple[str, ...],
+        why: tuple[str, ...],
         config: Config,
         profile: Profile,
         bypass: bool,
         scratch: str | None,
         revert: bool,
-        base: _Base,
     ) -> None:
-        self.state, self.tool_class, self.config, self.profile = state, tool_class, config, profile
-        self.bypass, self.scratch, self.revert, self.base = bypass, scratch, revert, base
+        self.state, self.tool, self.tool_class, self.config = state, tool, tool_class, config
+        self.families, self.why, self.gate, self.profile = families, why, state.gate, profile
+        self.bypass, self.scratch, self.revert = bypass, scratch, revert
         self.strict = profile.walks_graph
         self.effective = "modify" if tool_class == "unknown" else tool_class
         self._ungrounded: tuple[tuple[str, str], ...] | None = None
@@ -247,21 +235,30 @@ class _Call:
     def grounding_denied(self) -> bool:
         return bool(self.ungrounded()) or self.no_plan()
 
+    def kw(self) -> dict[str, Any]:
+        """The decision's fields that name the call."""
+        return {
+            "tool": self.tool,
+            "tool_class": self.tool_class,
+            "gate": self.gate,
+            "profile": self.config.profile,
+            "families": self.families,
+            "why": self.why,
+        }
+
 
 def _reads_pass(c: _Call) -> Decision | None:
     """A call that mutates nothing is allowed (a class nobody defined mutates)."""
     if _mutating(c.tool_class):
         return None
-    return Decision.allow(
-        DecisionCode.ALLOWED, f"{c.tool_class} tools do not mutate", **c.base.kw()
-    )
+    return Decision.allow(DecisionCode.ALLOWED, f"{c.tool_class} tools do not mutate", **c.kw())
 
 
 def _verify_profile(c: _Call) -> Decision | None:
     """A profile that asks no protocol (verify) decides by its own rules."""
     if c.profile.asks_protocol:
         return None
-    return _decide_verify(c.effective, c.config, c.base)
+    return _decide_verify(c.effective, c.config, c)
 
 
 def _revert_passes(c: _Call) -> Decision | None:
@@ -269,7 +266,7 @@ def _revert_passes(c: _Call) -> Decision | None:
     if not c.revert:
         return None
     return Decision.allow(
-        DecisionCode.REVERT, "restores files an unannounced mutation changed", **c.base.kw()
+        DecisionCode.REVERT, "restores files an unannounced mutation changed", **c.kw()
     )
 
 
@@ -287,7 +284,7 @@ def _no_unannounced_mutation(c: _Call) -> Decision | None:
         f"ungrounded ({', '.join(files[:20])}). Mutations stay denied until the tree is "
         f"back or the premises are grounded: {revert_hint(files)}; {hint}",
         ungrounded=ungrounded,
-        **c.base.kw(),
+        **c.kw(),
     )
 
 
@@ -295,7 +292,7 @@ def _scratch_passes(c: _Call) -> Decision | None:
     """A call that touches only the agent's own scratch files is allowed."""
     if c.scratch is None:
         return None
-    return Decision.allow(DecisionCode.SCRATCH, c.scratch, **c.base.kw())
+    return Decision.allow(DecisionCode.SCRATCH, c.scratch, **c.kw())
 
 
 def _plan_declared(c: _Call) -> Decision | None:
@@ -303,9 +300,7 @@ def _plan_declared(c: _Call) -> Decision | None:
     in the strict profile)."""
     if not c.no_plan() or (c.bypass and not c.strict):
         return None
-    return Decision.deny(
-        DecisionCode.NO_LEDGER, no_ledger_reason(c.effective, c.state), **c.base.kw()
-    )
+    return Decision.deny(DecisionCode.NO_LEDGER, no_ledger_reason(c.effective, c.state), **c.kw())
 
 
 def _premises_grounded(c: _Call) -> Decision | None:
@@ -314,13 +309,13 @@ def _premises_grounded(c: _Call) -> Decision | None:
     if not ungrounded or c.bypass:
         return None
     why = ""
-    if c.tool_class == "unknown" and c.base.why:
-        why = " (" + c.base.why[0] + ")"
+    if c.tool_class == "unknown" and c.why:
+        why = " (" + c.why[0] + ")"
     return Decision.deny(
         DecisionCode.UNGROUNDED_PREMISES,
         f"{c.effective} denied{why}: " + grounding_hint(list(ungrounded), c.state),
         ungrounded=ungrounded,
-        **c.base.kw(),
+        **c.kw(),
     )
 
 
@@ -333,7 +328,7 @@ def _not_in_approval_turn(c: _Call) -> Decision | None:
         DecisionCode.APPROVAL_TURN,
         "strict profile: nothing mutates in the turn that granted G4 approval; "
         "continue in the next turn",
-        **c.base.kw(),
+        **c.kw(),
     )
 
 
@@ -347,7 +342,7 @@ def _at_mutating_gate(c: _Call) -> Decision | None:
         f"strict profile: mutation happens only at {_mutator()}; you are at "
         f"{gate}. {spine_moves(gate, _mutator())}",
         ungrounded=c.ungrounded(),
-        **c.base.kw(),
+        **c.kw(),
     )
 
 
@@ -356,7 +351,7 @@ def _destructive_held(c: _Call) -> Decision | None:
     if c.effective != "destructive":
         return None
     bypassed = c.grounding_denied() and c.bypass
-    return _held_destructive(c.config, c.ungrounded(), bypass=bypassed, **c.base.kw())
+    return _held_destructive(c.config, c.ungrounded(), bypass=bypassed, **c.kw())
 
 
 def _bypassed(c: _Call) -> Decision | None:
@@ -370,7 +365,7 @@ def _bypassed(c: _Call) -> Decision | None:
         f"{BYPASS_ENV}=1: allowed although " + why_text,
         ungrounded=ungrounded,
         bypass=True,
-        **c.base.kw(),
+        **c.kw(),
     )
 
 
@@ -391,23 +386,13 @@ DECISION_STEPS: tuple[Callable[[_Call], Decision | None], ...] = (
 )
 
 
-def _decide(
-    state: SessionState,
-    tool_class: str,
-    config: Config,
-    profile: Profile,
-    bypass: bool,
-    scratch: str | None,
-    revert: bool,
-    base: _Base,
-) -> Decision:
+def _decide(c: _Call) -> Decision:
     """Decide one call by :data:`DECISION_STEPS`, in order."""
-    c = _Call(state, tool_class, config, profile, bypass, scratch, revert, base)
     for step in DECISION_STEPS:
         decision = step(c)
         if decision is not None:
             return decision
-    return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **base.kw())
+    return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **c.kw())
 
 
 def _held_destructive(
@@ -428,7 +413,7 @@ def _held_destructive(
     )
 
 
-def _decide_verify(effective: str, config: Config, base: _Base) -> Decision:
+def _decide_verify(effective: str, config: Config, base: _Call) -> Decision:
     """The verify profile: no premises asked; destructive commands held as in every profile
     (the home and infomark's files are guarded before this, by ``guard_decision``)."""
     if effective == "destructive":
