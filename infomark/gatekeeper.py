@@ -246,82 +246,16 @@ class Gatekeeper:
         :attr:`unattended` (why nobody can answer, e.g. the host's permission mode, set by
         the integration) or the config's ``unattended = true`` turns an ``ask`` (a held
         destructive call, a held edit of a grading file) into a ``deny`` with the same reason.
+        The steps, in order: :data:`BEFORE_DECIDING`, then :data:`DECIDING` in one transaction.
         """
-        unattended = self.unattended
-        cov = watch.cover(
-            self._ledger,
-            self.config,
-            call,
-            self._classification(call, tool_class),
-            declared=tool_class is not None,
-        )
-        c = cov.classification
-        cls_, families, why = c.tool_class.value, tuple(c.families), tuple(c.reasons)
-        if bypass is None:
-            bypass = os.environ.get(BYPASS_ENV) == "1"
-        self._ledger.check_artifacts()
-        changed: list[dict[str, Any]] = []
-        if c.tool_class.mutates and self.refetch is not None:
-            from infomark.gates.refetch import recheck_premises
-
-            changed = recheck_premises(self._ledger, self.refetch)
-        grading_flow.check(self._ledger, self.config, seed=True)
-        if not self._ledger.state.baseline and self.config.attest_required:
-            from infomark.gates import baseline  # once per session: before the first action
-
-            baseline.ensure(self._ledger)
-        guard = protected(
-            call.tool,
-            call.input,
-            c,
-            home=self._ledger.home_dir,
-            root=self._ledger.root_dir,
-            extra=self.host_files,
-            cwd=call.cwd,
-        )
+        a = _Authorizing(call, self.unattended, bypass, tool_class)
+        for step in BEFORE_DECIDING:
+            step(self, a)
         # A call that changes nothing commits its decision without an fsync (Ledger.transaction)
-        with self._ledger.transaction(durable=c.tool_class not in _CHANGES_NOTHING or bypass):
-            watch.refresh(self._ledger)
-            decision = authorize_call(
-                self._ledger.state,
-                tool=call.tool,
-                tool_class=cls_,
-                families=families,
-                why=why,
-                config=self.config,
-                bypass=bypass,
-                scratch=cov.scratch,
-                revert=cov.revert,
-            )
-            if guard is not None:
-                decision = guard_decision(decision, *guard)
-            decision = note_stale_sources(decision, changed)
-            grading = grading_flow.edit_target(self._ledger, call, cls_)
-            if grading is not None:
-                decision = grading_flow.hold_edit(decision, grading, self.config.grading_policy)
-            input_digest = call_digest(call)
-            approval_of = ""
-            if grading is None:  # a held grading edit is approved with --grading instead
-                key = held_key(call.tool, input_digest)
-                decision, approval_of = operator_approved(
-                    decision, self._ledger.state.approved_calls, key
-                )
-            decision = deny_unattended(decision, unattended, self.config)
-            seq = self._ledger.journal.last_seq(self.session) + 1
-            decision = name_decision(decision, self.session, seq, call.tool_call_id)
-            payload = decision_event(
-                decision, call, input_digest=input_digest, approval_of=approval_of, grading=grading
-            )
-            self._ledger.emit("decision", payload)
-            if not _fails_closed(decision, c, approval_of, grading):
-                self._ledger.require_sync()
-            watch.after_decision(self._ledger, call, cov, decision)
-            if decision.bypass:
-                self._ledger.emit("bypass", bypass_event(decision, call))
-            extra = self._after_decision(call, decision)
-            if extra:  # kept apart: the deny reason already says how to ground the premises
-                decision = replace(decision, instructions=extra)
-        return decision
+        with self._ledger.transaction(durable=a.c.tool_class not in _CHANGES_NOTHING or a.bypass):
+            for step in DECIDING:
+                step(self, a)
+        return a.decision
 
     def record(
         self,
@@ -738,6 +672,185 @@ def _fails_closed(decision: Decision, c: Classification, approval_of: str, gradi
     if decision.verdict is Verdict.DENY:
         return True
     return decision.verdict is Verdict.ALLOW and c.tool_class in _CHANGES_NOTHING
+
+
+# -- the facade's decision pipeline (Gatekeeper.authorize) -----------------------------------
+class _Authorizing:
+    """One call under authorization: what the steps of :data:`BEFORE_DECIDING` and
+    :data:`DECIDING` read and write, in that order."""
+
+    __slots__ = (
+        "approval_of",
+        "bypass",
+        "c",
+        "call",
+        "changed",
+        "cov",
+        "decision",
+        "declared",
+        "grading",
+        "guard",
+        "input_digest",
+        "unattended",
+    )
+    cov: watch.Cover
+    c: Classification
+    bypass: bool
+    changed: list[dict[str, Any]]
+    guard: tuple[str, str, str] | None
+    decision: Decision
+    grading: str | None
+    input_digest: str
+
+    def __init__(
+        self, call: ToolCall, unattended: str | None, bypass: bool | None, declared: str | None
+    ) -> None:
+        self.call, self.unattended, self.declared = call, unattended, declared
+        self.bypass = os.environ.get(BYPASS_ENV) == "1" if bypass is None else bypass
+        self.changed = []
+        self.approval_of = ""
+
+
+def _cover(gk: Gatekeeper, a: _Authorizing) -> None:
+    """Classify the call (a declared class wins) and cover it with what its own files make
+    of it."""
+    a.cov = watch.cover(
+        gk._ledger,
+        gk.config,
+        a.call,
+        gk._classification(a.call, a.declared),
+        declared=a.declared is not None,
+    )
+    a.c = a.cov.classification
+
+
+def _recheck_sources(gk: Gatekeeper, a: _Authorizing) -> None:
+    """Before a mutation, the artifacts and the web pages premises rest on are checked again."""
+    gk._ledger.check_artifacts()
+    if a.c.tool_class.mutates and gk.refetch is not None:
+        from infomark.gates.refetch import recheck_premises
+
+        a.changed = recheck_premises(gk._ledger, gk.refetch)
+
+
+def _seed_grading(gk: Gatekeeper, a: _Authorizing) -> None:
+    """The grading files are known, and the baseline is taken before the first action."""
+    grading_flow.check(gk._ledger, gk.config, seed=True)
+    if not gk._ledger.state.baseline and gk.config.attest_required:
+        from infomark.gates import baseline  # once per session: before the first action
+
+        baseline.ensure(gk._ledger)
+
+
+def _find_protected(gk: Gatekeeper, a: _Authorizing) -> None:
+    """What self-protection says of the call's paths (infomark's state, the host's files)."""
+    call, ledger = a.call, gk._ledger
+    a.guard = protected(
+        call.tool,
+        call.input,
+        a.c,
+        home=ledger.home_dir,
+        root=ledger.root_dir,
+        extra=gk.host_files,
+        cwd=call.cwd,
+    )
+
+
+def _grounding_gate(gk: Gatekeeper, a: _Authorizing) -> None:
+    """The grounding gate decides on the session state as it is now."""
+    watch.refresh(gk._ledger)
+    c, cov = a.c, a.cov
+    a.decision = authorize_call(
+        gk._ledger.state,
+        tool=a.call.tool,
+        tool_class=c.tool_class.value,
+        families=tuple(c.families),
+        why=tuple(c.reasons),
+        config=gk.config,
+        bypass=a.bypass,
+        scratch=cov.scratch,
+        revert=cov.revert,
+    )
+
+
+def _protect(gk: Gatekeeper, a: _Authorizing) -> None:
+    """Self-protection overrides the gate (never bypassable, in every profile)."""
+    if a.guard is not None:
+        a.decision = guard_decision(a.decision, *a.guard)
+
+
+def _stale_sources(gk: Gatekeeper, a: _Authorizing) -> None:
+    """A refusal names the web pages premises rest on that changed."""
+    a.decision = note_stale_sources(a.decision, a.changed)
+
+
+def _hold_grading_edit(gk: Gatekeeper, a: _Authorizing) -> None:
+    """An edit of a grading file is held (or allowed, denied) by ``grading_policy``."""
+    a.grading = grading_flow.edit_target(gk._ledger, a.call, a.c.tool_class.value)
+    if a.grading is not None:
+        a.decision = grading_flow.hold_edit(a.decision, a.grading, gk.config.grading_policy)
+
+
+def _operator_approval(gk: Gatekeeper, a: _Authorizing) -> None:
+    """A held call the operator approved exactly runs, once (a held grading edit is approved
+    with ``--grading`` instead)."""
+    a.input_digest = call_digest(a.call)
+    if a.grading is None:
+        key = held_key(a.call.tool, a.input_digest)
+        a.decision, a.approval_of = operator_approved(
+            a.decision, gk._ledger.state.approved_calls, key
+        )
+
+
+def _unattended(gk: Gatekeeper, a: _Authorizing) -> None:
+    """In an unattended run nobody can answer a hold: it becomes a denial."""
+    a.decision = deny_unattended(a.decision, a.unattended, gk.config)
+
+
+def _journal(gk: Gatekeeper, a: _Authorizing) -> None:
+    """Name the decision by the seq it is journaled at, journal it, and wait for the disk
+    unless losing it is harmless."""
+    ledger, call = gk._ledger, a.call
+    seq = ledger.journal.last_seq(gk.session) + 1
+    a.decision = name_decision(a.decision, gk.session, seq, call.tool_call_id)
+    payload = decision_event(
+        a.decision, call, input_digest=a.input_digest, approval_of=a.approval_of, grading=a.grading
+    )
+    ledger.emit("decision", payload)
+    if not _fails_closed(a.decision, a.c, a.approval_of, a.grading):
+        ledger.require_sync()
+
+
+def _after(gk: Gatekeeper, a: _Authorizing) -> None:
+    """What follows a journaled decision: the watch's fingerprint, a bypass event, and the
+    policy layer's instructions (kept apart: a deny reason already says how to ground)."""
+    watch.after_decision(gk._ledger, a.call, a.cov, a.decision)
+    if a.decision.bypass:
+        gk._ledger.emit("bypass", bypass_event(a.decision, a.call))
+    extra = gk._after_decision(a.call, a.decision)
+    if extra:
+        a.decision = replace(a.decision, instructions=extra)
+
+
+#: The facade's steps before its write transaction: classify and cover the call, re-check what
+#: premises rest on, seed the grading files and the baseline, find what self-protection says.
+BEFORE_DECIDING: tuple[Callable[[Gatekeeper, _Authorizing], None], ...] = (
+    _cover,
+    _recheck_sources,
+    _seed_grading,
+    _find_protected,
+)
+#: ... and in it, in order: each later step has the last word on the decision.
+DECIDING: tuple[Callable[[Gatekeeper, _Authorizing], None], ...] = (
+    _grounding_gate,
+    _protect,
+    _stale_sources,
+    _hold_grading_edit,
+    _operator_approval,
+    _unattended,
+    _journal,
+    _after,
+)
 
 
 def __getattr__(name: str) -> object:

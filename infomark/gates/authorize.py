@@ -11,7 +11,7 @@ operator's approval of exactly this held call (:func:`operator_approved`), an un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, Verdict
@@ -19,7 +19,7 @@ from infomark.kernel.decisions import LEDGER_EXAMPLE, DecisionCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.kernel.profiles import Profile
-from infomark.kernel.records import dataclass, replace
+from infomark.kernel.records import replace
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
@@ -47,26 +47,6 @@ __all__ = [
 ]
 
 BYPASS_ENV = "INFOMARK_BYPASS_GROUNDING"
-
-
-@dataclass(frozen=True, slots=True)
-class _Base:
-    tool: str
-    tool_class: str
-    gate: str
-    profile: Profile
-    families: tuple[str, ...]
-    why: tuple[str, ...]
-
-    def kw(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "tool_class": self.tool_class,
-            "gate": self.gate,
-            "profile": self.profile,
-            "families": self.families,
-            "why": self.why,
-        }
 
 
 def claim_step(claim: ClaimState) -> str:
@@ -172,11 +152,10 @@ def authorize_call(
     facade with :mod:`infomark.gates.scratch`); ``revert``: the call restores files an
     unannounced mutation changed.
     """
-    base = _Base(tool, tool_class, state.gate, config.profile, families, why)
+    call = (state, tool, tool_class, families, why, config)
     if not config.profile.enforcing:
-        would = _decide(
-            state, tool_class, families, config, Profile.LEDGER, False, scratch, revert, base
-        )
+        c = _Call(*call, Profile.LEDGER, False, scratch, revert)
+        would = _decide(c)
         if would.allowed:
             return would
         return Decision.allow(
@@ -184,11 +163,9 @@ def authorize_call(
             f"observe profile: would {would.verdict.value} ({would.code}): {would.reason}",
             dryrun=True,
             ungrounded=would.ungrounded,
-            **base.kw(),
+            **c.kw(),
         )
-    return _decide(
-        state, tool_class, families, config, config.profile, bypass, scratch, revert, base
-    )
+    return _decide(_Call(*call, config.profile, bypass, scratch, revert))
 
 
 def _mutating(tool_class: str) -> bool:
@@ -200,93 +177,222 @@ def _mutating(tool_class: str) -> bool:
     return cls.mutates
 
 
-def _decide(
-    state: SessionState,
-    tool_class: str,
-    families: tuple[str, ...],
-    config: Config,
-    profile: Profile,
-    bypass: bool,
-    scratch: str | None,
-    revert: bool,
-    base: _Base,
-) -> Decision:
-    strict = profile.walks_graph
-    if not _mutating(tool_class):
-        return Decision.allow(
-            DecisionCode.ALLOWED, f"{tool_class} tools do not mutate", **base.kw()
-        )
-    effective = "modify" if tool_class == "unknown" else tool_class
-    if not profile.asks_protocol:
-        return _decide_verify(effective, config, base)
-    if revert:
-        return Decision.allow(
-            DecisionCode.REVERT,
-            "restores files an unannounced mutation changed",
-            **base.kw(),
-        )
-    ungrounded = tuple(state.ungrounded_premises())
-    no_plan = not state.has_ledger or not state.premises
-    if state.violation_files and (no_plan or ungrounded):
-        files = list(state.violation_files)
-        hint = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
-        return Decision.deny(
-            DecisionCode.UNANNOUNCED_MUTATION,
-            f"{effective} denied: an earlier run changed tracked files while the premises were "
-            f"ungrounded ({', '.join(files[:20])}). Mutations stay denied until the tree is "
-            f"back or the premises are grounded: {revert_hint(files)}; {hint}",
-            ungrounded=ungrounded,
-            **base.kw(),
-        )
-    if scratch is not None:
-        return Decision.allow(DecisionCode.SCRATCH, scratch, **base.kw())
-    if no_plan and not (bypass and not strict):
-        return Decision.deny(
-            DecisionCode.NO_LEDGER, no_ledger_reason(effective, state), **base.kw()
-        )
-    grounding_denied = bool(ungrounded) or no_plan
-    if ungrounded and not bypass:
-        why = ""
-        if tool_class == "unknown" and base.why:
-            why = " (" + base.why[0] + ")"
-        return Decision.deny(
-            DecisionCode.UNGROUNDED_PREMISES,
-            f"{effective} denied{why}: " + grounding_hint(list(ungrounded), state),
-            ungrounded=ungrounded,
-            **base.kw(),
-        )
-    if strict:
-        if state.approved_seq and state.approval_turn == state.turn:
-            return Decision.deny(
-                DecisionCode.APPROVAL_TURN,
-                "strict profile: nothing mutates in the turn that granted G4 approval; "
-                "continue in the next turn",
-                **base.kw(),
-            )
-        if not _mutating_gate(state.gate):
-            return Decision.deny(
-                DecisionCode.GATE_POSITION,
-                f"strict profile: mutation happens only at {_mutator()}; you are at "
-                f"{state.gate}. {spine_moves(state.gate, _mutator())}",
-                ungrounded=ungrounded,
-                **base.kw(),
-            )
-    if effective == "destructive":
-        held = _held_destructive(
-            config, ungrounded, bypass=grounding_denied and bypass, **base.kw()
-        )
-        if held is not None:
-            return held
-    if grounding_denied and bypass:
-        why_text = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
-        return Decision.allow(
-            DecisionCode.BYPASS,
-            f"{BYPASS_ENV}=1: allowed although " + why_text,
-            ungrounded=ungrounded,
-            bypass=True,
-            **base.kw(),
-        )
-    return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **base.kw())
+class _Call:
+    """One classified call under judgement: what the steps of :data:`DECISION_STEPS` read
+    (``profile``: the one it is judged by; the decision names the configured one)."""
+
+    __slots__ = (
+        "_no_plan",
+        "_ungrounded",
+        "bypass",
+        "config",
+        "effective",
+        "families",
+        "gate",
+        "profile",
+        "revert",
+        "scratch",
+        "state",
+        "strict",
+        "tool",
+        "tool_class",
+        "why",
+    )
+
+    def __init__(
+        self,
+        state: SessionState,
+        tool: str,
+        tool_class: str,
+        families: tuple[str, ...],
+        why: tuple[str, ...],
+        config: Config,
+        profile: Profile,
+        bypass: bool,
+        scratch: str | None,
+        revert: bool,
+    ) -> None:
+        self.state, self.tool, self.tool_class, self.config = state, tool, tool_class, config
+        self.families, self.why, self.gate, self.profile = families, why, state.gate, profile
+        self.bypass, self.scratch, self.revert = bypass, scratch, revert
+        self.strict = profile.walks_graph
+        self.effective = "modify" if tool_class == "unknown" else tool_class
+        self._ungrounded: tuple[tuple[str, str], ...] | None = None
+        self._no_plan = False
+
+    def ungrounded(self) -> tuple[tuple[str, str], ...]:
+        """The plan's premises outside G (read once, when a step first needs them)."""
+        if self._ungrounded is None:
+            self._ungrounded = tuple(self.state.ungrounded_premises())
+            self._no_plan = not self.state.has_ledger or not self.state.premises
+        return self._ungrounded
+
+    def no_plan(self) -> bool:
+        """No ledger is active, or it lists no premises_for_plan."""
+        self.ungrounded()
+        return self._no_plan
+
+    def grounding_denied(self) -> bool:
+        return bool(self.ungrounded()) or self.no_plan()
+
+    def kw(self) -> dict[str, Any]:
+        """The decision's fields that name the call."""
+        return {
+            "tool": self.tool,
+            "tool_class": self.tool_class,
+            "gate": self.gate,
+            "profile": self.config.profile,
+            "families": self.families,
+            "why": self.why,
+        }
+
+
+def _reads_pass(c: _Call) -> Decision | None:
+    """A call that mutates nothing is allowed (a class nobody defined mutates)."""
+    if _mutating(c.tool_class):
+        return None
+    return Decision.allow(DecisionCode.ALLOWED, f"{c.tool_class} tools do not mutate", **c.kw())
+
+
+def _verify_profile(c: _Call) -> Decision | None:
+    """A profile that asks no protocol (verify) decides by its own rules."""
+    if c.profile.asks_protocol:
+        return None
+    return _decide_verify(c.effective, c.config, c)
+
+
+def _revert_passes(c: _Call) -> Decision | None:
+    """A call that restores files an unannounced mutation changed is allowed."""
+    if not c.revert:
+        return None
+    return Decision.allow(
+        DecisionCode.REVERT, "restores files an unannounced mutation changed", **c.kw()
+    )
+
+
+def _no_unannounced_mutation(c: _Call) -> Decision | None:
+    """After a run changed tracked files while the premises were ungrounded, mutations stay
+    denied until the tree is back or the premises are grounded."""
+    state, ungrounded = c.state, c.ungrounded()
+    if not (state.violation_files and (c.no_plan() or ungrounded)):
+        return None
+    files = list(state.violation_files)
+    hint = grounding_hint(list(ungrounded), state) if ungrounded else "no premises"
+    return Decision.deny(
+        DecisionCode.UNANNOUNCED_MUTATION,
+        f"{c.effective} denied: an earlier run changed tracked files while the premises were "
+        f"ungrounded ({', '.join(files[:20])}). Mutations stay denied until the tree is "
+        f"back or the premises are grounded: {revert_hint(files)}; {hint}",
+        ungrounded=ungrounded,
+        **c.kw(),
+    )
+
+
+def _scratch_passes(c: _Call) -> Decision | None:
+    """A call that touches only the agent's own scratch files is allowed."""
+    if c.scratch is None:
+        return None
+    return Decision.allow(DecisionCode.SCRATCH, c.scratch, **c.kw())
+
+
+def _plan_declared(c: _Call) -> Decision | None:
+    """A mutation needs a ledger with premises_for_plan (the bypass flag lifts this, but not
+    in the strict profile)."""
+    if not c.no_plan() or (c.bypass and not c.strict):
+        return None
+    return Decision.deny(DecisionCode.NO_LEDGER, no_ledger_reason(c.effective, c.state), **c.kw())
+
+
+def _premises_grounded(c: _Call) -> Decision | None:
+    """A mutation needs every premise in G (unless the bypass flag is set)."""
+    ungrounded = c.ungrounded()
+    if not ungrounded or c.bypass:
+        return None
+    why = ""
+    if c.tool_class == "unknown" and c.why:
+        why = " (" + c.why[0] + ")"
+    return Decision.deny(
+        DecisionCode.UNGROUNDED_PREMISES,
+        f"{c.effective} denied{why}: " + grounding_hint(list(ungrounded), c.state),
+        ungrounded=ungrounded,
+        **c.kw(),
+    )
+
+
+def _not_in_approval_turn(c: _Call) -> Decision | None:
+    """Strict profile: nothing mutates in the turn that granted G4 approval."""
+    state = c.state
+    if not (c.strict and state.approved_seq and state.approval_turn == state.turn):
+        return None
+    return Decision.deny(
+        DecisionCode.APPROVAL_TURN,
+        "strict profile: nothing mutates in the turn that granted G4 approval; "
+        "continue in the next turn",
+        **c.kw(),
+    )
+
+
+def _at_mutating_gate(c: _Call) -> Decision | None:
+    """Strict profile: mutation happens only at the gate that mutates."""
+    gate = c.state.gate
+    if not c.strict or _mutating_gate(gate):
+        return None
+    return Decision.deny(
+        DecisionCode.GATE_POSITION,
+        f"strict profile: mutation happens only at {_mutator()}; you are at "
+        f"{gate}. {spine_moves(gate, _mutator())}",
+        ungrounded=c.ungrounded(),
+        **c.kw(),
+    )
+
+
+def _destructive_held(c: _Call) -> Decision | None:
+    """A destructive command is held for the user's approval unless its family is allowed."""
+    if c.effective != "destructive":
+        return None
+    bypassed = c.grounding_denied() and c.bypass
+    return _held_destructive(c.config, c.ungrounded(), bypass=bypassed, **c.kw())
+
+
+def _bypassed(c: _Call) -> Decision | None:
+    """Under the bypass flag, a mutation the grounding would deny is allowed, and says so."""
+    if not (c.grounding_denied() and c.bypass):
+        return None
+    ungrounded = c.ungrounded()
+    why_text = grounding_hint(list(ungrounded), c.state) if ungrounded else "no premises"
+    return Decision.allow(
+        DecisionCode.BYPASS,
+        f"{BYPASS_ENV}=1: allowed although " + why_text,
+        ungrounded=ungrounded,
+        bypass=True,
+        **c.kw(),
+    )
+
+
+#: The rules a call is decided by, in order: the first step that returns a decision gives
+#: it; a mutation that passes them all is allowed as grounded.
+DECISION_STEPS: tuple[Callable[[_Call], Decision | None], ...] = (
+    _reads_pass,
+    _verify_profile,
+    _revert_passes,
+    _no_unannounced_mutation,
+    _scratch_passes,
+    _plan_declared,
+    _premises_grounded,
+    _not_in_approval_turn,
+    _at_mutating_gate,
+    _destructive_held,
+    _bypassed,
+)
+
+
+def _decide(c: _Call) -> Decision:
+    """Decide one call by :data:`DECISION_STEPS`, in order."""
+    for step in DECISION_STEPS:
+        decision = step(c)
+        if decision is not None:
+            return decision
+    return Decision.allow(DecisionCode.GROUNDED, "premises are grounded", **c.kw())
 
 
 def _held_destructive(
@@ -307,7 +413,7 @@ def _held_destructive(
     )
 
 
-def _decide_verify(effective: str, config: Config, base: _Base) -> Decision:
+def _decide_verify(effective: str, config: Config, base: _Call) -> Decision:
     """The verify profile: no premises asked; destructive commands held as in every profile
     (the home and infomark's files are guarded before this, by ``guard_decision``)."""
     if effective == "destructive":

@@ -17,7 +17,7 @@ fresh evidence is still refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from infomark.gates.authorize import claim_step, grounding_hint, spine_moves
 from infomark.gates.config import Config
@@ -235,6 +235,241 @@ def _check_problems(checks: Sequence[CheckStatus], changed: bool) -> list[tuple[
     return out
 
 
+class _Finish:
+    """One finish attempt under judgement: what the checks of :data:`FINISH_CHECKS` and
+    :data:`EVIDENCE_CHECKS` read, and the problems they add (each starting with its code)."""
+
+    __slots__ = (
+        "_done",
+        "checks",
+        "codes",
+        "config",
+        "final_text",
+        "problems",
+        "stale",
+        "state",
+        "ungrounded",
+        "weakened",
+    )
+
+    def __init__(
+        self,
+        state: SessionState,
+        final_text: str,
+        config: Config,
+        checks: Sequence[CheckStatus] | None,
+        weakened: Sequence[Weakness],
+    ) -> None:
+        self.state, self.final_text, self.config = state, final_text, config
+        self.checks, self.weakened = checks, weakened
+        self.ungrounded = tuple(state.ungrounded_premises()) if state.has_ledger else ()
+        self.stale: tuple[str, ...] = ()
+        self.problems: list[str] = []
+        self.codes: list[str] = []
+        self._done: list[str] | None = None
+
+    def add(self, code: FinishCode, text: str) -> None:
+        self.codes.append(code.value)
+        self.problems.append(f"[{code.value}] {text}")
+
+    def mutated(self) -> bool:
+        """The session changed files and speaks the protocol (a ledger) or runs strict: the
+        evidence rule binds it (a ledger-less session in the ledger profile is judged as
+        before)."""
+        state = self.state
+        return state.last_modify_seq > 0 and (state.has_ledger or self.config.profile.walks_graph)
+
+    def done(self) -> list[str]:
+        """The completion claims (read once, when a check first needs them)."""
+        if self._done is None:
+            self._done = completion_claims(self.state)
+        return self._done
+
+
+def _grading_files_unchanged(f: _Finish) -> None:
+    """No grading file changed after the claims were declared (unless the user approved it)."""
+    state = f.state
+    if not state.grading_changed:
+        return
+    parts = [
+        f"{p} ({c.get('summary') or 'changed'})" for p, c in sorted(state.grading_changed.items())
+    ]
+    f.add(
+        FinishCode.SELF_GRADED,
+        "grading files changed after the claims were declared: "
+        + "; ".join(parts)
+        + ". Restore them, or ask the user to approve the change "
+        "(`infomark approve --grading FILE`)",
+    )
+
+
+def _checks_not_weakened(f: _Finish) -> None:
+    """A change does not weaken the checks instead of passing them."""
+    if not (f.weakened and f.state.last_modify_seq > 0):
+        return
+    f.add(
+        FinishCode.WEAKENED_CHECKS,
+        "the change weakens the checks instead of passing them: "
+        + "; ".join(w.describe() for w in f.weakened[:10])
+        + ". Remove them (a real assertion, no skip or suppression, the configuration as it "
+        "was), or say you are blocked and ask the user to accept them",
+    )
+
+
+def _required_checks_pass(f: _Finish) -> None:
+    """After a change, or words of completion, each required check has a fresh PASS."""
+    changed = f.state.last_modify_seq > 0
+    if not (f.checks and (changed or claims_completion(f.final_text or ""))):
+        return
+    for code, text in _check_problems(f.checks, changed):
+        f.add(code, text)
+
+
+def _premises_grounded(f: _Finish) -> None:
+    """Every premise of the plan is in G."""
+    if f.ungrounded:
+        f.add(FinishCode.UNGROUNDED_PREMISES, grounding_hint(list(f.ungrounded), f.state))
+
+
+def _evidence_not_stale(f: _Finish) -> None:
+    """No grounded claim rests on evidence older than the last edit (but the starting state)."""
+    state = f.state
+    f.stale = tuple(
+        c.id
+        for c in state.claims.values()
+        if c.stamp is not None
+        and c.grounded
+        and c.stamp.evidence_seq < state.last_modify_seq
+        and not starting_state(state, c)
+    )
+    if not f.stale:
+        return
+    cmds = [f"{cid} ({claim_step(state.claims[cid])})" for cid in f.stale]
+    f.add(
+        FinishCode.STALE_EVIDENCE,
+        "evidence predates the last edit for: "
+        + ", ".join(cmds)
+        + "; each stamp must name the new evidence_ref",
+    )
+
+
+def _oracles_not_contradicted(f: _Finish) -> None:
+    """No claim's oracle failed after it was stamped (but the starting state's)."""
+    state = f.state
+    contradicted = [
+        c for c in state.claims.values() if c.contradicted_seq and not starting_state(state, c)
+    ]
+    if not contradicted:
+        return
+    f.add(
+        FinishCode.ORACLE_FAILED,
+        "the oracle of "
+        + ", ".join(f"{c.id} (`{c.oracle}`)" for c in contradicted)
+        + " failed after it was stamped; fix it and re-stamp, or revoke it with a "
+        "divergence_event",
+    )
+
+
+def _completion_claims_fresh(f: _Finish) -> None:
+    """After a change, the completion claims are Exact on evidence newer than it (on
+    infomark's own run, when attested runs are required); at least one is."""
+    if not f.mutated():
+        return
+    state, need, done = f.state, f.config.attest_required, f.done()
+    missing = [cid for cid in done if not _fresh(state, cid, need)]
+    if missing and (state.done_when or need):
+        what = "done_when claims" if state.done_when else "the claims the work rests on"
+        hints = ", ".join(_missing_hint(state, cid, need) for cid in missing)
+        f.add(
+            FinishCode.COMPLETION_WITHOUT_EVIDENCE,
+            f"{what} need evidence newer than the last edit: " + hints,
+        )
+    elif not done:
+        rerun = [
+            f"`{c.oracle}` ({c.id})"
+            for c in state.claims.values()
+            if c.oracle and c.expect != "FAIL" and not c.oracle_refused
+        ]
+        how = ("re-run " + ", ".join(rerun[:3])) if rerun else "run the oracle that proves it"
+        f.add(
+            FinishCode.COMPLETION_WITHOUT_EVIDENCE,
+            "the work changed files but no claim is Exact on evidence produced after the "
+            f"last edit: {how} and bind it with oracle_stamp, or say you are not done with "
+            '`gate: BLOCKED reason="…"` or a question for the user',
+        )
+
+
+def _missing_hint(state: SessionState, cid: str, need: bool) -> str:
+    """The one next step for a completion claim that is not fresh."""
+    named = state.claims.get(cid)
+    if named is None:
+        return f"{cid} (not declared: declare it in claim_ledger with an oracle)"
+    if need and named.oracle and not named.oracle_refused:
+        return f"{cid} (infomark's own run of `{named.oracle}`: `infomark check {cid}`)"
+    return f"{cid} ({claim_step(named)})"
+
+
+def _operator_oracle_fresh(f: _Finish) -> None:
+    """After a change, a fresh completion claim runs an oracle the operator requires."""
+    config = f.config
+    if not (f.mutated() and config.oracle_require):
+        return
+    state, need = f.state, config.attest_required
+    fresh = [state.claims[i] for i in f.done() if i in state.claims and _fresh(state, i, need)]
+    if any(c.oracle and matches_any(c.oracle, config.oracle_require) for c in fresh):
+        return
+    f.add(
+        FinishCode.REQUIRED_ORACLE,
+        "the operator requires a fresh PASS of "
+        + " or ".join(f"`{p}`" for p in config.oracle_require)
+        + ": declare a claim with that oracle, run it and stamp it",
+    )
+
+
+def _completion_words_backed(f: _Finish) -> None:
+    """Nothing changed: words of completion need the done_when claims Exact (without
+    done_when: any Exact claim)."""
+    state = f.state
+    if f.mutated() or not (
+        claims_completion(f.final_text or "") and f.config.require_evidence_for_completion
+    ):
+        return
+    # a premise grounded on its own does not stand in for the done_when claims
+    unmet = [cid for cid in state.done_when if not _fresh(state, cid)]
+    if unmet:
+        f.add(
+            FinishCode.COMPLETION_WITHOUT_EVIDENCE,
+            "you claim completion but the done_when claims are not Exact: "
+            + ", ".join(unmet)
+            + "; run their oracles and bind them with oracle_stamp, or say what is open",
+        )
+    elif not state.done_when and not fresh_exact_claims(state):
+        f.add(
+            FinishCode.COMPLETION_WITHOUT_EVIDENCE,
+            "you claim completion but no claim is Exact on evidence: run the check that "
+            "proves it and bind it with oracle_stamp, or say what is still open",
+        )
+
+
+#: The rules every finish is judged by, in order; each adds its problems (all are reported,
+#: the first one's code is the refusal's).
+FINISH_CHECKS: tuple[Callable[[_Finish], None], ...] = (
+    _grading_files_unchanged,
+    _checks_not_weakened,
+    _required_checks_pass,
+    _premises_grounded,
+    _evidence_not_stale,
+    _oracles_not_contradicted,
+)
+#: ... then, unless the verify profile judges a session with no ledger by its checks alone,
+#: the evidence rule, in order.
+EVIDENCE_CHECKS: tuple[Callable[[_Finish], None], ...] = (
+    _completion_claims_fresh,
+    _operator_oracle_fresh,
+    _completion_words_backed,
+)
+
+
 def finish_problems(
     state: SessionState,
     final_text: str,
@@ -246,136 +481,18 @@ def finish_problems(
 
     ``checks``: the verify profile's required checks, as :func:`~infomark.gates.checks.
     check_status` found them (None in the other profiles). Each problem starts with its code.
+    The rules: :data:`FINISH_CHECKS`, then :data:`EVIDENCE_CHECKS`, in order.
     """
-    ungrounded = tuple(state.ungrounded_premises()) if state.has_ledger else ()
-    problems: list[str] = []
-    codes: list[str] = []
-
-    def add(code: FinishCode, text: str) -> None:
-        codes.append(code.value)
-        problems.append(f"[{code.value}] {text}")
-
-    if state.grading_changed:
-        parts = [
-            f"{p} ({c.get('summary') or 'changed'})"
-            for p, c in sorted(state.grading_changed.items())
-        ]
-        add(
-            FinishCode.SELF_GRADED,
-            "grading files changed after the claims were declared: "
-            + "; ".join(parts)
-            + ". Restore them, or ask the user to approve the change "
-            "(`infomark approve --grading FILE`)",
-        )
-    if weakened and state.last_modify_seq > 0:
-        add(
-            FinishCode.WEAKENED_CHECKS,
-            "the change weakens the checks instead of passing them: "
-            + "; ".join(w.describe() for w in weakened[:10])
-            + ". Remove them (a real assertion, no skip or suppression, the configuration as it "
-            "was), or say you are blocked and ask the user to accept them",
-        )
-    if checks and (state.last_modify_seq > 0 or claims_completion(final_text or "")):
-        for code, text in _check_problems(checks, state.last_modify_seq > 0):
-            add(code, text)
-    if ungrounded:
-        add(FinishCode.UNGROUNDED_PREMISES, grounding_hint(list(ungrounded), state))
-    stale = tuple(
-        c.id
-        for c in state.claims.values()
-        if c.stamp is not None
-        and c.grounded
-        and c.stamp.evidence_seq < state.last_modify_seq
-        and not starting_state(state, c)
-    )
-    if stale:
-        cmds = []
-        for cid in stale:
-            cmds.append(f"{cid} ({claim_step(state.claims[cid])})")
-        add(
-            FinishCode.STALE_EVIDENCE,
-            "evidence predates the last edit for: "
-            + ", ".join(cmds)
-            + "; each stamp must name the new evidence_ref",
-        )
-    contradicted = [
-        c for c in state.claims.values() if c.contradicted_seq and not starting_state(state, c)
-    ]
-    if contradicted:
-        add(
-            FinishCode.ORACLE_FAILED,
-            "the oracle of "
-            + ", ".join(f"{c.id} (`{c.oracle}`)" for c in contradicted)
-            + " failed after it was stamped; fix it and re-stamp, or revoke it with a "
-            "divergence_event",
-        )
-    # The evidence rule binds a session that speaks the protocol (a ledger) or runs strict; a
-    # ledger-less session in the ledger profile mutates with a nudge and is judged as before.
-    mutated = state.last_modify_seq > 0 and (state.has_ledger or config.profile.walks_graph)
+    f = _Finish(state, final_text, config, checks, weakened)
+    for check in FINISH_CHECKS:
+        check(f)
     if config.profile.judges_checks and not state.has_ledger:
         # no protocol: the required checks above decide; no claim is asked for
-        return (codes[0] if codes else FinishCode.ALLOWED.value), problems, (), ()
-    if mutated:
-        done = completion_claims(state)
-        need = config.attest_required
-        missing = [cid for cid in done if not _fresh(state, cid, need)]
-        if missing and (state.done_when or need):
-            hints = []
-            for cid in missing:
-                named = state.claims.get(cid)
-                hints.append(
-                    f"{cid} (infomark's own run of `{named.oracle}`: `infomark check {cid}`)"
-                    if need and named is not None and named.oracle and not named.oracle_refused
-                    else f"{cid} ({claim_step(named)})"
-                    if named is not None
-                    else f"{cid} (not declared: declare it in claim_ledger with an oracle)"
-                )
-            what = "done_when claims" if state.done_when else "the claims the work rests on"
-            add(
-                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
-                f"{what} need evidence newer than the last edit: " + ", ".join(hints),
-            )
-        elif not done:
-            rerun = [
-                f"`{c.oracle}` ({c.id})"
-                for c in state.claims.values()
-                if c.oracle and c.expect != "FAIL" and not c.oracle_refused
-            ]
-            how = ("re-run " + ", ".join(rerun[:3])) if rerun else "run the oracle that proves it"
-            add(
-                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
-                "the work changed files but no claim is Exact on evidence produced after the "
-                f"last edit: {how} and bind it with oracle_stamp, or say you are not done with "
-                '`gate: BLOCKED reason="…"` or a question for the user',
-            )
-        if config.oracle_require:
-            fresh = [state.claims[i] for i in done if i in state.claims and _fresh(state, i, need)]
-            if not any(f.oracle and matches_any(f.oracle, config.oracle_require) for f in fresh):
-                add(
-                    FinishCode.REQUIRED_ORACLE,
-                    "the operator requires a fresh PASS of "
-                    + " or ".join(f"`{p}`" for p in config.oracle_require)
-                    + ": declare a claim with that oracle, run it and stamp it",
-                )
-    elif claims_completion(final_text or "") and config.require_evidence_for_completion:
-        # Nothing changed. A declared done_when says what "done" means: each of those claims
-        # must be Exact (a premise grounded on its own does not stand in for them); without
-        # done_when, any Exact claim backs the words.
-        unmet = [cid for cid in state.done_when if not _fresh(state, cid)]
-        if unmet:
-            add(
-                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
-                "you claim completion but the done_when claims are not Exact: "
-                + ", ".join(unmet)
-                + "; run their oracles and bind them with oracle_stamp, or say what is open",
-            )
-        elif not state.done_when and not fresh_exact_claims(state):
-            add(
-                FinishCode.COMPLETION_WITHOUT_EVIDENCE,
-                "you claim completion but no claim is Exact on evidence: run the check that "
-                "proves it and bind it with oracle_stamp, or say what is still open",
-            )
-    return (codes[0] if codes else FinishCode.ALLOWED.value), problems, stale, ungrounded
+        f.stale, f.ungrounded = (), ()
+    else:
+        for check in EVIDENCE_CHECKS:
+            check(f)
+    return (f.codes[0] if f.codes else FinishCode.ALLOWED.value), f.problems, f.stale, f.ungrounded
 
 
 def _blocked(state: SessionState) -> bool:

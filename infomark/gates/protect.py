@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from infomark.gates.decision import Decision
 from infomark.gates.decision import Verdict as DecisionVerdict
@@ -325,29 +325,90 @@ def protected(
     host's session cwd, which ``classification`` was made with (shell paths are then taken
     as they are, and relative file paths resolve from it); without it, shell commands are
     also resolved from ``root`` and relative file paths resolve from ``root``.
+    The rules: :data:`PROTECT_STEPS`, in order; the first verdict decides.
     """
-    escape = _sandbox_escape(tool_input)
-    if escape is not None:
-        return escape
-    classification = _embedded_shell(tool, tool_input, classification, root)
-    if "infomark" in classification.families:
-        return (
-            "deny",
-            DecisionCode.PROTECTED_CLI.value,
-            "the agent may not run infomark itself (it would mint evidence or approval); "
-            "only the runtime records evidence, and only the user approves",
-        )
-    home_r = resolve_path(str(home), root)
-    shell = isinstance(tool_input.get("command"), str | list)
-    cwd = session_cwd(cwd)
-    base: StrPath = cwd if cwd is not None else root
+    t = _Touch(tool, tool_input, classification, home, root, extra, cwd)
+    for step in PROTECT_STEPS:
+        verdict = step(t)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+class _Touch:
+    """One call under self-protection: what the steps of :data:`PROTECT_STEPS` read (a step
+    that refines it, as :func:`_resolve`, comes before those that read what it sets)."""
+
+    __slots__ = (
+        "base",
+        "c",
+        "cwd",
+        "extra",
+        "home",
+        "home_r",
+        "n_file",
+        "paths",
+        "root",
+        "shell",
+        "tool",
+        "tool_input",
+    )
+    base: StrPath
+    home_r: str
+    shell: bool
+    paths: list[str]
+    n_file: int
+
+    def __init__(
+        self,
+        tool: str,
+        tool_input: Mapping[str, object],
+        c: Classification,
+        home: StrPath,
+        root: StrPath,
+        extra: Iterable[str],
+        cwd: str | None,
+    ) -> None:
+        self.tool, self.tool_input, self.c, self.home, self.root = tool, tool_input, c, home, root
+        self.extra, self.cwd = extra, cwd
+
+
+def _no_sandbox_escape(t: _Touch) -> Verdict | None:
+    """A call may not ask the host to run it outside its OS sandbox."""
+    return _sandbox_escape(t.tool_input)
+
+
+def _not_infomark_itself(t: _Touch) -> Verdict | None:
+    """The agent may not run infomark itself (a shell embedded in a tool's input counts)."""
+    t.c = _embedded_shell(t.tool, t.tool_input, t.c, t.root)
+    if "infomark" not in t.c.families:
+        return None
+    return (
+        "deny",
+        DecisionCode.PROTECTED_CLI.value,
+        "the agent may not run infomark itself (it would mint evidence or approval); "
+        "only the runtime records evidence, and only the user approves",
+    )
+
+
+def _resolve(t: _Touch) -> None:
+    """(no rule) The home and every path the call names, resolved from the session's cwd,
+    else from the root (shell commands then re-classified from the root)."""
+    t.home_r = resolve_path(str(t.home), t.root)
+    t.shell = isinstance(t.tool_input.get("command"), str | list)
+    cwd = session_cwd(t.cwd)
+    t.base = base = cwd if cwd is not None else t.root
     if cwd is None:
-        classification = _from_root(tool, tool_input, classification, root)
-    file_paths = _file_paths(tool_input)
-    paths = [resolve_path(p, base) for p in file_paths]
-    paths += [resolve_path(p, base) for p in classification.paths]
-    opaque = classification.opaque  # set by the shell classifier only
-    for path in paths[: len(file_paths)]:  # a file tool's own path (a shell is sandboxed)
+        t.c = _from_root(t.tool, t.tool_input, t.c, t.root)
+    file_paths = _file_paths(t.tool_input)
+    t.n_file = len(file_paths)
+    t.paths = [resolve_path(p, base) for p in file_paths]
+    t.paths += [resolve_path(p, base) for p in t.c.paths]
+
+
+def _no_proc_link(t: _Touch) -> Verdict | None:
+    """A file tool may not name a process's open file, memory or root under /proc."""
+    for path in t.paths[: t.n_file]:  # a file tool's own path (a shell is sandboxed)
         if path.startswith("/proc/") and _PROC_LINK.match(path):  # no compile otherwise
             return (
                 "deny",
@@ -355,7 +416,13 @@ def protected(
                 f"{path} is a process's open file, memory or root under /proc, which could "
                 "lead into the ledger home and cannot be checked; name the file itself",
             )
-    for path in paths:
+    return None
+
+
+def _outside_home(t: _Touch) -> Verdict | None:
+    """No path the call names resolves into the ledger home, read or write."""
+    home_r = t.home_r
+    for path in t.paths:
         if _within(path, home_r):
             return (
                 "deny",
@@ -363,29 +430,47 @@ def protected(
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
-    for walk in (*classification.walks, *_search_walks(tool, tool_input, shell, base)):
+    return None
+
+
+def _no_walk_into_home(t: _Touch) -> Verdict | None:
+    """No recursive walk reaches the ledger home (unless it provably skips it)."""
+    home_r = t.home_r
+    for walk in (*t.c.walks, *_search_walks(t.tool, t.tool_input, t.shell, t.base)):
         why = reaches(walk, home_r)
         if why is not None:
             return ("deny", DecisionCode.PROTECTED_HOME.value, f"{why} ({home_r}): {_WALK_HINT}")
-    if opaque:
-        why = next((r for r in classification.reasons if "opaque" in r), "")
-        return (
-            "deny",
-            DecisionCode.PROTECTED_OPAQUE.value,
-            "infomark cannot tell statically which files this command names "
-            + (
-                f"({why})"
-                if why
-                else "(a variable, a command substitution, changed glob "
-                "options, or a path computed at run time)"
-            )
-            + ", so it cannot rule out its own home or config; spell the paths out literally, "
-            "or write the code to a file you can read first and run that file",
-        )
-    if not classification.tool_class.mutates:
+    return None
+
+
+def _not_opaque(t: _Touch) -> Verdict | None:
+    """A shell command whose paths cannot be resolved statically is denied."""
+    c = t.c
+    if not c.opaque:  # set by the shell classifier only
         return None
-    witness = _host_files(extra, base, root)
-    for path in paths:
+    why = next((r for r in c.reasons if "opaque" in r), "")
+    return (
+        "deny",
+        DecisionCode.PROTECTED_OPAQUE.value,
+        "infomark cannot tell statically which files this command names "
+        + (
+            f"({why})"
+            if why
+            else "(a variable, a command substitution, changed glob "
+            "options, or a path computed at run time)"
+        )
+        + ", so it cannot rule out its own home or config; spell the paths out literally, "
+        "or write the code to a file you can read first and run that file",
+    )
+
+
+def _transcript_unchanged(t: _Touch) -> Verdict | None:
+    """A mutation may not change the host's transcript, nor a directory holding it."""
+    if not t.c.tool_class.mutates:
+        return None
+    root = t.root
+    witness = _host_files(t.extra, t.base, root)
+    for path in t.paths:
         hit = next((w for w in witness if _within(w, path) and _may_hold(path, w, root)), None)
         if hit is not None:
             return (
@@ -394,20 +479,28 @@ def protected(
                 f"{path} is (or holds) the host's transcript {hit}, which witnesses the "
                 "journal: the agent's tools may not change, move or delete it",
             )
-    configs = {_key(p) for p in config_sources(root)}
+    return None
+
+
+def _config_and_install_held(t: _Touch) -> Verdict | None:
+    """A mutation of infomark's config, the host's hooks or infomark's installation is held
+    for the user."""
+    if not t.c.tool_class.mutates:
+        return None
+    configs = {_key(p) for p in config_sources(t.root)}
     install = installation_paths()
-    for path in paths:
+    for path in t.paths:
         k = _key(path)
         if k in configs:
             return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} configures infomark")
         if pure_name(path).casefold() == "pyproject.toml" and (
-            shell or _pyproject_changed(tool, tool_input, path)
+            t.shell or _pyproject_changed(t.tool, t.tool_input, path)
         ):
             return _ask(
                 DecisionCode.PROTECTED_CONFIG.value,
                 f"{path} may change [tool.infomark], infomark's configuration",
             )
-        hooks = _host_hooks(path, root)
+        hooks = _host_hooks(path, t.root)
         if hooks:
             return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} {hooks}")
         if any(_within(path, where) for where in install):
@@ -416,6 +509,21 @@ def protected(
                 f"{path} is part of infomark's own installation",
             )
     return None
+
+
+#: The rules of self-protection, in the order they are applied: the first verdict decides
+#: (a deny before an ask); a read passes once the home, walk and opaque rules did.
+PROTECT_STEPS: tuple[Callable[[_Touch], Verdict | None], ...] = (
+    _no_sandbox_escape,
+    _not_infomark_itself,
+    _resolve,
+    _no_proc_link,
+    _outside_home,
+    _no_walk_into_home,
+    _not_opaque,
+    _transcript_unchanged,
+    _config_and_install_held,
+)
 
 
 #: Tool-input switches that ask the host to run a command outside its OS sandbox (Claude

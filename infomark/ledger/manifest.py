@@ -165,150 +165,174 @@ def _read_marker(path: str) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) else {}
 
 
-def verify_home(
-    db: Conn, db_path: StrPath, key: Key
-) -> list[tuple[str | None, int | None, str, str]]:
-    """Every home-level problem as ``(session, seq, code, message)``; [] when consistent."""
-    out: list[tuple[str | None, int | None, str, str]] = []
-    meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
-    db_id = str(meta[0]) if meta else None
-    created = db.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()
-    marker_name = os.path.basename(marker_path(db_path))
-    marker = _read_marker(marker_path(db_path))
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    HomeProblem = tuple[str | None, int | None, str, str]
+
+
+class _Home:
+    """One home under verification: what the checks of :data:`HOME_CHECKS` read (everything
+    read once, up front), and the problems they add as ``(session, seq, code, message)``."""
+
+    __slots__ = (
+        "actual",
+        "created",
+        "db_id",
+        "home",
+        "key",
+        "listed",
+        "marker",
+        "marker_name",
+        "out",
+    )
+
+    def __init__(self, db: Conn, db_path: StrPath, key: Key) -> None:
+        self.key = key
+        self.out: list[HomeProblem] = []
+        meta = db.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
+        self.db_id = str(meta[0]) if meta else None
+        self.created = db.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()
+        self.marker_name = os.path.basename(marker_path(db_path))
+        self.marker = _read_marker(marker_path(db_path))
+        self.home = db.execute(
+            "SELECT db_id, sessions, events, digest, key_id, mac FROM home_manifest WHERE id = 1"
+        ).fetchone()
+        self.listed = {
+            str(s): (int(q), str(h))
+            for s, q, h in db.execute("SELECT session, seq, hash FROM manifest")
+        }
+        self.actual = {
+            str(s): (int(q), str(h))
+            for s, q, h in db.execute(
+                "SELECT e.session, e.seq, e.hash FROM events e JOIN (SELECT session, max(seq) AS m "
+                "FROM events GROUP BY session) t ON e.session = t.session AND e.seq = t.m"
+            )
+        }
+
+
+def _marker_names_this_db(h: _Home) -> None:
+    """The marker beside the key exists, its MAC verifies, and it names this ledger.db."""
+    marker, name = h.marker, h.marker_name
     if marker is None:
-        out.append(
+        h.out.append(
             (
                 None,
                 None,
                 "replaced",
-                f"the marker {marker_name} beside the "
+                f"the marker {name} beside the "
                 "key is missing: it was deleted, or the home was assembled by hand",
             )
         )
-    elif not marker:
-        out.append((None, None, "replaced", f"{marker_name} is garbled"))
-    else:
-        body = _marker_body(
-            str(marker.get("db_id")), str(marker.get("created")), str(marker.get("key_id"))
-        )
-        if marker.get("key_id") == key.key_id and not key.verify(body, str(marker.get("mac"))):
-            out.append(
-                (
-                    None,
-                    None,
-                    "replaced",
-                    f"{marker_name} was altered (its MAC does not verify)",
-                )
-            )
-        elif marker.get("db_id") != db_id:
-            out.append(
-                (
-                    None,
-                    None,
-                    "replaced",
-                    (
-                        f"ledger.db was deleted or replaced: the key's marker names the ledger "
-                        f"{marker.get('db_id')} created {marker.get('created')}, "
-                        "but this ledger.db is "
-                        f"{db_id} created {created[0] if created else '?'}; every session of the "
-                        "original ledger is missing"
-                    ),
-                )
-            )
-    home = db.execute(
-        "SELECT db_id, sessions, events, digest, key_id, mac FROM home_manifest WHERE id = 1"
-    ).fetchone()
-    listed = {
-        str(s): (int(q), str(h))
-        for s, q, h in db.execute("SELECT session, seq, hash FROM manifest")
-    }
-    actual = {
-        str(s): (int(q), str(h))
-        for s, q, h in db.execute(
-            "SELECT e.session, e.seq, e.hash FROM events e JOIN (SELECT session, max(seq) AS m "
-            "FROM events GROUP BY session) t ON e.session = t.session AND e.seq = t.m"
-        )
-    }
-    if home is None:
-        out.append((None, None, "manifest", "the home manifest is missing (deleted)"))
-    else:
-        h_db_id, sessions, events, digest, kid, mac = home
-        if kid == key.key_id and not compare_digest(
-            key.mac(_body(h_db_id, sessions, events, digest, kid)), str(mac)
-        ):
-            out.append(
-                (
-                    None,
-                    None,
-                    "manifest",
-                    "the home manifest's MAC does not verify: it was rewritten",
-                )
-            )
-        elif h_db_id != db_id:
-            out.append((None, None, "replaced", "the home manifest belongs to another ledger.db"))
-        else:
-            got = f"{sum(_term(s, q, h) for s, (q, h) in listed.items()) % _MOD:064x}"
-            total = sum(q for q, _h in listed.values())
-            if got != digest or len(listed) != sessions or total != events:
-                out.append(
-                    (
-                        None,
-                        None,
-                        "manifest",
-                        (
-                            f"the home manifest lists {len(listed)} session(s) with {total} "
-                            "event(s), but "
-                            f"its MAC covers {sessions} session(s) with {events} event(s): "
-                            "sessions were "
-                            "deleted or heads rolled back together with the manifest"
-                        ),
-                    )
-                )
-    for session, (seq, hash_) in sorted(listed.items()):
-        have = actual.get(session)
-        if have is None:
-            out.append(
-                (
-                    session,
-                    1,
-                    "missing",
-                    (
-                        f"session {session} is in the home manifest (head seq {seq}) "
-                        "but all its events "
-                        "are gone: the session was deleted"
-                    ),
-                )
-            )
-        elif have != (seq, hash_):
-            if have[0] < seq:
-                msg = (
-                    f"the home manifest says session {session} reached seq {seq}, but its "
-                    f"journal ends at {have[0]}: events {have[0] + 1}..{seq} were removed"
-                )
-                out.append((session, have[0] + 1, "missing", msg))
-            else:
-                out.append(
-                    (
-                        session,
-                        seq + 1,
-                        "missing",
-                        (
-                            f"session {session} ends at seq {have[0]} "
-                            f"but the home manifest says {seq}: "
-                            "events were appended or rewritten outside infomark"
-                        ),
-                    )
-                )
-    for session in sorted(set(actual) - set(listed)):
-        out.append(
+        return
+    if not marker:
+        h.out.append((None, None, "replaced", f"{name} is garbled"))
+        return
+    body = _marker_body(
+        str(marker.get("db_id")), str(marker.get("created")), str(marker.get("key_id"))
+    )
+    if marker.get("key_id") == h.key.key_id and not h.key.verify(body, str(marker.get("mac"))):
+        h.out.append((None, None, "replaced", f"{name} was altered (its MAC does not verify)"))
+    elif marker.get("db_id") != h.db_id:
+        created = h.created
+        h.out.append(
             (
-                session,
                 None,
-                "manifest",
+                None,
+                "replaced",
                 (
-                    f"session {session} is not in the home manifest: its events were added outside "
-                    "infomark"
+                    f"ledger.db was deleted or replaced: the key's marker names the ledger "
+                    f"{marker.get('db_id')} created {marker.get('created')}, "
+                    "but this ledger.db is "
+                    f"{h.db_id} created {created[0] if created else '?'}; every session of the "
+                    "original ledger is missing"
                 ),
             )
         )
-    return out
+
+
+def _manifest_covers_the_heads(h: _Home) -> None:
+    """The home manifest exists, its MAC verifies, it is this ledger.db's, and its MAC covers
+    the sessions and events it lists."""
+    if h.home is None:
+        h.out.append((None, None, "manifest", "the home manifest is missing (deleted)"))
+        return
+    h_db_id, sessions, events, digest, kid, mac = h.home
+    key, listed = h.key, h.listed
+    if kid == key.key_id and not compare_digest(
+        key.mac(_body(h_db_id, sessions, events, digest, kid)), str(mac)
+    ):
+        msg = "the home manifest's MAC does not verify: it was rewritten"
+        h.out.append((None, None, "manifest", msg))
+        return
+    if h_db_id != h.db_id:
+        h.out.append((None, None, "replaced", "the home manifest belongs to another ledger.db"))
+        return
+    got = f"{sum(_term(s, q, hash_) for s, (q, hash_) in listed.items()) % _MOD:064x}"
+    total = sum(q for q, _h in listed.values())
+    if got != digest or len(listed) != sessions or total != events:
+        h.out.append(
+            (
+                None,
+                None,
+                "manifest",
+                (
+                    f"the home manifest lists {len(listed)} session(s) with {total} "
+                    "event(s), but "
+                    f"its MAC covers {sessions} session(s) with {events} event(s): "
+                    "sessions were "
+                    "deleted or heads rolled back together with the manifest"
+                ),
+            )
+        )
+
+
+def _listed_sessions_end_at_their_heads(h: _Home) -> None:
+    """Every session the manifest lists still ends at the head it names."""
+    for session, (seq, hash_) in sorted(h.listed.items()):
+        have = h.actual.get(session)
+        if have is None:
+            msg = (
+                f"session {session} is in the home manifest (head seq {seq}) but all its events "
+                "are gone: the session was deleted"
+            )
+            h.out.append((session, 1, "missing", msg))
+        elif have != (seq, hash_) and have[0] < seq:
+            msg = (
+                f"the home manifest says session {session} reached seq {seq}, but its "
+                f"journal ends at {have[0]}: events {have[0] + 1}..{seq} were removed"
+            )
+            h.out.append((session, have[0] + 1, "missing", msg))
+        elif have != (seq, hash_):
+            msg = (
+                f"session {session} ends at seq {have[0]} but the home manifest says {seq}: "
+                "events were appended or rewritten outside infomark"
+            )
+            h.out.append((session, seq + 1, "missing", msg))
+
+
+def _every_session_listed(h: _Home) -> None:
+    """Every session in the journal is in the manifest."""
+    for session in sorted(set(h.actual) - set(h.listed)):
+        msg = (
+            f"session {session} is not in the home manifest: its events were added outside infomark"
+        )
+        h.out.append((session, None, "manifest", msg))
+
+
+#: What a home must pass, in order; every problem found is reported.
+HOME_CHECKS: tuple[Callable[[_Home], None], ...] = (
+    _marker_names_this_db,
+    _manifest_covers_the_heads,
+    _listed_sessions_end_at_their_heads,
+    _every_session_listed,
+)
+
+
+def verify_home(db: Conn, db_path: StrPath, key: Key) -> list[HomeProblem]:
+    """Every home-level problem as ``(session, seq, code, message)`` by :data:`HOME_CHECKS`;
+    [] when consistent."""
+    h = _Home(db, db_path, key)
+    for check in HOME_CHECKS:
+        check(h)
+    return h.out

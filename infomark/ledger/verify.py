@@ -64,6 +64,7 @@ try:  # hmac.digest() without its per-call dispatch (this is what it calls for "
 except ImportError:  # pragma: no cover - a Python without OpenSSL
     _hmac_digest = hmac.digest  # type: ignore[assignment]
 
+_UNCHAINED = "event {} does not chain to the event before it (deleted, inserted or reordered)"
 _NONE: list[tuple[Any, ...]] = []  # shared, never appended to
 _BLOB_CACHE = 4096  # digests already verified in this pass (bounded: memory stays flat)
 
@@ -86,28 +87,74 @@ def _verify(
         return _verify_pass(ledger, sess, progress, replay)
 
 
+class _Pass:
+    """One verification pass over a session: what the row walk (:func:`_walk_rows`) leaves
+    for the checks of :data:`END_CHECKS`, and the problems found."""
+
+    __slots__ = (
+        "blobs_ok",
+        "foreign",
+        "index",
+        "last_seq",
+        "ledger",
+        "n",
+        "other_key",
+        "ours",
+        "pending",
+        "prev",
+        "problems",
+        "sess",
+    )
+
+    def __init__(self, ledger: Ledger, sess: str) -> None:
+        self.ledger, self.sess = ledger, sess
+        self.problems: list[Problem] = []
+        self.prev = GENESIS  # the last row's hash
+        self.last_seq = 0
+        self.n = 0  # rows read
+        self.other_key: set[str] = set()
+        self.ours = False  # an event signed by this key was seen
+        self.foreign: list[tuple[int, str]] = []
+        self.index = ledger.journal.evidence_stream(sess)
+        self.pending: tuple[Any, ...] | None = next(self.index, None)
+        self.blobs_ok: dict[str, None] = {}  # blob digests verified in this pass
+
+
 def _verify_pass(
     ledger: Ledger,
     sess: str,
     progress: Callable[[int, int], None] | None,
     replay: _Replay | None,
 ) -> list[Problem]:
-    j = ledger.journal
-    key = ledger.key
-    ours_kid = key.key_id
-    secret = key.secret
-    problems: list[Problem] = []
-    prev = GENESIS
-    expected = 1
-    other_key: set[str] = set()
-    ours = False  # an event signed by this key was seen
-    foreign: list[tuple[int, str]] = []
+    """Walk the rows once (:func:`_walk_rows`), then judge what is left by
+    :data:`END_CHECKS`, in order; the home manifest's problems come last."""
+    p = _Pass(ledger, sess)
+    _walk_rows(p, progress, replay)
+    for check in END_CHECKS:
+        check(p)
+    problems = p.problems
+    problems.sort(key=lambda q: (q.seq is None, q.seq or 0))
+    # The home manifest: a head put back, a session deleted, ledger.db replaced (after this
+    # session's own problems, so the first one named is still this session's first bad event).
+    home = [Problem(s_ or "(home)", q, c, m) for s_, q, c, m in ledger.journal.verify_home()]
+    home.sort(key=lambda q: (q.session != sess, q.seq is None, q.seq or 0))
+    problems.extend(home)
+    return problems
+
+
+def _walk_rows(
+    p: _Pass, progress: Callable[[int, int], None] | None, replay: _Replay | None
+) -> None:
+    """Each row, in seq order: no seq missing or repeated, chained to the row before it, its
+    hash recomputed, its MAC this key's (a foreign key id is noted for :func:`_one_key`),
+    then what it says of the evidence (:func:`_row_evidence`)."""
+    ledger, sess, problems = p.ledger, p.sess, p.problems
+    j, key = ledger.journal, ledger.key
+    ours_kid, secret = key.key_id, key.secret
+    prev, expected, last_seq, n, ours = GENESIS, 1, 0, 0, False
+    other_key, foreign = p.other_key, p.foreign
     total = j.last_seq(sess) if progress is not None else 0
-    index = j.evidence_stream(sess)
-    pending = next(index, None)
-    blobs_ok: dict[str, None] = {}
-    last_seq = 0
-    n = 0
+    pending = p.pending
     esc, sha256, hdigest, compare = _STR, hashlib.sha256, _hmac_digest, hmac.compare_digest
     escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
     for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in j.stream_rows(sess):
@@ -123,15 +170,7 @@ def _verify_pass(
                 problems.append(Problem(sess, seq, "inserted", f"event {seq} appears twice"))
             expected = seq
         if prev_hash != prev:
-            problems.append(
-                Problem(
-                    sess,
-                    seq,
-                    "reordered",
-                    f"event {seq} does not chain to the event before it "
-                    "(deleted, inserted or reordered)",
-                )
-            )
+            problems.append(Problem(sess, seq, "reordered", _UNCHAINED.format(seq)))
         try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
             if type(seq) is not int:
                 raise TypeError(seq)
@@ -151,79 +190,118 @@ def _verify_pass(
             other_key.add(kid)
             foreign.append((seq, kid))
         elif not compare(hdigest(secret, h.encode(), "sha256").hex(), mac):
-            problems.append(
-                Problem(sess, seq, "bad_mac", f"event {seq} has a MAC this key did not make")
-            )
+            msg = f"event {seq} has a MAC this key did not make"
+            problems.append(Problem(sess, seq, "bad_mac", msg))
         else:
             ours = True
         here: list[tuple[Any, ...]] = _NONE
         if pending is not None and pending[1] <= seq:
-            here = []
-            while pending is not None and pending[1] <= seq:
-                if pending[1] < seq:
-                    problems.append(
-                        Problem(
-                            sess,
-                            pending[1],
-                            "evidence",
-                            f"evidence {pending[0]} has no journal event",
-                        )
-                    )
-                else:
-                    here.append(pending)
-                pending = next(index, None)
-        parsed: dict[str, Any] | None = None
-        if (here or type_ == "evidence_recorded") and not (
-            len(here) == 1 and _evidence_ok(ledger, type_, payload, here[0], blobs_ok)
-        ):
-            parsed = loads_object(payload)
-            problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
-        if type_ == "merged_from":
-            parsed = parsed if parsed is not None else loads_object(payload)
-            problems.extend(_check_merged(ledger, sess, seq, parsed))
-        if replay is not None:
-            parsed = parsed if parsed is not None else loads_object(payload)
-            replay.apply(seq, type_, parsed)
-            if replay.feed is not None:  # the audit's story, from this same pass
-                replay.feed(EventRow(s, seq, type_, parsed, ts, prev_hash, h, mac, kid))
-        prev = h
-        expected = seq + 1
-        last_seq = seq
+            here, pending = _index_rows(p, seq, pending)
+        if here or replay is not None or type_ == "evidence_recorded" or type_ == "merged_from":
+            _row_evidence(p, replay, here, s, seq, type_, payload, ts, prev_hash, h, mac, kid)
+        prev, expected, last_seq = h, seq + 1, seq
     if progress is not None:
         progress(n, total)
-    while pending is not None:
-        problems.append(
-            Problem(sess, pending[1], "evidence", f"evidence {pending[0]} has no journal event")
-        )
-        pending = next(index, None)
-    if ours:  # a mixed chain: the foreign-key events were rewritten without the key
-        problems.extend(
+    p.prev, p.last_seq, p.n, p.ours, p.pending = prev, last_seq, n, ours, pending
+
+
+def _index_rows(
+    p: _Pass, seq: int, pending: tuple[Any, ...] | None
+) -> tuple[list[tuple[Any, ...]], tuple[Any, ...] | None]:
+    """The evidence index rows of this seq, and the next pending one (an earlier one names
+    no event)."""
+    here = []
+    while pending is not None and pending[1] <= seq:
+        if pending[1] < seq:
+            msg = f"evidence {pending[0]} has no journal event"
+            p.problems.append(Problem(p.sess, pending[1], "evidence", msg))
+        else:
+            here.append(pending)
+        pending = next(p.index, None)
+    return here, pending
+
+
+def _row_evidence(
+    p: _Pass,
+    replay: _Replay | None,
+    here: list[tuple[Any, ...]],
+    s: str,
+    seq: int,
+    type_: str,
+    payload: str,
+    ts: str,
+    prev_hash: str,
+    h: str,
+    mac: str,
+    kid: str,
+) -> None:
+    """This row's evidence index rows against its event (:func:`_check_evidence`), a
+    ``merged_from``'s stamps against their fork (:func:`_check_merged`); then the replay
+    applies the row, parsed at most once."""
+    ledger, sess, problems, blobs_ok = p.ledger, p.sess, p.problems, p.blobs_ok
+    parsed: dict[str, Any] | None = None
+    if (here or type_ == "evidence_recorded") and not (
+        len(here) == 1 and _evidence_ok(ledger, type_, payload, here[0], blobs_ok)
+    ):
+        parsed = loads_object(payload)
+        problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
+    if type_ == "merged_from":
+        parsed = parsed if parsed is not None else loads_object(payload)
+        problems.extend(_check_merged(ledger, sess, seq, parsed))
+    if replay is not None:
+        parsed = parsed if parsed is not None else loads_object(payload)
+        replay.apply(seq, type_, parsed)
+        if replay.feed is not None:  # the audit's story, from this same pass
+            replay.feed(EventRow(s, seq, type_, parsed, ts, prev_hash, h, mac, kid))
+
+
+def _index_rows_have_events(p: _Pass) -> None:
+    """No evidence index row is left past the journal's last event."""
+    while p.pending is not None:
+        pending = p.pending
+        msg = f"evidence {pending[0]} has no journal event"
+        p.problems.append(Problem(p.sess, pending[1], "evidence", msg))
+        p.pending = next(p.index, None)
+
+
+def _one_key(p: _Pass) -> None:
+    """The chain is signed by this key: in a mixed chain each foreign-key event was rewritten
+    without it; a chain signed by another key alone was copied, or the key changed."""
+    key_id = p.ledger.key.key_id
+    if p.ours:
+        p.problems.extend(
             Problem(
-                sess,
+                p.sess,
                 seq,
                 "bad_mac",
                 f"event {seq} claims key id {kid}, but the rest of the chain is signed by this "
-                f"key ({key.key_id}): it was rewritten without the key",
+                f"key ({key_id}): it was rewritten without the key",
             )
-            for seq, kid in foreign
+            for seq, kid in p.foreign
         )
-    elif other_key:
-        problems.append(
+    elif p.other_key:
+        p.problems.append(
             Problem(
-                sess,
+                p.sess,
                 None,
                 "key_mismatch",
-                f"the chain is intact but was signed with key id(s) {sorted(other_key)}, "
-                f"not this key ({key.key_id}): the key changed or the ledger was copied",
+                f"the chain is intact but was signed with key id(s) {sorted(p.other_key)}, "
+                f"not this key ({key_id}): the key changed or the ledger was copied",
             )
         )
+
+
+def _head_matches(p: _Pass) -> None:
+    """The session's head record exists, names the last event and its hash, and its MAC
+    verifies (when the chain is this key's)."""
+    j, sess, last_seq = p.ledger.journal, p.sess, p.last_seq
     head = j.head_row(sess)
-    if n and head is None:
-        problems.append(Problem(sess, None, "head", "the session head record is missing"))
+    if p.n and head is None:
+        p.problems.append(Problem(sess, None, "head", "the session head record is missing"))
     elif head is not None:
         hseq, hhash, hmac_ = head
-        if hseq != last_seq or hhash != prev:
-            problems.append(
+        if hseq != last_seq or hhash != p.prev:
+            p.problems.append(
                 Problem(
                     sess,
                     min(hseq, last_seq) + 1,
@@ -232,17 +310,18 @@ def _verify_pass(
                     "events were removed from the end or appended outside infomark",
                 )
             )
-        elif (ours or not other_key) and not hmac.compare_digest(
+        elif (p.ours or not p.other_key) and not hmac.compare_digest(
             j.head_mac(sess, hseq, hhash), hmac_
         ):
-            problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
-    problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
-    # The home manifest: a head put back, a session deleted, ledger.db replaced (after this
-    # session's own problems, so the first one named is still this session's first bad event).
-    home = [Problem(s_ or "(home)", q, code, msg) for s_, q, code, msg in j.verify_home()]
-    home.sort(key=lambda p: (p.session != sess, p.seq is None, p.seq or 0))
-    problems.extend(home)
-    return problems
+            p.problems.append(Problem(sess, hseq, "head", "the head record's MAC does not verify"))
+
+
+#: What is judged after the last row, in order (before the problems are sorted by seq).
+END_CHECKS: tuple[Callable[[_Pass], None], ...] = (
+    _index_rows_have_events,
+    _one_key,
+    _head_matches,
+)
 
 
 _HEAD, _TAIL = '{"mac":"', ',"ref":"'

@@ -92,91 +92,17 @@ _TAR_LONG_VALUES = ws(
 
 
 def w_tar(name: str, args: list[Arg], env: Env) -> None:
-    seq = list(args)
-    first = seq[0].value if seq else None
-    if first and not first.startswith("-") and first.isalpha():  # old style: `tar czf x .`
-        expanded: list[Arg] = []
-        values = seq[1:]
-        for letter in first:
-            expanded.append(Arg("-" + letter, "-" + letter))
-            if letter in _TAR_VALUE_LETTERS and values:
-                expanded.append(values.pop(0))
-        seq = expanded + values
-    creating = False
-    recursion = True
-    follow = False
-    excludes: list[str] = []
-    credit = True
-    operands: list[tuple[str, Arg]] = []  # (directory it is relative to, operand)
-    lists: list[Arg | None] = []
-    bases: list[str | None] = [None]  # -C DIR changes the directory of the operands after it
-    i, n = 0, len(seq)
-    only_pos = False
-    while i < n:
-        arg = seq[i]
-        v = arg.value
-        if only_pos or v is None or not v.startswith("-") or v == "-":
-            operands.append((bases[-1] or "", arg))
-            i += 1
-            continue
-        if v == "--":
-            only_pos = True
-            i += 1
-            continue
-        if v.startswith("--"):
-            key, eq, val = v.partition("=")
-            value: Arg | None = Arg(val, val) if eq else None
-            if not eq and key in _TAR_LONG_VALUES:
-                value = seq[i + 1] if i + 1 < n else None
-                i += 1
-            creating = creating or key in ("--create", "--append", "--update")
-            if key == "--no-recursion":
-                recursion = False
-            elif key == "--recursion":
-                recursion = True
-            elif key == "--dereference":
-                follow = True
-            elif key == "--exclude" and value is not None and value.value:
-                excludes.append(value.value)
-            elif key in ("--exclude-from", "--exclude-tag", "--exclude-tag-all"):
-                credit = credit and key != "--exclude-from"
-            elif key == "--directory":
-                bases.append(value.value if value is not None else None)
-                if value is None or value.value is None:
-                    env.state.opaque = True
-            elif key == "--files-from":
-                lists.append(value)
-            i += 1
-            continue
-        letters = v[1:]
-        for k, ch in enumerate(letters):
-            if ch in "cru":
-                creating = True
-            elif ch == "h":
-                follow = True
-            if ch in _TAR_VALUE_LETTERS:
-                rest = letters[k + 1 :]
-                value = Arg(rest, rest) if rest else (seq[i + 1] if i + 1 < n else None)
-                if not rest:
-                    i += 1
-                if ch == "C":
-                    bases.append(value.value if value is not None else None)
-                    if value is None or value.value is None:
-                        env.state.opaque = True
-                elif ch == "T":
-                    lists.append(value)
-                elif ch == "X":
-                    credit = False
-                break
-        i += 1
-    if not creating:
+    """A tar that creates (``c``/``r``/``u``) copies its operands' trees, and the files its
+    ``-T`` lists name, unless it does not recurse (the options: :func:`_tar_read`)."""
+    t = _tar_read(_tar_expand(args), env)
+    if not t.creating:
         return
-    if lists:
-        from_list(env, lists, "copies")
-    if not recursion:
+    if t.lists:
+        from_list(env, t.lists, "copies")
+    if not t.recursion:
         return
-    pats = excludes if credit else []
-    for base, arg in operands:
+    pats = t.excludes if t.credit else []
+    for base, arg in t.operands:
         if arg.value is not None and not base and arg.value.startswith("-"):
             continue
         if base and arg.value is not None:
@@ -186,10 +112,120 @@ def w_tar(name: str, args: list[Arg], env: Env) -> None:
             env,
             roots,
             "copies",
-            follow=follow,
+            follow=t.follow,
             exclude=component_globs(pats),
             exclude_paths=literal_paths(pats),
         )
+
+
+class _Tar:
+    """What a tar command line says that the walk needs."""
+
+    __slots__ = (
+        "bases",
+        "creating",
+        "credit",
+        "excludes",
+        "follow",
+        "lists",
+        "operands",
+        "recursion",
+    )
+
+    def __init__(self) -> None:
+        self.creating = False
+        self.recursion = True
+        self.follow = False
+        self.excludes: list[str] = []
+        self.credit = True  # its excludes can be credited (none comes from a file)
+        self.operands: list[tuple[str, Arg]] = []  # (directory it is relative to, operand)
+        self.lists: list[Arg | None] = []
+        # -C DIR changes the directory of the operands after it
+        self.bases: list[str | None] = [None]
+
+
+def _tar_expand(args: list[Arg]) -> list[Arg]:
+    """Old-style bundled letters (``tar czf x .``) as options, each value after its letter."""
+    seq = list(args)
+    first = seq[0].value if seq else None
+    if first and not first.startswith("-") and first.isalpha():
+        expanded: list[Arg] = []
+        values = seq[1:]
+        for letter in first:
+            expanded.append(Arg("-" + letter, "-" + letter))
+            if letter in _TAR_VALUE_LETTERS and values:
+                expanded.append(values.pop(0))
+        seq = expanded + values
+    return seq
+
+
+def _tar_read(seq: list[Arg], env: Env) -> _Tar:
+    """The options and operands of a tar command line, in order (``--`` ends the options)."""
+    t = _Tar()
+    i, n = 0, len(seq)
+    only_pos = False
+    while i < n:
+        arg = seq[i]
+        v = arg.value
+        if only_pos or v is None or not v.startswith("-") or v == "-":
+            t.operands.append((t.bases[-1] or "", arg))
+        elif v == "--":
+            only_pos = True
+        elif v.startswith("--"):
+            key, eq, val = v.partition("=")
+            value: Arg | None = Arg(val, val) if eq else None
+            if not eq and key in _TAR_LONG_VALUES:
+                value = seq[i + 1] if i + 1 < n else None
+                i += 1
+            _tar_long(t, key, value, env)
+        else:
+            i += _tar_short(t, v[1:], seq[i + 1] if i + 1 < n else None, env)
+        i += 1
+    return t
+
+
+def _tar_long(t: _Tar, key: str, value: Arg | None, env: Env) -> None:
+    """One long option (``--key`` with its value, if it takes one)."""
+    t.creating = t.creating or key in ("--create", "--append", "--update")
+    if key == "--no-recursion":
+        t.recursion = False
+    elif key == "--recursion":
+        t.recursion = True
+    elif key == "--dereference":
+        t.follow = True
+    elif key == "--exclude" and value is not None and value.value:
+        t.excludes.append(value.value)
+    elif key in ("--exclude-from", "--exclude-tag", "--exclude-tag-all"):
+        t.credit = t.credit and key != "--exclude-from"
+    elif key == "--directory":
+        t.bases.append(value.value if value is not None else None)
+        if value is None or value.value is None:
+            env.state.opaque = True
+    elif key == "--files-from":
+        t.lists.append(value)
+
+
+def _tar_short(t: _Tar, letters: str, following: Arg | None, env: Env) -> int:
+    """A bundle of short options; the first that takes a value ends it (the rest of the
+    bundle, else the word ``following``). Returns 1 when it took that word, else 0."""
+    for k, ch in enumerate(letters):
+        if ch in "cru":
+            t.creating = True
+        elif ch == "h":
+            t.follow = True
+        if ch in _TAR_VALUE_LETTERS:
+            rest = letters[k + 1 :]
+            value = Arg(rest, rest) if rest else following
+            if ch == "C":
+                t.bases.append(value.value if value is not None else None)
+                if value is None or value.value is None:
+                    env.state.opaque = True
+            elif ch == "T":
+                t.lists.append(value)
+            elif ch == "X":
+                t.credit = False
+            return 0 if rest else 1
+    return 0
 
 
 def w_zip(name: str, args: list[Arg], env: Env) -> None:

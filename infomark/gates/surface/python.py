@@ -20,7 +20,7 @@ import configparser
 import os
 import shlex
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from infomark.gates.surface.model import GradingSurface, RunnerCall
 from infomark.kernel.runners import PYTEST_CONFIG_NAMES, PYTHON_STARTUP_NAMES, RunnerKind
@@ -308,48 +308,105 @@ def _walk_tests(
 
 
 def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
-    """The pytest surface of one pytest call, run from ``root``/``call.cwd``."""
-    root = os.path.abspath(root)
-    col = _Collector(root)
-    invocation = os.path.normpath(os.path.join(root, call.cwd))
-    opts = _Opts()
-    env = dict(environ)
-    env.update(call.env)
+    """The pytest surface of one pytest call, run from ``root``/``call.cwd``: the steps of
+    :data:`PYTEST_STEPS`, in order."""
+    p = _Pytest(os.path.abspath(root), call, environ)
+    for step in PYTEST_STEPS:
+        step(p)
+    return p.col.surface(RunnerKind.PYTEST, call, p.tests, p.test_globs)
+
+
+class _Pytest:
+    """One pytest call under discovery: what the steps of :data:`PYTEST_STEPS` read and set,
+    and the collector the surface is gathered in."""
+
+    __slots__ = (
+        "arg_paths",
+        "call",
+        "col",
+        "confcut",
+        "env",
+        "ini",
+        "inifile",
+        "invocation",
+        "opts",
+        "root",
+        "rootdir",
+        "starts",
+        "test_globs",
+        "tests",
+    )
+    arg_paths: list[str]
+    rootdir: str
+    inifile: str | None
+    ini: dict[str, list[str]]
+    confcut: str
+    starts: list[str]
+
+    def __init__(self, root: str, call: RunnerCall, environ: dict[str, str]) -> None:
+        self.root, self.call = root, call
+        self.col = _Collector(root)
+        self.invocation = os.path.normpath(os.path.join(root, call.cwd))
+        self.opts = _Opts()
+        self.env = dict(environ)
+        self.env.update(call.env)
+        self.tests: dict[str, None] = {}
+        self.test_globs: dict[str, None] = {}
+
+
+def _command_line(p: _Pytest) -> None:
+    """The options: ``PYTEST_ADDOPTS`` first, then the call's arguments (their paths)."""
+    opts, col = p.opts, p.col
     try:
-        opts.read(shlex.split(env.get("PYTEST_ADDOPTS", "")))
+        opts.read(shlex.split(p.env.get("PYTEST_ADDOPTS", "")))
     except ValueError:
         col.notes.append("PYTEST_ADDOPTS cannot be split: discovery ignored it")
-    opts.read(call.args)
+    opts.read(p.call.args)
     args = [a.split("::", 1)[0] for a in opts.paths]
-    arg_paths = [os.path.normpath(os.path.join(invocation, a)) for a in args]
-    existing = [p for p in arg_paths if os.path.exists(p)]
+    p.arg_paths = [os.path.normpath(os.path.join(p.invocation, a)) for a in args]
     if opts.pyargs:
         col.notes.append("--pyargs: test arguments may name installed modules")
-    rootdir, inifile = _setup(invocation, existing, opts.inifile, col)
+
+
+def _configuration(p: _Pytest) -> None:
+    """The rootdir and configuration file as pytest finds them (``--rootdir`` wins), and the
+    configuration's ``addopts``."""
+    opts, invocation = p.opts, p.invocation
+    existing = [a for a in p.arg_paths if os.path.exists(a)]
+    p.rootdir, inifile = _setup(invocation, existing, opts.inifile, p.col)
     if opts.rootdir:
-        rootdir = os.path.normpath(os.path.join(invocation, os.path.expandvars(opts.rootdir)))
-    ini = _ini_values(inifile) if inifile and _has_config(inifile) else {}
+        p.rootdir = os.path.normpath(os.path.join(invocation, os.path.expandvars(opts.rootdir)))
+    p.inifile = inifile
+    p.ini = ini = _ini_values(inifile) if inifile and _has_config(inifile) else {}
     if ini.get("addopts"):
-        before = len(opts.paths)
         opts.read(ini["addopts"])
-        if len(opts.paths) > before:  # positional words in addopts are test paths too
-            args += opts.paths[before:]
-    for plugin in [*opts.plugins, *env.get("PYTEST_PLUGINS", "").replace(",", " ").split()]:
-        _plugin_files(root, rootdir, plugin, ini.get("pythonpath", []), col)
+
+
+def _plugins(p: _Pytest) -> None:
+    """The plugins the options and ``PYTEST_PLUGINS`` load (their files), and those the
+    configuration requires (installed distributions)."""
+    opts, ini, col = p.opts, p.ini, p.col
+    for plugin in [*opts.plugins, *p.env.get("PYTEST_PLUGINS", "").replace(",", " ").split()]:
+        _plugin_files(p.root, p.rootdir, plugin, ini.get("pythonpath", []), col)
     for plugin in ini.get("required_plugins", []):
         col.notes.append(f"required plugin {plugin}: an installed distribution (entry point)")
-    confcut = (
+
+
+def _collection_starts(p: _Pytest) -> None:
+    """Where collection starts (the arguments, else testpaths from the rootdir, else the
+    invocation dir) and where conftest files stop (``--confcutdir``)."""
+    opts, invocation, rootdir, ini = p.opts, p.invocation, p.rootdir, p.ini
+    p.confcut = (
         os.path.normpath(os.path.join(invocation, opts.confcutdir))
         if opts.confcutdir
-        else (os.path.dirname(inifile) if inifile else rootdir)
+        else (os.path.dirname(p.inifile) if p.inifile else rootdir)
     )
-    # collection paths: the arguments, else testpaths (from the rootdir), else the invocation dir
-    if arg_paths:
-        starts = arg_paths
+    if p.arg_paths:
+        p.starts = p.arg_paths
     elif ini.get("testpaths") and os.path.samefile(invocation, rootdir):
         import glob
 
-        starts = sorted(
+        p.starts = sorted(
             {
                 os.path.normpath(m)
                 for t in ini["testpaths"]
@@ -357,25 +414,29 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
             }
         ) or [invocation]
     else:
-        starts = [invocation]
-    patterns = ini.get("python_files") or ["test_*.py", "*_test.py"]
-    norecurse = ini.get("norecursedirs") or list(_NORECURSE)
-    tests: dict[str, None] = {}
-    test_globs: dict[str, None] = {}
+        p.starts = [invocation]
+
+
+def _collected_tests(p: _Pytest) -> None:
+    """The test files under each start, the helpers and data beside them, and the conftest
+    chain of each start and each test directory."""
+    root, col, confcut, rootdir = p.root, p.col, p.confcut, p.rootdir
+    patterns = p.ini.get("python_files") or ["test_*.py", "*_test.py"]
+    norecurse = p.ini.get("norecursedirs") or list(_NORECURSE)
     test_dirs: dict[str, None] = {}
-    for start in starts:
+    for start in p.starts:
         start_rel = _rel(root, start)
         if os.path.isfile(start) or start.endswith(".py"):
             col.add(start)  # a test file the oracle names is graded from the baseline
         elif start_rel is not None:
             base = f"{start_rel}/" if start_rel else ""
             for pat in patterns:
-                test_globs[f"{base}**/{pat}" if "/" not in pat else base + pat] = None
+                p.test_globs[f"{base}**/{pat}" if "/" not in pat else base + pat] = None
             col.globs[f"{base}**/conftest.py"] = None
         for test in _walk_tests(root, start, patterns, norecurse):
             rel = _rel(root, test)
             if rel is not None:
-                tests[rel] = None
+                p.tests[rel] = None
                 top = rel.split("/", 1)[0]
                 if "/" in rel and _is_test_dir(top):
                     col.globs[f"{top}/**"] = None  # helpers and data beside the tests
@@ -387,7 +448,13 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
             col.globs[f"{start_rel.split('/')[0]}/**"] = None  # helpers and data beside the tests
     for directory in test_dirs:
         _chain(root, confcut, rootdir, directory, col)
-    for d in _ancestors(os.path.dirname(confcut) if confcut else rootdir):
+
+
+def _around_the_run(p: _Pytest) -> None:
+    """What the run loads around the tests: conftest files above the cut, the interpreter's
+    start-up files, ``.pth`` files, the virtual environments, the cache a selection reads."""
+    root, col = p.root, p.col
+    for d in _ancestors(os.path.dirname(p.confcut) if p.confcut else p.rootdir):
         col.add(os.path.join(d, "conftest.py"))  # a config moved up would bring these in
     for name in PYTHON_STARTUP_NAMES:
         col.add(os.path.join(root, name))
@@ -395,18 +462,35 @@ def pytest_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Grad
     for venv in (".venv", "venv", ".tox", ".nox"):
         if os.path.isdir(os.path.join(root, venv)):
             col.globs[f"{venv}/**"] = None  # the runner, its plugins (entry points) live here
-    if opts.cache:
+    if p.opts.cache:
         col.globs[".pytest_cache/**"] = None
         col.notes.append("--lf/--ff/--nf/--sw: the selection reads .pytest_cache")
-    if opts.noconftest:
+
+
+def _notes(p: _Pytest) -> None:
+    """What the surface cannot hold, said in its notes: no conftest, the pythonpath, the
+    rootdir and configuration found."""
+    root, col, inifile = p.root, p.col, p.inifile
+    if p.opts.noconftest:
         col.notes.append("--noconftest: conftest.py files are not loaded")
-    for pp in ini.get("pythonpath", []):
+    for pp in p.ini.get("pythonpath", []):
         col.notes.append(f"pythonpath {pp}: modules there import before the tests'")
     col.notes.append(
-        f"pytest: rootdir {_rel(root, rootdir) or rootdir}, configuration "
+        f"pytest: rootdir {_rel(root, p.rootdir) or p.rootdir}, configuration "
         f"{(_rel(root, inifile) or inifile) if inifile else 'none'}"
     )
-    return col.surface(RunnerKind.PYTEST, call, tests, test_globs)
+
+
+#: How a pytest call's surface is found, in order (each step reads what the earlier set).
+PYTEST_STEPS: tuple[Callable[[_Pytest], None], ...] = (
+    _command_line,
+    _configuration,
+    _plugins,
+    _collection_starts,
+    _collected_tests,
+    _around_the_run,
+    _notes,
+)
 
 
 def _setup(

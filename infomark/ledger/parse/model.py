@@ -337,10 +337,44 @@ class Builder:
     def stamp(
         self, keyword: str, body: Node | Legacy, where: Pos, span: Span
     ) -> StampBlock | DivergenceBlock | None:
+        """One stamp or divergence_event: its fields (:meth:`stamp_fields`), a claim id that
+        is one, then its result and authority normalised (a warning when unknown)."""
+        fields = self.stamp_fields(keyword, body, where)
+        if fields is None:
+            return None
+        values, extra, (id_pos, result_pos, authority_pos) = fields
+        claim_id = values.get("claim_id")
+        if claim_id is None:
+            self.note(where, f"{keyword} without claim_id", expected=["claim_id=<claim id>"])
+            return None
+        if not self.check_id(claim_id, id_pos):
+            return None
+        if keyword == "divergence_event":
+            return DivergenceBlock(
+                claim_id=claim_id, evidence_ref=values.get("evidence_ref"), extra=extra, span=span
+            )
+        return StampBlock(
+            kind=_stamp_kind(keyword),
+            claim_id=claim_id,
+            evidence_ref=values.get("evidence_ref"),
+            result=self.stamp_result(values.get("result"), result_pos),
+            layer=values.get("layer"),
+            artifact=values.get("artifact"),
+            content_hash=values.get("content_hash"),
+            authority=self.stamp_authority(values.get("authority"), authority_pos),
+            legacy=isinstance(body, Legacy),
+            extra=extra,
+            span=span,
+        )
+
+    def stamp_fields(
+        self, keyword: str, body: Node | Legacy, where: Pos
+    ) -> tuple[dict[str, str | None], dict[str, str], tuple[Pos, Pos, Pos]] | None:
+        """``(values, unknown keys, positions of claim_id, result, authority)`` of a stamp's
+        body: the legacy words, or key=value pairs (None, noted, when it is neither)."""
         known = DIVERGENCE_KEYS if keyword == "divergence_event" else STAMP_KEYS[keyword]
         values: dict[str, str | None] = {}
         extra: dict[str, str] = {}
-        legacy = isinstance(body, Legacy)
         if isinstance(body, Legacy):
             limit = {"oracle_stamp": 2, "inference_stamp": 1}.get(keyword, 0)
             if len(body.words) > limit:
@@ -353,77 +387,51 @@ class Builder:
                 )
                 return None
             values["claim_id"] = body.words[0].value
-            id_pos = body.words[0].pos
             if len(body.words) == 2:
                 values["result"] = body.words[1].value
-            result_pos = body.words[-1].pos
-        elif isinstance(body, Map):
-            seen: set[str] = set()
-            id_pos = result_pos = authority_pos = where
-            for key, node in body.pairs:
-                name = _canonical(key.value, known)
-                if name not in known:
-                    extra[key.value] = _as_text(node)
-                    self.unknown_key(key, known, keyword)
-                    continue
-                self.check_duplicate(name, key, seen)
-                values[name] = self.single(node, key)
-                if name == "claim_id":
-                    id_pos = _node_pos(node, key.pos)
-                elif name == "result":
-                    result_pos = _node_pos(node, key.pos)
-                elif name == "authority":
-                    authority_pos = _node_pos(node, key.pos)
-        else:
+            return values, extra, (body.words[0].pos, body.words[-1].pos, where)
+        if not isinstance(body, Map):
             self.note(where, f"{keyword} needs claim_id and evidence_ref", expected=["claim_id="])
             return None
-        claim_id = values.get("claim_id")
-        if claim_id is None:
-            self.note(where, f"{keyword} without claim_id", expected=["claim_id=<claim id>"])
-            return None
-        if not self.check_id(claim_id, id_pos):
-            return None
-        if keyword == "divergence_event":
-            return DivergenceBlock(
-                claim_id=claim_id, evidence_ref=values.get("evidence_ref"), extra=extra, span=span
-            )
-        result = values.get("result")
-        if result is not None:
-            if result.upper() in RESULTS:
-                result = result.upper()
-            else:
-                self.note(
-                    result_pos,
-                    f"result {short(result)!r} is not PASS, FAIL or EXPECTED_FAIL",
-                    severity="warning",
-                    expected=sorted(RESULTS),
-                    text=result,
-                )
-        authority = values.get("authority")
-        if authority is not None:
-            if authority.lower() in AUTHORITIES:
-                authority = authority.lower()
-            else:
-                self.note(
-                    authority_pos,
-                    f"authority {short(authority)!r} is not primary or secondary",
-                    severity="warning",
-                    expected=list(AUTHORITIES),
-                    text=authority,
-                )
-        return StampBlock(
-            kind=_stamp_kind(keyword),
-            claim_id=claim_id,
-            evidence_ref=values.get("evidence_ref"),
-            result=result,
-            layer=values.get("layer"),
-            artifact=values.get("artifact"),
-            content_hash=values.get("content_hash"),
-            authority=authority,
-            legacy=legacy,
-            extra=extra,
-            span=span,
+        seen: set[str] = set()
+        pos = {"claim_id": where, "result": where, "authority": where}
+        for key, node in body.pairs:
+            name = _canonical(key.value, known)
+            if name not in known:
+                extra[key.value] = _as_text(node)
+                self.unknown_key(key, known, keyword)
+                continue
+            self.check_duplicate(name, key, seen)
+            values[name] = self.single(node, key)
+            if name in pos:
+                pos[name] = _node_pos(node, key.pos)
+        return values, extra, (pos["claim_id"], pos["result"], pos["authority"])
+
+    def stamp_result(self, result: str | None, pos: Pos) -> str | None:
+        """PASS, FAIL or EXPECTED_FAIL in capitals; another word stays, with a warning."""
+        if result is None or result.upper() in RESULTS:
+            return None if result is None else result.upper()
+        self.note(
+            pos,
+            f"result {short(result)!r} is not PASS, FAIL or EXPECTED_FAIL",
+            severity="warning",
+            expected=sorted(RESULTS),
+            text=result,
         )
+        return result
+
+    def stamp_authority(self, authority: str | None, pos: Pos) -> str | None:
+        """primary or secondary in lower case; another word stays, with a warning."""
+        if authority is None or authority.lower() in AUTHORITIES:
+            return None if authority is None else authority.lower()
+        self.note(
+            pos,
+            f"authority {short(authority)!r} is not primary or secondary",
+            severity="warning",
+            expected=list(AUTHORITIES),
+            text=authority,
+        )
+        return authority
 
     # -- gate
 
