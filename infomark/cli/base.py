@@ -30,6 +30,7 @@ __all__ = [
     "closest",
     "common",
     "emit_json",
+    "file_option",
     "open_gk",
     "opts",
     "parse_input_json",
@@ -100,6 +101,13 @@ def common(fn: F) -> F:
         return fn(*args, **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+def file_option(*decls: str, help: str) -> Callable[[F], F]:
+    """An optional file path option (``FILE``, not a directory; ``None`` when not given)."""
+    return click.option(
+        *decls, type=click.Path(dir_okay=False, path_type=Path), default=None, help=help
+    )
 
 
 def _restore(name: str, value: str | None) -> None:
