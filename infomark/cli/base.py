@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from infomark.kernel.profiles import PROFILES
 from infomark.ledger.home import default_home
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "open_gk",
     "opts",
     "parse_input_json",
+    "profile_option",
     "read_input",
     "require_home",
     "require_session",
@@ -108,6 +110,15 @@ def file_option(*decls: str, help: str) -> Callable[[F], F]:
     return click.option(
         *decls, type=click.Path(dir_okay=False, path_type=Path), default=None, help=help
     )
+
+
+profile_option = click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="Decide under this profile instead of the configured one.",
+)
+"""``--profile``: decide this command's calls under another profile than the configured one."""
 
 
 def _restore(name: str, value: str | None) -> None:
