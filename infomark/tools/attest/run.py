@@ -29,7 +29,6 @@ from infomark.tools.attest.sandboxed import (
     private_paths,
     workdir,
 )
-from infomark.tools.attest_lazy import lazy_attester
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -306,7 +305,13 @@ def _answer(
 
 
 def attester_for(gk: Gatekeeper) -> None:
-    """Let ``gk`` run attested checks (the finish calls them for the claims it needs): the
-    same attester the Python API installs (:func:`~infomark.tools.attest_lazy.lazy_attester`),
-    whose import of this runner is already done here."""
-    lazy_attester(gk)
+    """Let ``gk`` run attested checks (the finish calls them for the claims it needs)."""
+
+    def attest(claim_id: str) -> str:
+        return check(gk, claim_id).text
+
+    def attest_check(command: str) -> str:
+        return check_command(gk, command).text
+
+    gk.attester = attest
+    gk.check_attester = attest_check
