@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from infomark.kernel.profiles import PROFILES
 from infomark.ledger.home import default_home
 
 __all__ = [
@@ -30,9 +31,11 @@ __all__ = [
     "closest",
     "common",
     "emit_json",
+    "file_option",
     "open_gk",
     "opts",
     "parse_input_json",
+    "profile_option",
     "read_input",
     "require_home",
     "require_session",
@@ -100,6 +103,22 @@ def common(fn: F) -> F:
         return fn(*args, **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+def file_option(*decls: str, help: str) -> Callable[[F], F]:
+    """An optional file path option (``FILE``, not a directory; ``None`` when not given)."""
+    return click.option(
+        *decls, type=click.Path(dir_okay=False, path_type=Path), default=None, help=help
+    )
+
+
+profile_option = click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="Decide under this profile instead of the configured one.",
+)
+"""``--profile``: decide this command's calls under another profile than the configured one."""
 
 
 def _restore(name: str, value: str | None) -> None:

@@ -21,6 +21,7 @@ from infomark.cli.base import (
     CliExit,
     common,
     emit_json,
+    file_option,
     open_gk,
     opts,
     require_home,
@@ -134,13 +135,7 @@ def _name_session(name: str | None) -> None:
 
 @click.command()
 @click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
-@click.option(
-    "--export",
-    "export",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a signed, self-contained bundle to FILE.",
-)
+@file_option("--export", "export", help="Write a signed, self-contained bundle to FILE.")
 @click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
 @click.argument("name", metavar="[SESSION]", required=False)
 @_fail_on_option

@@ -17,7 +17,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from infomark.cli.base import EXIT_DENY, EXIT_VERIFY, CliExit, common, emit_json, opts
+from infomark.cli.base import EXIT_DENY, EXIT_VERIFY, CliExit, common, emit_json, file_option, opts
 from infomark.cli.render import console
 
 if TYPE_CHECKING:  # annotations only: the eval modules load when the command runs
@@ -219,13 +219,7 @@ def _journal(
     type=float,
     help="Allowed extra turns on short tasks (0.2: 1.2x).",
 )
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the self-contained HTML report here.",
-)
+@file_option("--html", "html_file", help="Write the self-contained HTML report here.")
 @click.option("--no-journal", is_flag=True, help="Do not journal the promotion decisions.")
 @click.option("--require-promotion", is_flag=True, help="Exit 3 when a promotion is refused.")
 @common
@@ -326,19 +320,9 @@ def activate_cmd(decision_id: str, by: str, target: Path, replace: bool) -> None
 
 @click.command("replay")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--junit",
-    "junit_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a JUnit XML report here (for CI).",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Today's rules: this infomark.toml (default: the project's).",
+@file_option("--junit", "junit_file", help="Write a JUnit XML report here (for CI).")
+@file_option(
+    "--config", "config_file", help="Today's rules: this infomark.toml (default: the project's)."
 )
 @click.option("--all", "show_all", is_flag=True, help="List every step, not only differences.")
 @common

@@ -17,9 +17,9 @@ from infomark.cli.base import (
     open_gk,
     opts,
     parse_input_json,
+    profile_option,
     read_input,
 )
-from infomark.kernel.profiles import PROFILES
 
 __all__ = ["register"]
 
@@ -27,12 +27,7 @@ __all__ = ["register"]
 @click.command()
 @click.option("--tool", required=True, help="Tool name (Bash, Edit, write, …).")
 @click.option("--input", "input_json", default="{}", help="Tool input as a JSON object.")
-@click.option(
-    "--profile",
-    type=click.Choice(PROFILES),
-    default=None,
-    help="Decide under this profile instead of the configured one.",
-)
+@profile_option
 @click.option(
     "--tool-call-id", "--call-id", default=None, help="The host's id for this call, if any."
 )

@@ -13,6 +13,7 @@ from infomark.cli.base import (
     CliExit,
     common,
     emit_json,
+    file_option,
     open_gk,
     opts,
     parse_input_json,
@@ -95,12 +96,7 @@ def _refuse_syntax_errors(text: str) -> None:
     default=None,
     help="The call id `infomark authorize` returned (the host's tool_use_id when it has one).",
 )
-@click.option(
-    "--output-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Read the tool output from FILE instead of stdin.",
-)
+@file_option("--output-file", help="Read the tool output from FILE instead of stdin.")
 @click.option("--duration-ms", type=float, default=None, help="How long the tool ran.")
 @common
 def record(

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from infomark.cli.base import EXIT_DENY, EXIT_VERDICT, CliExit, common, emit_json, opts
+from infomark.cli.base import EXIT_DENY, EXIT_VERDICT, CliExit, common, emit_json, file_option, opts
 
 __all__ = ["register"]
 
@@ -30,12 +30,8 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 @click.argument("task", required=False, default="")
 @click.option("--model", "model_url", default=None, help="OpenAI-compatible base URL (…/v1).")
 @click.option("--model-name", default=None, help="Model name the endpoint expects.")
-@click.option(
-    "--agent",
-    "agent_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Agent file (TOML): instructions, model, tools, idle loop.",
+@file_option(
+    "--agent", "agent_file", help="Agent file (TOML): instructions, model, tools, idle loop."
 )
 @click.option("--resume", "resume", default=None, help="Continue session S from its journal.")
 @click.option("--persistent", is_flag=True, help="Idle and wake instead of ending (backoff).")

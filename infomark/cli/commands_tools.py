@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from infomark.cli.base import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts
+from infomark.cli.base import (
+    EXIT_VERIFY,
+    CliExit,
+    common,
+    emit_json,
+    file_option,
+    open_gk,
+    opts,
+    profile_option,
+)
 from infomark.kernel.profiles import PROFILES, Profile
 
 if TYPE_CHECKING:  # annotations only: the install module loads when the command runs
@@ -298,12 +307,7 @@ install.add_command(_host_install_command("opencode", "OpenCode", ".opencode/plu
 
 
 @click.command("mcp-proxy", context_settings={"ignore_unknown_options": True})
-@click.option(
-    "--profile",
-    type=click.Choice(PROFILES),
-    default=None,
-    help="Decide under this profile instead of the configured one.",
-)
+@profile_option
 @click.option(
     "--sandbox",
     is_flag=True,
@@ -388,12 +392,7 @@ def serve(
 
 
 @click.command()
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the document to FILE (e.g. state.json).",
-)
+@file_option("--out", help="Also write the document to FILE (e.g. state.json).")
 @common
 def state(out: Path | None) -> None:
     """The session's state document: packs, working memory, metrics, ledger, gate."""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from infomark.gates.fingerprint import _SKIP_DIRS
 from infomark.kernel.errors import UserError
+from infomark.kernel.runners import PYTEST_CONFIG_NAMES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -182,16 +183,7 @@ def current_digest(path: str, ref: str) -> str | None:
 #: files in its precedence order (a parent's one can become the rootdir) and ``conftest.py``
 #: (loaded from the rootdir down to each test); recorded at baseline time so an attested copy
 #: has the same above it, and nothing the agent writes there later
-ABOVE_NAMES = (
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
-    "conftest.py",
-)
+ABOVE_NAMES = (*PYTEST_CONFIG_NAMES, "conftest.py")
 _ABOVE_MAX_BYTES = 1 << 20
 
 

@@ -267,7 +267,7 @@ class Ledger:
         evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
         """
         cid = call_id or call.tool_call_id
-        output_digest, output_size = stored or self.store_output(outcome)
+        output = stored or self.store_output(outcome)
         eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
         if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -293,18 +293,7 @@ class Ledger:
                     },
                 )
             else:
-                seq = self.journal.last_seq(self.session) + 1
-                record = build_record(
-                    session=self.session,
-                    seq=seq,
-                    call=call,
-                    outcome=outcome,
-                    evidence_class=eclass,
-                    key_id=self.key.key_id,
-                    tool_class=tool_class,
-                    output_digest=output_digest,
-                    output_size=output_size,
-                )
+                seq, record = self._next_record(call, outcome, eclass, tool_class, output)
                 record["call_id"] = cid
                 record["cwd"] = cwd or self.root_dir
                 command = call.command
@@ -321,6 +310,30 @@ class Ledger:
         if refused is not None:
             raise refused
         return Evidence.from_record(ref, record)
+
+    def _next_record(
+        self,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        eclass: EvidenceClass,
+        tool_class: str | None,
+        output: tuple[str, int],
+    ) -> tuple[int, dict[str, Any]]:
+        """The journal's next seq and the evidence record of ``call`` at it (in a transaction:
+        :meth:`_sign` journals it at that seq); ``output``: the stored output's digest, size."""
+        seq = self.journal.last_seq(self.session) + 1
+        record = build_record(
+            session=self.session,
+            seq=seq,
+            call=call,
+            outcome=outcome,
+            evidence_class=eclass,
+            key_id=self.key.key_id,
+            tool_class=tool_class,
+            output_digest=output[0],
+            output_size=output[1],
+        )
+        return seq, record
 
     def _sign(self, record: dict[str, Any], seq: int) -> str:
         """Sign ``record`` and journal it as ``evidence_recorded`` at ``seq``: its ref."""
@@ -350,19 +363,14 @@ class Ledger:
         which may differ from the exit status (a run that ran no test is no ``PASS``).
         """
         call = ToolCall("infomark.check", {"command": oracle})
-        output_digest, output_size = self.store_output(outcome)
+        output = self.store_output(outcome)
         with self.transaction():
-            seq = self.journal.last_seq(self.session) + 1
-            record = build_record(
-                session=self.session,
-                seq=seq,
-                call=call,
-                outcome=outcome,
-                evidence_class=EvidenceClass.ATTESTED,
-                key_id=self.key.key_id,
-                tool_class=ToolClass.EXECUTE.value,
-                output_digest=output_digest,
-                output_size=output_size,
+            seq, record = self._next_record(
+                call,
+                outcome,
+                EvidenceClass.ATTESTED,
+                ToolClass.EXECUTE.value,
+                output,
             )
             record["cwd"] = self.root_dir
             record["oracle_key"] = shell_text(oracle)

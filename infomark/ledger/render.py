@@ -30,6 +30,10 @@ from infomark.ledger.blocks import (
     StampBlock,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
 __all__ = [
     "CLAIM_ID_PATTERN",
     "CLAIM_KEYS",
@@ -110,29 +114,34 @@ def render_ledger(block: LedgerBlock) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _own_field(
+    kind: str,
+    name: str,
+    value: str | None,
+    owner: str,
+    known: Collection[str],
+    fold: Callable[[str], str],
+) -> str | None:
+    """A field only ``owner`` stamps carry: refused on another kind; a known value in any
+    case is written in its canonical case (``fold``), anything else as given."""
+    if value is None:
+        return None
+    if kind != owner:
+        raise UserError(
+            f"{kind} has no {name} field (only {owner} does); put it in extra or remove it"
+        )
+    return fold(value) if fold(value) in known else value
+
+
 def render_stamp(block: StampBlock) -> str:
     """An ``oracle_stamp:`` / ``inference_stamp:`` line (inline pairs, or the legacy form)."""
     if block.claim_id is None:
         raise UserError(f"cannot render {block.kind} without a claim_id; set claim_id")
     _check_id(block.claim_id)
-    result = block.result
-    if result is not None:
-        if block.kind != "oracle_stamp":
-            raise UserError(
-                f"{block.kind} has no result field (only oracle_stamp does); "
-                "put it in extra or remove it"
-            )
-        if result.upper() in RESULTS:
-            result = result.upper()
-    authority = block.authority
-    if authority is not None:
-        if block.kind != "source_stamp":
-            raise UserError(
-                f"{block.kind} has no authority field (only source_stamp does); "
-                "put it in extra or remove it"
-            )
-        if authority.lower() in AUTHORITIES:
-            authority = authority.lower()
+    result = _own_field(block.kind, "result", block.result, "oracle_stamp", RESULTS, str.upper)
+    authority = _own_field(
+        block.kind, "authority", block.authority, "source_stamp", AUTHORITIES, str.lower
+    )
     if block.legacy:
         if block.kind == "source_stamp":
             raise UserError("source_stamp has no legacy form; set legacy=False")

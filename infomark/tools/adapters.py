@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -177,32 +177,32 @@ class _Adapter:
     def handle(self, response: Any) -> Turn:
         """Ingest the response's text, run its tool calls through the gate, or ask the
         finish gate when it called none (a synchronous session)."""
-        parsed = self.parse(response)
-        report = _sync(self.session.ingest(parsed.text)) if parsed.text.strip() else None
-        if not parsed.calls:
-            fin = _sync(self.session.can_finish(parsed.text))
-            return self._finished(parsed, fin, report)
-        answers: list[tuple[RawCall, str, bool]] = []
-        results: list[GatedResult] = []
-        problems: list[str] = []
-        for raw in parsed.calls:
-            problem = self._problem(raw)
-            if problem:
-                problems.append(problem)
-                answers.append((raw, problem, True))
-                continue
-            assert raw.arguments is not None
-            result = _sync(self._gated[raw.name](ToolCall(raw.name, raw.arguments, raw.id)))
-            results.append(result)
-            answers.append((raw, result.text, result.is_error))
-        return self._ran(parsed, answers, results, problems, report)
+        steps = self._steps(self.parse(response))
+        try:
+            value = next(steps)
+            while True:
+                value = steps.send(_sync(value))
+        except StopIteration as done:
+            turn: Turn = done.value
+            return turn
 
     async def ahandle(self, response: Any) -> Turn:
         """:meth:`handle` for an async session (AsyncGatekeeper, AsyncClient)."""
-        parsed = self.parse(response)
-        report = await _maybe(self.session.ingest(parsed.text)) if parsed.text.strip() else None
+        steps = self._steps(self.parse(response))
+        try:
+            value = next(steps)
+            while True:
+                value = steps.send(await _maybe(value))
+        except StopIteration as done:
+            turn: Turn = done.value
+            return turn
+
+    def _steps(self, parsed: _Parsed) -> Generator[Any, Any, Turn]:
+        """The loop of :meth:`handle` and :meth:`ahandle`, written once: it yields each
+        session call's return value and is sent its result (awaited, for an async session)."""
+        report = (yield self.session.ingest(parsed.text)) if parsed.text.strip() else None
         if not parsed.calls:
-            fin = await _maybe(self.session.can_finish(parsed.text))
+            fin = yield self.session.can_finish(parsed.text)
             return self._finished(parsed, fin, report)
         answers: list[tuple[RawCall, str, bool]] = []
         results: list[GatedResult] = []
@@ -214,7 +214,7 @@ class _Adapter:
                 answers.append((raw, problem, True))
                 continue
             assert raw.arguments is not None
-            result = await _maybe(self._gated[raw.name](ToolCall(raw.name, raw.arguments, raw.id)))
+            result = yield self._gated[raw.name](ToolCall(raw.name, raw.arguments, raw.id))
             results.append(result)
             answers.append((raw, result.text, result.is_error))
         return self._ran(parsed, answers, results, problems, report)

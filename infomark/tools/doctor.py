@@ -30,6 +30,7 @@ __all__ = [
     "has_journal",
     "home_findings",
     "journal_activity",
+    "json_object",
     "option_value",
     "reach_findings",
     "read_json",
@@ -437,6 +438,15 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return json.loads(path.read_text("utf-8") or "{}"), None
     except (OSError, ValueError) as exc:
         return None, str(exc)
+
+
+def json_object(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """A host's JSON file as an object, or None and what is wrong with it (``PATH is not a
+    JSON object (why)``: unreadable, not JSON, or not an object)."""
+    data, error = read_json(path)
+    if error is not None or not isinstance(data, dict):
+        return None, f"{path} is not a JSON object ({error or 'wrong shape'})"
+    return data, ""
 
 
 def runnable(argv0: str) -> bool:

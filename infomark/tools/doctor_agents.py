@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infomark.tools.doctor import Finding, read_json
+from infomark.tools.doctor import Finding, json_object, read_json
 from infomark.tools.hosts import HOST_MODULES
 from infomark.tools.hosts.spec import HostSpec
 
@@ -145,10 +145,9 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
     for path in files:
         if not path.is_file():
             continue
-        data, error = read_json(path)
-        if error is not None or not isinstance(data, dict):
-            out.append(Finding(spec.name, "settings_parse", "problem",
-                               f"{path} is not a JSON object ({error or 'wrong shape'})",
+        data, wrong = json_object(path)
+        if data is None:
+            out.append(Finding(spec.name, "settings_parse", "problem", wrong,
                                f"fix {path}, then `infomark install {spec.name}`"))  # fmt: skip
             continue
         events = _ours(spec, data)

@@ -17,8 +17,8 @@ from typing import Any
 from infomark.tools.doctor import (
     Activity,
     Finding,
+    json_object,
     option_value,
-    read_json,
     runnable,
     service_up,
     settings_env_findings,
@@ -164,15 +164,14 @@ def claude_code_findings(
     for path in _settings_files(root, user_home):
         if not path.is_file():
             continue
-        data, error = read_json(path)
-        if error is not None or not isinstance(data, dict):
+        data, wrong = json_object(path)
+        if data is None:
             out.append(
                 Finding(
                     _CC,
                     "settings_parse",
                     "problem",
-                    f"{path} is not a JSON object ({error or 'wrong shape'}): Claude Code "
-                    "ignores it, hooks included",
+                    wrong + ": Claude Code ignores it, hooks included",
                     f"fix {path}, then {_REINSTALL}",
                 )
             )

@@ -12,8 +12,8 @@ from typing import Any
 from infomark.tools.doctor import (
     Activity,
     Finding,
+    json_object,
     option_value,
-    read_json,
     runnable,
     settings_env_findings,
 )
@@ -60,15 +60,14 @@ def mcp_findings(home: Path, root: Path, user_home: Path, activity: Activity) ->
     for path, key in _mcp_files(root, user_home):
         if not path.is_file():
             continue
-        data, error = read_json(path)
-        if error is not None or not isinstance(data, dict):
+        data, wrong = json_object(path)
+        if data is None:
             out.append(
                 Finding(
                     "mcp",
                     "mcp_config_parse",
                     "problem",
-                    f"{path} is not a JSON object ({error or 'wrong shape'}): the client "
-                    "starts none of its servers",
+                    wrong + ": the client starts none of its servers",
                     f"fix {path}",
                 )
             )

@@ -22,7 +22,7 @@ import functools
 import sys
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from infomark.tools.protocol import LedgerTools
 
-__all__ = ["RESOURCE_TOOL", "Forwarder", "Relay", "resource_call"]
+__all__ = ["RESOURCE_TOOL", "Forwarder", "Relay", "content_texts", "resource_call"]
 
 RESOURCE_TOOL = "read"
 """The tool name a resource read is gated and recorded as (its evidence is an observation)."""
@@ -63,14 +63,19 @@ async def _inline(fn: Callable[..., Any], /, *args: Any) -> Any:
     return fn(*args)
 
 
+def content_texts(items: Iterable[Any], text_kind: type[Any]) -> list[str]:
+    """MCP content as text: an item of ``text_kind`` by its ``text``, any other by its JSON
+    (aliases, no nulls)."""
+    return [
+        item.text
+        if isinstance(item, text_kind)
+        else item.model_dump_json(by_alias=True, exclude_none=True)
+        for item in items
+    ]
+
+
 def _contents_text(result: types.ReadResourceResult) -> str:
-    parts: list[str] = []
-    for item in result.contents:
-        if isinstance(item, types.TextResourceContents):
-            parts.append(item.text)
-        else:
-            parts.append(item.model_dump_json(by_alias=True, exclude_none=True))
-    return "\n".join(parts)
+    return "\n".join(content_texts(result.contents, types.TextResourceContents))
 
 
 class Relay:

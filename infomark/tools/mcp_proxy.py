@@ -49,7 +49,7 @@ from infomark.kernel.errors import InfomarkError
 from infomark.kernel.profiles import PROFILES
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates
-from infomark.tools.mcp_forward import Forwarder, Relay
+from infomark.tools.mcp_forward import Forwarder, Relay, content_texts
 from infomark.tools.mcp_tools import OWN_TOOL_NAMES, call_own_tool, evidence_tag, own_tools
 
 if TYPE_CHECKING:
@@ -336,12 +336,7 @@ def _exit_code(structured: object) -> int | None:
 
 
 def _result_text(result: types.CallToolResult) -> str:
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        else:
-            parts.append(block.model_dump_json(by_alias=True, exclude_none=True))
+    parts = content_texts(result.content, types.TextContent)
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, sort_keys=True, ensure_ascii=False))
     return "\n".join(parts)

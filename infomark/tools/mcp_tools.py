@@ -270,10 +270,7 @@ def _stamp(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
         content_hash=_opt_string(args.get("content_hash"), "content_hash"),
         span=_span(),
     )
-    report = gk.ingest(render_stamp(block), source="mcp").to_dict()
-    if report["stamps_rejected"] or not report["stamps_applied"]:
-        return _result(report, f"{block.kind} rejected: " + _rejections(report))
-    return _result(report)
+    return _ingest_one(gk, render_stamp(block), block.kind, "stamps_applied")
 
 
 def _source_stamp(
@@ -294,10 +291,7 @@ def _source_stamp(
         authority=authority,
         span=_span(),
     )
-    report = gk.ingest(render_stamp(block), source="mcp").to_dict()
-    if report["stamps_rejected"] or not report["stamps_applied"]:
-        return _result(report, "source_stamp rejected: " + _rejections(report))
-    return _result(report)
+    return _ingest_one(gk, render_stamp(block), "source_stamp", "stamps_applied")
 
 
 def _divergence(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
@@ -310,10 +304,7 @@ def _divergence(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResul
         evidence_ref=_string(args.get("evidence_ref"), "evidence_ref"),
         span=_span(),
     )
-    report = gk.ingest(render_divergence(block), source="mcp").to_dict()
-    if report["stamps_rejected"] or not report["invalidated"]:
-        return _result(report, "divergence_event rejected: " + _rejections(report))
-    return _result(report)
+    return _ingest_one(gk, render_divergence(block), "divergence_event", "invalidated")
 
 
 def _status(gk: LedgerTools, args: Mapping[str, Any]) -> types.CallToolResult:
@@ -432,6 +423,15 @@ def _diagnostics(report: Mapping[str, Any]) -> str:
     found = report.get("diagnostics", [])
     errors = [d for d in found if d.get("severity", "error") == "error"]
     return parse_error_text(errors or found) or "the text held no claim_ledger block"
+
+
+def _ingest_one(gk: LedgerTools, text: str, what: str, landed: str) -> types.CallToolResult:
+    """Ingest one rendered stamp or divergence: an error result naming why when it was
+    rejected or did not land (``landed``: the report's list that holds it when it did)."""
+    report = gk.ingest(text, source="mcp").to_dict()
+    if report["stamps_rejected"] or not report[landed]:
+        return _result(report, f"{what} rejected: " + _rejections(report))
+    return _result(report)
 
 
 def _rejections(report: Mapping[str, Any]) -> str:

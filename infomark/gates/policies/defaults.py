@@ -129,8 +129,7 @@ class RepeatedFailures(_CountPack):
     def notes(self, n: int) -> tuple[str, ...]:
         return (f"consecutive_failures={n}",)
 
-    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
-        return self._check(ctx)
+    after_tool_batch = _CountPack._check
 
 
 class ReadHeavyDrift(_CountPack):
@@ -152,11 +151,7 @@ class ReadHeavyDrift(_CountPack):
         }
         return text, f"{n} reads without a write or a claim (threshold {t})", evidence
 
-    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
-        return self._check(ctx)
-
-    def after_model_response(self, ctx: TurnContext) -> HookResult:
-        return self._check(ctx)
+    after_tool_batch = after_model_response = _CountPack._check
 
 
 class PlanDrift(_CountPack):
@@ -184,11 +179,7 @@ class PlanDrift(_CountPack):
             return HookResult()  # a pure read streak is read_heavy_drift's to say
         return self._check(ctx)
 
-    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
-        return self._drifting(ctx)
-
-    def after_model_response(self, ctx: TurnContext) -> HookResult:
-        return self._drifting(ctx)
+    after_tool_batch = after_model_response = _drifting
 
 
 class LanguageDrift(_Pack):
@@ -383,11 +374,7 @@ class ExcessiveSubagents(_CountPack):
         )
         return text, f"{n} sub-agent calls this prompt (threshold {t})", {"subagent_calls": n}
 
-    def after_tool_batch(self, ctx: TurnContext) -> HookResult:
-        return self._check(ctx)
-
-    def before_model_call(self, ctx: TurnContext) -> HookResult:
-        return self._check(ctx)
+    after_tool_batch = before_model_call = _CountPack._check
 
 
 def _premise_hint(state: SessionState, cid: str, status: str) -> str:
@@ -430,11 +417,7 @@ class UngroundedPremises(_Pack):
             return HookResult(resolved=True)
         return None
 
-    def after_model_response(self, ctx: TurnContext) -> HookResult | None:
-        return self._resolve(ctx)
-
-    def before_finalize(self, ctx: TurnContext) -> HookResult | None:
-        return self._resolve(ctx)
+    after_model_response = before_finalize = _resolve
 
 
 class StampRejected(_Pack):

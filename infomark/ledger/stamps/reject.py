@@ -49,12 +49,20 @@ def reject_stamp(
 def claim_and_evidence(
     state: SessionState,
     verify_ref: Callable[[str], tuple[Evidence | None, RejectReason | None]],
-    claim_id: str | None,
-    evidence_ref: str,
+    block: StampBlock,
     reject: Callable[[RejectReason, str], None],
 ) -> tuple[ClaimState, Evidence] | None:
     """The stamped claim (declared, with a falsifier) and its verified evidence, or None after
-    ``reject`` was told why: the checks oracle, inference and source stamps share, in order."""
+    ``reject`` was told why: the checks oracle, inference and source stamps share, in order
+    (first: an evidence_ref, which the legacy form never has)."""
+    claim_id, evidence_ref = block.claim_id, block.evidence_ref
+    if block.legacy or not evidence_ref:
+        reject(
+            RejectReason.MISSING_EVIDENCE,
+            f"{block.kind} for {claim_id} has no evidence_ref; "
+            f"{RejectReason.MISSING_EVIDENCE.hint}",
+        )
+        return None
     claim = state.claims.get(claim_id or "")
     if claim is None:
         reject(

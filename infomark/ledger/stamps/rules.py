@@ -47,15 +47,7 @@ def apply_stamp(ctx: LedgerContext, block: StampBlock, report: IngestReport) -> 
     def reject(reason: RejectReason, msg: str) -> None:
         _reject(ctx, report, block, reason, msg)
 
-    if block.legacy or not block.evidence_ref:
-        return reject(
-            RejectReason.MISSING_EVIDENCE,
-            f"{block.kind} for {block.claim_id} has no evidence_ref; "
-            f"{RejectReason.MISSING_EVIDENCE.hint}",
-        )
-    found = claim_and_evidence(
-        ctx.state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject
-    )
+    found = claim_and_evidence(ctx.state, ctx.verify_ref, block, reject)
     if found is None:
         return None
     stamp = _Stamp(ctx, block, *found)

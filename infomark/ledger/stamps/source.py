@@ -169,17 +169,9 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
     def reject(reason: RejectReason, msg: str) -> None:
         _reject(ctx, report, block, reason, msg)
 
-    if not block.evidence_ref:
-        return reject(
-            RejectReason.MISSING_EVIDENCE,
-            f"source_stamp for {block.claim_id} has no evidence_ref; "
-            f"{RejectReason.MISSING_EVIDENCE.hint}",
-        )
     from infomark.ledger.stamps.reject import claim_and_evidence
 
-    found = claim_and_evidence(
-        ctx.state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject
-    )
+    found = claim_and_evidence(ctx.state, ctx.verify_ref, block, reject)
     if found is None:
         return None
     claim, ev = found

@@ -20,7 +20,6 @@ infomark journals.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from infomark.gates.config import Config
 from infomark.kernel.errors import UserError
 from infomark.tools.eval.replay import Step
+from infomark.tools.eval.suite import read_toml
 
 __all__ = ["Source", "load_sources", "step_from_mapping"]
 
@@ -175,12 +175,7 @@ def step_from_mapping(d: Mapping[str, Any], where: str) -> Step:
 
 
 def _scenario(path: Path) -> Source:
-    try:
-        doc = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot be read ({exc})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from exc
+    doc = read_toml(path)
     extra = sorted(set(doc) - {"name", "description", "profile", "config", "files", "step"})
     if extra:
         raise UserError(f"{path}: unknown key(s) {', '.join(extra)}")

@@ -14,12 +14,13 @@ import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infomark.kernel.errors import UserError
 
-__all__ = ["Edit", "Scripted", "Suite", "Task", "TaskSpec", "load_suite"]
+__all__ = ["Edit", "Scripted", "Suite", "Task", "TaskSpec", "load_suite", "read_toml"]
 
 
 class _Strict(BaseModel):
@@ -103,14 +104,20 @@ class Suite:
         return h.hexdigest()
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's table; a :class:`UserError` naming the file when it cannot be read or
+    parsed."""
+    try:
+        return tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot be read ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from exc
+
+
 def _load_task(path: Path) -> Task:
     toml = path / "task.toml"
-    try:
-        doc = tomllib.loads(toml.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{toml}: cannot be read ({exc})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{toml}: not valid TOML: {exc}") from exc
+    doc = read_toml(toml)
     try:
         spec = TaskSpec.model_validate(doc)
     except ValidationError as exc:
