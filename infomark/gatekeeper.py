@@ -33,6 +33,7 @@ from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
+from infomark.kernel.decisions import FinishCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
 from infomark.kernel.profiles import PROFILES, Profile
@@ -352,7 +353,7 @@ class Gatekeeper:
             step = self.policy.finalize(self._ledger, final_text, result)
             self._commit(step)
             result = step.finish or result
-            blocked = result.code == "finished_blocked"
+            blocked = result.code == FinishCode.FINISHED_BLOCKED
             why = moves.blocked_reason(self._ledger) if blocked else ""
             for type_, payload in finish_events(result, self.config, why, self._ledger.state.gate):
                 self._ledger.emit(type_, payload)

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from infomark.cli.render import console
+from infomark.kernel.decisions import DecisionCode, FinishCode
 from infomark.kernel.errors import InfomarkError
+from infomark.kernel.infomark import InfoMark
 
 if TYPE_CHECKING:  # annotations only
     from infomark.gatekeeper import Gatekeeper
@@ -159,7 +161,7 @@ def _declare_ledger(d: _Demo) -> None:
 
 def _edit_denied(d: _Demo) -> None:
     out = d.call("edit", file_path="calc.py", old_string="a - b", new_string="a + b")
-    d.expect(out.is_error and "ungrounded_premises" in str(out.output), "edit denied")
+    d.expect(out.is_error and DecisionCode.UNGROUNDED_PREMISES in str(out.output), "edit denied")
 
 
 def _shell_write_denied(d: _Demo) -> None:
@@ -173,7 +175,7 @@ def _run_c1s_oracle(d: _Demo) -> None:
 
 def _stamp_c1(d: _Demo) -> None:
     d.say(f"oracle_stamp: claim_id=C1 evidence_ref={d.refs['c1']} result=PASS")
-    d.expect(d.gk.ledger().status("C1") == "Exact", "C1 Exact")
+    d.expect(d.gk.ledger().status("C1") == InfoMark.EXACT.label, "C1 Exact")
 
 
 def _forged_record(d: _Demo) -> None:
@@ -192,7 +194,7 @@ def _forged_record(d: _Demo) -> None:
 def _infer_c3(d: _Demo) -> None:
     ev_read = _ref(d.call("read", file_path="calc.py"))
     d.say(f"inference_stamp: claim_id=C3 evidence_ref={ev_read}")
-    d.expect(d.gk.ledger().status("C3") == "Inferred", "C3 Inferred")
+    d.expect(d.gk.ledger().status("C3") == InfoMark.INFERRED.label, "C3 Inferred")
 
 
 def _edit_allowed(d: _Demo) -> None:
@@ -203,7 +205,7 @@ def _edit_allowed(d: _Demo) -> None:
 def _diverge_c3(d: _Demo) -> None:
     ev_read2 = _ref(d.call("read", file_path="calc.py"))
     d.say(f"divergence_event: claim_id=C3 evidence_ref={ev_read2}")
-    d.expect(d.gk.ledger().status("C3") == "Unknown", "C3 Unknown")
+    d.expect(d.gk.ledger().status("C3") == InfoMark.UNKNOWN.label, "C3 Unknown")
 
 
 def _forged_stamps(d: _Demo) -> None:
@@ -225,7 +227,7 @@ def _forged_stamps(d: _Demo) -> None:
 def _stop_refused(d: _Demo) -> None:
     fin = d.gk.can_finish("Done, all tests pass.")
     console.print(f"   [red]refused[/]: {escape(fin.reason[:160])}…")
-    d.expect(not fin.allow and fin.code == "completion_without_evidence", "finish refused")
+    d.expect(not fin.allow and fin.code == FinishCode.COMPLETION_WITHOUT_EVIDENCE, "finish refused")
 
 
 def _rerun_and_stamp(d: _Demo) -> None:

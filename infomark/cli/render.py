@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from infomark.kernel.infomark import InfoMark
+
 __all__ = ["console", "print_audit", "print_ingest"]
 
 
@@ -22,11 +24,11 @@ def _console() -> Console:
 console = _console()
 
 _STYLE = {
-    "Exact": "bold green",
-    "Inferred": "green",
-    "Hypothetical": "yellow",
-    "Guess": "magenta",
-    "Unknown": "red",
+    InfoMark.EXACT.label: "bold green",
+    InfoMark.INFERRED.label: "green",
+    InfoMark.HYPOTHETICAL.label: "yellow",
+    InfoMark.GUESS.label: "magenta",
+    InfoMark.UNKNOWN.label: "red",
 }
 
 

@@ -216,7 +216,7 @@ class _Call:
         self.families, self.why, self.gate, self.profile = families, why, state.gate, profile
         self.bypass, self.scratch, self.revert = bypass, scratch, revert
         self.strict = profile.walks_graph
-        self.effective = "modify" if tool_class == "unknown" else tool_class
+        self.effective = ToolClass.MODIFY if tool_class == ToolClass.UNKNOWN else tool_class
         self._ungrounded: tuple[tuple[str, str], ...] | None = None
         self._no_plan = False
 
@@ -309,7 +309,7 @@ def _premises_grounded(c: _Call) -> Decision | None:
     if not ungrounded or c.bypass:
         return None
     why = ""
-    if c.tool_class == "unknown" and c.why:
+    if c.tool_class == ToolClass.UNKNOWN and c.why:
         why = " (" + c.why[0] + ")"
     return Decision.deny(
         DecisionCode.UNGROUNDED_PREMISES,
@@ -348,7 +348,7 @@ def _at_mutating_gate(c: _Call) -> Decision | None:
 
 def _destructive_held(c: _Call) -> Decision | None:
     """A destructive command is held for the user's approval unless its family is allowed."""
-    if c.effective != "destructive":
+    if c.effective != ToolClass.DESTRUCTIVE:
         return None
     bypassed = c.grounding_denied() and c.bypass
     return _held_destructive(c.config, c.ungrounded(), bypass=bypassed, **c.kw())
@@ -416,7 +416,7 @@ def _held_destructive(
 def _decide_verify(effective: str, config: Config, base: _Call) -> Decision:
     """The verify profile: no premises asked; destructive commands held as in every profile
     (the home and infomark's files are guarded before this, by ``guard_decision``)."""
-    if effective == "destructive":
+    if effective == ToolClass.DESTRUCTIVE:
         held = _held_destructive(config, (), **base.kw())
         if held is not None:
             return held

@@ -17,20 +17,11 @@ from infomark.gates.bounds import (
 )
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.profiles import Profile
+from infomark.kernel.tools import ToolClass
 
 __all__ = ["ConfigModel", "EvidenceClassName", "ToolClassName", "validate_config"]
 
-ToolClassName = Literal[
-    "read",
-    "search",
-    "web",
-    "execute",
-    "delegation",
-    "modify",
-    "destructive",
-    "ledger",
-    "unknown",
-]
+ToolClassName = ToolClass  # a tool's class, validated by the enum's values
 EvidenceClassName = Literal["execution", "observation", "web", "ineligible"]
 Family = Literal["file", "git", "db", "mcp"]
 

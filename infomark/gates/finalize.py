@@ -24,6 +24,7 @@ from infomark.gates.config import Config
 from infomark.gates.decision import FinishDecision
 from infomark.gates.oracles import matches_any
 from infomark.kernel.decisions import FinishCode
+from infomark.kernel.infomark import InfoMark
 from infomark.kernel.lazyre import lazy_compile
 from infomark.ledger.state import ClaimState, SessionState
 
@@ -73,7 +74,7 @@ def fresh_exact_claims(state: SessionState) -> list[str]:
     return [
         c.id
         for c in state.claims.values()
-        if c.status == "Exact"
+        if c.status == InfoMark.EXACT.label
         and c.stamp is not None
         and c.stamp.evidence_seq >= state.last_modify_seq
     ]
@@ -107,7 +108,7 @@ def _fresh(state: SessionState, cid: str, attested: bool = False) -> bool:
     c = state.claims.get(cid)
     return (
         c is not None
-        and c.status == "Exact"
+        and c.status == InfoMark.EXACT.label
         and c.stamp is not None
         and c.stamp.evidence_seq > state.last_modify_seq
         and (not attested or c.oracle is None or c.stamp.attested)

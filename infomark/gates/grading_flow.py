@@ -25,6 +25,7 @@ from infomark.gates.grading import (
 from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import UserError
 from infomark.kernel.records import replace
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.engine import Ledger
 
@@ -140,7 +141,7 @@ def approve_path(ledger: Ledger, config: Config, path: str, *, by: str, note: st
 
 def edit_target(ledger: Ledger, call: ToolCall, tool_class: str) -> str | None:
     """The grading file a file-tool write would change (None: not a grading file)."""
-    if tool_class not in ("modify", "destructive"):
+    if tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         return None
     files = ledger.state.grading_files
     for key in _FILE_KEYS:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 from infomark.kernel.infomark import InfoMark
 from infomark.kernel.records import asdict, dataclass, field
+from infomark.kernel.tools import ToolClass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -337,7 +338,7 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
             "seq": seq,
         }
         _evict_oldest(state.background)
-    if record.get("tool_class") in ("modify", "destructive"):
+    if record.get("tool_class") in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         state.last_modify_seq = seq
         if not state.first_modify_seq:
             state.first_modify_seq = seq

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from infomark.kernel.records import dataclass, field
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
 from infomark.ledger.store.journal import EventRow
@@ -60,7 +61,7 @@ FAIL_ON: dict[str, frozenset[str]] = {
 }
 DEFAULT_FAIL_ON = ("unverified", "bypass", "tamper")
 
-_MUTATING = frozenset({"modify", "destructive", "unknown"})
+_MUTATING = frozenset({ToolClass.MODIFY, ToolClass.DESTRUCTIVE, ToolClass.UNKNOWN})
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "target", "destination")
 
 

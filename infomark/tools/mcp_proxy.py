@@ -47,6 +47,7 @@ from infomark._version import __version__
 from infomark.kernel.environ import child_env
 from infomark.kernel.errors import InfomarkError
 from infomark.kernel.profiles import PROFILES
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import scrub_surrogates
 from infomark.tools.mcp_forward import Forwarder, Relay, content_texts
@@ -143,7 +144,7 @@ class GatekeeperProxy:
         if tool not in self._annotations or self._classify is None:
             return None
         call = ToolCall(tool=tool, input=dict(arguments), annotations=self._annotations[tool])
-        if self._classify(call) != "web":
+        if self._classify(call) != ToolClass.WEB:
             return None  # a shell tool that ran curl is not run again
         result = anyio.from_thread.run(self._call_again, tool, dict(arguments))
         if result.is_error:

@@ -14,6 +14,7 @@ from infomark.gates.authorize import claim_step
 from infomark.gates.finalize import claims_completion, fresh_exact_claims
 from infomark.gates.policies.context import HookResult, TurnContext
 from infomark.gates.policies.language import detect_language, language_name
+from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.reasons import RejectReason
 from infomark.ledger.state import SessionState
 
@@ -391,7 +392,7 @@ class UngroundedPremises(_Pack):
 
     def after_decision(self, ctx: TurnContext) -> HookResult | None:
         d = ctx.decision
-        if d is None or d.allowed or d.code != "ungrounded_premises":
+        if d is None or d.allowed or d.code != DecisionCode.UNGROUNDED_PREMISES:
             return None
         ungrounded = list(d.ungrounded) or ctx.state.ungrounded_premises()
         if not ungrounded:

@@ -16,7 +16,9 @@ import posixpath
 
 from infomark.gates.policies.context import ToolResult
 from infomark.gates.policies.paths import call_paths, rel_path
+from infomark.kernel.infomark import InfoMark
 from infomark.kernel.records import dataclass, field
+from infomark.kernel.tools import ToolClass
 from infomark.ledger.report import IngestReport
 
 TYPE_CHECKING = False
@@ -39,8 +41,8 @@ _FILES_CAP = 20
 _COMMANDS_CAP = 5
 _EVIDENCE_CAP = 8
 _FAILURES_CAP = 5
-_READ = ("read", "search", "web")
-_WRITE = ("modify", "destructive")
+_READ = (ToolClass.READ, ToolClass.SEARCH, ToolClass.WEB)
+_WRITE = (ToolClass.MODIFY, ToolClass.DESTRUCTIVE)
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "bat", "nl"})
 _SUBAGENT = frozenset({"task", "agent", "subagent", "dispatchagent", "spawnagent"})
 
@@ -119,16 +121,16 @@ class ToolFacts:
 
     @property
     def progress(self) -> bool:
-        return self.artifact or (self.tool_class == "execute" and self.outcome == "PASS")
+        return self.artifact or (self.tool_class == ToolClass.EXECUTE and self.outcome == "PASS")
 
 
 def tool_facts(result: ToolResult, root: str) -> ToolFacts:
     call, ev = result.call, result.evidence
-    tclass = result.tool_class or "unknown"
+    tclass = result.tool_class or ToolClass.UNKNOWN
     failed = result.failed
     command = ev.command if ev is not None else (call.command or call.tool)
     outcome = ev.outcome.value if ev is not None else ("FAIL" if failed else "OBSERVED")
-    reads = tclass == "read" or (tclass == "execute" and _reader(call.command))
+    reads = tclass == ToolClass.READ or (tclass == ToolClass.EXECUTE and _reader(call.command))
     paths = call_paths(call.input, call.command if reads else None)
     rel = [rel_path(p, root) for p in paths]
     read: list[str] = []
@@ -136,7 +138,7 @@ def tool_facts(result: ToolResult, root: str) -> ToolFacts:
     written: list[str] = []
     if not failed and reads:
         read = rel
-    elif not failed and tclass == "modify":
+    elif not failed and tclass == ToolClass.MODIFY:
         name = _norm(call.tool)
         creates = "write" in name or "create" in name or call.input.get("command") == "create"
         (written if creates else edited).extend(rel)
@@ -244,7 +246,7 @@ def observe_tool(
         m["lookups"] = int(m.get("lookups", 0)) + 1  # REUSE.BEFORE: looked at what exists
     if facts.tool_class in _READ:
         m["reads_without_write"] += 1
-    elif facts.tool_class in (*_WRITE, "execute"):
+    elif facts.tool_class in (*_WRITE, ToolClass.EXECUTE):
         m["reads_without_write"] = 0
     if facts.artifact:
         _artifact(m)
@@ -260,7 +262,7 @@ def observe_tool(
     ):
         for p in paths:
             _push(ws[key], p, _FILES_CAP)
-    if facts.tool_class == "execute":
+    if facts.tool_class == ToolClass.EXECUTE:
         _push(
             ws["commands"],
             {"command": _short(facts.command, 120), "outcome": facts.outcome, "ref": facts.ref},
@@ -269,7 +271,7 @@ def observe_tool(
     if facts.ref is not None:
         what = (
             facts.command
-            if facts.tool_class == "execute"
+            if facts.tool_class == ToolClass.EXECUTE
             else ", ".join(facts.read + facts.edited + facts.written) or facts.tool
         )
         _push(
@@ -288,7 +290,7 @@ def observe_ingest(m: dict[str, Any], report: IngestReport) -> None:
     """A parsed model response: a claim or stamp ends a read streak; a new Exact is an artifact."""
     if report.ledger_updated or report.stamps_applied:
         m["reads_without_write"] = 0
-    if any(s.get("status") == "Exact" for s in report.stamps_applied):
+    if any(s.get("status") == InfoMark.EXACT.label for s in report.stamps_applied):
         _artifact(m)
     elif report.stamps_applied:
         _progress(m)

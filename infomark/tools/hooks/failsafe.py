@@ -27,6 +27,7 @@ from infomark.kernel.errors import (
     VerificationError,
 )
 from infomark.kernel.profiles import Profile
+from infomark.kernel.tools import ToolClass
 from infomark.tools.hooks.answer import HookAnswer, block, deny
 
 TYPE_CHECKING = False
@@ -366,7 +367,7 @@ def _read_only(payload: dict[str, Any], home: StrPath, root: StrPath) -> bool:
         cwd = payload.get("cwd")
         cwd = cwd if isinstance(cwd, str) and cwd else None
         c = classify_tool(name, tool_input, cwd=cwd)
-        if c.tool_class.mutates or c.tool_class.value in ("execute", "unknown"):
+        if c.tool_class.mutates or c.tool_class in (ToolClass.EXECUTE, ToolClass.UNKNOWN):
             return False
         return protected(name, tool_input, c, home=home, root=root, cwd=cwd) is None
     except Exception:

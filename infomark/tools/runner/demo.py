@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import InfomarkError
 from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.scripted import (
@@ -84,7 +85,8 @@ def fix_script(python: str = sys.executable) -> list[Step]:
     fix = {"file_path": "calc.py", "old_string": "a - b  # bug", "new_string": "a + b"}
 
     def after_denial(req: Request) -> dict[str, Any]:
-        _expect(any("ungrounded_premises" in t for t in tool_results(req)), "the edit was denied")
+        denied = any(DecisionCode.UNGROUNDED_PREMISES in t for t in tool_results(req))
+        _expect(denied, "the edit was denied")
         return reply("Done, all tests pass.")
 
     def after_refusal(req: Request) -> dict[str, Any]:
