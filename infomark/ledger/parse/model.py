@@ -272,7 +272,7 @@ class Builder:
         if (
             status is not None
             and InfoMark.parse(status) is InfoMark.UNKNOWN
-            and status.strip().lower() != "unknown"
+            and status.strip().lower() != InfoMark.UNKNOWN.name.lower()
         ):
             self.note(
                 mapping.pos,
