@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +16,8 @@ from infomark.gates.classify import (
     classify_tool,
     normalise_tool_name,
 )
-from infomark.gates.config_model import ToolClassName
+from infomark.gates.config_model import ToolClassName, validate_config
+from infomark.kernel.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -253,7 +253,11 @@ def test_tool_class_values_match_the_config_vocabulary() -> None:
         "ledger",
         "unknown",
     ]
-    assert list(get_args(ToolClassName)) == [c.value for c in ToolClass]
+    assert ToolClassName is ToolClass  # the configuration validates the enum, no copy of it
+    for c in ToolClass:
+        assert validate_config({"tools": {"x": c.value}}, source="t")["tools"] == {"x": c}
+    with pytest.raises(ConfigError, match="Input should be 'read', 'search'"):
+        validate_config({"tools": {"x": "nope"}}, source="t")
 
 
 NAMES = st.one_of(
