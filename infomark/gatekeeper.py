@@ -764,7 +764,7 @@ def _grounding_gate(gk: Gatekeeper, a: _Authorizing) -> None:
     a.decision = authorize_call(
         gk._ledger.state,
         tool=a.call.tool,
-        tool_class=c.tool_class.value,
+        tool_class=c.tool_class,
         families=tuple(c.families),
         why=tuple(c.reasons),
         config=gk.config,
@@ -787,7 +787,7 @@ def _stale_sources(gk: Gatekeeper, a: _Authorizing) -> None:
 
 def _hold_grading_edit(gk: Gatekeeper, a: _Authorizing) -> None:
     """An edit of a grading file is held (or allowed, denied) by ``grading_policy``."""
-    a.grading = grading_flow.edit_target(gk._ledger, a.call, a.c.tool_class.value)
+    a.grading = grading_flow.edit_target(gk._ledger, a.call, a.c.tool_class)
     if a.grading is not None:
         a.decision = grading_flow.hold_edit(a.decision, a.grading, gk.config.grading_policy)
 

@@ -104,7 +104,7 @@ def parse_error_text(errors: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def no_ledger_reason(tool_class: str, state: SessionState) -> str:
+def no_ledger_reason(tool_class: ToolClass, state: SessionState) -> str:
     """The denial that teaches the block: what is missing, a ledger to copy, the protocol.
     When the agent wrote a ledger that could not be read, the parser's diagnostics come first:
     fixing them is the one next step."""
@@ -138,7 +138,7 @@ def authorize_call(
     state: SessionState,
     *,
     tool: str,
-    tool_class: str,
+    tool_class: ToolClass,
     families: tuple[str, ...],
     why: tuple[str, ...],
     config: Config,
@@ -168,7 +168,7 @@ def authorize_call(
     return _decide(_Call(*call, config.profile, bypass, scratch, revert))
 
 
-def _mutating(tool_class: str) -> bool:
+def _mutating(tool_class: ToolClass) -> bool:
     # _decide runs only under an enforcing profile (observe asks what ledger would decide)
     try:
         cls = ToolClass(tool_class)
@@ -203,7 +203,7 @@ class _Call:
         self,
         state: SessionState,
         tool: str,
-        tool_class: str,
+        tool_class: ToolClass,
         families: tuple[str, ...],
         why: tuple[str, ...],
         config: Config,
@@ -239,7 +239,7 @@ class _Call:
         """The decision's fields that name the call."""
         return {
             "tool": self.tool,
-            "tool_class": self.tool_class,
+            "tool_class": str(self.tool_class),  # the wire form: the plain word
             "gate": self.gate,
             "profile": self.config.profile,
             "families": self.families,
@@ -413,7 +413,7 @@ def _held_destructive(
     )
 
 
-def _decide_verify(effective: str, config: Config, base: _Call) -> Decision:
+def _decide_verify(effective: ToolClass, config: Config, base: _Call) -> Decision:
     """The verify profile: no premises asked; destructive commands held as in every profile
     (the home and infomark's files are guarded before this, by ``guard_decision``)."""
     if effective == ToolClass.DESTRUCTIVE:

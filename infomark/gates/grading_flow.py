@@ -139,7 +139,7 @@ def approve_path(ledger: Ledger, config: Config, path: str, *, by: str, note: st
         approve_file(ledger, rel, by=by, note=note)
 
 
-def edit_target(ledger: Ledger, call: ToolCall, tool_class: str) -> str | None:
+def edit_target(ledger: Ledger, call: ToolCall, tool_class: ToolClass) -> str | None:
     """The grading file a file-tool write would change (None: not a grading file)."""
     if tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         return None
