@@ -11,7 +11,7 @@ import _thread
 import os
 import sys
 
-from infomark.gates.shell import table
+from infomark.gates.shell import lookup
 from infomark.gates.shell.core import (
     DESTRUCTIVE,
     MODIFY,
@@ -209,10 +209,10 @@ class _Walker:
         return _stdin_of(node, src)
 
     def lookup(self, word: str) -> tuple[str | None, Handler | None]:
-        return table.lookup(word)
+        return lookup.lookup(word)
 
     def module(self, name: str) -> Handler | None:
-        return table.MODULE_HANDLERS.get(name)
+        return lookup.module_handler(name)
 
 
 _WALKER = _Walker()
@@ -480,7 +480,7 @@ def _command(node: Node, src: bytes, state: State, depth: int) -> None:
     if word is None:
         _computed_name(env, _text(name_node, src))
         return
-    name, handler = table.lookup(word)
+    name, handler = lookup.lookup(word)
     redirects = redirects_of(node)
     command_paths(name_node, arg_nodes, redirects, name, word, src, state)
     if name is None:
