@@ -68,7 +68,7 @@ class _Watchdog:
     def _expire(self) -> None:
         if not self.lock.acquire(blocking=False):
             return  # the real answer is being written
-        from infomark.ledger.blobs import remove_partial
+        from infomark.ledger.store.blobs import remove_partial
         from infomark.tools.hooks.claude_code import LAST_PROFILE
         from infomark.tools.hooks.failsafe import failure_answer
 
@@ -157,9 +157,9 @@ def _journal_timeout(
     if isinstance(use, str):
         record["tool_use_id"] = use[:200]
     try:
-        from infomark.ledger.journal import bound_store_waits
         from infomark.ledger.keys import load_key
-        from infomark.ledger.store import open_journal
+        from infomark.ledger.store.journal import bound_store_waits
+        from infomark.ledger.store.select import open_journal
         from infomark.tools.hooks.where import hook_paths
 
         bound_store_waits(wait)
@@ -222,7 +222,7 @@ def run_hook(args: list[str]) -> int:
                 url = value
         else:
             print(f"infomark hook: ignoring unknown option {flag!r}", file=sys.stderr)
-    from infomark.ledger.journal import bound_store_waits
+    from infomark.ledger.store.journal import bound_store_waits
 
     bound_store_waits(STORE_WAIT_S)
     # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service

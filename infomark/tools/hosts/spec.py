@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-__all__ = ["EVENT", "TEXT", "HostSpec", "fill"]
+__all__ = ["EVENT", "HOST_MODULES", "TEXT", "HostSpec", "fill"]
+
+#: ``infomark hook <name>`` → the module holding that host's ``SPEC`` (here, not in the
+#: package's ``__init__``: :mod:`~infomark.tools.hosts.core` reads it, and a submodule never
+#: imports its own package's ``__init__``, tests/test_layers.py)
+HOST_MODULES: dict[str, str] = {
+    "gemini": "infomark.tools.hosts.gemini",
+    "codex": "infomark.tools.hosts.codex",
+    "opencode": "infomark.tools.hosts.opencode",
+}
 
 TEXT = "$TEXT"
 EVENT = "$EVENT"
