@@ -4,10 +4,12 @@
 files with one test each), one changed source file; the bare run is ``pytest -q`` in the
 project, the attested run is :func:`infomark.tools.attest.check` (the copy from the baseline
 plus the change, bubblewrap, the report plugin, the signed evidence). Run in turn, the order
-rotated each round (B A D, A D B, D B A …; D: the same check with its copy on the disk, as
-before the copy went to ``/dev/shm``): medians, the median of the per-round ratios, and the
-fixed cost (attested median minus bare median), and infomark's own CPU time per check (the
-sandboxed run's is not visible from here: bubblewrap's PID namespace). Also reports the one-time
+rotated each round (B A U D, A U D B …; U: the same check without infomark's byte-code
+cache, :mod:`infomark.tools.attest.pycache`; D: with its copy on the disk, as before the copy
+went to ``/dev/shm``): medians, the median of the per-round ratios, and the fixed cost
+(attested median minus bare median), infomark's own CPU time per check, and the CPU time of
+the sandboxed program itself (the evidence's ``cpu_ms``, counted inside the sandbox) against
+the bare run's (this process's ``RUSAGE_CHILDREN``). Also reports the one-time
 baseline capture, the first check (which also runs the oracle on the baseline), and the
 parts alone: the copy in memory and on the disk (interleaved), its removal, bubblewrap's
 start, the report plugin's CPU cost in a bare run, the sandboxed run inside the check, and
@@ -78,7 +80,7 @@ def main(argv: list[str]) -> int:
     from infomark.gatekeeper import Gatekeeper
     from infomark.gates import baseline
     from infomark.tools import sandbox
-    from infomark.tools.attest import carry, check
+    from infomark.tools.attest import carry, check, pycache
     from infomark.tools.attest_report import plugin_source
 
     if not sandbox.probe().available:
@@ -130,20 +132,34 @@ def main(argv: list[str]) -> int:
             "INFOMARK_ATTEST_REPORT": str(report),
         }
 
+        prog: dict[str, list[float]] = {"bare": [], "attested": [], "uncached": [], "disk": []}
+
         def bare() -> None:
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run(oracle.split(), cwd=root, capture_output=True, check=True)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            prog["bare"].append(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)
 
         def plugged() -> None:
             report.write_bytes(b"")
             subprocess.run(oracle.split(), cwd=root, env=with_plugin, capture_output=True)
 
-        walls: dict[str, list[float]] = {"attested": [], "disk": []}  # sandboxed runs alone
+        walls: dict[str, list[float]] = {"attested": [], "uncached": [], "disk": []}
 
         def attested(into: str = "attested") -> None:
             result = check(gk, "C1")
             assert result.outcome == "PASS", result.text
             record = result.evidence.record if result.evidence else {}
             walls[into].append(record["attested"]["wall_ms"] / 1000)
+            prog[into].append(record["attested"]["cpu_ms"] / 1000)
+
+        def attested_uncached() -> None:
+            fill = pycache.fill
+            pycache.fill = lambda *_: pycache.Filled()
+            try:
+                attested("uncached")
+            finally:
+                pycache.fill = fill
 
         def attested_on_disk() -> None:
             os.environ["TMPDIR"] = tempfile.gettempdir()  # the rule: $TMPDIR set, the disk
@@ -165,12 +181,22 @@ def main(argv: list[str]) -> int:
         )
         cpu: dict[str, list[float]] = {}
         runs = rounds(
-            {"bare": bare, "attested": attested, "disk": attested_on_disk}, pairs, cpu=cpu
+            {
+                "bare": bare,
+                "attested": attested,
+                "uncached": attested_uncached,
+                "disk": attested_on_disk,
+            },
+            pairs,
+            cpu=cpu,
         )
+        used = {k: statistics.median(v[-pairs:]) for k, v in prog.items()}
         sandboxed = {k: statistics.median(v[-pairs:]) for k, v in walls.items()}
         gk.close()
-    base, ours, disk = (statistics.median(runs[k]) for k in ("bare", "attested", "disk"))
-    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {pairs} rounds (B A D, rotated)")
+    base, ours, unc, disk = (
+        statistics.median(runs[k]) for k in ("bare", "attested", "uncached", "disk")
+    )
+    print(f"project: {2 * FILES + 2} files (git), {FILES} tests; {pairs} rounds (B A U D, rotated)")
     print(f"baseline capture (once per session): {fmt(capture)}")
     print(f"first check (with the baseline run, once per oracle): {fmt(first[0])}")
     print(
@@ -192,18 +218,28 @@ def main(argv: list[str]) -> int:
     )
     print(
         f"the sandboxed run inside the check (its evidence's wall_ms): "
-        f"{fmt(sandboxed['attested'])} (copy on disk {fmt(sandboxed['disk'])})"
+        f"{fmt(sandboxed['attested'])} (no byte-code cache {fmt(sandboxed['uncached'])}, "
+        f"copy on disk {fmt(sandboxed['disk'])})"
     )
-    print(f"bare `pytest -q`: {fmt(base)}   attested: {fmt(ours)}   copy on disk: {fmt(disk)}")
+    print(
+        f"CPU of the program (user+sys; sandboxed: counted inside the sandbox): bare "
+        f"{fmt(used['bare'])}, attested {fmt(used['attested'])}, no byte-code cache "
+        f"{fmt(used['uncached'])}, copy on disk {fmt(used['disk'])}"
+    )
+    print(
+        f"bare `pytest -q`: {fmt(base)}   attested: {fmt(ours)}   no byte-code cache: "
+        f"{fmt(unc)}   copy on disk: {fmt(disk)}"
+    )
     print(
         f"ratio (median of rounds): {_ratio(runs['attested'], runs['bare']):.2f}x (on disk "
-        f"{_ratio(runs['disk'], runs['bare']):.2f}x)   fixed cost (median difference): "
-        f"{_signed(ours - base)} (on disk {_signed(disk - base)})"
+        f"{_ratio(runs['disk'], runs['bare']):.2f}x, no cache "
+        f"{_ratio(runs['uncached'], runs['bare']):.2f}x)   fixed cost (median difference): "
+        f"{_signed(ours - base)} (on disk {_signed(disk - base)}, no cache {_signed(unc - base)})"
     )
-    ca, cd = (statistics.median(cpu[k]) for k in ("attested", "disk"))
+    ca, cu, cd = (statistics.median(cpu[k]) for k in ("attested", "uncached", "disk"))
     print(
-        f"infomark's own CPU per check (the copy, the evidence; not the sandboxed run): "
-        f"{fmt(ca)}, copy on disk {fmt(cd)}"
+        f"infomark's own CPU per check (the copy, the byte code, the evidence; not the "
+        f"sandboxed run): {fmt(ca)}, no byte-code cache {fmt(cu)}, copy on disk {fmt(cd)}"
     )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f}")
     return 0

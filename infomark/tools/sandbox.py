@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import shutil
 import signal
@@ -132,6 +133,9 @@ class SandboxRun:
     backend: SandboxBackend
     limits_hit: tuple[str, ...]
     wall_seconds: float
+    #: the program's CPU time (user + system, its waited-for descendants included): counted
+    #: inside bubblewrap by :data:`_REAPER`, under Landlock by ``wait4``
+    cpu_seconds: float = 0.0
 
 
 _NAMESPACES = (
@@ -338,9 +342,19 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def command(argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
+#: bubblewrap's PID namespace keeps the program's CPU time from ``wait4`` (bubblewrap, its
+#: parent there, never passes it on), so inside the sandbox a shell runs the program, waits for
+#: it and writes ``times`` (its children's user and system time) to an inherited pipe
+_REAPER = '"$@"; s=$?; times >/proc/self/fd/{fd}; exit "$s"'
+_TIMES = re.compile(rb"(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$")
+
+
+def command(
+    argv: Sequence[str], policy: SandboxPolicy, *, usage_fd: int | None = None
+) -> list[str]:
     """The full command line that runs ``argv`` under ``policy`` (bwrap's flags, then argv;
-    under the Landlock backend, the rule-applying script, then argv)."""
+    under the Landlock backend, the rule-applying script, then argv). ``usage_fd``: under
+    bubblewrap, argv runs under :data:`_REAPER`, which reports its CPU time to that fd."""
     if _probed is not None and _probed.backend is SandboxBackend.LANDLOCK:
         from infomark.tools import landlock
 
@@ -372,8 +386,19 @@ def command(argv: Sequence[str], policy: SandboxPolicy) -> list[str]:
             out += ["--tmpfs", path, "--remount-ro", path]
         else:
             out += ["--ro-bind", "/dev/null", path]
+    if usage_fd is not None:
+        argv = ["/bin/sh", "-c", _REAPER.format(fd=usage_fd), "sh", *argv]
     out += ["--chdir", policy.cwd, "--", *argv]
     return out
+
+
+def _reaped_cpu(report: bytes) -> float | None:
+    """The children's CPU seconds from the last line of the reaper's ``times`` (None: no
+    report, e.g. the run was killed before it wrote one)."""
+    m = _TIMES.search(report)
+    if m is None:
+        return None
+    return 60 * int(m[1]) + float(m[2]) + 60 * int(m[3]) + float(m[4])
 
 
 def _limit(limits: Limits) -> None:
@@ -430,10 +455,15 @@ def _restricted_thread(
 
 
 def _start(
-    argv: Sequence[str], policy: SandboxPolicy, status: SandboxStatus, piped: bool
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    status: SandboxStatus,
+    piped: bool,
+    usage_fd: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` under ``policy`` on the probed backend (bubblewrap's command line, or a
-    Landlock-restricted thread); stdin is a pipe when ``piped``."""
+    Landlock-restricted thread); stdin is a pipe when ``piped``; ``usage_fd`` is passed on
+    for the reaper (bubblewrap only)."""
     limits = policy.limits
     capped = limits.cpu_seconds is not None or limits.memory_bytes is not None
     landlocked = None
@@ -446,7 +476,7 @@ def _start(
 
     def _popen() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            command(argv, policy) if landlocked is None else list(argv),
+            command(argv, policy, usage_fd=usage_fd) if landlocked is None else list(argv),
             stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -454,6 +484,7 @@ def _start(
             cwd=policy.cwd if landlocked is not None else None,
             start_new_session=True,
             preexec_fn=(lambda: _limit(limits)) if capped else None,
+            pass_fds=(usage_fd,) if usage_fd is not None and landlocked is None else (),
         )
 
     if landlocked is None:
@@ -482,15 +513,26 @@ def run(
         raise SandboxUnavailable(f"no sandbox can run here ({status.detail})", fix=status.fix)
     limits = policy.limits
     started = time.monotonic()
-    proc = _start(argv, policy, status, stdin is not None)
+    usage_r, usage_w = os.pipe() if status.backend is SandboxBackend.BWRAP else (-1, -1)
+    try:
+        proc = _start(argv, policy, status, stdin is not None, usage_w if usage_w >= 0 else None)
+    finally:
+        if usage_w >= 0:
+            os.close(usage_w)
     assert proc.stdout is not None and proc.stderr is not None
     out: list[bytes] = []
     err: list[bytes] = []
+    usage: list[bytes] = []
     cut = [False]
     readers = [
         threading.Thread(target=_drain, args=(proc.stdout, max_output, out, cut), daemon=True),
         threading.Thread(target=_drain, args=(proc.stderr, max_output, err, cut), daemon=True),
     ]
+    if usage_r >= 0:  # capped: the program holds this pipe too and may write to it
+        reaper = os.fdopen(usage_r, "rb")
+        readers.append(
+            threading.Thread(target=_drain, args=(reaper, 4096, usage, [False]), daemon=True)
+        )
     for reader in readers:
         reader.start()
     if stdin is not None and proc.stdin is not None:
@@ -511,7 +553,7 @@ def run(
         timer = threading.Timer(limits.wall_seconds, _expire)
         timer.daemon = True
         timer.start()
-    _, status_word, usage = os.wait4(proc.pid, 0)
+    _, status_word, rusage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status_word)
     if timer is not None:
         timer.cancel()
@@ -520,10 +562,19 @@ def run(
     wall = time.monotonic() - started
     code = proc.returncode
     stderr = b"".join(err)
-    hit: list[str] = []
-    if timed_out.is_set():
-        hit.append("wall")
-    cpu = usage.ru_utime + usage.ru_stime
+    reaped = _reaped_cpu(b"".join(usage)) if usage_r >= 0 else None
+    cpu = rusage.ru_utime + rusage.ru_stime if reaped is None else reaped
+    hit = _limits_hit(limits, code, cpu, stderr, wall=timed_out.is_set(), output=cut[0])
+    if code < 0:
+        code = _SIGNAL_BASE - code
+    return SandboxRun(code, b"".join(out), stderr, status.backend, hit, wall, cpu)
+
+
+def _limits_hit(
+    limits: Limits, code: int, cpu: float, stderr: bytes, *, wall: bool, output: bool
+) -> tuple[str, ...]:
+    """Which limits a finished run reached (``cpu``: the program's CPU seconds)."""
+    hit: list[str] = ["wall"] if wall else []
     if limits.cpu_seconds is not None and (
         code in (-signal.SIGXCPU, _SIGNAL_BASE + signal.SIGXCPU) or cpu >= limits.cpu_seconds
     ):
@@ -532,8 +583,6 @@ def run(
         b"MemoryError" in stderr or b"Cannot allocate memory" in stderr
     ):
         hit.append("memory")
-    if cut[0]:
+    if output:
         hit.append("output")
-    if code < 0:
-        code = _SIGNAL_BASE - code
-    return SandboxRun(code, b"".join(out), stderr, status.backend, tuple(hit), wall)
+    return tuple(hit)

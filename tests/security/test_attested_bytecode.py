@@ -8,9 +8,10 @@ whoever writes it decides what a later run executes. Two ways an agent could try
 - from inside an attested run: the agent's carried source writes unchecked pycs wherever a
   later run might read them (the copy's ``__pycache__``, the project's, ``/tmp``,
   ``/dev/shm``, the parents of the copy); the later check of the buggy tree must still FAIL.
-  Today no cache is shared between attested runs: the copy is thrown away, the project is
-  read-only in the sandbox, ``/tmp`` and ``/dev`` are the sandbox's own. A cache added later
-  (docs/performance.md, "Attested runs") must keep this test green;
+  The copy is thrown away, the project is read-only in the sandbox, ``/tmp`` and ``/dev``
+  are the sandbox's own; the one cache shared between attested runs (infomark's own byte
+  code of the copy's modules, :mod:`infomark.tools.attest.pycache`) is in the hidden ledger
+  home and holds only what infomark compiled itself;
 - from its own tree: a pyc written into a ``__pycache__`` the baseline held (a project
   without a ``.gitignore`` whose tests ran before the session) is never carried into the
   copy, though the directory held baseline files: byte code is not source (a changed one is
@@ -19,14 +20,16 @@ whoever writes it decides what a later run executes. Two ways an agent could try
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import marshal
+import os
 import py_compile
 from pathlib import Path
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
-from infomark.tools.attest import check
+from infomark.tools.attest import check, pycache
 from tests.security.attested_project import BUGGY, FIXED, PYTEST, TESTS, git_project, ledger
 from tests.security.attested_project import need_bwrap as _need_bwrap
 
@@ -96,6 +99,12 @@ def test_an_attested_run_cannot_leave_byte_code_for_a_later_one(tmp_path: Path) 
         record = later.evidence.record if later.evidence else {}
         assert record["attested"]["carried"] == {}
         assert gk.state.claims["C1"].status != "Exact"
+        # infomark's own byte-code cache holds what infomark compiled, nothing the run wrote
+        cache = pycache.cache_dir(str(tmp_path / "home"))
+        assert cache is not None
+        poisoner = POISONER.format(project=str(root)).encode()
+        compiled = {hashlib.sha256(src).hexdigest() + ".pyc" for src in (poisoner, BUGGY.encode())}
+        assert set(os.listdir(cache)) == compiled
 
 
 def test_byte_code_in_the_agents_tree_is_not_carried(tmp_path: Path) -> None:

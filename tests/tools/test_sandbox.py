@@ -178,7 +178,7 @@ def test_the_callers_processes_are_not_visible(tmp_path: Path) -> None:
         _policy(project),
     )
     assert b"visible" not in done.stdout
-    assert int(done.stdout.split()[-1]) <= 4  # bwrap's init, the shell, ls, grep
+    assert int(done.stdout.split()[-1]) <= 5  # bwrap's init, the reaper, the shell, ls, grep
 
 
 def test_the_wall_clock_limit_stops_a_runaway_run(tmp_path: Path) -> None:
@@ -197,6 +197,33 @@ def test_the_cpu_limit_stops_a_busy_loop(tmp_path: Path) -> None:
     assert "cpu" in done.limits_hit
     assert "wall" not in done.limits_hit
     assert done.exit_code != 0
+
+
+_BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass\n"
+
+
+def test_the_reported_cpu_time_is_the_programs_not_bubblewraps(tmp_path: Path) -> None:
+    """bubblewrap's PID namespace keeps its children's usage from ``wait4``: the reaper inside
+    the sandbox counts it (before it, a busy program reported bubblewrap's ~2 ms)."""
+    project, _ = _project(tmp_path)
+    done = sandbox.run([sys.executable, "-c", _BUSY.format(0.4)], _policy(project))
+    assert done.exit_code == 0, done.stderr
+    assert 0.35 <= done.cpu_seconds < 5
+    assert done.stderr == b""  # the reaper writes to its own pipe, not the program's output
+
+
+def test_the_cpu_of_workers_together_counts_against_the_limit(tmp_path: Path) -> None:
+    """``RLIMIT_CPU`` caps each process; three workers under it each, over it together, hit
+    the limit as measured."""
+    project, _ = _project(tmp_path)
+    worker = f"{sys.executable} -c '{_BUSY.format(0.6)}'"
+    done = sh(
+        f"{worker} & {worker} & {worker} & wait",
+        _policy(project, limits=Limits(cpu_seconds=1, wall_seconds=120)),
+    )
+    assert done.exit_code == 0, done.stderr
+    assert done.cpu_seconds >= 1.7
+    assert "cpu" in done.limits_hit
 
 
 def test_the_memory_limit_stops_a_large_allocation(tmp_path: Path) -> None:

@@ -189,6 +189,7 @@ def _run(
         },
         "limits_hit": list(ran.limits_hit),
         "wall_ms": int(ran.wall_seconds * 1000),
+        "cpu_ms": int(ran.cpu_seconds * 1000),  # the sandboxed program's, not bubblewrap's
         "report": report.to_dict(),
         "baseline_run": base.to_dict() if base is not None else None,
         "judgement": {

@@ -17,6 +17,7 @@ from infomark.gates.protect import installation_paths
 from infomark.gates.surface import parse_oracle
 from infomark.kernel import memtmp
 from infomark.tools import attest_report, sandbox
+from infomark.tools.attest import pycache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def execute(
         env=tuple(sorted(env.items())),
         limits=_limits(cfg),
     )
+    pycache.fill(copy, gk.store.home_dir)  # infomark's own byte code, just before the run
     ran = sandbox.run(list(prepared.argv), policy)
     report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
     return Sandboxed(prepared, policy, ran, report)

@@ -24,6 +24,7 @@ OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), aft
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
     "\n       infomark hook gemini|codex [--home DIR] [--root DIR] < payload.json"
+    "\n       infomark hook sandbox-exec --home DIR --root DIR -- COMMAND  (sandboxed)"
 )
 
 
@@ -192,6 +193,10 @@ Environment:
 
 
 def run_hook(args: list[str]) -> int:
+    if args[:1] == ["sandbox-exec"]:  # a Gemini CLI shell command, wrapped by its BeforeTool
+        from infomark.tools.hosts.gemini_sandbox import sandbox_exec
+
+        return sandbox_exec(args[1:])
     if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
         print(_HELP)
         return 0

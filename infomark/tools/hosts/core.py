@@ -108,6 +108,11 @@ def handle_host(
         answer = handle(
             canonical, home=home, root=root, event_hint=hint, detail=detail, host_step=spec.step
         )
+        if spec.rewrite is not None:
+            from infomark.tools.hooks.where import hook_paths
+
+            where = hook_paths(canonical, home, root)
+            return spec.rewrite(payload, render(spec, host_event, answer), *where)
     else:  # unreadable: the hook core answers for the event it could still see
         host_event = event_hint
         answer = handle(payload, home=home, root=root, event_hint=hint, detail=detail)
