@@ -12,6 +12,7 @@ import pytest
 from infomark.kernel.errors import ConfigError
 from infomark.tools.runner.agentfile import DEFAULT_TOOLS, load_agent
 from infomark.tools.runner.scripted import ScriptedModelServer, reply
+from infomark.tools.sandbox import probe
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
@@ -127,9 +128,15 @@ def test_run_reports_the_tasks_checks_and_exits_5_when_they_do_not_pass(
     assert got.returncode == 5, got.stdout + got.stderr
     assert "verdict: finished_unchanged: ended without changes" in got.stdout
     assert "no check was run" in got.stdout
-    assert "check `pytest -q`: not_run" in got.stdout
+    # the agent ran no check: infomark runs it at the end, so the report says it fails now
+    if probe().available:
+        want = "check `pytest -q`: fail in infomark's own run (failing: test_calc.py::test_add)"
+    else:  # no sandbox: nothing can run it here
+        want = "check `pytest -q`: not_run"
+    assert want in got.stdout, got.stdout
     server.add("idle2", reply("Nothing."))
     again = _cli("run", "--json", "--session", "idle2", "--model", server.url, "x", cwd=project)
     assert again.returncode == 5
     data = json.loads(again.stdout)
-    assert data["unverified"] is True and data["checks"][0]["state"] == "not_run"
+    assert data["unverified"] is True
+    assert data["checks"][0]["state"] == ("fail" if probe().available else "not_run")
