@@ -275,6 +275,20 @@ def test_4_a_test_that_tests_nothing_is_reported_and_counts(tmp_path: Path, form
     assert kinds and kind in kinds[0]
 
 
+def test_4_a_committed_test_that_tests_nothing_is_still_reported(tmp_path: Path) -> None:
+    """Committing the change hides it from `git diff HEAD`, not from the finish."""
+    rel, text, _ = WEAKENINGS["a new test with no assertion"]
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.edit("calc.py", BUG, FIX)
+    (agent.project / rel).write_text(text)
+    _, _, code = agent.bash("git add -A && git -c user.email=a@b -c user.name=a commit -qm more")
+    assert code == 0
+    agent.bash(PYTEST)
+    stop = agent.stop("Done, with a new test.")
+    assert stop.decision == "block" and "[infomark weakened_checks]" in stop.reason, stop.reason
+    assert rel in stop.reason
+
+
 def test_4_a_suppression_is_reported_in_the_audit(tmp_path: Path) -> None:
     agent = Agent(make_project(tmp_path / "p"))
     agent.edit("calc.py", BUG, FIX + "  # type: ignore")
