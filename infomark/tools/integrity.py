@@ -69,7 +69,9 @@ def _pragma(journal: Any) -> str | None:
         return f"SQLite cannot check {journal.path}: {exc}"
     found = [str(r[0]) for r in rows]
     if found != ["ok"]:
-        return f"SQLite's quick_check of {journal.path} failed: " + "; ".join(found[:3])
+        lines = [line.strip() for f in found for line in f.splitlines() if line.strip()]
+        more = f" (and {len(lines) - 4} more)" if len(lines) > 4 else ""
+        return f"SQLite's quick_check of {journal.path} failed: " + "; ".join(lines[:4]) + more
     return None
 
 

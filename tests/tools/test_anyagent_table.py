@@ -221,6 +221,31 @@ def test_f_a_journal_that_fails_its_check_fails_closed_with_the_recovery(tmp_pat
         assert db.execute("SELECT max(rowid) FROM events").fetchone()[0] == before
 
 
+def test_f_a_journal_garbled_on_disk_fails_closed_and_doctor_names_it(tmp_path: Path) -> None:
+    """Pages overwritten on disk (not one event edited): the hook cannot open the store, so it
+    fails closed naming the recovery; doctor reports journal_integrity instead of crashing."""
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.hook("SessionStart", source="startup")
+    for i in range(20):  # a journal of some pages
+        agent.bash(f"echo {i}")
+    db = agent.project / ".infomark" / "ledger.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    assert len(data) > 4096 * 6
+    data[4096 * 2 : 4096 * 6] = b"A" * (4096 * 4)
+    db.write_bytes(bytes(data))
+    pre, post, _ = agent.bash("echo hi > notes.txt")
+    assert pre.decision == "deny" and post is None
+    assert "ledger.db.broken && infomark init" in pre.reason, pre.reason
+    assert agent.stop("Done.").decision == "block"
+    doctor = cli(agent.project, "doctor", "--root", str(agent.project), "--json")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    found = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "journal_integrity"]
+    assert found and found[0]["status"] == "problem" and "ledger.db" in found[0]["message"]
+    assert "ledger.db.broken" in found[0]["fix"]
+
+
 # -- (h) the audit ------------------------------------------------------------------------
 def test_h_audit_verdicts_never_say_more_than_the_evidence(tmp_path: Path) -> None:
     idle = Agent(make_project(tmp_path / "idle"))
