@@ -11,7 +11,7 @@ import pytest
 
 from infomark.kernel.errors import ConfigError
 from infomark.tools.runner.agentfile import DEFAULT_TOOLS, load_agent
-from infomark.tools.runner.scripted import ScriptedModelServer, reply
+from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
 from infomark.tools.sandbox import probe
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
@@ -140,3 +140,27 @@ def test_run_reports_the_tasks_checks_and_exits_5_when_they_do_not_pass(
     data = json.loads(again.stdout)
     assert data["unverified"] is True
     assert data["checks"][0]["state"] == ("fail" if probe().available else "not_run")
+
+
+def test_run_exits_5_when_its_agent_is_let_out_at_the_refusal_cap(
+    server: ScriptedModelServer, project: Path
+) -> None:
+    """Issue 34 §3: a finish the refusal cap let through is not a pass for CI."""
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    (project / "infomark.toml").write_text(
+        'profile = "verify"\nfinish_refusal_cap = 1\n[attest]\nrequired = false\n'
+    )
+    wrong = "def add(a, b):\n    return a * b\n"
+    server.add(
+        "capped",
+        reply("Fixing it.", call("write", file_path=str(project / "calc.py"), content=wrong)),
+        reply("Done."),
+        reply("Done, really."),
+    )
+    got = _cli("run", "--json", "--session", "capped", "--model", server.url, "fix", cwd=project)
+    assert got.returncode == 5, got.stdout + got.stderr
+    data = json.loads(got.stdout)
+    assert data["verdict"] == "finished_unverified" and data["unverified"] is True, data
