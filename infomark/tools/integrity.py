@@ -49,14 +49,9 @@ class IntegrityFailedError(StoreError):
 
 def recovery(home: StrPath) -> str:
     """The commands that bring a home back (docs/reliability.md)."""
-    import shlex
+    from infomark.ledger.home import journal_recovery
 
-    h = shlex.quote(os.fspath(home))
-    return (
-        f"restore {h}/ledger.db from a backup, or start a new journal and keep this one for "
-        f"audit: `mv {h}/ledger.db {h}/ledger.db.broken && infomark init --home {h}`; then "
-        f"`infomark doctor --home {h}` clears this state"
-    )
+    return journal_recovery(home)
 
 
 def _pragma(journal: Any) -> str | None:

@@ -333,7 +333,7 @@ def explain(exc: BaseException, home: StrPath) -> str:
     if isinstance(exc, WitnessMismatchError) or getattr(exc, "code", "") == "integrity_failed":
         return str(exc)
     if isinstance(exc, StoreError | VerificationError):
-        from infomark.tools.integrity import recovery
+        from infomark.ledger.home import journal_recovery as recovery
 
         return (
             f"the ledger in {home} cannot be read: {exc}. Run `infomark audit --verify` to see "
