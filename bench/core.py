@@ -475,7 +475,7 @@ def _message_3kb() -> str:
 
 def bench_parser() -> None:
     from infomark.ledger.engine import Ledger
-    from infomark.ledger.parser import parse_message
+    from infomark.ledger.parse.parser import parse_message
 
     msg = _message_3kb()
     regex = re.compile(r"^claim_ledger:", re.M)

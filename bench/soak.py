@@ -167,7 +167,7 @@ def concurrency(base: Path, scale: Scale) -> Section:
 
 def scaling(base: Path, scale: Scale) -> Section:
     from infomark.gatekeeper import Gatekeeper
-    from infomark.ledger.parser import parse_message
+    from infomark.ledger.parse.parser import parse_message
 
     rows: list[tuple[str, ...]] = []
     bad = 0

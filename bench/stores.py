@@ -66,7 +66,7 @@ def _store(kind: str, base: Path) -> tuple[str | None, str | None]:
         return None, None
     import psycopg
 
-    from infomark.ledger.pg import init_store
+    from infomark.ledger.store.pg import init_store
 
     schema = "bench_" + uuid.uuid4().hex[:12]
     with psycopg.connect(PG, autocommit=True) as conn:

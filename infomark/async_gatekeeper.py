@@ -16,29 +16,23 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import inspect
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from infomark.gatekeeper import Gatekeeper, GateView, LedgerView
-from infomark.gates.checks import CheckStatus
+from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
-from infomark.gates.decision import Decision, FinishDecision
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.journal import EventRow
-from infomark.ledger.report import IngestReport
 from infomark.ledger.state import SessionState
-from infomark.wrapping import GatedResult, outcome_of, result_of
+from infomark.ledger.store.journal import EventRow
+from infomark.wrapping import GatedResult, gated_async_tool, wrap_async
 
 if TYPE_CHECKING:
     from infomark.gates.policies.runtime import PolicyRuntime
-    from infomark.ledger.audit import AuditReport
-    from infomark.ledger.source_stamp import Refetch
+    from infomark.ledger.stamps.source import Refetch
 
 __all__ = ["AsyncGatekeeper"]
 
@@ -48,6 +42,47 @@ T = TypeVar("T")
 
 def _worker() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="infomark-journal")
+
+
+def _off_loop(
+    method: Callable[Concatenate[Gatekeeper, P], T],
+) -> Callable[Concatenate[AsyncGatekeeper, P], Coroutine[Any, Any, T]]:
+    """The async facade's method of the same name and signature: the sync facade's, run on the
+    session's worker. Written once: ``ingest = _off_loop(Gatekeeper.ingest)``; mypy and
+    ``inspect.signature`` read ``Gatekeeper.ingest``'s parameters through it."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def forward(self: AsyncGatekeeper, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        sync: Callable[P, T] = getattr(self._gk, name)  # the instance's own (a subclass's)
+        return await self._run(sync, *args, **kwargs)
+
+    return forward
+
+
+class _Through(property, Generic[T]):
+    """A settable attribute of the sync facade underneath, as a property of the async one
+    (``agk.unattended = …`` sets ``agk.sync.unattended``); mypy reads its type ``T``."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        def get(outer: AsyncGatekeeper) -> T:
+            value: T = getattr(outer._gk, name)
+            return value
+
+        def put(outer: AsyncGatekeeper, value: T) -> None:
+            setattr(outer._gk, name, value)
+
+        super().__init__(get, put, doc=doc)
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _Through[T]: ...
+    @overload
+    def __get__(self, instance: AsyncGatekeeper, owner: type | None = None) -> T: ...
+    def __get__(self, instance: AsyncGatekeeper | None, owner: type | None = None) -> Any:
+        return super().__get__(instance, owner)
+
+    def __set__(self, instance: AsyncGatekeeper, value: T) -> None:
+        super().__set__(instance, value)
 
 
 class AsyncGatekeeper:
@@ -117,58 +152,23 @@ class AsyncGatekeeper:
     def home(self) -> Path:
         return self._gk.home
 
-    @property
-    def config(self) -> Config:
-        return self._gk.config
-
-    @config.setter
-    def config(self, value: Config) -> None:
-        self._gk.config = value
-
-    @property
-    def unattended(self) -> str | None:
-        """Why nobody can answer an "ask" in this run (see :meth:`Gatekeeper.authorize`)."""
-        return self._gk.unattended
-
-    @unattended.setter
-    def unattended(self, value: str | None) -> None:
-        self._gk.unattended = value
-
-    @property
-    def attester(self) -> Callable[[str], str] | None:
-        """Runs a claim's oracle attested (see :attr:`Gatekeeper.attester`)."""
-        return self._gk.attester
-
-    @attester.setter
-    def attester(self, value: Callable[[str], str] | None) -> None:
-        self._gk.attester = value
-
-    @property
-    def check_attester(self) -> Callable[[str], str] | None:
-        """Runs a required check attested (see :attr:`Gatekeeper.check_attester`)."""
-        return self._gk.check_attester
-
-    @check_attester.setter
-    def check_attester(self, value: Callable[[str], str] | None) -> None:
-        self._gk.check_attester = value
-
-    @property
-    def refetch(self) -> Refetch | None:
-        """How the host re-runs a web fetch (see :attr:`Gatekeeper.refetch`)."""
-        return self._gk.refetch
-
-    @refetch.setter
-    def refetch(self, value: Refetch | None) -> None:
-        self._gk.refetch = value
-
-    @property
-    def host_files(self) -> tuple[str, ...]:
-        """Files the host keeps that the agent may not change (see :class:`Gatekeeper`)."""
-        return self._gk.host_files
-
-    @host_files.setter
-    def host_files(self, value: tuple[str, ...]) -> None:
-        self._gk.host_files = value
+    # The sync facade's settable attributes, read and written through (typed properties).
+    config: _Through[Config] = _Through("config", "The session's configuration.")
+    unattended: _Through[str | None] = _Through(
+        "unattended", 'Why nobody can answer an "ask" in this run (see Gatekeeper.authorize).'
+    )
+    attester: _Through[Callable[[str], str] | None] = _Through(
+        "attester", "Runs a claim's oracle attested (see Gatekeeper.attester)."
+    )
+    check_attester: _Through[Callable[[str], str] | None] = _Through(
+        "check_attester", "Runs a required check attested (see Gatekeeper.check_attester)."
+    )
+    refetch: _Through[Refetch | None] = _Through(
+        "refetch", "How the host re-runs a web fetch (see Gatekeeper.refetch)."
+    )
+    host_files: _Through[tuple[str, ...]] = _Through(
+        "host_files", "Files the host keeps that the agent may not change (see Gatekeeper)."
+    )
 
     @property
     def policy(self) -> PolicyRuntime:
@@ -208,139 +208,37 @@ class AsyncGatekeeper:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # -- the API ----------------------------------------------------------------------------
-    async def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> IngestReport:
-        return await self._run(self._gk.ingest, text, source=source, cursor=cursor, dedupe=dedupe)
-
-    async def classify(
-        self, call: ToolCall, tool_class: str | None = None
-    ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-        return await self._run(self._gk.classify, call, tool_class)
-
-    async def authorize(
-        self,
-        call: ToolCall,
-        *,
-        bypass: bool | None = None,
-        tool_class: str | None = None,
-    ) -> Decision:
-        return await self._run(self._gk.authorize, call, bypass=bypass, tool_class=tool_class)
-
-    async def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
-        call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
-    ) -> Evidence:
-        """Record the result of an authorized call (see :meth:`Gatekeeper.record`)."""
-        return await self._run(
-            self._gk.record,
-            call,
-            outcome,
-            tool_class=tool_class,
-            call_id=call_id,
-            cwd=cwd,
-            background_id=background_id,
-        )
-
-    async def can_finish(self, final_text: str = "") -> FinishDecision:
-        return await self._run(self._gk.can_finish, final_text)
-
-    async def check_status(self) -> list[CheckStatus]:
-        return await self._run(self._gk.check_status)
-
-    async def record_attested(
-        self,
-        claim_id: str,
-        outcome: ToolOutcome,
-        attestation: Mapping[str, Any],
-        judged: str,
-    ) -> tuple[Evidence, IngestReport]:
-        return await self._run(self._gk.record_attested, claim_id, outcome, attestation, judged)
-
-    async def record_attested_check(
-        self, check: str, outcome: ToolOutcome, attestation: Mapping[str, Any], judged: str
-    ) -> Evidence:
-        return await self._run(self._gk.record_attested_check, check, outcome, attestation, judged)
-
-    async def approve(self, *, by: str = "operator", note: str = "") -> None:
-        await self._run(self._gk.approve, by=by, note=note)
-
-    async def record_sandbox(
-        self, sandboxed: bool, *, host: str, detail: str, fix: str = ""
-    ) -> bool:
-        """Journal whether the agent's own commands run in an OS sandbox (see the sync facade)."""
-        return await self._run(
-            self._gk.record_sandbox, sandboxed, host=host, detail=detail, fix=fix
-        )
-
-    async def approve_grading(self, path: str, *, by: str = "operator", note: str = "") -> None:
-        """The user accepts a changed grading file (an operator act, see the sync facade)."""
-        await self._run(self._gk.approve_grading, path, by=by, note=note)
-
-    async def new_turn(self, prompt: str | None = None) -> str:
-        return await self._run(self._gk.new_turn, prompt)
-
-    async def move(self, gate: str) -> dict[str, Any]:
-        return await self._run(self._gk.move, gate)
-
-    async def ledger(self) -> LedgerView:
-        return await self._run(self._gk.ledger)
-
-    async def gate(self) -> GateView:
-        return await self._run(self._gk.gate)
-
-    async def audit(self, verify: bool = True) -> AuditReport:
-        return await self._run(self._gk.audit, verify)
+    # -- the API: each the sync facade's method, run on the session's worker (_off_loop) -----
+    ingest = _off_loop(Gatekeeper.ingest)
+    classify = _off_loop(Gatekeeper.classify)
+    authorize = _off_loop(Gatekeeper.authorize)
+    record = _off_loop(Gatekeeper.record)
+    can_finish = _off_loop(Gatekeeper.can_finish)
+    check_status = _off_loop(Gatekeeper.check_status)
+    record_attested = _off_loop(Gatekeeper.record_attested)
+    record_attested_check = _off_loop(Gatekeeper.record_attested_check)
+    approve = _off_loop(Gatekeeper.approve)
+    record_sandbox = _off_loop(Gatekeeper.record_sandbox)
+    approve_grading = _off_loop(Gatekeeper.approve_grading)
+    new_turn = _off_loop(Gatekeeper.new_turn)
+    move = _off_loop(Gatekeeper.move)
+    ledger = _off_loop(Gatekeeper.ledger)
+    gate = _off_loop(Gatekeeper.gate)
+    audit = _off_loop(Gatekeeper.audit)
+    evidence = _off_loop(Gatekeeper.evidence)
+    store_cursor = _off_loop(Gatekeeper.store_cursor)
+    on_prompt = _off_loop(Gatekeeper.on_prompt)
+    host_report = _off_loop(Gatekeeper.host_report)
+    context_view = _off_loop(Gatekeeper.context_view)
+    compaction_context = _off_loop(Gatekeeper.compaction_context)
+    state_document = _off_loop(Gatekeeper.state_document)
+    merge_from = _off_loop(Gatekeeper.merge_from)
 
     async def events(self, *, after: int = 0) -> AsyncIterator[EventRow]:
         """The session's events after seq ``after`` (read on the worker, then yielded)."""
         rows = await self._run(lambda: list(self._gk.events(after=after)))
         for row in rows:
             yield row
-
-    async def evidence(self, ref: str) -> Evidence | None:
-        return await self._run(self._gk.evidence, ref)
-
-    async def store_cursor(self, name: str, value: int) -> None:
-        await self._run(self._gk.store_cursor, name, value)
-
-    async def on_prompt(self, prompt: str) -> str:
-        return await self._run(self._gk.on_prompt, prompt)
-
-    async def host_report(
-        self,
-        *,
-        tokens_used: int | None = None,
-        context_window: int | None = None,
-        compacted: bool = False,
-    ) -> str:
-        return await self._run(
-            self._gk.host_report,
-            tokens_used=tokens_used,
-            context_window=context_window,
-            compacted=compacted,
-        )
-
-    async def context_view(self, budget: int = 1200) -> str:
-        return await self._run(self._gk.context_view, budget)
-
-    async def compaction_context(self) -> str:
-        return await self._run(self._gk.compaction_context)
-
-    async def state_document(self) -> dict[str, Any]:
-        return await self._run(self._gk.state_document)
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str:
         """Instruction packs fired by a recorded result (kept in memory: no journal read)."""
@@ -355,63 +253,14 @@ class AsyncGatekeeper:
         The gated executor returns a :class:`~infomark.wrapping.GatedResult`. A sync executor
         runs in the default thread pool (not on the journal's worker, not on the loop).
         """
-        return self._gated(executor, tool_class)
+        return wrap_async(self, executor, tool_class=tool_class)
 
     def tool(self, name: str | None = None, *, tool_class: str | None = None) -> Callable[..., Any]:
         """Decorate a plain (sync or async) function as a gated async tool (see
         :meth:`Gatekeeper.tool`: it reports its outcome by what it returns or raises)."""
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[GatedResult]]:
-            tool_name = name or fn.__name__
-
-            async def run(call: ToolCall) -> object:
-                value = fn(**dict(call.input))
-                return await value if inspect.isawaitable(value) else value
-
-            gated = self._gated(run, tool_class)
-
-            @functools.wraps(fn)
-            async def call_tool(**kwargs: Any) -> GatedResult:
-                return await gated(ToolCall(tool=tool_name, input=kwargs))
-
-            return call_tool
-
-        return deco
-
-    def _gated(
-        self, executor: Callable[[ToolCall], Any], tool_class: str | None
-    ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
-        is_async = inspect.iscoroutinefunction(executor)
-
-        @functools.wraps(executor)
-        async def gated(call: ToolCall) -> GatedResult:
-            decision = await self.authorize(call, tool_class=tool_class)
-            if not decision.allowed:
-                return result_of(decision)
-            started = time.perf_counter()
-            try:
-                value = (
-                    await executor(call) if is_async else await asyncio.to_thread(executor, call)
-                )
-                outcome = outcome_of(value, started)
-            except Exception as exc:  # a tool error is evidence (ERROR), not a crash
-                msg = f"{type(exc).__name__}: {exc}"
-                elapsed = (time.perf_counter() - started) * 1000
-                outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            # Paired with its authorization: only a call infomark allowed becomes evidence.
-            evidence = await self.record(
-                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
-            )
-            return result_of(
-                decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
-            )
-
-        return gated
+        return gated_async_tool(self, name=name, tool_class=tool_class)
 
     # -- fork and merge ---------------------------------------------------------------------
     async def fork(self, as_session: str, upto: int | None = None) -> AsyncGatekeeper:
         """Fork this session (see :meth:`Gatekeeper.fork`); the fork gets its own worker."""
         return AsyncGatekeeper(await self._run(self._gk.fork, as_session, upto))
-
-    async def merge_from(self, session: str) -> dict[str, Any]:
-        return await self._run(self._gk.merge_from, session)

@@ -43,10 +43,10 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.home import default_home, default_home_dir, ensure_private_dir
-from infomark.ledger.journal import EventRow
 from infomark.ledger.report import IngestReport
 from infomark.ledger.state import SessionState, held_key
-from infomark.ledger.store import pick_store
+from infomark.ledger.store.journal import EventRow
+from infomark.ledger.store.select import pick_store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from infomark.gates.views import GateView, LedgerView
     from infomark.gates.weakened import Finding as WeakFinding
     from infomark.ledger.audit import AuditReport
-    from infomark.ledger.source_stamp import Refetch
+    from infomark.ledger.stamps.source import Refetch
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home", "set_default_attester"]
 
@@ -134,7 +134,7 @@ class Gatekeeper:
 
         ``store`` selects the journal's backend (a ``postgresql://`` URL, or ``sqlite``);
         without it: ``$INFOMARK_STORE``, the configuration's ``store``, ``<home>/store``,
-        else the home's SQLite file (:mod:`infomark.ledger.store`).
+        else the home's SQLite file (:mod:`infomark.ledger.store.select`).
         """
         check_session_id(session)  # the rule every entry point shares
         home_p = os.fspath(home) if home is not None else default_home_dir()

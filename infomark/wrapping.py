@@ -31,14 +31,17 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence, Outcome
 
 __all__ = [
+    "AsyncGatedSession",
     "GatedResult",
     "GatedSession",
     "denied_outcome",
+    "gated_async_tool",
     "gated_tool",
     "ingest_note",
     "outcome_of",
     "result_of",
     "tagged",
+    "wrap_async",
     "wrap_executor",
 ]
 
@@ -49,15 +52,25 @@ class GatedSession(Protocol):
     def authorize(self, call: ToolCall, *, tool_class: str | None = None) -> Decision: ...
 
     def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
+        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None,
         call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
-    ) -> Evidence: ...
+    ) -> Evidence: ...  # fmt: skip
+
+    def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
+
+
+class AsyncGatedSession(Protocol):
+    """What an async gated executor needs: :class:`GatedSession`'s two journal calls, awaited
+    (:class:`~infomark.async_gatekeeper.AsyncGatekeeper`, the HTTP ``AsyncClient``)."""
+
+    def authorize(
+        self, call: ToolCall, *, tool_class: str | None = None
+    ) -> Awaitable[Decision]: ...
+
+    def record(
+        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None,
+        call_id: str | None = None,
+    ) -> Awaitable[Evidence]: ...  # fmt: skip
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
 
@@ -328,6 +341,38 @@ def wrap_executor(
     return gated
 
 
+def wrap_async(
+    gk: AsyncGatedSession, executor: Callable[[ToolCall], Any], *, tool_class: str | None = None
+) -> Callable[[ToolCall], Awaitable[GatedResult]]:
+    """An async gated executor for an async session: authorize, run, record, tag (awaited).
+
+    An async ``executor`` is awaited; a sync one runs in the default thread pool (never on
+    the loop). A tool error is evidence (``ERROR``), not a crash, as in :func:`wrap_executor`.
+    """
+    import asyncio  # not at the top: the sync facade and the hook never need it
+
+    is_async = inspect.iscoroutinefunction(executor)
+
+    @functools.wraps(executor)
+    async def gated(call: ToolCall) -> GatedResult:
+        decision = await gk.authorize(call, tool_class=tool_class)
+        if not decision.allowed:
+            return result_of(decision)
+        started = time.perf_counter()
+        try:
+            value = await executor(call) if is_async else await asyncio.to_thread(executor, call)
+            outcome = outcome_of(value, started)
+        except Exception as exc:  # a tool error is evidence (ERROR), not a crash
+            outcome = _failed(exc, started)
+        # Paired with its authorization: only a call infomark allowed becomes evidence.
+        evidence = await gk.record(
+            call, outcome, tool_class=tool_class, call_id=decision.call_id or None
+        )
+        return result_of(decision, outcome, evidence, gk.after_tool_text(call, outcome, evidence))
+
+    return gated
+
+
 def _takes_env(executor: Callable[..., Any]) -> bool:
     """Does ``executor`` declare an ``env`` parameter (not through ``functools.wraps``)?"""
     try:
@@ -399,6 +444,30 @@ def gated_tool(
         @functools.wraps(fn)
         def call_tool(**kwargs: Any) -> GatedResult:
             return gated(ToolCall(tool=tool_name, input=kwargs))
+
+        return call_tool
+
+    return deco
+
+
+def gated_async_tool(
+    gk: AsyncGatedSession, *, name: str | None = None, tool_class: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[GatedResult]]]:
+    """:func:`gated_tool` for an async session: decorate a sync or async ``fn(**kwargs)``
+    as a gated async tool (its outcome read by :func:`outcome_of`)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[GatedResult]]:
+        tool_name = name or fn.__name__
+
+        async def run(call: ToolCall) -> object:
+            value = fn(**dict(call.input))
+            return await value if inspect.isawaitable(value) else value
+
+        gated = wrap_async(gk, run, tool_class=tool_class)
+
+        @functools.wraps(fn)
+        async def call_tool(**kwargs: Any) -> GatedResult:
+            return await gated(ToolCall(tool=tool_name, input=kwargs))
 
         return call_tool
 

@@ -1,7 +1,7 @@
-"""Regenerate ``infomark/ledger/parse_table.py`` from ``infomark/ledger/blocks.lark``.
+"""Regenerate ``infomark/ledger/parse/table.py`` from ``infomark/ledger/parse/blocks.lark``.
 
 lark builds the LALR(1) tables of the grammar here, at development time; the parser at run
-time (``infomark/ledger/parse_lalr.py``) is a standard-library driver over the generated
+time (``infomark/ledger/parse/lalr.py``) is a standard-library driver over the generated
 tables, so a hook process never imports lark. Run after any change to ``blocks.lark``:
 
     .venv/bin/python scripts/gen_parse_table.py          # rewrite the module
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-GRAMMAR = ROOT / "infomark" / "ledger" / "blocks.lark"
-TARGET = ROOT / "infomark" / "ledger" / "parse_table.py"
+GRAMMAR = ROOT / "infomark" / "ledger" / "parse" / "blocks.lark"
+TARGET = ROOT / "infomark" / "ledger" / "parse" / "table.py"
 
 # kinds of a rule's symbols, as the driver reads them
 KEEP, DROP, CHILD, INLINE = "k", "d", "c", "i"
@@ -56,7 +56,7 @@ def _kind(sym: Any) -> str:
     return INLINE if sym.name.startswith("_") else CHILD
 
 
-# how the driver reduces by a rule (see infomark/ledger/parse_lalr.py)
+# how the driver reduces by a rule (see infomark/ledger/parse/lalr.py)
 BUILD, INLINED, HELPER = 0, 1, 2
 
 

@@ -57,7 +57,7 @@ def new_schema() -> tuple[str, str]:
     """A fresh schema with infomark's tables: ``(schema, store url)``."""
     import psycopg
 
-    from infomark.ledger.pg import init_store
+    from infomark.ledger.store.pg import init_store
 
     schema = "t_" + uuid.uuid4().hex[:16]
     with psycopg.connect(PG_BASE, autocommit=True) as conn:
@@ -71,7 +71,7 @@ def drop_schema(schema: str) -> None:
     """Drop ``schema`` and every clone of it (:func:`clone_schema`)."""
     import psycopg
 
-    from infomark.ledger.pg import close_pools
+    from infomark.ledger.store.pg import close_pools
 
     close_pools()
     with psycopg.connect(PG_BASE, autocommit=True) as conn:
@@ -94,7 +94,7 @@ def clone_schema(url: str) -> str:
     """
     import psycopg
 
-    from infomark.ledger.pg_schema import TABLES
+    from infomark.ledger.store.pg_schema import TABLES
 
     src = schema_of(url)
     dst = f"{src}_c{uuid.uuid4().hex[:8]}"
@@ -123,7 +123,7 @@ class RawDb:
     def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
         if self.kind == "sqlite":
             return self._db.execute(sql, args)
-        from infomark.ledger.pg import _translate
+        from infomark.ledger.store.pg import _translate
 
         return self._db.execute(_translate(sql).encode(), args)
 

@@ -6,7 +6,8 @@ string that names an infomark module (``importlib.import_module(TABLE[name])``, 
 -m infomark.x``, ``"module:Class"``). A module may import its own layer and the layers
 below it, never above; and no two modules may import each other, directly or through
 others (no cycles, whatever the layer), a submodule importing its own package's
-``__init__`` included. The rule is written once, in
+``__init__`` included; and no submodule takes a name from its own package's ``__init__`` (or
+an ancestor's) at all, cycle or not yet. The rule is written once, in
 docs/architecture.md; this test is its enforcement.
 """
 
@@ -246,6 +247,25 @@ def test_no_import_cycle() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" ↔ ".join(c) for c in cycles)
 
 
+def into_own_package(edges: dict[str, dict[str, int]], packages: set[str]) -> list[str]:
+    """Every edge from a submodule to its own package's ``__init__`` (or an ancestor's): a
+    name taken from the ``__init__`` runs it first, and whatever it re-exports, mid-import
+    of the submodule: a cycle waiting for the ``__init__`` to re-export one more name (the
+    cycle test sees it only once it does). Take the name from the submodule defining it."""
+    return sorted(
+        f"{src}:{line} imports its own package {dst} (take the name from its submodule)"
+        for src, targets in edges.items()
+        for dst, line in targets.items()
+        if dst in packages and src.startswith(dst + ".")
+    )
+
+
+def test_no_submodule_imports_its_own_package_init() -> None:
+    packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
+    bad = into_own_package(graph(), packages)
+    assert not bad, "imports of a package's own __init__:\n" + "\n".join(bad)
+
+
 def test_every_module_has_a_layer() -> None:
     for module in graph():
         layer_of(module)
@@ -290,9 +310,41 @@ def test_a_submodule_importing_its_own_package_init_is_a_cycle() -> None:
 
     clean = edges_of("from infomark.gates import other\n")  # the sibling module: fine
     assert _cycles(without_reexports(clean, packages)) == []
+    assert into_own_package(clean, packages) == []
     for planted in ("from infomark.gates import thing\n", "from . import thing\n"):
         cycles = _cycles(without_reexports(edges_of(planted), packages))
         assert cycles == [["infomark.gates", "infomark.gates.mod"]], planted
+        assert into_own_package(edges_of(planted), packages) == [
+            "infomark.gates.mod:1 imports its own package infomark.gates "
+            "(take the name from its submodule)"
+        ], planted
+
+
+def test_a_submodule_taking_a_name_from_its_package_init_is_refused_before_any_cycle() -> None:
+    # The blind spot of the cycle test: the __init__ re-exports nothing the submodule needs
+    # (no cycle yet), but the submodule takes a name from the __init__ (lazy or top-level,
+    # from its own package or an ancestor): refused, as it is one re-export from a cycle.
+    known = {"infomark.tools", "infomark.tools.hosts", "infomark.tools.hosts.core"}
+    packages = {"infomark.tools", "infomark.tools.hosts"}
+    sources = {
+        "infomark.tools.hosts": "TABLE = {}\n",
+        "infomark.tools": "",
+        "infomark.tools.hosts.core": (
+            "def load():\n    from infomark.tools.hosts import TABLE\n"
+            "    from infomark.tools import something\n"
+        ),
+    }
+    edges = {
+        name: dict(imports_in(text, name, name in packages, known))
+        for name, text in sources.items()
+    }
+    assert _cycles(without_reexports(edges, packages)) == []  # what the cycle test sees
+    assert into_own_package(edges, packages) == [
+        "infomark.tools.hosts.core:2 imports its own package infomark.tools.hosts "
+        "(take the name from its submodule)",
+        "infomark.tools.hosts.core:3 imports its own package infomark.tools "
+        "(take the name from its submodule)",
+    ]
 
 
 def test_a_module_named_in_a_string_is_a_dependency() -> None:

@@ -88,7 +88,7 @@ def common(fn: F) -> F:
         if store:
             # Everything this command runs (the facade, serve, its workers) uses this store,
             # as if $INFOMARK_STORE named it; restored when the command ends.
-            from infomark.ledger.store import STORE_ENV
+            from infomark.ledger.store.select import STORE_ENV
 
             before = os.environ.get(STORE_ENV)
             os.environ[STORE_ENV] = store
@@ -147,7 +147,7 @@ def read_input(source: str | None) -> str:
         try:
             data = Path(source).read_bytes()
         except OSError as exc:
-            raise click.UsageError(f"cannot read {source}: {exc.strerror}") from None
+            raise click.UsageError(f"cannot read {source}: {exc.strerror}") from exc
     return data.decode("utf-8", "replace")
 
 
@@ -157,7 +157,7 @@ def parse_input_json(text: str) -> dict[str, object]:
     except json.JSONDecodeError as exc:
         raise click.BadParameter(
             f"not JSON: {exc.msg} at column {exc.colno}", param_hint="--input"
-        ) from None
+        ) from exc
     if not isinstance(data, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--input")
     return data
@@ -177,7 +177,7 @@ def require_home() -> Path:
     if (home / "ledger.db").is_file():
         return home
     from infomark.ledger.keys import KEY_ENV
-    from infomark.ledger.store import STORE_ENV
+    from infomark.ledger.store.select import STORE_ENV
 
     keyed = (home / "key").is_file() or bool(os.environ.get(KEY_ENV))  # the secret-manager route
     if keyed and ((home / "store").is_file() or os.environ.get(STORE_ENV)):

@@ -228,7 +228,7 @@ def report(name: str | None, html: Path | None, md: Path | None, fail_on: str) -
             try:
                 path.write_text(text(story, key_id=key_id), encoding="utf-8")
             except OSError as exc:
-                raise click.UsageError(f"cannot write {path}: {exc.strerror}") from None
+                raise click.UsageError(f"cannot write {path}: {exc.strerror}") from exc
             if not opts()["json"]:
                 click.echo(f"wrote {path}")
     if opts()["json"]:

@@ -123,14 +123,14 @@ def _rates(values: tuple[str, ...]) -> Any:
             )
         try:
             kw[key] = float(num)
-        except ValueError:
+        except ValueError as exc:
             raise click.BadParameter(
                 f"{v!r}: {num!r} is not a number", param_hint="--rate"
-            ) from None
+            ) from exc
     try:
         return FailureRates(**kw)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--rate") from None
+        raise click.BadParameter(str(exc), param_hint="--rate") from exc
 
 
 def _progress(r: RunRecord) -> None:
@@ -365,7 +365,7 @@ def replay_cmd(
         try:
             doc = tomllib.loads(config_file.read_text("utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise click.BadParameter(f"{config_file}: {exc}", param_hint="--config") from None
+            raise click.BadParameter(f"{config_file}: {exc}", param_hint="--config") from exc
         from infomark.gates.config import Config
 
         today = Config.from_dict(

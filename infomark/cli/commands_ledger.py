@@ -70,7 +70,7 @@ def ingest(source: str | None, strict: bool) -> None:
 
 def _refuse_syntax_errors(text: str) -> None:
     """``ingest --strict``: every error diagnostic on stderr (or as JSON), nothing applied."""
-    from infomark.ledger.parser import parse_message
+    from infomark.ledger.parse.parser import parse_message
 
     errors = parse_message(text).errors
     if not errors:
@@ -120,7 +120,7 @@ def record(
         try:
             output = output_file.read_bytes()
         except OSError as exc:
-            raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from None
+            raise click.BadParameter(str(exc.strerror), param_hint="--output-file") from exc
     else:
         output = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
     with open_gk(writes=True) as gk:

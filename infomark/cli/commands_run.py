@@ -167,7 +167,7 @@ def send_cmd(message: str, sender: str) -> None:
         if opts()["json"]:
             emit_json({"delivered": False, "session": session, "reason": exc.reason})
         click.echo(f"Error: {exc}", err=True)
-        raise CliExit(EXIT_DENY) from None
+        raise CliExit(EXIT_DENY) from exc
     if opts()["json"]:
         emit_json({"delivered": True, "session": session, "message_id": got.message_id})
     else:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from infomark.cli.base import EXIT_VERIFY, CliExit, common, emit_json, open_gk, opts
 from infomark.kernel.profiles import PROFILES, Profile
+
+if TYPE_CHECKING:  # annotations only: the install module loads when the command runs
+    from infomark.tools.install import Installed
 
 __all__ = ["register"]
 
@@ -106,13 +109,10 @@ def install_claude_code_cmd(
     The checks are added to Claude Code's permissions.allow (removed by --uninstall). Says so
     when nothing changed (exit 0 either way).
     """
-    from infomark.tools.install import Installed, install_claude_code, uninstall_claude_code
+    from infomark.tools.install import uninstall_claude_code
 
     chosen: list[str] = []
     wrote_config: Path | None = None
-    configured = True
-    if not uninstall:
-        chosen, configured = _project_checks(root, list(checks), yes, as_json, profile)
     if uninstall:
         done = uninstall_claude_code(scope=scope, root=root)
         if not done.changed:
@@ -120,50 +120,11 @@ def install_claude_code_cmd(
         else:
             text = f"removed infomark hooks from {done.path}"
     else:
-
-        def _install() -> Installed:
-            return install_claude_code(
-                scope=scope,
-                root=root,
-                home=home,
-                http_url=http_url,
-                sandbox=not no_sandbox,
-                checks=chosen,
-            )
-
-        done = _install()
-        if not configured:  # only once the settings are written: never half an install
-            from infomark.tools.install import write_project_config
-
-            wrote_config = write_project_config(root, profile, chosen)
-            if wrote_config is not None:  # the sandbox's denyWrite names the new file too
-                _install()
-        if not done.changed:
-            text = f"infomark hooks already installed in {done.path}; nothing changed"
-        else:
-            text = f"installed infomark hooks into {done.path}"
-        if wrote_config is not None:
-            text += f"\nwrote {wrote_config} (profile {profile})"
-        if chosen:
-            text += "\nchecks a finish needs (allowed to run in Claude Code): " + ", ".join(
-                f"`{c}`" for c in chosen
-            )
-        if http_url:
-            text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
-        if not no_sandbox:
-            from infomark.tools.install_sandbox import missing_tools
-
-            if done.changed:
-                text += (
-                    "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
-                )
-            missing = missing_tools()
-            if missing:
-                text += (
-                    f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, "
-                    "missing here: it will refuse to start (sandbox.failIfUnavailable); "
-                    "install them (apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
-                )
+        chosen, configured = _project_checks(root, list(checks), yes, as_json, profile)
+        done, wrote_config = _install(
+            scope, root, home, http_url, not no_sandbox, chosen, None if configured else profile
+        )
+        text = _installed_text(done, wrote_config, profile, chosen, http_url, not no_sandbox)
     if as_json:
         emit_json(
             {
@@ -176,6 +137,80 @@ def install_claude_code_cmd(
         )
     else:
         click.echo(text)
+
+
+def _install(
+    scope: str,
+    root: Path,
+    home: Path | None,
+    http_url: str | None,
+    sandbox: bool,
+    chosen: list[str],
+    new_profile: str | None,
+) -> tuple[Installed, Path | None]:
+    """The hooks installed, then (``new_profile``: the project has no configuration) its
+    infomark.toml written and the hooks installed again; what the first install did, and the
+    config written."""
+    from infomark.tools.install import install_claude_code
+
+    def install() -> Installed:
+        return install_claude_code(
+            scope=scope, root=root, home=home, http_url=http_url, sandbox=sandbox, checks=chosen
+        )
+
+    done = install()
+    if new_profile is None:
+        return done, None
+    from infomark.tools.install import write_project_config
+
+    # only once the settings are written: never half an install
+    wrote_config = write_project_config(root, new_profile, chosen)
+    if wrote_config is not None:  # the sandbox's denyWrite names the new file too
+        install()
+    return done, wrote_config
+
+
+def _installed_text(
+    done: Installed,
+    wrote_config: Path | None,
+    profile: str,
+    chosen: list[str],
+    http_url: str | None,
+    sandbox: bool,
+) -> str:
+    """What an install says: where, the config it wrote, the checks, the forwarding, and
+    Claude Code's sandbox."""
+    if not done.changed:
+        text = f"infomark hooks already installed in {done.path}; nothing changed"
+    else:
+        text = f"installed infomark hooks into {done.path}"
+    if wrote_config is not None:
+        text += f"\nwrote {wrote_config} (profile {profile})"
+    if chosen:
+        text += "\nchecks a finish needs (allowed to run in Claude Code): " + ", ".join(
+            f"`{c}`" for c in chosen
+        )
+    if http_url:
+        text += f"\nthe hooks forward to {http_url} (token read from the home, never the env)"
+    return text + (_sandbox_text(done.changed) if sandbox else "")
+
+
+def _sandbox_text(changed: bool) -> str:
+    """Claude Code's Bash sandbox: on (when the install changed the settings), and a warning
+    when the tools it needs are missing here (it will refuse to start)."""
+    from infomark.tools.install_sandbox import missing_tools
+
+    text = ""
+    if changed:
+        text += "\nClaude Code's Bash sandbox is on: the agent's commands cannot read the home"
+    missing = missing_tools()
+    if missing:
+        text += (
+            f"\nWARNING: Claude Code's sandbox needs {' and '.join(missing)}, "
+            "missing here: it will refuse to start (sandbox.failIfUnavailable); "
+            "install them (apt-get install -y bubblewrap socat) or re-run with --no-sandbox"
+        )
+    return text
 
 
 def _project_checks(

@@ -32,7 +32,7 @@ def _hook_process(args: list[str]) -> int:
     import os
 
     gc.disable()
-    from infomark.ledger.journal import keep_wal_at_exit
+    from infomark.ledger.store.journal import keep_wal_at_exit
     from infomark.tools.hooks.dispatch import run_hook
 
     keep_wal_at_exit()  # no checkpoint and WAL deletion at close: the next hook reuses them

@@ -184,9 +184,9 @@ def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
         try:
             with open(path, "rb") as f:
                 raw = f.read()
-        except OSError:
+        except OSError as exc:
             if explicit:
-                raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from None
+                raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from exc
             continue
         if os.path.splitext(path)[1] in (".yaml", ".yml"):
             from infomark.gates.config_yaml import read_runtime_config
@@ -199,7 +199,7 @@ def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
         try:
             doc = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
         if os.path.basename(path) == "pyproject.toml":
             section = doc.get("tool", {}).get("infomark")
             if section is None:

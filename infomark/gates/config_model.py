@@ -201,7 +201,7 @@ def validate_config(doc: dict[str, Any], *, source: str) -> dict[str, Any]:
             problems.append(f"  {where}: {err['msg']}")
         raise ConfigError(
             f"{source}: invalid infomark configuration:\n" + "\n".join(problems)
-        ) from None
+        ) from exc
     data = model.model_dump()
     data["policies"] = {k: data.pop(k) for k in _POLICY_KEYS}
     return data

@@ -72,7 +72,7 @@ def _parse(lines: list[tuple[int, int, str]], i: int, indent: int, src: str) -> 
             try:
                 items.append(_scalar(body))
             except ValueError as exc:
-                raise ConfigError(f"{src}: line {lineno}: {exc}") from None
+                raise ConfigError(f"{src}: line {lineno}: {exc}") from exc
             i += 1
         return items, i
     mapping: dict[str, Any] = {}
@@ -87,7 +87,7 @@ def _parse(lines: list[tuple[int, int, str]], i: int, indent: int, src: str) -> 
             try:
                 mapping[key] = _scalar(rest)
             except ValueError as exc:
-                raise ConfigError(f"{src}: line {lineno}: {exc}") from None
+                raise ConfigError(f"{src}: line {lineno}: {exc}") from exc
         elif i < len(lines) and lines[i][1] > indent:
             mapping[key], i = _parse(lines, i, lines[i][1], src)
         else:

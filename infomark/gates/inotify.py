@@ -147,7 +147,7 @@ class TreeWatch:
             except FileNotFoundError:
                 return
             except OSError as exc:
-                raise FeedBroken(f"{path}: {exc.strerror}") from None
+                raise FeedBroken(f"{path}: {exc.strerror}") from exc
         mask = _DIR if is_dir else _SELF
         if not is_dir and os.path.isdir(path) and not os.path.islink(path):
             mask = _SELF | _NAMES  # a tracked directory (a submodule): its entries change it

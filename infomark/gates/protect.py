@@ -139,17 +139,27 @@ def installation_paths() -> list[str]:
     return out
 
 
-def _settings(path: str) -> bool:
-    return (
-        pure_name(path).casefold() in _SETTINGS_NAMES
-        and pure_parent_name(path).casefold() == ".claude"
+def _settings(path: str) -> str:
+    """The host whose hook settings (or launcher) ``path`` is, "" when none."""
+    if pure_name(path).casefold() not in _SETTINGS_NAMES:
+        return ""
+    return {".claude": "Claude Code", ".gemini": "Gemini CLI"}.get(
+        pure_parent_name(path).casefold(), ""
     )
 
 
-def _host_hooks(path: str) -> str:
+def _host_hooks(path: str, root: StrPath) -> str:
     """What of a host's hook wiring ``path`` is ("" when none): editing it switches them off."""
-    if _settings(path):
-        return "holds the Claude Code hook settings"
+    host = _settings(path)
+    if host:
+        return f"holds the {host} hook settings"
+    if _within(path, os.path.join(resolve_path(str(root), root), ".gemini")) or (
+        pure_name(path).casefold() == ".env" and pure_parent_name(path).casefold() == ".gemini"
+    ):
+        return (
+            "is Gemini CLI's configuration (its hooks, the .env it loads into its own "
+            "environment, its extensions): a change there reaches past infomark's sandbox"
+        )
     if _opencode_plugin(path):
         return "is the OpenCode plugin (or its launcher) that runs infomark's hooks"
     return ""
@@ -397,7 +407,7 @@ def protected(
                 DecisionCode.PROTECTED_CONFIG.value,
                 f"{path} may change [tool.infomark], infomark's configuration",
             )
-        hooks = _host_hooks(path)
+        hooks = _host_hooks(path, root)
         if hooks:
             return _ask(DecisionCode.PROTECTED_CONFIG.value, f"{path} {hooks}")
         if any(_within(path, where) for where in install):

@@ -9,7 +9,7 @@ a premise whose page changed, or could not be fetched, loses its stamp (``diverg
 from __future__ import annotations
 
 from infomark.ledger.engine import Ledger
-from infomark.ledger.source_stamp import Refetch, recheck_sources, web_premises
+from infomark.ledger.stamps.source import Refetch, recheck_sources, web_premises
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

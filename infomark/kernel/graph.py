@@ -65,11 +65,11 @@ class Edge:
     def __post_init__(self) -> None:
         try:
             kind = EdgeKind(self.kind)
-        except ValueError:
+        except ValueError as exc:
             allowed = ", ".join(k.value for k in EdgeKind)
             raise GraphError(
                 f"edge {self.src}→{self.dst}: unknown kind {self.kind!r}; use one of {allowed}"
-            ) from None
+            ) from exc
         object.__setattr__(self, "kind", kind)
 
 

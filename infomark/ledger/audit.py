@@ -15,7 +15,7 @@ from typing import Any
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.engine import Ledger
 from infomark.ledger.state import SessionState
-from infomark.ledger.store_base import EventRow
+from infomark.ledger.store.base import EventRow
 from infomark.ledger.verify import Problem, _Replay, _verify, verify_session
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]

@@ -15,8 +15,8 @@ from infomark.kernel.errors import BlockSyntaxError
 from infomark.kernel.graph import DEFAULT_GRAPH, TERMINALS
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import asdict, dataclass, field
-from infomark.ledger.locate import BLOCK_KEYWORDS
-from infomark.ledger.locate_keys import is_key
+from infomark.ledger.parse.locate import BLOCK_KEYWORDS
+from infomark.ledger.parse.locate_keys import is_key
 
 __all__ = [
     "AUTHORITIES",

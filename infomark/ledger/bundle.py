@@ -17,9 +17,9 @@ from typing import Any
 from infomark.kernel.errors import UserError
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import GENESIS, event_hash
 from infomark.ledger.keys import check_private, write_private
 from infomark.ledger.state import SessionState, apply
+from infomark.ledger.store.journal import GENESIS, event_hash
 
 __all__ = ["BUNDLE_FORMAT", "export_bundle", "public_key_hex", "verify_bundle"]
 
@@ -88,7 +88,7 @@ def verify_bundle(path: Path, *, expected_public_key: str | None = None) -> dict
     try:
         bundle = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path} is not a readable bundle: {exc}") from None
+        raise UserError(f"{path} is not a readable bundle: {exc}") from exc
     if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT:
         raise UserError(f"{path} is not an {BUNDLE_FORMAT} bundle")
     problems: list[str] = []

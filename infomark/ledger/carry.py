@@ -34,7 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from infomark.ledger.source_stamp import SourceContext
+    from infomark.ledger.stamps.source import SourceContext
 
 __all__ = [
     "GONE",

@@ -34,8 +34,8 @@ from infomark.ledger.lineage import inherits
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerRules, check_artifacts, shell_text
 from infomark.ledger.state import SessionState, apply, state_from_dict
-from infomark.ledger.store import open_blobs, open_journal
-from infomark.ledger.store_base import BaseJournal, EventRow
+from infomark.ledger.store.base import BaseJournal, EventRow
+from infomark.ledger.store.select import open_blobs, open_journal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -442,13 +442,13 @@ class Ledger:
         the text is already known to be a duplicate (the check under the lock decides, and
         parses there only in the rare case the two disagree).
         """
-        from infomark.ledger.locate import may_contain_blocks
+        from infomark.ledger.parse.locate import may_contain_blocks
 
         digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         blocks = may_contain_blocks(text)
         parsed = None
         if blocks and not (dedupe and digest in self._state.ingested):
-            from infomark.ledger.parser import parse_message
+            from infomark.ledger.parse.parser import parse_message
 
             parsed = parse_message(text)
         return digest, blocks, parsed
@@ -476,7 +476,7 @@ class Ledger:
                     self._cursor(cursor)
                 return report
             if blocks and parsed is None:
-                from infomark.ledger.parser import parse_message
+                from infomark.ledger.parse.parser import parse_message
 
                 parsed = parse_message(text)
             if parsed is not None:
@@ -531,19 +531,19 @@ class Ledger:
     def _apply_blocks(self, blocks: list[Any], report: IngestReport) -> None:
         # the judges load with the first block (off the hook's hot path, like the parser)
         from infomark.ledger.claims import apply_ledger
-        from infomark.ledger.stamps import apply_divergence, apply_stamp
+        from infomark.ledger.stamps.rules import apply_divergence, apply_stamp
 
         for block in blocks:
             kind = block.kind
             if kind == "claim_ledger":
                 apply_ledger(self, block, report)
             elif kind in ("oracle_stamp", "inference_stamp"):
-                from infomark.ledger.source_stamp import guard_web
+                from infomark.ledger.stamps.source import guard_web
 
                 if not guard_web(self, block, report):  # web pages: source_stamp only
                     apply_stamp(self, block, report)
             elif kind == "source_stamp":
-                from infomark.ledger.source_stamp import apply_source_stamp
+                from infomark.ledger.stamps.source import apply_source_stamp
 
                 apply_source_stamp(self, block, report)
             elif kind == "divergence_event":

@@ -246,8 +246,8 @@ def stamps_backed(
     """The stamps an evidence of this class and outcome (and ``record``) can back, exactly.
 
     A page fetch (a web tool such as ``WebFetch``, or a shell ``curl``/``wget`` of a URL:
-    :func:`infomark.ledger.sources.web_source` of ``record``) backs a ``source_stamp`` when it
-    fetched (PASS or OBSERVED) and is not a search, and nothing else. Otherwise an
+    :func:`infomark.ledger.stamps.sources.web_source` of ``record``) backs a ``source_stamp``
+    when it fetched (PASS or OBSERVED) and is not a search, and nothing else. Otherwise an
     oracle_stamp needs execution evidence: ``result=PASS`` a PASS run, ``result=FAIL`` or
     ``EXPECTED_FAIL`` a FAIL run; an inference_stamp needs execution or observation evidence
     whose outcome is PASS or OBSERVED; ERROR, web and ineligible evidence back nothing. A
@@ -256,7 +256,7 @@ def stamps_backed(
     ``Read`` of a file a fetch of this session wrote is refused as ``ineligible_evidence``.
     """
     if record is not None and _may_fetch(evidence_class, record):
-        from infomark.ledger.sources import web_source  # only for a possible fetch
+        from infomark.ledger.stamps.sources import web_source  # only for a possible fetch
 
         page = web_source(record)
         if page is not None:

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import EventRow
+from infomark.ledger.store.journal import EventRow
 
 __all__ = ["follow_events"]
 

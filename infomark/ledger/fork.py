@@ -34,9 +34,9 @@ from infomark.kernel.records import asdict
 from infomark.kernel.session_id import check_session_id
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import EventRow
 from infomark.ledger.lineage import fork_origin, issued_in
 from infomark.ledger.state import ClaimState, SessionState, apply
+from infomark.ledger.store.journal import EventRow
 
 __all__ = ["comparable_state", "fork_session", "merge_session", "replay_session"]
 

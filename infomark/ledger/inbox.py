@@ -31,8 +31,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from infomark.ledger.conn import Conn
-    from infomark.ledger.store_base import BaseJournal
+    from infomark.ledger.store.base import BaseJournal
+    from infomark.ledger.store.conn import Conn
 
 __all__ = [
     "MAX_MESSAGE_CHARS",

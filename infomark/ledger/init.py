@@ -9,9 +9,9 @@ from typing import Any
 
 from infomark.kernel.errors import ConfigError
 from infomark.ledger.home import ensure_private_dir
-from infomark.ledger.journal import Journal
 from infomark.ledger.keys import check_private, load_key, write_private
-from infomark.ledger.store import open_journal, pick_store, remember_store, resolve_store
+from infomark.ledger.store.journal import Journal
+from infomark.ledger.store.select import open_journal, pick_store, remember_store, resolve_store
 
 __all__ = ["ensure_token", "init_home"]
 
@@ -30,7 +30,7 @@ def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
     """Create (or tighten) a home; with a PostgreSQL store, create or migrate its schema.
 
     ``store`` (or ``$INFOMARK_STORE``) a ``postgresql://`` URL: the schema is created or
-    upgraded (:func:`infomark.ledger.pg.init_store`), and an explicit ``store`` is
+    upgraded (:func:`infomark.ledger.store.pg.init_store`), and an explicit ``store`` is
     remembered in ``<home>/store`` for every later opener of this home.
     """
     ensure_private_dir(home)
@@ -42,11 +42,11 @@ def init_home(home: Path, store: str | None = None) -> dict[str, Any]:
         Journal(home / "ledger.db", key).close()
         return {"home": str(home), "key_id": key.key_id, "db": str(home / "ledger.db")}
     try:
-        from infomark.ledger.pg import init_store
-    except ImportError:
+        from infomark.ledger.store.pg import init_store
+    except ImportError as exc:
         raise ConfigError(
             "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
-        ) from None
+        ) from exc
     info = init_store(url)
     if store:
         remember_store(home, url)

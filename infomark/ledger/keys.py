@@ -93,6 +93,7 @@ def load_key(home: StrPath, *, create: bool = True) -> Key:
         try:
             return Key.from_bytes(bytes.fromhex(env.strip()))
         except ValueError:
+            # from None: the cause would be the parse error of the key's own text
             raise KeyFileError(f"{KEY_ENV} must be hex (e.g. 64 hex digits)") from None
     path = os.path.join(home, "key")
     if not os.path.exists(path):

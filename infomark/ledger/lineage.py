@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from infomark.ledger.store_base import BaseJournal
+    from infomark.ledger.store.base import BaseJournal
 
 __all__ = ["MAX_DEPTH", "ancestry", "fork_origin", "inherits", "issued_in"]
 

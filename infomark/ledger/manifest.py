@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-    from infomark.ledger.conn import Conn
+    from infomark.ledger.store.conn import Conn
 
 __all__ = [
     "SCHEMA",

@@ -2,8 +2,8 @@
 
 How parsed blocks change a session's claims, one module a kind of block: a ``claim_ledger``
 (:mod:`infomark.ledger.claims`), an ``oracle_stamp`` / ``inference_stamp`` and a
-``divergence_event`` (:mod:`infomark.ledger.stamps`), a ``source_stamp``
-(:mod:`infomark.ledger.source_stamp`). Each judges one block against the current state and
+``divergence_event`` (:mod:`infomark.ledger.stamps.rules`), a ``source_stamp``
+(:mod:`infomark.ledger.stamps.source`). Each judges one block against the current state and
 emits events; the reducer in :mod:`infomark.ledger.state` applies them. Only the runtime
 raises a claim into G, and only through a stamp bound to evidence it issued. This module is
 what they share and what the hook's hot path needs (:func:`check_artifacts`, the rules): the

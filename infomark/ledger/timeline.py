@@ -17,7 +17,7 @@ from typing import Any
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import EventRow
+from infomark.ledger.store.journal import EventRow
 
 __all__ = [
     "DEFAULT_FAIL_ON",

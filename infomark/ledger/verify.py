@@ -19,7 +19,7 @@ from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
-from infomark.ledger.store_base import _STR, GENESIS, EventRow, event_hash, loads_object
+from infomark.ledger.store.base import _STR, GENESIS, EventRow, event_hash, loads_object
 
 __all__ = ["Problem", "verify_session"]
 

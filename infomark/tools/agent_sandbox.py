@@ -10,7 +10,8 @@ MCP proxy's downstream server) and for the policy written into Claude Code's set
   operator token lives), the host's transcripts (``~/.claude/projects``), and any file the
   caller adds (an ``--operator-token-file``);
 * **read-only**: the hook launchers and hook settings (``.claude/infomark-hook``,
-  ``.claude/settings.json``, ``.claude/settings.local.json``, the user's), infomark's own
+  ``.claude/settings.json``, ``.claude/settings.local.json``, the user's; the project's whole
+  ``.gemini/`` directory, where Gemini CLI reads its hooks and its ``.env``), infomark's own
   configuration files in the project, and the hook's whole Python environment: the
   interpreter's prefix (the virtual environment), every directory the hook imports from
   (infomark's package and every third-party package it loads, such as ``tree_sitter``);
@@ -46,6 +47,7 @@ __all__ = [
 
 _CONFIG_FILES = ("infomark.toml", "infomark.yaml", "infomark.yml")
 _HOOK_FILES = (LAUNCHER_NAME, "settings.json", "settings.local.json")
+_HOOK_DIRS = (".claude", ".gemini")  # Claude Code's and Gemini CLI's hook settings
 _SCRATCH = ("/tmp", "/var/tmp")  # noqa: S108 (shared scratch space, bound as it is)
 
 
@@ -110,8 +112,8 @@ def agent_paths(
     env = os.environ if environ is None else environ
     root = _real(project)
     user = _user_home(env)
-    hooks = [os.path.join(root, ".claude", f) for f in _HOOK_FILES]
-    hooks += [os.path.join(user, ".claude", f) for f in _HOOK_FILES]
+    hooks = [os.path.join(d, h, f) for d in (root, user) for h in _HOOK_DIRS for f in _HOOK_FILES]
+    hooks.append(os.path.join(root, ".gemini"))  # Gemini's hooks, .env, extensions, policies
     configs = [os.path.join(root, f) for f in _CONFIG_FILES]
     if env.get("INFOMARK_CONFIG"):
         configs.append(env["INFOMARK_CONFIG"])

@@ -4,7 +4,7 @@ SQLite checkpoints its WAL inside the commit that grows it past ``wal_autocheckp
 pages: that commit copies the WAL into the database and fsyncs it before it returns, so
 about one request in ninety paid for everyone's writes (the service's p99). In the service
 every pooled session's connection has automatic checkpoints off
-(:meth:`~infomark.ledger.journal.Journal.defer_checkpoints`) and this thread runs them
+(:meth:`~infomark.ledger.store.journal.Journal.defer_checkpoints`) and this thread runs them
 instead, on its own connection: ``PRAGMA wal_checkpoint(PASSIVE)``, which neither waits for
 nor blocks readers and writers, once :data:`EVERY` requests have been served since the
 last one, and once more when the service stops. The hook processes of the same home keep

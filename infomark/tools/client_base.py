@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import httpx
 
@@ -35,6 +35,7 @@ DEFAULT_URL = "http://127.0.0.1:8765"
 TOKEN_ENV = "INFOMARK_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 TIMEOUT = 30.0
 R = TypeVar("R")
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)  # the transport
 
 
 class ServiceError(InfomarkError):
@@ -93,20 +94,44 @@ def _encode(body: Mapping[str, Any]) -> bytes:
     try:
         return json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
-        raise UserError(f"the request cannot be sent as JSON ({exc}); pass plain data") from None
+        raise UserError(f"the request cannot be sent as JSON ({exc}); pass plain data") from exc
 
 
-class ClientBase:
-    """The URL, the token, the session and the error mapping, for both transports."""
+class ClientBase(Generic[H]):
+    """The URL, the token, the session and the error mapping, for both transports.
+
+    ``http`` shares an existing httpx client (its connection pool); a client given one does
+    not close it.
+    """
 
     def __init__(
-        self, base_url: str, token: str | None, session: str, home: Path | str | None
+        self,
+        base_url: str = DEFAULT_URL,
+        token: str | None = None,
+        session: str = "default",
+        home: Path | str | None = None,
+        *,
+        timeout: float = TIMEOUT,
+        http: H | None = None,
     ) -> None:
         self._req = Requests(session)
         self.base_url = _base_url(base_url)
         self.home = Path(home) if home is not None else None
         self.token = _resolve_token(token, self.home)
         self._headers = _headers(self.token)  # per request: a shared httpx client works too
+        self._timeout = timeout
+        self._owns = http is None
+        self._http: H = http if http is not None else self._connect(timeout)
+
+    def _connect(self, timeout: float) -> H:
+        """A new httpx client of this transport (closed with this client)."""
+        raise NotImplementedError
+
+    def with_session(self, session: str) -> Self:
+        """A client of another session sharing this one's connections."""
+        return type(self)(
+            self.base_url, self.token, session, self.home, timeout=self._timeout, http=self._http
+        )
 
     @property
     def session(self) -> str:
@@ -173,11 +198,11 @@ class ClientBase:
             raise error
         try:
             data = response.json()
-        except ValueError:
+        except ValueError as exc:
             raise ServiceError(
                 "bad_response",
                 f"the service at {self.base_url} answered with something that is not JSON; "
                 "is base_url an infomark service?",
                 status=response.status_code,
-            ) from None
+            ) from exc
         return call.decode(data)

@@ -88,7 +88,7 @@ def _mode(path: Path) -> int:
 def _store(home: Path) -> str | None:
     """The home's PostgreSQL store URL (None: its SQLite file), by the store rules
     (``--store`` aside: ``$INFOMARK_STORE``, then ``<home>/store``). Raises ConfigError."""
-    from infomark.ledger.store import resolve_store
+    from infomark.ledger.store.select import resolve_store
 
     return resolve_store(home)
 
@@ -397,14 +397,14 @@ def journal_activity(home: Path) -> Activity:
     """Every session's story, hook errors, evidence refs and packs; never written to."""
     from infomark.kernel.errors import InfomarkError
     from infomark.ledger.keys import load_key
-    from infomark.ledger.store import open_journal
+    from infomark.ledger.store.select import open_journal
     from infomark.ledger.timeline import summarize
 
     act = Activity()
     if not has_journal(home):
         act.readable, act.why = False, f"no journal at {home / 'ledger.db'}"
         return act
-    try:  # the home's store, SQLite or PostgreSQL (ledger/store.py)
+    try:  # the home's store, SQLite or PostgreSQL (ledger/store/select.py)
         journal = open_journal(home, load_key(home, create=False))
     except (InfomarkError, OSError) as exc:
         act.readable, act.why = False, str(exc)

@@ -175,11 +175,91 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
     ))  # fmt: skip
     if spec.name == "codex" and root / spec.config_dir / spec.config_file in installed:
         out += _codex_sandbox(root, user_home)
+    if spec.name == "gemini":
+        out += _gemini_sandbox(spec, installed, root, user_home)
     if spec.name == "codex":
         out.append(Finding(
             spec.name, "hooks_trusted", "info",
             "Codex runs a non-managed hook only once trusted in /hooks (recorded by its hash; "
             "a reinstall that changes the command needs trusting again): doctor cannot see it",
+        ))  # fmt: skip
+    return out
+
+
+def _others_rewriting(spec: HostSpec, path: Path) -> list[str]:
+    """Commands of other ``BeforeTool`` hooks in ``path`` that see ``run_shell_command``."""
+    import re
+
+    data, _error = read_json(path)
+    groups = data.get("hooks", {}).get("BeforeTool") if isinstance(data, dict) else None
+    out = []
+    for group in groups if isinstance(groups, list) else []:
+        if not isinstance(group, dict):
+            continue
+        matcher = group.get("matcher")
+        try:
+            sees = not matcher or re.search(str(matcher), "run_shell_command") is not None
+        except re.error:
+            sees = True
+        for hook in (group.get("hooks") or []) if sees else []:
+            command = hook.get("command") if isinstance(hook, dict) else None
+            if isinstance(command, str) and f" hook {spec.name}" not in command:
+                out.append(command)
+    return out
+
+
+def _gemini_sandbox(
+    spec: HostSpec, installed: dict[Path, set[str]], root: Path, user_home: Path
+) -> list[Finding]:
+    """infomark's BeforeTool hook wraps Gemini CLI's shell commands in bubblewrap, and Gemini
+    loads no project ``.env`` (one would run code in its shell, outside the sandbox)."""
+    import os
+
+    from infomark.tools import sandbox
+    from infomark.tools.hosts.gemini_sandbox import env_stop_present, env_switch_on
+
+    if not any("BeforeTool" in events for events in installed.values()):
+        return []
+    out = []
+    env = {k: v for k, v in os.environ.items() if k.startswith("GEMINI_CLI_SYSTEM_")}
+    if not env_switch_on(str(root), {**env, "HOME": str(user_home)}):
+        out.append(Finding(
+            spec.name, "local_env", "problem",
+            "Gemini CLI's settings do not set advanced.ignoreLocalEnv: a .env the agent "
+            "writes in the project is loaded into Gemini's environment at its next start "
+            "(BASH_ENV runs code in its shell, outside infomark's sandbox), so the agent's "
+            "own runs ground nothing (unsandboxed_run)",
+            f"`infomark install {spec.name}` (and no advanced.ignoreLocalEnv: false in a "
+            "settings file that overrides the project's)",
+        ))  # fmt: skip
+    elif not env_stop_present(str(root)):
+        out.append(Finding(
+            spec.name, "local_env", "problem",
+            "the project has no .gemini/.env, so Gemini CLI goes on looking for one in the "
+            "folders above the project, which the agent's commands may write (under /tmp or "
+            "~/.cache): its BASH_ENV would run code outside infomark's sandbox, so the "
+            "agent's own runs ground nothing (unsandboxed_run)",
+            f"`infomark install {spec.name}` (it writes a comment-only .gemini/.env)",
+        ))  # fmt: skip
+    for path in installed:
+        for command in _others_rewriting(spec, path):
+            out.append(Finding(
+                spec.name, "shell_rewrite", "warning",
+                f"{path}: another BeforeTool hook sees run_shell_command ({command[:80]}): if it "
+                "rewrites the command infomark wrapped, that run leaves infomark's sandbox and "
+                "the session's own runs ground nothing from then on",
+                "keep infomark's the only hook that rewrites run_shell_command",
+            ))  # fmt: skip
+    if sandbox.probe().backend is sandbox.SandboxBackend.BWRAP:
+        out.append(Finding(spec.name, "shell_sandbox", "ok",
+                           "infomark's BeforeTool hook runs Gemini CLI's shell commands in "
+                           "bubblewrap (the ledger home hidden)"))  # fmt: skip
+    else:
+        out.append(Finding(
+            spec.name, "shell_sandbox", "problem",
+            "bubblewrap cannot run here: Gemini CLI's shell commands run unsandboxed, so in "
+            "the enforcing profiles the agent's own runs ground nothing (unsandboxed_run)",
+            "apt-get install -y bubblewrap (and allow unprivileged user namespaces)",
         ))  # fmt: skip
     return out
 

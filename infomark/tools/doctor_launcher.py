@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from infomark.kernel.errors import UserError
 from infomark.tools.doctor import Finding
 from infomark.tools.install import hook_argv, hook_form
-from infomark.tools.launcher import read_launcher, render
+from infomark.tools.launcher import Launcher, read_launcher, render
 
 __all__ = ["CC", "REINSTALL", "launcher_findings"]
 
@@ -31,8 +32,9 @@ def _launcher_of(command: str, settings: Path) -> Path | None:
 
 
 def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Finding]:
-    """The hook launcher each settings file runs: there, executable, its interpreter and
-    package present; an entry still of the older form (the console script, with ``site``)."""
+    """The hook launcher each settings file runs (each launcher judged once, by
+    :func:`_judge`); an entry still of the older form (the console script, with ``site``),
+    once per settings file."""
     out: list[Finding] = []
     seen: set[Path] = set()
     older: set[Path] = set()
@@ -44,86 +46,126 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
         if launcher is None:
             if path not in older:
                 older.add(path)
-                out.append(
-                    Finding(
-                        CC,
-                        "hook_launcher",
-                        "warning",
-                        f"{path}: the hooks run {shlex.split(command)[0] if command else '?'} "
-                        "with Python's site (every .pth file in site-packages and the user "
-                        "site runs inside the gatekeeper before it decides, and each call "
-                        "starts slower)",
-                        "run `infomark install claude-code`: it writes the isolated launcher "
-                        "(python -I -S) beside the settings and points every entry at it",
-                    )
-                )
-            continue
-        if launcher in seen:
-            continue
-        seen.add(launcher)
-        if not launcher.exists():
-            # PYTHON -I -S LAUNCHER: not checked yet
-            if hook_argv(command, path)[0] != str(launcher):
-                out.append(
-                    Finding(
-                        CC,
-                        "hook_launcher",
-                        "problem",
-                        f"{path}: the hooks run the launcher {launcher}, which does not exist",
-                        REINSTALL,
-                    )
-                )
-            continue  # otherwise a hook_command problem already
-        beside = path.parent / launcher.name  # shown as the settings file is (relative)
-        if beside.resolve() == launcher.resolve():
-            launcher = beside
-        try:
-            found = read_launcher(launcher)
-        except UserError as exc:
-            out.append(Finding(CC, "hook_launcher", "problem", str(exc), REINSTALL))
-            continue
-        for where in found.exposed():
-            out.append(
-                Finding(
-                    CC,
-                    "hook_launcher",
-                    "problem",
-                    f"{where} is writable by group or others: they could swap the hook "
-                    "launcher for one that lets every call through",
-                    f"chmod go-w {shlex.quote(str(where))}",
-                )
-            )
-        problems = found.problems()
-        if problems:
-            out.append(
-                Finding(
-                    CC,
-                    "hook_launcher",
-                    "problem",
-                    f"the hook launcher {launcher} cannot run the hook: "
-                    + "; ".join(problems)
-                    + " (it denies every PreToolUse and refuses Stop until it is rewritten)",
-                    REINSTALL + " from the environment infomark is installed in",
-                )
-            )
-            continue
-        out.append(
+                out.append(_older_form(path, command))
+        elif launcher not in seen:
+            seen.add(launcher)
+            out += _judge(path, command, launcher)
+    return out
+
+
+def _older_form(path: Path, command: str) -> Finding:
+    """An entry that runs the console script starts Python with ``site``: a warning."""
+    return Finding(
+        CC,
+        "hook_launcher",
+        "warning",
+        f"{path}: the hooks run {shlex.split(command)[0] if command else '?'} "
+        "with Python's site (every .pth file in site-packages and the user "
+        "site runs inside the gatekeeper before it decides, and each call "
+        "starts slower)",
+        "run `infomark install claude-code`: it writes the isolated launcher "
+        "(python -I -S) beside the settings and points every entry at it",
+    )
+
+
+def _judge(path: Path, command: str, launcher: Path) -> list[Finding]:
+    """One launcher: it exists and reads as one infomark wrote, then :data:`LAUNCHER_CHECKS`
+    in order."""
+    if not launcher.exists():
+        # PYTHON -I -S LAUNCHER: not checked yet; otherwise a hook_command problem already
+        if hook_argv(command, path)[0] == str(launcher):
+            return []
+        return [
             Finding(
                 CC,
                 "hook_launcher",
-                "ok",
-                f"the hooks start isolated: {launcher} runs {found.python} -I -S",
+                "problem",
+                f"{path}: the hooks run the launcher {launcher}, which does not exist",
+                REINSTALL,
             )
-        )
-        if found.python == sys.executable and launcher.read_text("utf-8") != render():
-            out.append(
-                Finding(
-                    CC,
-                    "hook_launcher",
-                    "warning",
-                    f"the hook launcher {launcher} is not what this infomark would write "
-                    "(another version, or infomark or tree-sitter moved)",
-                    REINSTALL,
-                )
-            )
+        ]
+    beside = path.parent / launcher.name  # shown as the settings file is (relative)
+    try:
+        found = read_launcher(beside if beside.resolve() == launcher.resolve() else launcher)
+    except UserError as exc:
+        return [Finding(CC, "hook_launcher", "problem", str(exc), REINSTALL)]
+    out: list[Finding] = []
+    for check, final in LAUNCHER_CHECKS:
+        findings = check(found)
+        out += findings
+        if findings and final:
+            break
     return out
+
+
+def _not_writable_by_others(found: Launcher) -> list[Finding]:
+    """Neither the launcher nor its directory is writable by group or others (who could swap
+    it for one that lets every call through)."""
+    return [
+        Finding(
+            CC,
+            "hook_launcher",
+            "problem",
+            f"{where} is writable by group or others: they could swap the hook "
+            "launcher for one that lets every call through",
+            f"chmod go-w {shlex.quote(str(where))}",
+        )
+        for where in found.exposed()
+    ]
+
+
+def _can_run_the_hook(found: Launcher) -> list[Finding]:
+    """Its interpreter, recorded paths and infomark package are there (else it denies every
+    PreToolUse and refuses Stop)."""
+    problems = found.problems()
+    if not problems:
+        return []
+    return [
+        Finding(
+            CC,
+            "hook_launcher",
+            "problem",
+            f"the hook launcher {found.path} cannot run the hook: "
+            + "; ".join(problems)
+            + " (it denies every PreToolUse and refuses Stop until it is rewritten)",
+            REINSTALL + " from the environment infomark is installed in",
+        )
+    ]
+
+
+def _starts_isolated(found: Launcher) -> list[Finding]:
+    """A launcher that can run starts the hook isolated (``python -I -S``): ok."""
+    return [
+        Finding(
+            CC,
+            "hook_launcher",
+            "ok",
+            f"the hooks start isolated: {found.path} runs {found.python} -I -S",
+        )
+    ]
+
+
+def _as_this_infomark_writes_it(found: Launcher) -> list[Finding]:
+    """A launcher of this interpreter is what this infomark would write now."""
+    if found.python != sys.executable or found.path.read_text("utf-8") == render():
+        return []
+    return [
+        Finding(
+            CC,
+            "hook_launcher",
+            "warning",
+            f"the hook launcher {found.path} is not what this infomark would write "
+            "(another version, or infomark or tree-sitter moved)",
+            REINSTALL,
+        )
+    ]
+
+
+#: ``(check, final)``: the checks of a launcher infomark wrote, in order; a ``final`` check
+#: that finds something ends the launcher's checks
+LAUNCHER_CHECKS: tuple[tuple[Callable[[Launcher], list[Finding]], bool], ...] = (
+    (_not_writable_by_others, False),
+    (_can_run_the_hook, True),
+    (_starts_isolated, False),
+    (_as_this_infomark_writes_it, False),
+)

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
@@ -37,14 +35,19 @@ import httpx
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.tools.client_base import (
     DEFAULT_URL,
-    TIMEOUT,
     TOKEN_ENV,
     ClientBase,
     ServiceError,
     ServiceUnavailable,
 )
 from infomark.tools.client_core import Call, RemoteEvent, Requests
-from infomark.wrapping import GatedResult, gated_tool, outcome_of, result_of, wrap_executor
+from infomark.wrapping import (
+    GatedResult,
+    gated_async_tool,
+    gated_tool,
+    wrap_async,
+    wrap_executor,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -84,33 +87,15 @@ def _async(
     return method
 
 
-class Client(ClientBase):
+class Client(ClientBase[httpx.Client]):
     """A blocking client of one session on the infomark service (thread-safe).
 
     ``http`` shares an existing ``httpx.Client`` (its connection pool); a client
     given one does not close it.
     """
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        token: str | None = None,
-        session: str = "default",
-        home: Path | str | None = None,
-        *,
-        timeout: float = TIMEOUT,
-        http: httpx.Client | None = None,
-    ) -> None:
-        super().__init__(base_url, token, session, home)
-        self._timeout = timeout
-        self._owns = http is None
-        self._http = http or httpx.Client(timeout=timeout, trust_env=self._trust_env)
-
-    def with_session(self, session: str) -> Client:
-        """A client of another session sharing this one's connections."""
-        return Client(
-            self.base_url, self.token, session, self.home, timeout=self._timeout, http=self._http
-        )
+    def _connect(self, timeout: float) -> httpx.Client:
+        return httpx.Client(timeout=timeout, trust_env=self._trust_env)
 
     def close(self) -> None:
         if self._owns:
@@ -188,29 +173,11 @@ class Client(ClientBase):
         return gated_tool(self, name=name, tool_class=tool_class)
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(ClientBase[httpx.AsyncClient]):
     """The asyncio client: :class:`Client`'s methods as coroutines."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        token: str | None = None,
-        session: str = "default",
-        home: Path | str | None = None,
-        *,
-        timeout: float = TIMEOUT,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(base_url, token, session, home)
-        self._timeout = timeout
-        self._owns = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout, trust_env=self._trust_env)
-
-    def with_session(self, session: str) -> AsyncClient:
-        """A client of another session sharing this one's connections."""
-        return AsyncClient(
-            self.base_url, self.token, session, self.home, timeout=self._timeout, http=self._http
-        )
+    def _connect(self, timeout: float) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout, trust_env=self._trust_env)
 
     async def aclose(self) -> None:
         if self._owns:
@@ -293,7 +260,7 @@ class AsyncClient(ClientBase):
         """
         if not inspect.iscoroutinefunction(executor):
             raise TypeError("AsyncClient.wrap needs an async executor; use Client.wrap for sync")
-        return self._gated(executor, tool_class)
+        return wrap_async(self, executor, tool_class=tool_class)
 
     def tool(
         self, name: str | None = None, *, tool_class: str | None = None
@@ -303,47 +270,4 @@ class AsyncClient(ClientBase):
         It reports its outcome as ``Gatekeeper.tool``'s functions do
         (:func:`~infomark.wrapping.outcome_of`).
         """
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Awaitable[GatedResult]]:
-            tool_name = name or fn.__name__
-
-            async def run(call: ToolCall) -> ToolOutcome:
-                started = time.perf_counter()
-                result = fn(**dict(call.input))
-                if inspect.isawaitable(result):
-                    result = await result
-                return outcome_of(result, started)
-
-            gated = self._gated(run, tool_class)
-
-            @functools.wraps(fn)
-            async def call_tool(**kwargs: Any) -> GatedResult:
-                return await gated(ToolCall(tool=tool_name, input=kwargs))
-
-            return call_tool
-
-        return deco
-
-    def _gated(
-        self, executor: Callable[[ToolCall], Awaitable[ToolOutcome]], tool_class: str | None
-    ) -> Callable[[ToolCall], Awaitable[GatedResult]]:
-        @functools.wraps(executor)
-        async def gated(call: ToolCall) -> GatedResult:
-            decision = await self.authorize(call, tool_class=tool_class)
-            if not decision.allowed:
-                return result_of(decision)
-            started = time.perf_counter()
-            try:
-                outcome = outcome_of(await executor(call), started)
-            except Exception as exc:  # a tool error is evidence (ERROR), not a crash
-                msg = f"{type(exc).__name__}: {exc}"
-                elapsed = (time.perf_counter() - started) * 1000
-                outcome = ToolOutcome(output=msg, error=msg, is_error=True, duration_ms=elapsed)
-            evidence = await self.record(
-                call, outcome, tool_class=tool_class, call_id=decision.call_id or None
-            )
-            return result_of(
-                decision, outcome, evidence, self.after_tool_text(call, outcome, evidence)
-            )
-
-        return gated
+        return gated_async_tool(self, name=name, tool_class=tool_class)

@@ -142,7 +142,7 @@ def _load(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise UserError(
             f"{path} is not valid JSON ({exc}); fix it first, nothing was changed"
-        ) from None
+        ) from exc
     if not isinstance(data, dict):
         raise UserError(f"{path} must hold a JSON object; nothing was changed")
     return data
@@ -382,11 +382,11 @@ def check_service(url: str, home: Path) -> None:
         raise UserError(f"--http needs an http:// URL, not {url!r}")
     try:
         token = (home / "token").read_text("utf-8").strip()
-    except OSError:
+    except OSError as exc:
         raise UserError(
             f"no service token in {home / 'token'}: start `infomark serve` for this home first "
             "(or pass --home); nothing was changed"
-        ) from None
+        ) from exc
     probe = urllib.request.Request(  # noqa: S310 (the scheme is checked above)
         hook_url(base),
         data=b'{"hook_event_name": "Notification", "session_id": "infomark-install-probe"}',
@@ -401,11 +401,11 @@ def check_service(url: str, home: Path) -> None:
         raise UserError(
             f"the service at {base} refused the hook probe (HTTP {exc.code}); is it serving "
             f"the home {home}? Nothing was changed"
-        ) from None
+        ) from exc
     except (OSError, urllib.error.URLError) as exc:
         raise UserError(
             f"nothing answers at {base} ({exc}); start `infomark serve` first. Nothing was changed"
-        ) from None
+        ) from exc
 
 
 def uninstall_claude_code(*, scope: str = "project", root: Path) -> Installed:

@@ -73,7 +73,7 @@ def _pragma(journal: Any) -> str | None:
 def quick_verify(journal: Any, *, pages: bool = True) -> list[str]:
     """Problems found in the journal (empty: it passes): the page check (``pages``), then
     the head and the tail of every session's chain."""
-    from infomark.ledger.journal import GENESIS, Journal
+    from infomark.ledger.store.journal import GENESIS, Journal
     from infomark.tools.hooks.failsafe import _ROW_SQL, _full_check, _verify_rows
 
     problems: list[str] = []
@@ -139,8 +139,8 @@ def check_mark(home: StrPath) -> None:
 def integrity_findings(home: StrPath) -> list[Any]:
     """``infomark doctor``'s journal check: the quick verify; a failure marks the home (the
     hooks then fail closed), a pass clears an earlier mark."""
-    from infomark.ledger.journal import Journal
     from infomark.ledger.keys import load_key
+    from infomark.ledger.store.journal import Journal
     from infomark.tools.doctor import Finding
 
     db = os.path.join(os.fspath(home), "ledger.db")

@@ -423,7 +423,7 @@ def main(args: Sequence[str]) -> None:
         os.execvp(program[0], program)  # noqa: S606 (the program the sandbox runs)
     except OSError as exc:
         sys.stderr.write(f"{program[0]}: {exc.strerror}\n")
-        raise SystemExit(127) from None
+        raise SystemExit(127) from exc
 
 
 if __name__ == "__main__":

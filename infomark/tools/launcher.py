@@ -284,7 +284,7 @@ def read_launcher(path: Path) -> Launcher:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path} cannot be read ({exc})") from None
+        raise UserError(f"{path} cannot be read ({exc})") from exc
     first, _, rest = text.partition("\n")
     if not first.startswith("#!") or not rest.startswith(_MARK):
         raise UserError(f"{path} is not an infomark hook launcher")
@@ -293,8 +293,8 @@ def read_launcher(path: Path) -> Launcher:
     for key, value in _LINE.findall(text):
         try:
             values[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            raise UserError(f"{path}: its {key} line does not parse") from None
+        except (ValueError, SyntaxError) as exc:
+            raise UserError(f"{path}: its {key} line does not parse") from exc
     version, paths = values.get("PYTHON"), values.get("PATHS")
     if not isinstance(version, tuple) or not isinstance(paths, list):
         raise UserError(f"{path} lacks its PYTHON or PATHS line")

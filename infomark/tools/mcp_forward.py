@@ -229,7 +229,7 @@ class Forwarder:
         except Exception as exc:  # fail closed: no decision, no read
             raise MCPError(
                 types.INTERNAL_ERROR, f"[infomark error] could not decide on {uri}: {exc}"
-            ) from None
+            ) from exc
         if not decision.allowed:
             verb = "denied" if decision.verdict.value == "deny" else "held for approval"
             raise MCPError(

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from infomark.gates.decision import Decision
-    from infomark.ledger.source_stamp import Refetch
+    from infomark.ledger.stamps.source import Refetch
     from infomark.tools.protocol import LedgerTools
 
     class Refetching(Protocol):

@@ -56,10 +56,10 @@ def load_operator_token(path: Path | str, home: Path) -> str:
         try:
             check_private(p)
         except InfomarkError as exc:  # say which option it is about
-            raise UserError(f"--operator-token-file: {exc}") from None
+            raise UserError(f"--operator-token-file: {exc}") from exc
         token = p.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--operator-token-file {p} cannot be read: {exc}") from None
+        raise UserError(f"--operator-token-file {p} cannot be read: {exc}") from exc
     if len(token) < _MIN_LEN:
         raise UserError(
             f"--operator-token-file {p} holds no usable token (16 characters at least); "
@@ -87,7 +87,7 @@ def read_token_fd(fd: int) -> str:
             f"--operator-token-fd {fd} cannot be read ({exc.strerror}); open it in the shell "
             f"that starts the service, e.g. `infomark serve --operator-token-fd {fd} "
             f"{fd}<~/.config/infomark/operator-token`"
-        ) from None
+        ) from exc
     token = raw.decode("utf-8", "replace").strip()
     if len(token) < _MIN_LEN:
         raise UserError(f"--operator-token-fd {fd} holds no usable token (16 characters at least)")

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from infomark.kernel.errors import ConfigError, UserError
 from infomark.ledger.engine import ON_OPEN, Ledger
-from infomark.ledger.journal import EventRow
+from infomark.ledger.store.journal import EventRow
 
 __all__ = [
     "OTEL_ENV",
@@ -97,7 +97,7 @@ def _tracer(tracer_provider: Any | None) -> Any:
     try:
         from opentelemetry import trace
     except ImportError as exc:
-        raise _unavailable(exc) from None
+        raise _unavailable(exc) from exc
     from infomark._version import __version__
 
     if tracer_provider is not None:
@@ -214,7 +214,7 @@ def _exporters(env: Mapping[str, str], timeout_s: float | None) -> list[Any]:
 
                 out.append(OTLPSpanExporter(endpoint=_endpoint(env), timeout=timeout_s))
     except ImportError as exc:
-        raise _unavailable(exc) from None
+        raise _unavailable(exc) from exc
     return out
 
 

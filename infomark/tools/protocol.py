@@ -1,29 +1,32 @@
-"""What the integrations need from a gatekeeper, as a :class:`typing.Protocol`.
+"""What the integrations need from a gatekeeper.
 
-The HTTP service's handlers, its session pool and the MCP proxy drive a session through
-:class:`SessionLike` (and the MCP ledger tools through :class:`LedgerTools`); they never
-need the concrete :class:`~infomark.gatekeeper.Gatekeeper` class. Only the composition
-roots that *open* sessions (``create_app``, ``run_proxy``) name it. ``Gatekeeper``
-satisfies both protocols structurally; mypy checks that where they are wired.
+The session API is declared once, by :class:`~infomark.gatekeeper.Gatekeeper`'s public
+methods: the async facade forwards each of them (``_off_loop``), the HTTP routes
+(:data:`~infomark.tools.routes.OPERATIONS`, ``facade=``) serve them and both clients mirror
+them (``tests/tools/test_client_mirror.py``, ``tests/test_session_api.py``). So the HTTP
+service and its session pool drive a session as :data:`SessionLike`, the facade itself, not a
+copy of its signatures. The MCP ledger tools use the small :class:`LedgerTools` protocol: the
+calls they make, as they make them (``Gatekeeper`` satisfies it; mypy checks that where the
+proxy is wired).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
+from infomark.gatekeeper import Gatekeeper
 from infomark.wrapping import GatedSession
 
 if TYPE_CHECKING:
     from infomark.gatekeeper import GateView, LedgerView
     from infomark.gates.decision import FinishDecision
-    from infomark.ledger.audit import AuditReport
-    from infomark.ledger.calls import ToolCall
     from infomark.ledger.evidence import Evidence
-    from infomark.ledger.journal import EventRow
     from infomark.ledger.report import IngestReport
 
 __all__ = ["LedgerTools", "SessionLike"]
+
+#: Everything the HTTP service serves: one session, one method per route (the facade).
+SessionLike: TypeAlias = Gatekeeper
 
 
 class LedgerTools(GatedSession, Protocol):
@@ -32,14 +35,7 @@ class LedgerTools(GatedSession, Protocol):
     @property
     def session(self) -> str: ...
 
-    def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> IngestReport: ...
+    def ingest(self, text: str, *, source: str = "assistant") -> IngestReport: ...
 
     def ledger(self) -> LedgerView: ...
 
@@ -48,41 +44,3 @@ class LedgerTools(GatedSession, Protocol):
     def can_finish(self, final_text: str = "") -> FinishDecision: ...
 
     def evidence(self, ref: str) -> Evidence | None: ...
-
-
-class SessionLike(LedgerTools, Protocol):
-    """Everything the HTTP service serves: one session, one method per route."""
-
-    def close(self) -> None: ...
-
-    def classify(
-        self, call: ToolCall, tool_class: str | None = None
-    ) -> tuple[str, tuple[str, ...], tuple[str, ...]]: ...
-
-    def approve(self, *, by: str = "operator", note: str = "") -> None: ...
-
-    def new_turn(self, prompt: str | None = None) -> str: ...
-
-    def move(self, gate: str) -> dict[str, Any]: ...
-
-    def host_report(
-        self,
-        *,
-        tokens_used: int | None = None,
-        context_window: int | None = None,
-        compacted: bool = False,
-    ) -> str: ...
-
-    def context_view(self, budget: int = 1200) -> str: ...
-
-    def compaction_context(self) -> str: ...
-
-    def state_document(self) -> dict[str, Any]: ...
-
-    def audit(self, verify: bool = True) -> AuditReport: ...
-
-    def fork(self, as_session: str, upto: int | None = None) -> SessionLike: ...
-
-    def merge_from(self, session: str) -> dict[str, Any]: ...
-
-    def events(self, *, after: int = 0) -> Iterator[EventRow]: ...

@@ -136,5 +136,5 @@ def operation(name: str) -> Operation:
     """The route called ``name`` (a ``KeyError`` names the known ones)."""
     try:
         return _BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"no route {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None
+    except KeyError as exc:
+        raise KeyError(f"no route {name!r}; known: {', '.join(sorted(_BY_NAME))}") from exc

@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -36,12 +36,11 @@ from starlette.routing import Route
 from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
-from infomark.kernel.errors import UserError
 from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
-from infomark.ledger.store import pick_store, resolve_store
+from infomark.ledger.store.select import pick_store, resolve_store
 from infomark.tools.api_models import (
     ApproveRequest,
     AuditOut,
@@ -205,22 +204,21 @@ class _Service:
         hook host judged (the hook route reads the host's settings) is kept, unless it says
         "sandboxed" and the service has no declaration: these routes never turn a session
         to "sandboxed" without the operator."""
-        live = cast("Gatekeeper", gk)  # the pool holds what create_app opened: Gatekeepers
-        box = live.state.agent_sandbox
+        box = gk.state.agent_sandbox
         mine = self.sandbox
         if box and box.get("host") != HTTP_HOST and (mine.sandboxed or not box.get("sandboxed")):
             return ""
         if not box and mine.sandboxed:
             return ""  # nothing recorded counts the runs already: the operator vouches for them
-        live.record_sandbox(mine.sandboxed, host=mine.host, detail=mine.detail, fix=mine.fix)
+        gk.record_sandbox(mine.sandboxed, host=mine.host, detail=mine.detail, fix=mine.fix)
         if mine.sandboxed:
             return ""
-        state = live.state
+        state = gk.state
         since = state.unsandboxed[-1][0] if state.unsandboxed else 0
         if state.cursors.get(WARNED_CURSOR) == since:
             return ""
-        live.store_cursor(WARNED_CURSOR, since)
-        return warning(mine, enforcing=live.config.profile.enforcing)
+        gk.store_cursor(WARNED_CURSOR, since)
+        return warning(mine, enforcing=gk.config.profile.enforcing)
 
     async def health(self, request: Request) -> Response:
         return json_response(
@@ -324,8 +322,6 @@ class _Service:
         body = await read_model(request, CheckRequest, self.limit)
 
         def run(gk: SessionLike) -> CheckResult:
-            if not isinstance(gk, Gatekeeper):  # pragma: no cover - the pool opens Gatekeepers
-                raise UserError("attested runs need a session opened by this service")
             return attested_check(gk, body.claim_id)
 
         result = await self.pool.run(s, run)
@@ -370,7 +366,7 @@ class _Service:
         def go() -> dict[str, Any]:
             from infomark.ledger.inbox import Inbox, InboxRefused
             from infomark.ledger.keys import load_key
-            from infomark.ledger.store import open_journal
+            from infomark.ledger.store.select import open_journal
 
             journal = open_journal(home, load_key(home), self.pool.store)
             inbox = Inbox(journal)
@@ -378,7 +374,7 @@ class _Service:
                 got = inbox.send(session, body.message, sender=body.sender)
             except InboxRefused as exc:  # 409: nothing was delivered; the reason says why
                 detail = [{"loc": "session", "msg": exc.reason, "type": "inbox_refused"}]
-                raise ApiError(409, exc.code, str(exc), detail) from None
+                raise ApiError(409, exc.code, str(exc), detail) from exc
             finally:
                 inbox.close()
                 journal.close()
@@ -492,12 +488,11 @@ class _Service:
             config, error = await pool.project_config(root)
 
             def go(gk: SessionLike) -> Any:
-                # The pool holds what create_app opened: Gatekeepers.
                 return handle_hook(
                     payload,
                     home=pool.home,
                     root=root,
-                    gatekeeper=cast("Gatekeeper", gk),
+                    gatekeeper=gk,
                     config_error=error,
                     # a broken configuration: an enforcing profile, as _profile reads it
                     profile=config.profile if error is None else Profile.LEDGER,

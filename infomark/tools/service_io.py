@@ -126,7 +126,7 @@ def path_session(request: Request) -> str:
     try:
         return check_session_id(str(request.path_params["session"]))
     except InvalidSessionError as exc:
-        raise ApiError(400, exc.code, str(exc)) from None
+        raise ApiError(400, exc.code, str(exc)) from exc
 
 
 def _reject_constant(name: str) -> Any:
@@ -151,9 +151,9 @@ def _parse_json(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ApiError(400, "bad_json", "the request body is nested too deeply") from None
+        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ApiError(400, "bad_json", "the request body is nested too deeply") from exc
 
 
 async def read_model(request: Request, model: type[M], limit: int) -> M:
@@ -162,7 +162,7 @@ async def read_model(request: Request, model: type[M], limit: int) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(exc) from None
+        raise _validation_error(exc) from exc
 
 
 def query_bool(request: Request, name: str, default: bool) -> bool:
@@ -301,10 +301,10 @@ def record_outcome(body: RecordRequest) -> ToolOutcome:
     if body.output_encoding == "base64":
         try:
             output = base64.b64decode(body.output, validate=True)
-        except (binascii.Error, ValueError):
+        except (binascii.Error, ValueError) as exc:
             raise ApiError(
                 400, "invalid_request", "output: not valid base64 (output_encoding is base64)"
-            ) from None
+            ) from exc
     return ToolOutcome(
         output=output,
         exit_code=body.exit_code,

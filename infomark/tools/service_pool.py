@@ -30,8 +30,8 @@ from infomark.gates.config import Config, load_config
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.keys import load_key
-from infomark.ledger.store import open_journal
-from infomark.ledger.store_base import BaseJournal
+from infomark.ledger.store.base import BaseJournal
+from infomark.ledger.store.select import open_journal
 from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.protocol import SessionLike
 
@@ -47,10 +47,7 @@ _MAX_PROJECTS = 256
 
 def _defer_checkpoints(gk: SessionLike) -> None:
     """The session's journal leaves checkpoints to the pool's checkpointer."""
-    store = getattr(gk, "store", None)
-    journal = getattr(store, "journal", None)
-    if isinstance(journal, BaseJournal):
-        journal.defer_checkpoints()
+    gk.store.journal.defer_checkpoints()
 
 
 @dataclass

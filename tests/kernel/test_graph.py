@@ -550,8 +550,15 @@ def _foreign(modules: list[str]) -> list[str]:
 
 
 def test_foreign_module_filter() -> None:
-    sample = ["json", "_io", "infomark", "infomark.kernel.graph", "lark", "infomark.ledger.parser"]
-    assert _foreign(sample) == ["lark", "infomark.ledger.parser"]
+    sample = [
+        "json",
+        "_io",
+        "infomark",
+        "infomark.kernel.graph",
+        "lark",
+        "infomark.ledger.parse.parser",
+    ]
+    assert _foreign(sample) == ["lark", "infomark.ledger.parse.parser"]
 
 
 def test_kernel_imports_only_the_standard_library(tmp_path: object) -> None:

@@ -167,7 +167,7 @@ def test_contains_the_canonical_example() -> None:
 
 def test_protocol_text_parses_to_exactly_the_example_ledger() -> None:
     from infomark.ledger.blocks import LedgerBlock
-    from infomark.ledger.parser import parse_message
+    from infomark.ledger.parse.parser import parse_message
 
     parsed = parse_message(TEXT)
     assert parsed.errors == []

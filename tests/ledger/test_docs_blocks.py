@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.parser import parse_message
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "blocks.md"
 _MARKER = re.compile(r"<!--\s*(example|example-error):\s*([^>]*?)\s*-->")

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infomark.ledger.canonical import canonical_json
-from infomark.ledger.journal import _ENCODE, event_body, event_hash
+from infomark.ledger.store.journal import _ENCODE, event_body, event_hash
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
     ['"', "\\", "\n", "\x00", "\x7f", "é", "\u2028", "😀", '{"a":"b\\"c"}']

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infomark.ledger import parser
 from infomark.ledger.engine import Ledger
+from infomark.ledger.parse import parser
 
 TEXT = "claim_ledger:\n  claims:\n    - id: C1\n      status: Guess\n  premises_for_plan: [C1]\n"
 

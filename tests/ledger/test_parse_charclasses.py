@@ -1,7 +1,7 @@
 """The parser's str-method checks are the regular expressions they stand for.
 
 A hook process parses one message, so the parser compiles no pattern on its way
-(:mod:`infomark.ledger.locate_keys`, :mod:`infomark.ledger.blocks`, the scanner): each
+(:mod:`infomark.ledger.parse.locate_keys`, :mod:`infomark.ledger.blocks`, the scanner): each
 check here is compared with the pattern it replaces, on text drawn from the characters
 that matter and from all of Unicode.
 """
@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infomark.ledger.blocks import CLAIM_ID_PATTERN, KEY_PATTERN, is_claim_id, is_key
-from infomark.ledger.locate import quote_stop
-from infomark.ledger.locate_keys import _is_name, _key, key_at, keyword_at
-from infomark.ledger.parse_scan import _key_end
+from infomark.ledger.parse.locate import quote_stop
+from infomark.ledger.parse.locate_keys import _is_name, _key, key_at, keyword_at
+from infomark.ledger.parse.scan import _key_end
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)?")
 TRICKY = st.text(alphabet="aZ_9.-: *`=\"'\\\t\u00e9\u0130\u212a\n", max_size=14)

@@ -1,7 +1,7 @@
 """The standard-library LALR driver is lark's parser: same tables, same trees, same errors.
 
 The parser runs the tables ``scripts/gen_parse_table.py`` generates from ``blocks.lark``
-(``infomark/ledger/parse_table.py``) with its own driver, so no process that parses a
+(``infomark/ledger/parse/table.py``) with its own driver, so no process that parses a
 block imports lark. Here lark itself is the reference: it builds the grammar from
 ``blocks.lark`` (with a lexer that replays the scanner's tokens, as the parser did before
 the tables) and the same node builders; on every generated input both must build equal
@@ -25,12 +25,12 @@ from lark import Token as LarkToken
 from lark.exceptions import UnexpectedInput
 from lark.lexer import Lexer, LexerState
 
-from infomark.ledger.locate import Candidate, locate
-from infomark.ledger.parse_diagnose import Problem
-from infomark.ledger.parse_lalr import Token, UnexpectedToken, parse
-from infomark.ledger.parse_scan import Tokenizer
-from infomark.ledger.parse_tree import RULES
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.diagnose import Problem
+from infomark.ledger.parse.lalr import Token, UnexpectedToken, parse
+from infomark.ledger.parse.locate import Candidate, locate
+from infomark.ledger.parse.parser import parse_message
+from infomark.ledger.parse.scan import Tokenizer
+from infomark.ledger.parse.tree import RULES
 from infomark.ledger.render import render_block
 from tests.ledger.test_parser_properties import BLOCKS, NOISE, WRAPPERS
 
@@ -61,7 +61,7 @@ def reference() -> tuple[Lark, Transformer[Any, Any]]:
                 pos = (meta.line, meta.column, meta.end_line, meta.end_column)
             return RULES[str(data)](children, pos)
 
-    grammar = (ROOT / "infomark" / "ledger" / "blocks.lark").read_text(encoding="utf-8")
+    grammar = (ROOT / "infomark" / "ledger" / "parse" / "blocks.lark").read_text(encoding="utf-8")
     lark = Lark(grammar, parser="lalr", lexer=Replay, propagate_positions=True, strict=True)
     return lark, ToNodes()
 
@@ -135,7 +135,7 @@ def test_tables_are_generated_from_the_grammar_as_it_is() -> None:
 def test_the_parser_never_imports_lark() -> None:
     code = (
         "import sys\n"
-        "from infomark.ledger.parser import parse_message\n"
+        "from infomark.ledger.parse.parser import parse_message\n"
         "p = parse_message('claim_ledger:\\n  claims:\\n    - id: C1\\n'\n"
         "                  'oracle_stamp: C1 PASS\\ngate: G9 {\\nclaim_ledger: [\\n')\n"
         "assert len(p.blocks) == 2 and p.errors, p\n"

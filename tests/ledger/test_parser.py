@@ -17,8 +17,8 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
 )
-from infomark.ledger.locate import locate_blocks, may_contain_blocks
-from infomark.ledger.parser import MAX_DEPTH, parse_message
+from infomark.ledger.parse.locate import locate_blocks, may_contain_blocks
+from infomark.ledger.parse.parser import MAX_DEPTH, parse_message
 
 ISSUE_LEDGER = """\
 claim_ledger:
@@ -683,10 +683,10 @@ def test_may_contain_blocks_agrees_with_locate() -> None:
 def test_prose_path_imports_neither_lark_nor_pydantic() -> None:
     code = (
         "import sys\n"
-        "from infomark.ledger.locate import may_contain_blocks\n"
+        "from infomark.ledger.parse.locate import may_contain_blocks\n"
         "assert may_contain_blocks('no blocks here') is False\n"
         "assert 'lark' not in sys.modules and 'pydantic' not in sys.modules\n"
-        "from infomark.ledger.parser import parse_message\n"
+        "from infomark.ledger.parse.parser import parse_message\n"
         "parse_message('prose only\\n' * 100)\n"
         "assert 'lark' not in sys.modules, 'prose must not load lark'\n"
     )

@@ -18,8 +18,8 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
 )
-from infomark.ledger.locate import may_contain_blocks
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.locate import may_contain_blocks
+from infomark.ledger.parse.parser import parse_message
 from infomark.ledger.render import (
     render_block,
     render_gate,

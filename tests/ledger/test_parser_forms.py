@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from test_parser_properties import LEDGERS, check_total, without_spans
 
 from infomark.ledger.blocks import GateBlock, LedgerBlock, ParsedMessage, StampBlock
-from infomark.ledger.locate import may_contain_blocks
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.locate import may_contain_blocks
+from infomark.ledger.parse.parser import parse_message
 from infomark.ledger.render import render_ledger
 
 EV = "ev_0123456789abcdef01234567"
@@ -362,7 +362,7 @@ def test_yaml_tags_anchors_and_aliases_stay_text_and_no_yaml_library_loads() -> 
     code = textwrap.dedent(
         """\
         import sys
-        from infomark.ledger.parser import parse_message
+        from infomark.ledger.parse.parser import parse_message
         text = (
             "claim_ledger:\\n"
             "  claims:\\n"

@@ -20,8 +20,8 @@ from infomark.ledger.blocks import (
     Span,
     StampBlock,
 )
-from infomark.ledger.locate import locate, locate_blocks, may_contain_blocks
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.locate import locate, locate_blocks, may_contain_blocks
+from infomark.ledger.parse.parser import parse_message
 from infomark.ledger.render import (
     CLAIM_KEYS,
     DIVERGENCE_KEYS,

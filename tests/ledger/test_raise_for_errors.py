@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infomark import BlockSyntaxError
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.parser import parse_message
 
 BROKEN = (
     "Plan below.\n"

@@ -1,4 +1,4 @@
-"""The domain rules of infomark.ledger.sources: hosts, URLs, fetch commands (pure functions)."""
+"""The domain rules of infomark.ledger.stamps.sources: hosts, URLs, fetch commands (pure)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infomark.ledger.sources import (
+from infomark.ledger.stamps.sources import (
     DEMOTIONS,
     SourceRules,
     WebSource,

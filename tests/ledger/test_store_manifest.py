@@ -234,7 +234,7 @@ def test_an_emptied_and_recreated_store_next_to_its_key_is_named(
     next open (a new db_id); the marker beside the key still names the original store."""
     home = tmp_path / ".infomark"
     _session(home, "s", 3)
-    from infomark.ledger.pg_schema import TABLES
+    from infomark.ledger.store.pg_schema import TABLES
 
     backend.sql(home, *((f"DELETE FROM {t}", ()) for t in TABLES))
     _session(home, "s", 1)  # the next open makes a fresh manifest; the agent carries on

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from infomark.kernel.errors import StoreBusyError, StoreError
-from infomark.ledger import journal as journal_mod
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import SCHEMA_VERSION, Journal
 from infomark.ledger.keys import Key
+from infomark.ledger.store import journal as journal_mod
+from infomark.ledger.store.journal import SCHEMA_VERSION, Journal
 
 KEY = Key.from_bytes(b"s" * 32)
 _CTX = mp.get_context("fork")  # cheap children: 8 processes x many rounds stays fast

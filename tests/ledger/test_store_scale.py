@@ -22,8 +22,8 @@ from infomark.ledger import engine as engine_mod
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
-from infomark.ledger.pg_schema import fingerprint
-from infomark.ledger.store import remember_store
+from infomark.ledger.store.pg_schema import fingerprint
+from infomark.ledger.store.select import remember_store
 from infomark.ledger.verify import verify_session
 
 KEY = Key.from_bytes(b"t" * 32)

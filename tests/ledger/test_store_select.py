@@ -18,12 +18,12 @@ from store_backends import Backend
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.kernel.errors import ConfigError, StoreError
-from infomark.ledger import pg_schema
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.engine import Ledger
 from infomark.ledger.init import init_home
 from infomark.ledger.keys import Key
-from infomark.ledger.store import STORE_ENV, pick_store, remember_store, resolve_store
+from infomark.ledger.store import pg_schema
+from infomark.ledger.store.select import STORE_ENV, pick_store, remember_store, resolve_store
 
 EXE = str(Path(sys.executable).with_name("infomark"))
 
@@ -79,7 +79,7 @@ def test_a_password_never_reaches_a_message(tmp_path: Path) -> None:
 @pytest.mark.postgres_only
 @pytest.mark.usefixtures("backend")
 def test_schema_versions_none_older_newer(tmp_path: Path, backend: Backend) -> None:
-    from infomark.ledger.pg import init_store
+    from infomark.ledger.store.pg import init_store
 
     assert backend.url is not None
     key = Key.from_bytes(secrets.token_bytes(32))
@@ -97,7 +97,7 @@ def test_schema_versions_none_older_newer(tmp_path: Path, backend: Backend) -> N
 def test_an_older_schema_is_migrated_only_by_init(
     tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from infomark.ledger.pg import init_store
+    from infomark.ledger.store.pg import init_store
 
     assert backend.url is not None
     v2 = (2, "a test migration", "CREATE TABLE extra_v2 (x INTEGER)")

@@ -224,7 +224,7 @@ def test_a_large_text_is_hashed_and_stored_as_its_utf8(
     tmp_path_factory: pytest.TempPathFactory, head: str, filler: str, size: int
 ) -> None:
     """Chunked encoding (48 Ki characters of ASCII, 16 Ki otherwise) across every boundary."""
-    from infomark.ledger.blobs import BlobStore
+    from infomark.ledger.store.blobs import BlobStore
 
     blobs = BlobStore(tmp_path_factory.mktemp("b"))
     text = head + filler * size

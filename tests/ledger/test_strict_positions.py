@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.parser import parse_message
 
 BROKEN = 'claim_ledger:\n  claims:\n    - id: C1\n      text: "never closed\n'
 # the unterminated quote: 4th line of the block, column 13 (1-based)

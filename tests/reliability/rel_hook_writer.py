@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.ledger.keys import load_key
-from infomark.ledger.store import open_journal
+from infomark.ledger.store.select import open_journal
 from infomark.tools.hooks.claude_code import handle
 
 __all__ = ["main"]

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterable
 
-import infomark.ledger.blobs as blobs
+import infomark.ledger.store.blobs as blobs
 import infomark.tools.hooks.dispatch as dispatch
 
 _stuck = _thread.allocate_lock()

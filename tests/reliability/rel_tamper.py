@@ -30,9 +30,9 @@ from infomark.ledger.audit import verify_session
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
-from infomark.ledger.journal import event_hash
-from infomark.ledger.pg_schema import fingerprint
-from infomark.ledger.store import remember_store
+from infomark.ledger.store.journal import event_hash
+from infomark.ledger.store.pg_schema import fingerprint
+from infomark.ledger.store.select import remember_store
 
 __all__ = [
     "FAKE_KID",

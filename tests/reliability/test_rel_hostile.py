@@ -22,7 +22,7 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.blocks import ClaimBlock, LedgerBlock, ParsedMessage, Span
 from infomark.ledger.claims import apply_ledger
 from infomark.ledger.engine import Ledger
-from infomark.ledger.parser import parse_message
+from infomark.ledger.parse.parser import parse_message
 from infomark.ledger.report import IngestReport
 
 # Fragments of the block language and of what breaks naive parsers (no lone surrogates:

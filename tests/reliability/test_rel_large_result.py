@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from infomark.gatekeeper import Gatekeeper
-from infomark.ledger.blobs import BlobStore
+from infomark.ledger.store.blobs import BlobStore
 
 HOOK = Path(__file__).with_name("rel_slow_disk_hook.py")
 SIZE = 100_000_000

@@ -39,7 +39,7 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import EvidenceClass, build_record
-from infomark.ledger.journal import GENESIS, event_hash
+from infomark.ledger.store.journal import GENESIS, event_hash
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from infomark.ledger.journal import Journal
 from infomark.ledger.keys import load_key
+from infomark.ledger.store.journal import Journal
 from infomark.tools.runner.agentfile import AgentSpec, ModelSpec
 from infomark.tools.runner.scripted import ScriptedModelServer
 

@@ -127,8 +127,23 @@ def test_claude_settings_precedence(project: Path, home: Path, tmp_path: Path) -
 
 def test_other_hosts(project: Path, home: Path, tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "user")}
+    gem = agent_sandbox("gemini", project, home, env)  # a project .env would reach its shell
+    assert not gem.sandboxed and "advanced.ignoreLocalEnv" in gem.detail
+    assert "infomark install gemini" in gem.fix
+    gemini = project / ".gemini"
+    gemini.mkdir()
+    (gemini / "settings.json").write_text(json.dumps({"advanced": {"ignoreLocalEnv": True}}))
+    # no .gemini/.env: Gemini would go on to a folder above, which the agent may write
     gem = agent_sandbox("gemini", project, home, env)
-    assert not gem.sandboxed and "infomark run" in gem.fix
+    assert not gem.sandboxed and ".gemini/.env" in gem.detail
+    (gemini / ".env").write_text("# stop\n")
+    gem = agent_sandbox("gemini", project, home, env)  # infomark's hook wraps its commands
+    assert gem.sandboxed is sandboxed.bwrap_usable(home)[0]
+    system = tmp_path / "system.json"  # the system file overrides the project's
+    system.write_text(json.dumps({"advanced": {"ignoreLocalEnv": False}}))
+    env_system = {**env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(system)}
+    assert not agent_sandbox("gemini", project, home, env_system).sandboxed
+    assert not agent_sandbox("opencode", project, home, env).sandboxed
     assert not agent_sandbox("codex", project, home, env).sandboxed
     from infomark.tools.hosts.codex_sandbox import write_policy
 

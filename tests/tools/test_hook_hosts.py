@@ -67,18 +67,28 @@ def test_gemini_denies_an_ungrounded_edit_in_its_own_shape(gem: Gemini) -> None:
     assert "C1 (Hypothetical" in out["reason"] and ORACLE in out["reason"]
 
 
+def _as_run(call: dict[str, Any], out: Any) -> dict[str, Any]:
+    """The call as Gemini runs it: with the hook's rewrite of its input, when there is one."""
+    rewritten = (out or {}).get("hookSpecificOutput", {}).get("tool_input")
+    return {**call, "tool_input": rewritten} if rewritten else call
+
+
 def test_gemini_shell_exit_status_decides_the_evidence(gem: Gemini) -> None:
     gem.say(LEDGER)
     call = {"tool_name": "run_shell_command", "tool_input": {"command": ORACLE}}
-    # allowed; the session's first decision says Gemini's commands are not sandboxed
+    # allowed, and run as Gemini runs the hook's rewrite of it (infomark's sandbox, where
+    # bubblewrap runs; tests/security/test_gemini_sandbox.py); AfterTool gets the rewrite
     code, out, _ = gem.hook("BeforeTool", **call)
-    assert code == 0 and "commands are NOT sandboxed" in json.dumps(out)
+    assert code == 0
+    ran = _as_run(call, out)
     failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
-    _, out, _ = gem.hook("AfterTool", tool_response=failed, **call)
+    _, out, _ = gem.hook("AfterTool", tool_response=failed, **ran)
     ctx = out["hookSpecificOutput"]
     assert ctx["hookEventName"] == "AfterTool" and "outcome=FAIL" in ctx["additionalContext"]
-    assert gem.hook("BeforeTool", **call)[:2] == (0, None)
-    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **call)
+    code, out, _ = gem.hook("BeforeTool", **call)
+    assert code == 0 and "systemMessage" not in (out or {})  # a warning is said once
+    ran = _as_run(call, out)
+    _code, out, _ = gem.hook("AfterTool", tool_response={"llmContent": "Output: ok"}, **ran)
     assert "outcome=PASS" in out["hookSpecificOutput"]["additionalContext"]
     with Gatekeeper.open(gem.project / ".infomark", "g-1", root=gem.project) as gk:
         recorded = [e.payload for e in gk.events() if e.type == "evidence_recorded"]
@@ -302,10 +312,25 @@ def test_install_merges_is_idempotent_relative_and_uninstalls(project: Path) -> 
     assert str(project) not in before.decode()  # a teammate's clone runs the same file
     assert set(data["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "SessionStart",
                                   "BeforeAgent"}  # fmt: skip
+    assert data["advanced"] == {"ignoreLocalEnv": True}  # no project .env in Gemini's env
+    stop = project / ".gemini" / ".env"  # where Gemini's search for a .env stops
+    assert stop.read_text().startswith("# Written by `infomark install gemini`")
+    assert stop.stat().st_mode & 0o777 == 0o600
     assert uninstall_host(spec, root=project).changed
+    assert not stop.exists()  # still install's comment: removed
     assert json.loads(settings.read_text()) == {"theme": "dark", "hooks": {"BeforeTool": [mine]}}
     assert not (project / ".gemini" / "infomark-hook").exists()
+    assert not (project / ".gemini" / "infomark-env.json").exists()
     assert not uninstall_host(spec, root=project).changed
+    # the user's own value comes back; one the user changed after the install stays theirs
+    settings.write_text(json.dumps({"advanced": {"ignoreLocalEnv": False, "x": 1}}))
+    install_host(spec, root=project)
+    assert install_host(spec, root=project).changed is False
+    assert json.loads(settings.read_text())["advanced"] == {"ignoreLocalEnv": True, "x": 1}
+    stop.write_text(stop.read_text() + "GEMINI_API_KEY=mine\n")  # the user's own variables
+    uninstall_host(spec, root=project)
+    assert json.loads(settings.read_text()) == {"advanced": {"ignoreLocalEnv": False, "x": 1}}
+    assert stop.read_text().endswith("GEMINI_API_KEY=mine\n")  # theirs now: kept
 
     codex = load_spec("codex")
     install_host(codex, root=project)
@@ -367,18 +392,27 @@ def test_doctor_sees_each_host_mounted_launcher_and_trust(project: Path, tmp_pat
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
     assert found[("gemini", "installed")] == "ok" and found[("gemini", "launcher")] == "ok"
     assert found[("gemini", "folder_trusted")] == "warning"
+    from infomark.tools import sandbox
+
+    bwrap = sandbox.probe().backend is sandbox.SandboxBackend.BWRAP
+    assert found[("gemini", "shell_sandbox")] == ("ok" if bwrap else "problem")
+    assert ("gemini", "shell_rewrite") not in found
     (user / ".gemini").mkdir()
     trusted = {str(project.resolve()): "TRUST_FOLDER"}
     (user / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     settings = project / ".gemini" / "settings.json"
     data = json.loads(settings.read_text())
     del data["hooks"]["AfterAgent"]  # the finish gate unmounted by hand
+    data["hooks"]["BeforeTool"].append(
+        {"matcher": "run_shell.*", "hooks": [{"type": "command", "command": "./mine.sh"}]}
+    )
     settings.write_text(json.dumps(data))
     (project / ".gemini" / "infomark-hook").unlink()
     found = {(f.area, f.check): f.status for f in agent_findings(project, user)}
     assert ("gemini", "folder_trusted") not in found
     assert found[("gemini", "hook_missing")] == "problem"
     assert found[("gemini", "launcher")] == "problem"
+    assert found[("gemini", "shell_rewrite")] == "warning"  # it could undo infomark's wrapper
 
 
 def test_codex_sandbox_profile_is_merged_kept_out_of_the_users_choice_and_removed(
@@ -443,3 +477,40 @@ def test_a_refusal_a_host_has_no_shape_for_still_blocks(kind: str) -> None:
     out = core.render(bare, "BeforeTool", HookAnswer(stdout, 0, ""))
     assert out.stdout is None and out.exit_code == 2
     assert "not finished" in out.stderr
+
+
+def test_gemini_unwrap_takes_only_infomarks_exact_form() -> None:
+    from infomark.tools.hosts.gemini_sandbox import exec_prefix, unwrap, wrap
+
+    prefix = exec_prefix("/p/.infomark", "/p", ["/p/.gemini/infomark-hook"])
+    assert prefix == "/p/.gemini/infomark-hook hook sandbox-exec --home /p/.infomark --root /p -- "
+    for command in ["pytest -q", "echo 'a b' \"$HOME\"; exit 3", "", "x'y"]:
+        assert unwrap(wrap(command, prefix), prefix) == command
+    for text in [
+        "pytest -q",  # ran as the model wrote it (the hook timed out)
+        prefix + "'x'; cat /p/.infomark/key",  # a second command after the wrapped one
+        prefix + "'x'&&cat /p/.infomark/key",  # one shlex word, two commands to bash
+        prefix + "x y",  # two words: not quoted as infomark quotes
+        prefix.replace("/p/.infomark", "/q") + "'x'",  # another home
+        prefix + "'unterminated",
+        None,
+    ]:
+        assert unwrap(text, prefix) is None, text
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")))
+@settings(max_examples=200, deadline=None)
+def test_gemini_wrap_round_trips_any_command(command: str) -> None:
+    from infomark.tools.hosts.gemini_sandbox import unwrap, wrap
+
+    prefix = "/l hook sandbox-exec --home /h --root /r -- "
+    assert unwrap(wrap(command, prefix), prefix) == command
+
+
+def test_sandbox_exec_refuses_what_it_cannot_read(project: Path) -> None:
+    for args in (["--home", "h"], ["--home", "h", "--root", "r", "--", "a", "b"], ["--x", "1"]):
+        proc = subprocess.run(
+            [EXE, "hook", "sandbox-exec", *args], capture_output=True, text=True, timeout=60,
+            cwd=project, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "infomark hook sandbox-exec" in proc.stderr, args

@@ -21,7 +21,7 @@ from helpers import claude_sandbox_on
 
 from bench._timing import run_own_rss
 from infomark.gatekeeper import Gatekeeper
-from infomark.ledger.blobs import BlobStore
+from infomark.ledger.store.blobs import BlobStore
 
 EXE = str(Path(sys.executable).with_name("infomark"))
 SID = "large"

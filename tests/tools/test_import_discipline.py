@@ -151,21 +151,23 @@ PRETOOL_MODULES = {
     "infomark.kernel.standins.records",
     "infomark.kernel.tools",
     "infomark.ledger",
-    "infomark.ledger.blobs",
+    "infomark.ledger.store.blobs",
     "infomark.ledger.calls",
     "infomark.ledger.canonical",
     "infomark.ledger.engine",
     "infomark.ledger.evidence",
     "infomark.ledger.home",
-    "infomark.ledger.journal",
+    "infomark.ledger.store.journal",
     "infomark.ledger.keys",
     "infomark.ledger.lineage",
     "infomark.ledger.manifest",
     "infomark.ledger.report",
     "infomark.ledger.semantics",
     "infomark.ledger.state",
-    "infomark.ledger.store",  # which store a home uses (issue 19; PostgreSQL loads only for a URL)
-    "infomark.ledger.store_base",  # the journal seam both backends share (issue 19)
+    "infomark.ledger.store",  # the store subpackage (empty __init__: issue 29)
+    # which store a home uses (issue 19; PostgreSQL loads only for a URL)
+    "infomark.ledger.store.select",
+    "infomark.ledger.store.base",  # the journal seam both backends share (issue 19)
     "infomark.tools",
     "infomark.tools.hooks",
     "infomark.tools.hooks.answer",
@@ -187,17 +189,18 @@ FIRST_CALL_ONLY = {"infomark.tools.hooks.sandboxed"}
 # What parsing a block adds to a PreToolUse (a new ledger or stamp in the transcript).
 PARSER_MODULES = {
     "infomark.ledger.blocks",
-    "infomark.ledger.locate",
-    "infomark.ledger.locate_keys",
-    "infomark.ledger.locate_suspects",
-    "infomark.ledger.parse_diagnose",
-    "infomark.ledger.parse_lalr",
-    "infomark.ledger.parse_model",
-    "infomark.ledger.parse_scalars",
-    "infomark.ledger.parse_scan",
-    "infomark.ledger.parse_table",
-    "infomark.ledger.parse_tree",
-    "infomark.ledger.parser",
+    "infomark.ledger.parse",  # the parse subpackage (empty __init__: issue 29)
+    "infomark.ledger.parse.locate",
+    "infomark.ledger.parse.locate_keys",
+    "infomark.ledger.parse.locate_suspects",
+    "infomark.ledger.parse.diagnose",
+    "infomark.ledger.parse.lalr",
+    "infomark.ledger.parse.model",
+    "infomark.ledger.parse.scalars",
+    "infomark.ledger.parse.scan",
+    "infomark.ledger.parse.table",
+    "infomark.ledger.parse.tree",
+    "infomark.ledger.parse.parser",
 }  # not render: the parser quotes with it only a collection it keeps as text
 
 
@@ -296,7 +299,7 @@ def test_parser_loads_only_when_text_holds_a_block(project: Path) -> None:
     )
     modules = result["modules"]
     assert isinstance(modules, list)
-    assert "infomark.ledger.parser" in modules  # needed, so loaded: the lazy path works
+    assert "infomark.ledger.parse.parser" in modules  # needed, so loaded: the lazy path works
     # the parser is standard library: generated LALR tables, records instead of pydantic
     assert _heavy(modules) == []
     assert _slow(modules) == []  # nor typing, contextlib, dataclasses …

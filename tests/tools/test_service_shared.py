@@ -28,7 +28,7 @@ from infomark.kernel.errors import UserError
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.inbox import Inbox
 from infomark.ledger.keys import load_key
-from infomark.ledger.store import open_journal
+from infomark.ledger.store.select import open_journal
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.usefixtures("backend")]
 

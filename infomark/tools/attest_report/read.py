@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from infomark.kernel.runners import ReportFormat
 from infomark.tools.attest_report.model import PreparedRun, RunnerReport
@@ -57,96 +57,25 @@ def _lines(path: str) -> Iterator[dict[str, object]]:
 
 
 def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
-    starts: dict[int, dict[str, object]] = {}
-    finishes: dict[int, dict[str, object]] = {}
-    tamper: list[str] = []
-    tests: dict[str, str] = {}
-    collected = deselected = collection_errors = 0
-    status: int | None = None
-    worker_collected = worker_errors = 0
-    seen_pids: set[int] = set()
-    for doc in _lines(prepared.report_path):
-        kind, pid = doc.get("kind"), doc.get("pid")
-        if kind == "garbage" or not isinstance(pid, int):
-            tamper.append("the report file holds a line the plugin did not write")
-            continue
-        seen_pids.add(pid)
-        if kind == "start":
-            starts[pid] = doc
-        elif kind == "tamper":
-            tamper.append(f"{doc.get('where')}: {doc.get('what')}")
-        elif _worker(starts.get(pid)):
-            if kind == "finish":
-                finishes[pid] = doc
-            elif kind == "collected":  # xdist: each worker collects, the controller does not
-                worker_collected = max(worker_collected, _int(doc.get("count")))
-                worker_errors = max(worker_errors, _int(doc.get("errors")))
-            continue  # a worker's tests reach the controller's logreport too
-        elif kind == "collected":
-            collected += _int(doc.get("count"))
-            deselected += _int(doc.get("deselected"))
-            collection_errors = max(collection_errors, _int(doc.get("errors")))
-        elif kind == "collect_error":
-            collection_errors = max(collection_errors, 1)
-        elif kind == "test":
-            nodeid, outcome = str(doc.get("nodeid")), str(doc.get("outcome"))
-            if outcome in _KEYS:
-                # setup error then teardown error of one test: counted once, the worst
-                tests[nodeid] = outcome if tests.get(nodeid) in (None, "passed") else tests[nodeid]
-        elif kind == "finish":
-            finishes[pid] = doc
-            status = _int(doc.get("exitstatus")) if status in (None, 0) else status
-    counts = {k: sum(1 for o in tests.values() if o == k) for k in _KEYS}
-    collected = collected or worker_collected
-    collection_errors = max(collection_errors, worker_errors)
-    complete = set(starts) <= set(finishes)
-    notes: list[str] = []
-    if not starts:
-        notes.append("pytest never started a session with the report plugin")
-    elif not complete:
-        tamper.append("the run ended before pytest finished (os._exit, a signal or a kill)")
-    if set(finishes) - set(starts) or seen_pids - set(starts):
-        tamper.append("the report holds lines of a process that never started (truncated?)")
-    for pid, finish in finishes.items():
-        if _worker(starts.get(pid)):
-            continue
-        theirs_counts = finish.get("counts")
-        own = {k: v for k, v in counts.items() if v}
-        if isinstance(theirs_counts, dict) and _nonzero(theirs_counts) != own:
-            tamper.append(f"the lines counted {own}, the plugin's own tally {theirs_counts}")
-    junit = _junit(prepared.workdir)
-    if junit is None:
-        if starts:
-            notes.append("no JUnit XML to cross-check with")
-    else:
-        mine = (
-            counts["passed"] + counts["failed"] + counts["errors"] + counts["xpassed"],
-            counts["skipped"] + counts["xfailed"],
-        )
-        theirs = (junit[0] - junit[1], junit[1])
-        if mine != theirs and not collection_errors:
-            tamper.append(
-                f"the plugin counted {mine[0]} run and {mine[1]} skipped, "
-                f"JUnit XML {theirs[0]} and {theirs[1]}"
-            )
-    failing = counts["failed"] + counts["errors"] + collection_errors
-    if status is not None and status != 0 and not failing and status not in (5,):
-        notes.append(f"pytest exited {status} with no failed test counted")
-    if status == 0 and failing:
-        tamper.append(f"pytest's exit status is 0 with {failing} failed or erroring")
+    """The plugin's lines tallied, then judged by :data:`PYTEST_CHECKS` in order."""
+    t = _tally(prepared.report_path)
+    t.junit = _junit(prepared.workdir)
+    for into, check in PYTEST_CHECKS:
+        (t.tamper if into == _TAMPER else t.notes).extend(check(t))
+    counts, tests = t.counts, t.tests
     return RunnerReport(
         format=ReportFormat.PYTEST_PLUGIN,
         exit_code=exit_code,
-        collected=collected,
-        deselected=deselected,
-        collection_errors=collection_errors,
-        runner_status=status,
+        collected=t.collected,
+        deselected=t.deselected,
+        collection_errors=t.collection_errors,
+        runner_status=t.status,
         failed_tests=tuple(n for n, o in tests.items() if o in ("failed", "errors")),
         tests=tuple(tests.items()),
-        tampered=bool(tamper),
-        detail="; ".join(dict.fromkeys(tamper))[:2000],
-        complete=complete,
-        notes=tuple(notes),
+        tampered=bool(t.tamper),
+        detail="; ".join(dict.fromkeys(t.tamper))[:2000],
+        complete=t.complete,
+        notes=tuple(t.notes),
         passed=counts["passed"],
         failed=counts["failed"],
         errors=counts["errors"],
@@ -154,6 +83,159 @@ def _pytest(prepared: PreparedRun, exit_code: int) -> RunnerReport:
         xfailed=counts["xfailed"],
         xpassed=counts["xpassed"],
     )
+
+
+class _Tally:
+    """What the plugin's lines say, per process (``pid``), and what the checks found."""
+
+    def __init__(self) -> None:
+        self.starts: dict[int, dict[str, object]] = {}
+        self.finishes: dict[int, dict[str, object]] = {}
+        self.seen_pids: set[int] = set()
+        self.tests: dict[str, str] = {}  # nodeid → its worst outcome
+        self.collected = self.deselected = self.collection_errors = 0
+        self.worker_collected = self.worker_errors = 0
+        self.status: int | None = None
+        self.counts: dict[str, int] = {}
+        self.junit: tuple[int, int] | None = None
+        self.tamper: list[str] = []
+        self.notes: list[str] = []
+
+    @property
+    def complete(self) -> bool:
+        """Every process that started finished."""
+        return set(self.starts) <= set(self.finishes)
+
+    @property
+    def failing(self) -> int:
+        return self.counts["failed"] + self.counts["errors"] + self.collection_errors
+
+
+def _tally(report_path: str) -> _Tally:
+    """The plugin's lines of every process, tallied (a worker's tests are the controller's)."""
+    t = _Tally()
+    for doc in _lines(report_path):
+        kind, pid = doc.get("kind"), doc.get("pid")
+        if kind == "garbage" or not isinstance(pid, int):
+            t.tamper.append("the report file holds a line the plugin did not write")
+            continue
+        t.seen_pids.add(pid)
+        if kind == "start":
+            t.starts[pid] = doc
+        elif kind == "tamper":
+            t.tamper.append(f"{doc.get('where')}: {doc.get('what')}")
+        elif _worker(t.starts.get(pid)):
+            if kind == "finish":
+                t.finishes[pid] = doc
+            elif kind == "collected":  # xdist: each worker collects, the controller does not
+                t.worker_collected = max(t.worker_collected, _int(doc.get("count")))
+                t.worker_errors = max(t.worker_errors, _int(doc.get("errors")))
+            continue  # a worker's tests reach the controller's logreport too
+        elif kind == "collected":
+            t.collected += _int(doc.get("count"))
+            t.deselected += _int(doc.get("deselected"))
+            t.collection_errors = max(t.collection_errors, _int(doc.get("errors")))
+        elif kind == "collect_error":
+            t.collection_errors = max(t.collection_errors, 1)
+        elif kind == "test":
+            nodeid, outcome = str(doc.get("nodeid")), str(doc.get("outcome"))
+            if outcome in _KEYS:
+                # setup error then teardown error of one test: counted once, the worst
+                first = t.tests.get(nodeid) in (None, "passed")
+                t.tests[nodeid] = outcome if first else t.tests[nodeid]
+        elif kind == "finish":
+            t.finishes[pid] = doc
+            t.status = _int(doc.get("exitstatus")) if t.status in (None, 0) else t.status
+    t.counts = {k: sum(1 for o in t.tests.values() if o == k) for k in _KEYS}
+    t.collected = t.collected or t.worker_collected
+    t.collection_errors = max(t.collection_errors, t.worker_errors)
+    return t
+
+
+def _a_session_started(t: _Tally) -> list[str]:
+    """pytest started a session with the report plugin."""
+    return [] if t.starts else ["pytest never started a session with the report plugin"]
+
+
+def _every_process_finished(t: _Tally) -> list[str]:
+    """Every process that started reached ``finish`` (no os._exit, signal or kill)."""
+    if t.complete:
+        return []
+    return ["the run ended before pytest finished (os._exit, a signal or a kill)"]
+
+
+def _no_line_of_a_stranger(t: _Tally) -> list[str]:
+    """Every line is of a process that started (the report was not truncated)."""
+    if set(t.finishes) - set(t.starts) or t.seen_pids - set(t.starts):
+        return ["the report holds lines of a process that never started (truncated?)"]
+    return []
+
+
+def _lines_match_the_plugins_tally(t: _Tally) -> list[str]:
+    """The tests the lines count are the plugin's own tally (each controller's finish)."""
+    out = []
+    for pid, finish in t.finishes.items():
+        if _worker(t.starts.get(pid)):
+            continue
+        theirs_counts = finish.get("counts")
+        own = {k: v for k, v in t.counts.items() if v}
+        if isinstance(theirs_counts, dict) and _nonzero(theirs_counts) != own:
+            out.append(f"the lines counted {own}, the plugin's own tally {theirs_counts}")
+    return out
+
+
+def _junit_written(t: _Tally) -> list[str]:
+    """A session that started wrote the JUnit XML to cross-check with."""
+    return ["no JUnit XML to cross-check with"] if t.junit is None and t.starts else []
+
+
+def _junit_agrees(t: _Tally) -> list[str]:
+    """The plugin's run and skipped counts are JUnit's (unless collection failed)."""
+    if t.junit is None:
+        return []
+    c = t.counts
+    mine = (
+        c["passed"] + c["failed"] + c["errors"] + c["xpassed"],
+        c["skipped"] + c["xfailed"],
+    )
+    theirs = (t.junit[0] - t.junit[1], t.junit[1])
+    if mine == theirs or t.collection_errors:
+        return []
+    return [
+        f"the plugin counted {mine[0]} run and {mine[1]} skipped, "
+        f"JUnit XML {theirs[0]} and {theirs[1]}"
+    ]
+
+
+def _failure_status_explained(t: _Tally) -> list[str]:
+    """A failing exit status (but 5, no tests collected) comes with a failed test counted."""
+    status = t.status
+    if status is not None and status != 0 and not t.failing and status not in (5,):
+        return [f"pytest exited {status} with no failed test counted"]
+    return []
+
+
+def _no_success_with_failures(t: _Tally) -> list[str]:
+    """pytest's exit status 0 comes with no failed or erroring test."""
+    if t.status == 0 and t.failing:
+        return [f"pytest's exit status is 0 with {t.failing} failed or erroring"]
+    return []
+
+
+_TAMPER, _NOTE = "tamper", "note"
+
+#: ``(into, check)``: the pytest report's checks, in order; each returns what it finds, a
+#: ``tamper`` finding marks the run tampered, a ``note`` is only said
+PYTEST_CHECKS: tuple[tuple[str, Callable[[_Tally], list[str]]], ...] = (
+    (_NOTE, _a_session_started),
+    (_TAMPER, _every_process_finished),
+    (_TAMPER, _no_line_of_a_stranger),
+    (_TAMPER, _lines_match_the_plugins_tally),
+    (_NOTE, _junit_written),
+    (_TAMPER, _junit_agrees),
+    (_NOTE, _failure_status_explained),
+    (_TAMPER, _no_success_with_failures),
+)
 
 
 def _nonzero(counts: dict[object, object]) -> dict[str, int]:

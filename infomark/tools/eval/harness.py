@@ -204,19 +204,7 @@ def run_eval(
     """Run every task under every policy ``repeat`` times; the records, in run order."""
     _check_args(policies, repeat=repeat, jobs=jobs, max_steps=max_steps, max_tokens=max_tokens)
     rates = rates or FailureRates()
-    claude: Path | None = None
-    if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
-        claude = claude_code.claude_binary(agent)
-    elif agent != "scripted" and not agent.startswith("openai:"):
-        raise UserError(f"--agent {agent!r}: use scripted, openai:URL or claude-code[:PATH]")
-    forward = (
-        _Forward(agent[len("openai:") :], model_name, api_key)
-        if agent.startswith("openai:")
-        else None
-    )
-    label = "scripted" if claude is None else f"{claude_code.AGENT}:{claude}"
-    if forward is not None:
-        label = f"openai:{forward.url}" + (f" model {model_name}" if model_name else "")
+    claude, forward, label = _agent(agent, model_name, api_key)
     result = EvalResult(
         suite=str(suite.path),
         suite_digest=suite.digest(),
@@ -231,16 +219,8 @@ def run_eval(
     started = time.perf_counter()
     observers: dict[str, RunObserver] = {}
     lock = threading.Lock()
-
-    def dispatch(req: Request) -> Mapping[str, Any]:
-        with lock:
-            obs = observers.get(req.session)
-        if obs is None:
-            raise InfomarkError(f"no run for session {req.session!r}")
-        return obs.respond(req)
-
     base = Path(workdir) if workdir is not None else scratch_dir()
-    server = ScriptedModelServer(default=dispatch).start()
+    server = ScriptedModelServer(default=_dispatcher(observers, lock)).start()
     plan = _plan(suite, policies, repeat, result.skipped)
 
     def one(item: tuple[Task, int, Policy]) -> RunRecord:
@@ -262,14 +242,61 @@ def run_eval(
     finally:
         result.machine["load_end"] = [round(x, 2) for x in os.getloadavg()]
         result.machine["wall_s"] = round(time.perf_counter() - started, 1)
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        server.stop()
-        if forward is not None:
-            forward.close()
-        if workdir is None:
-            shutil.rmtree(base, ignore_errors=True)
+        _close(pool, server, forward, base if workdir is None else None)
     return result
+
+
+def _agent(
+    agent: str, model_name: str, api_key: str | None
+) -> tuple[Path | None, _Forward | None, str]:
+    """``--agent``: the Claude Code binary it names, or the OpenAI-compatible endpoint to
+    forward to (neither: the scripted agent), and the label the result records."""
+    claude: Path | None = None
+    if agent == claude_code.AGENT or agent.startswith(claude_code.AGENT + ":"):
+        claude = claude_code.claude_binary(agent)
+    elif agent != "scripted" and not agent.startswith("openai:"):
+        raise UserError(f"--agent {agent!r}: use scripted, openai:URL or claude-code[:PATH]")
+    forward = (
+        _Forward(agent[len("openai:") :], model_name, api_key)
+        if agent.startswith("openai:")
+        else None
+    )
+    label = "scripted" if claude is None else f"{claude_code.AGENT}:{claude}"
+    if forward is not None:
+        label = f"openai:{forward.url}" + (f" model {model_name}" if model_name else "")
+    return claude, forward, label
+
+
+def _dispatcher(
+    observers: dict[str, RunObserver], lock: threading.Lock
+) -> Callable[[Request], Mapping[str, Any]]:
+    """The model server's answer to a request: the observer of the run whose session it is."""
+
+    def dispatch(req: Request) -> Mapping[str, Any]:
+        with lock:
+            obs = observers.get(req.session)
+        if obs is None:
+            raise InfomarkError(f"no run for session {req.session!r}")
+        return obs.respond(req)
+
+    return dispatch
+
+
+def _close(
+    pool: ThreadPoolExecutor | None,
+    server: ScriptedModelServer,
+    forward: _Forward | None,
+    scratch: Path | None,
+) -> None:
+    """After the runs: the pool, the model server and the forwarding closed, and the scratch
+    directory (when the eval made it) removed."""
+    if pool is not None:
+        pool.shutdown(cancel_futures=True)
+    server.stop()
+    if forward is not None:
+        forward.close()
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run_one(

@@ -221,8 +221,8 @@ def serve(
     cached instead of recomputing ~2,800 tokens (about 65 s on two cores) at every switch."""
     try:
         xlc = importlib.import_module("xllamacpp")
-    except ImportError:
-        raise UserError(f"xllamacpp is not installed; {_INSTALL}") from None
+    except ImportError as exc:
+        raise UserError(f"xllamacpp is not installed; {_INSTALL}") from exc
     if realtime:
         _realtime()  # before the server starts its threads: they inherit the policy
     params = xlc.CommonParams()
@@ -244,7 +244,7 @@ def _table(report: Path) -> int:
     try:
         data = json.loads(report.read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise UserError(f"{report}: not a readable eval report ({exc})") from None
+        raise UserError(f"{report}: not a readable eval report ({exc})") from exc
     print(report_tables(data, report.as_posix()))
     return 0
 

@@ -69,9 +69,9 @@ def load_policy(spec: str) -> Policy:
         text = path.read_text("utf-8")
         doc = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"policy {path}: cannot be read ({exc})") from None
+        raise UserError(f"policy {path}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"policy {path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"policy {path}: not valid TOML: {exc}") from exc
     ev = doc.pop("eval", {})
     if not isinstance(ev, dict) or set(ev) - _EVAL_KEYS:
         extra = sorted(set(ev) - _EVAL_KEYS) if isinstance(ev, dict) else ["(not a table)"]

@@ -178,9 +178,9 @@ def _scenario(path: Path) -> Source:
     try:
         doc = tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot be read ({exc})") from None
+        raise UserError(f"{path}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from None
+        raise UserError(f"{path}: not valid TOML: {exc}") from exc
     extra = sorted(set(doc) - {"name", "description", "profile", "config", "files", "step"})
     if extra:
         raise UserError(f"{path}: unknown key(s) {', '.join(extra)}")
@@ -206,14 +206,14 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot be read ({exc})") from None
+        raise UserError(f"{path}: cannot be read ({exc})") from exc
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except ValueError as exc:
-            raise UserError(f"{path}:{n}: not JSON ({exc})") from None
+            raise UserError(f"{path}:{n}: not JSON ({exc})") from exc
         if not isinstance(obj, dict):
             raise UserError(f"{path}:{n}: each line must be a JSON object")
         yield n, obj
@@ -314,7 +314,7 @@ def _is_home(path: Path) -> bool:
     (``<home>/store`` from ``infomark init --store``, or ``$INFOMARK_STORE`` and its key)."""
     import os
 
-    from infomark.ledger.store import STORE_ENV
+    from infomark.ledger.store.select import STORE_ENV
 
     if (path / "ledger.db").exists() or (path / "store").exists():
         return True
@@ -323,7 +323,7 @@ def _is_home(path: Path) -> bool:
 
 def _journal(home: Path, only: str | None) -> list[Source]:
     from infomark.ledger.keys import load_key
-    from infomark.ledger.store import open_journal
+    from infomark.ledger.store.select import open_journal
 
     journal = open_journal(home, load_key(home, create=False))  # SQLite or PostgreSQL
     try:

@@ -108,9 +108,9 @@ def _load_task(path: Path) -> Task:
     try:
         doc = tomllib.loads(toml.read_text("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{toml}: cannot be read ({exc})") from None
+        raise UserError(f"{toml}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{toml}: not valid TOML: {exc}") from None
+        raise UserError(f"{toml}: not valid TOML: {exc}") from exc
     try:
         spec = TaskSpec.model_validate(doc)
     except ValidationError as exc:
@@ -118,7 +118,7 @@ def _load_task(path: Path) -> Task:
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UserError(
             f"{toml}: {where}: {first['msg']} (see docs/eval.md#task-files for the format)"
-        ) from None
+        ) from exc
     if spec.name != path.name:
         raise UserError(f"{toml}: name {spec.name!r} must be the directory's name {path.name!r}")
     for sub in ("tree", "check"):

@@ -325,76 +325,116 @@ def _decide(gk: Gatekeeper, payload: dict[str, Any], warning: str) -> HookAnswer
     return verdict(decision.verdict.value, reason)
 
 
+def _on_compaction(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """PreCompact / PostCompact: the compaction is reported; the model sees nothing here
+    (SessionStart(compact) re-injects)."""
+    _compaction(gk, event)
+    return HookAnswer()
+
+
+def _on_session_start(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """SessionStart: the protocol (or the verify brief), what a compaction carried over, the
+    resumed ledger's summary, and the sandbox warning first."""
+    text = _start_text(gk)
+    if payload.get("source") == "compact":
+        _compaction(gk, event)
+        carried = gk.compaction_context()  # ids, ranks and live refs, verbatim
+        if carried:
+            text += "\n\n" + carried
+    summary = _summary(gk)
+    if summary:
+        view = gk.context_view()
+        text += "\n\n" + summary + ("\n" + view if view else "")
+    warning = _sandbox_check(gk, payload, start=True)
+    if warning:
+        text = warning + "\n\n" + text
+    return context("SessionStart", text)
+
+
+def _on_prompt(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """UserPromptSubmit: a prompt opening with the approval phrase approves; the prompt's
+    context goes to the model."""
+    prompt = str(payload.get("prompt") or "")
+    import re
+
+    phrase = re.escape(gk.config.approval_phrase.strip())
+    if phrase and re.match(rf"\s*{phrase}\b", prompt, re.IGNORECASE):
+        gk.approve(by="user", note=prompt[:200])
+    return context("UserPromptSubmit", gk.on_prompt(prompt))
+
+
+def _on_pre_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """PreToolUse: ingest the transcript, then `infomark check` runs here, every other call
+    is decided."""
+    _ingest_transcript(gk, payload)
+    gk.unattended = unattended_host(payload)
+    transcript = payload.get("transcript_path")
+    gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
+    from infomark.tools.hooks.check_call import check_target, run_check
+
+    target = check_target(str(payload["tool_name"]), payload["tool_input"])
+    if target is not None:  # `infomark check C1`: run by infomark, not by the shell
+        return deny(run_check(gk, target))
+    return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
+
+
+def _on_post_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """PostToolUse / PostToolUseFailure: the result is recorded as evidence; its tag (with the
+    journal head) goes to the model."""
+    from infomark.kernel.errors import RecordRefused
+
+    call = tool_call_from(payload)
+    outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
+    cwd = payload.get("cwd")
+    try:  # paired with its PreToolUse by tool_use_id
+        evidence = gk.record(
+            call,
+            outcome,
+            cwd=cwd if isinstance(cwd, str) and cwd else None,
+            background_id=_background_id(payload),
+        )
+    except RecordRefused as exc:  # journaled by record(); no evidence exists for it
+        return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
+    extra = gk.after_tool_text(call, outcome, evidence)
+    return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
+
+
+def _on_stop(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """Stop / SubagentStop: the finish is judged; a refusal blocks it, a forced allow tells
+    the user it is not verified."""
+    transcript = payload.get("transcript_path")  # out of an attested run's sight too
+    gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
+    final = payload.get("last_assistant_message")
+    result = gk.can_finish(final if isinstance(final, str) else "")
+    if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
+        return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
+    if result.allow:
+        return HookAnswer()
+    return block(f"[infomark {result.code}] {result.reason}")
+
+
+#: hook event → its handler; an event not named here gets no opinion (no output)
+_EVENTS: dict[str, Callable[[Gatekeeper, str, dict[str, Any]], HookAnswer]] = {
+    "PreCompact": _on_compaction,
+    "PostCompact": _on_compaction,
+    "SessionStart": _on_session_start,
+    "UserPromptSubmit": _on_prompt,
+    "PreToolUse": _on_pre_tool_use,
+    "PostToolUse": _on_post_tool_use,
+    "PostToolUseFailure": _on_post_tool_use,
+    "Stop": _on_stop,
+    "SubagentStop": _on_stop,
+}
+
+
 def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
+    """Answer ``event`` by its handler in :data:`_EVENTS`."""
     if payload.get("synthesize_call_id"):  # a host without tool call ids (tools/hosts)
         from infomark.tools.hooks.call_ids import with_call_id
 
         payload = with_call_id(gk, event, payload, tool_call_from)
-    if event in ("PreCompact", "PostCompact"):
-        _compaction(gk, event)
-        return HookAnswer()  # the model sees nothing here: SessionStart(compact) re-injects
-    if event == "SessionStart":
-        text = _start_text(gk)
-        if payload.get("source") == "compact":
-            _compaction(gk, event)
-            carried = gk.compaction_context()  # ids, ranks and live refs, verbatim
-            if carried:
-                text += "\n\n" + carried
-        summary = _summary(gk)
-        if summary:
-            view = gk.context_view()
-            text += "\n\n" + summary + ("\n" + view if view else "")
-        warning = _sandbox_check(gk, payload, start=True)
-        if warning:
-            text = warning + "\n\n" + text
-        return context("SessionStart", text)
-    if event == "UserPromptSubmit":
-        prompt = str(payload.get("prompt") or "")
-        import re
-
-        phrase = re.escape(gk.config.approval_phrase.strip())
-        if phrase and re.match(rf"\s*{phrase}\b", prompt, re.IGNORECASE):
-            gk.approve(by="user", note=prompt[:200])
-        return context("UserPromptSubmit", gk.on_prompt(prompt))
-    if event == "PreToolUse":
-        _ingest_transcript(gk, payload)
-        gk.unattended = unattended_host(payload)
-        transcript = payload.get("transcript_path")
-        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
-        from infomark.tools.hooks.check_call import check_target, run_check
-
-        target = check_target(str(payload["tool_name"]), payload["tool_input"])
-        if target is not None:  # `infomark check C1`: run by infomark, not by the shell
-            return deny(run_check(gk, target))
-        return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
-    if event in ("PostToolUse", "PostToolUseFailure"):
-        from infomark.kernel.errors import RecordRefused
-
-        call = tool_call_from(payload)
-        outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
-        cwd = payload.get("cwd")
-        try:  # paired with its PreToolUse by tool_use_id
-            evidence = gk.record(
-                call,
-                outcome,
-                cwd=cwd if isinstance(cwd, str) and cwd else None,
-                background_id=_background_id(payload),
-            )
-        except RecordRefused as exc:  # journaled by record(); no evidence exists for it
-            return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
-        extra = gk.after_tool_text(call, outcome, evidence)
-        return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
-    if event in ("Stop", "SubagentStop"):
-        transcript = payload.get("transcript_path")  # out of an attested run's sight too
-        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
-        final = payload.get("last_assistant_message")
-        result = gk.can_finish(final if isinstance(final, str) else "")
-        if result.allow and result.cap_reached:  # forced: tell the user, it is not verified
-            return HookAnswer({"systemMessage": ("infomark: " + result.reason)[:MAX_TEXT]})
-        if result.allow:
-            return HookAnswer()
-        return block(f"[infomark {result.code}] {result.reason}")
-    return HookAnswer()  # events we do not use: no opinion
+    handler = _EVENTS.get(event)
+    return HookAnswer() if handler is None else handler(gk, event, payload)
 
 
 def _config_broken(
@@ -543,8 +583,6 @@ def handle(
     (:mod:`infomark.tools.hosts`): it may change the event and payload, and returns text
     that goes to the model with the answer.
     """
-    from infomark.gatekeeper import Gatekeeper
-
     home, root = _where(payload, home, root)
     profile = profile or _profile(root, home)
     LAST_PROFILE[0] = profile
@@ -562,45 +600,68 @@ def handle(
             from infomark.tools.integrity import check_mark
 
             check_mark(home)  # raises: the hook fails closed with the reason and the recovery
-        sid = session if isinstance(session, str) and session else "claude"
         if gatekeeper is not None:
             gk = gatekeeper
-            check_key(gk.store.journal)
-            memo = gk._tail_memo if isinstance(gk._tail_memo, TailMemo) else None
-            gk._tail_memo = check_tail(gk.store.journal, gk.session, memo)  # kept if it raises
-            if config_error is not None:
-                return _config_broken(gk, event, payload, config_error)
-            profile = LAST_PROFILE[0] = gk.config.profile
+            _check_pooled(gk)
         else:
-            try:
-                gk = Gatekeeper.open(home, sid, root=root)
-            except ConfigError as exc:
-                # A broken config must not switch the gatekeeper off: judge with the
-                # defaults, and deny every mutation until the file is fixed.
-                gk = Gatekeeper.open(home, sid, root=root, config=Config())
-                check_key(gk.store.journal)
-                check_tail(gk.store.journal, gk.session)
-                return _config_broken(gk, event, payload, exc)
-            profile = LAST_PROFILE[0] = gk.config.profile
+            sid = session if isinstance(session, str) and session else "claude"
+            gk, config_error = _open(home, sid, root)
+            if config_error is None:
+                profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
-        if event == "SessionStart" and payload.get("source") != "compact":
-            _quick_verify(gk, home)
-        from infomark.tools.hooks.check_call import lazy_attester
-
-        lazy_attester(gk)  # the finish, and the baseline before the first action
-        extra = ""
-        if host_step is not None:
-            event, payload, extra = host_step(gk, event, payload)
-        answer = _on_event(gk, event, payload)
-        if extra:
-            answer = with_text(answer, event, extra)
-        from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
-
-        return replace(answer, stdout=steer(gk, event, answer.stdout))
+        if config_error is not None:
+            return _config_broken(gk, event, payload, config_error)
+        profile = LAST_PROFILE[0] = gk.config.profile
+        return _answer(gk, event, payload, home, host_step)
     except Exception as exc:
         return _failed(exc, gk, event, payload, profile, home=home, root=root)
     finally:
         if gk is not None and gk is not gatekeeper:
             with suppress(Exception):  # a broken store must not undo the answer
                 gk.close()
+
+
+def _open(home: StrPath, sid: str, root: StrPath) -> tuple[Gatekeeper, ConfigError | None]:
+    """A session of ``home`` to judge with, and the configuration error it runs despite: a
+    broken config must not switch the gatekeeper off, so it judges with the defaults (and
+    :func:`_config_broken` denies every mutation until the file is fixed)."""
+    from infomark.gatekeeper import Gatekeeper
+
+    try:
+        return Gatekeeper.open(home, sid, root=root), None
+    except ConfigError as exc:
+        return Gatekeeper.open(home, sid, root=root, config=Config()), exc
+
+
+def _check_pooled(gk: Gatekeeper) -> None:
+    """A pooled session's key and journal tail (the tail's memo kept for the next hook, and
+    kept as it was if the check raises)."""
+    check_key(gk.store.journal)
+    memo = gk._tail_memo if isinstance(gk._tail_memo, TailMemo) else None
+    gk._tail_memo = check_tail(gk.store.journal, gk.session, memo)
+
+
+def _answer(
+    gk: Gatekeeper,
+    event: str,
+    payload: dict[str, Any],
+    home: StrPath,
+    host_step: HostStep | None,
+) -> HookAnswer:
+    """The answer of an open, checked session: the start's integrity check, the attester,
+    another host's step, the event's handler, then the operator's messages."""
+    if event == "SessionStart" and payload.get("source") != "compact":
+        _quick_verify(gk, home)
+    from infomark.tools.hooks.check_call import lazy_attester
+
+    lazy_attester(gk)  # the finish, and the baseline before the first action
+    extra = ""
+    if host_step is not None:
+        event, payload, extra = host_step(gk, event, payload)
+    answer = _on_event(gk, event, payload)
+    if extra:
+        answer = with_text(answer, event, extra)
+    from infomark.tools.hooks.inbox import steer  # messages from `infomark send`
+
+    return replace(answer, stdout=steer(gk, event, answer.stdout))

@@ -24,6 +24,7 @@ OTEL_EXPORT_S = 1.0  # at most, for the spans of one call (INFOMARK_OTEL=1), aft
 _USAGE = (
     "usage: infomark hook claude-code [--home DIR] [--root DIR] [--url SERVICE_URL] < payload.json"
     "\n       infomark hook gemini|codex [--home DIR] [--root DIR] < payload.json"
+    "\n       infomark hook sandbox-exec --home DIR --root DIR -- COMMAND  (sandboxed)"
 )
 
 
@@ -68,7 +69,7 @@ class _Watchdog:
     def _expire(self) -> None:
         if not self.lock.acquire(blocking=False):
             return  # the real answer is being written
-        from infomark.ledger.blobs import remove_partial
+        from infomark.ledger.store.blobs import remove_partial
         from infomark.tools.hooks.claude_code import LAST_PROFILE
         from infomark.tools.hooks.failsafe import failure_answer
 
@@ -157,9 +158,9 @@ def _journal_timeout(
     if isinstance(use, str):
         record["tool_use_id"] = use[:200]
     try:
-        from infomark.ledger.journal import bound_store_waits
         from infomark.ledger.keys import load_key
-        from infomark.ledger.store import open_journal
+        from infomark.ledger.store.journal import bound_store_waits
+        from infomark.ledger.store.select import open_journal
         from infomark.tools.hooks.where import hook_paths
 
         bound_store_waits(wait)
@@ -192,6 +193,10 @@ Environment:
 
 
 def run_hook(args: list[str]) -> int:
+    if args[:1] == ["sandbox-exec"]:  # a Gemini CLI shell command, wrapped by its BeforeTool
+        from infomark.tools.hosts.gemini_sandbox import sandbox_exec
+
+        return sandbox_exec(args[1:])
     if args[:1] in (["-h"], ["--help"]) or any(a in ("-h", "--help") for a in args[1:]):
         print(_HELP)
         return 0
@@ -222,7 +227,7 @@ def run_hook(args: list[str]) -> int:
                 url = value
         else:
             print(f"infomark hook: ignoring unknown option {flag!r}", file=sys.stderr)
-    from infomark.ledger.journal import bound_store_waits
+    from infomark.ledger.store.journal import bound_store_waits
 
     bound_store_waits(STORE_WAIT_S)
     # OpenTelemetry (off: one env lookup); a forwarded call is exported by the service

@@ -207,7 +207,7 @@ def _full_check(journal: Any, session: str, version: int | None) -> TailMemo:
 
 
 def _start_hash(journal: Any, session: str, start: int) -> str:
-    from infomark.ledger.journal import GENESIS
+    from infomark.ledger.store.journal import GENESIS
 
     if not start:
         return GENESIS
@@ -300,7 +300,7 @@ def _verify_rows(
     journal: Any, session: str, rows: list[Any], prev: str, last: int
 ) -> tuple[str, int]:
     """Check ``rows`` continue the chain after ``(last, prev)``; the new ``(prev, last)``."""
-    from infomark.ledger.journal import event_hash
+    from infomark.ledger.store.journal import event_hash
 
     for seq, type_, payload, ts, prev_hash, hash_, mac, kid in rows:
         recomputed = event_hash(prev, session, seq, type_, payload, ts, kid)

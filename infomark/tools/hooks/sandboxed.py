@@ -11,8 +11,13 @@ infomark cannot see inside the host; it reads what decides it (issue 27):
 * **Codex**: the project's ``.codex/config.toml`` selects infomark's permission profile, no
   user configuration picks another sandbox, and the home is inside the project (the profile
   hides ``<project>/.infomark``); on Linux bubblewrap starts.
-* **Gemini CLI, OpenCode** (and any other host): never. infomark configures no sandbox of
-  theirs, so nothing hides the home from the agent's commands.
+* **Gemini CLI**: on Linux, when bubblewrap starts and the settings set
+  ``advanced.ignoreLocalEnv`` (no project ``.env`` in Gemini's environment). infomark's own
+  ``BeforeTool`` hook wraps every shell command in infomark's sandbox
+  (:mod:`infomark.tools.hosts.gemini_sandbox`); a command that ran unwrapped turns the
+  session's answer to "no" (checked at ``AfterTool``).
+* **OpenCode** (and any other host): never. infomark configures no sandbox of theirs, so
+  nothing hides the home from the agent's commands.
 
 The answer goes into the journal (``Gatekeeper.record_sandbox``); in an enforcing profile an
 agent's own run made while the answer is "no" grounds nothing (``unsandboxed_run``).
@@ -234,6 +239,30 @@ def _codex(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox
     return AgentSandbox(True, "codex", "Codex's sandbox runs with infomark's permission profile")
 
 
+def _gemini(root: str, home: StrPath, environ: Mapping[str, str]) -> AgentSandbox:
+    from infomark.tools.hosts.gemini_sandbox import env_stop_present, env_switch_on
+
+    if not env_switch_on(root, environ) or not env_stop_present(root):
+        return AgentSandbox(
+            False, "gemini", "Gemini CLI's settings do not set advanced.ignoreLocalEnv, or the "
+            "project has no .gemini/.env, so a .env the agent's commands write in the project "
+            "or a folder above it (BASH_ENV=…) runs code in the shell Gemini starts, outside "
+            "infomark's sandbox",
+            "run `infomark install gemini` in the project and restart Gemini CLI",
+        )  # fmt: skip
+    if not sys.platform.startswith("linux"):
+        return AgentSandbox(
+            False, "gemini", "infomark wraps Gemini CLI's shell commands in bubblewrap, which "
+            "runs on Linux only", "run the agent under `infomark run` (its shell is sandboxed)",
+        )  # fmt: skip
+    found = _linux_bwrap("gemini", home, socat=False)
+    if found is not None:
+        return found
+    return AgentSandbox(
+        True, "gemini", "infomark's BeforeTool hook runs each shell command in infomark's sandbox"
+    )
+
+
 def agent_sandbox(
     host: str, root: StrPath, home: StrPath, environ: Mapping[str, str] | None = None
 ) -> AgentSandbox:
@@ -244,13 +273,15 @@ def agent_sandbox(
         return _claude(root_s, home, env)
     if host == "codex":
         return _codex(root_s, home, env)
+    if host == "gemini":
+        return _gemini(root_s, home, env)
     return AgentSandbox(
         False,
         host,
         f"infomark does not configure {host}'s own sandbox, so the agent's commands can "
         "reach the ledger home",
-        "run the agent under `infomark run` (its shell is sandboxed), or use Claude Code or "
-        "Codex as installed by `infomark install`",
+        "run the agent under `infomark run` (its shell is sandboxed), or use Claude Code, "
+        "Codex or Gemini CLI as installed by `infomark install`",
     )
 
 

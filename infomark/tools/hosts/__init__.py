@@ -9,11 +9,6 @@ Claude Code hook path.
 
 from __future__ import annotations
 
-__all__ = ["HOST_MODULES"]
+from infomark.tools.hosts.spec import HOST_MODULES
 
-#: ``infomark hook <name>`` → the module holding that host's ``SPEC``
-HOST_MODULES: dict[str, str] = {
-    "gemini": "infomark.tools.hosts.gemini",
-    "codex": "infomark.tools.hosts.codex",
-    "opencode": "infomark.tools.hosts.opencode",
-}
+__all__ = ["HOST_MODULES"]

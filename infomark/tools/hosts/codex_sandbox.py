@@ -77,7 +77,7 @@ def write_policy(root: Path, home: Path | None) -> tuple[bool, str]:
     try:
         text = path.read_text("utf-8") if path.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path} cannot be read ({exc}); nothing was changed") from None
+        raise UserError(f"{path} cannot be read ({exc}); nothing was changed") from exc
     state = policy_state(text)
     if state == "ours":
         return False, ""

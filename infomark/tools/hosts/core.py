@@ -1,4 +1,5 @@
-"""The hook of any host in :data:`~infomark.tools.hosts.HOST_MODULES`: translate, judge, answer.
+"""The hook of any host in :data:`~infomark.tools.hosts.spec.HOST_MODULES`: translate, judge,
+answer.
 
 ``handle_host(spec, payload, …)`` renames the host's event and fields into the Claude Code
 payload (:mod:`infomark.tools.hooks.claude_code` judges it: the same decisions, evidence,
@@ -10,7 +11,7 @@ config, an unreadable payload) reaches the host as a denial or a refused finish.
 from __future__ import annotations
 
 from infomark.tools.hooks.answer import MAX_TEXT, HookAnswer
-from infomark.tools.hosts.spec import HostSpec, fill
+from infomark.tools.hosts.spec import HOST_MODULES, HostSpec, fill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ __all__ = ["canonical_payload", "handle_host", "load_spec", "render"]
 def load_spec(name: str) -> HostSpec:
     """The spec of host ``name`` (a key of ``HOST_MODULES``)."""
     import importlib
-
-    from infomark.tools.hosts import HOST_MODULES
 
     spec = importlib.import_module(HOST_MODULES[name]).SPEC
     assert isinstance(spec, HostSpec)
@@ -109,6 +108,11 @@ def handle_host(
         answer = handle(
             canonical, home=home, root=root, event_hint=hint, detail=detail, host_step=spec.step
         )
+        if spec.rewrite is not None:
+            from infomark.tools.hooks.where import hook_paths
+
+            where = hook_paths(canonical, home, root)
+            return spec.rewrite(payload, render(spec, host_event, answer), *where)
     else:  # unreadable: the hook core answers for the event it could still see
         host_event = event_hint
         answer = handle(payload, home=home, root=root, event_hint=hint, detail=detail)

@@ -19,7 +19,13 @@ in its bundle, then the binary against a scripted Gemini API on 127.0.0.1):
   blocks with stderr as the reason (so a launcher that is missing, exit 127, blocks); a
   timeout (``timeout`` ms, default 60000) lets the call proceed: there is no setting that
   makes a crash or a timeout block, so the hook itself never crashes and answers within
-  4 s (:mod:`infomark.tools.hooks.dispatch`).
+  4 s (:mod:`infomark.tools.hooks.dispatch`);
+* ``BeforeTool`` ``hookSpecificOutput.tool_input`` replaces the call's arguments: Gemini
+  rebuilds the call from them (the whole input is sent back, not only ``command``), its
+  policy checks the rebuilt call, and ``AfterTool`` receives them. infomark answers each
+  allowed ``run_shell_command`` so, with the command wrapped in infomark's own sandbox
+  (:mod:`infomark.tools.hosts.gemini_sandbox`); ``AfterTool`` unwraps it, and a command that
+  ran unwrapped makes the session's own runs ground nothing from there on.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from infomark.tools.hosts.spec import EVENT, TEXT, HostSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.tools.hooks.answer import HookAnswer
 
 __all__ = ["SPEC"]
 
@@ -89,6 +98,72 @@ def _adapt(event: str, payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _denied(answer: HookAnswer) -> bool:
+    out = answer.stdout
+    return answer.exit_code == 2 or (
+        isinstance(out, dict)
+        and (out.get("decision") in ("deny", "block") or out.get("continue") is False)
+    )
+
+
+def _rewrite(payload: dict[str, Any], answer: HookAnswer, home: str, root: str) -> HookAnswer:
+    """An allowed ``run_shell_command``: its command wrapped in infomark's sandbox (when the
+    sandbox runs here; else the session is journaled unsandboxed and the command runs as is)."""
+    tool_input = payload.get("tool_input")
+    if (
+        payload.get("hook_event_name") != "BeforeTool"
+        or payload.get("tool_name") not in _SHELL
+        or not isinstance(tool_input, dict)
+        or not isinstance(tool_input.get("command"), str)
+        or _denied(answer)
+    ):
+        return answer
+    from infomark.tools.hooks.answer import HookAnswer
+    from infomark.tools.hooks.sandboxed import agent_sandbox
+    from infomark.tools.hosts.gemini_sandbox import exec_prefix, wrap
+
+    if not agent_sandbox("gemini", root, home).sandboxed:
+        return answer
+    command = wrap(tool_input["command"], exec_prefix(home, root))
+    out = dict(answer.stdout or {})
+    out["hookSpecificOutput"] = {
+        "hookEventName": "BeforeTool",
+        "tool_input": {**tool_input, "command": command},
+    }
+    return HookAnswer(out, answer.exit_code, answer.stderr)
+
+
+_UNWRAPPED = (
+    "a shell command ran outside infomark's sandbox: the command Gemini CLI ran is not the one "
+    "infomark's BeforeTool hook wrapped (the hook timed out, or another hook rewrote it)"
+)
+
+
+def _step(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """A shell result: the command as the model wrote it (the wrapper taken off). One that
+    did not run wrapped journals the session unsandboxed: its runs ground nothing."""
+    tool_input = payload.get("tool_input")
+    if (
+        event not in ("PostToolUse", "PostToolUseFailure")
+        or payload.get("tool_name") not in _SHELL
+        or not isinstance(tool_input, dict)
+    ):
+        return event, payload, ""
+    from infomark.tools.hosts.gemini_sandbox import exec_prefix, unwrap
+
+    ledger = gk._ledger
+    original = unwrap(tool_input.get("command"), exec_prefix(ledger.home_dir, ledger.root_dir))
+    if original is not None:
+        return event, {**payload, "tool_input": {**tool_input, "command": original}}, ""
+    if gk.state.agent_sandbox.get("sandboxed") is not False:
+        gk.record_sandbox(
+            False, host="gemini", detail=_UNWRAPPED,
+            fix="restart Gemini CLI, and keep infomark's the only hook that rewrites "
+            "run_shell_command",
+        )  # fmt: skip
+    return event, payload, ""
+
+
 SPEC = HostSpec(
     name="gemini",
     title="Gemini CLI",
@@ -119,6 +194,8 @@ SPEC = HostSpec(
     transcript_format="gemini",
     synthesize_call_ids=True,
     adapt=_adapt,
+    step=_step,
+    rewrite=_rewrite,
     config_dir=".gemini",
     config_file="settings.json",
     install=(

@@ -111,7 +111,12 @@ def install_host(
         if not isinstance(groups, list):
             raise UserError(f"{path}: hooks.{event} must be a list; nothing was changed")
         groups.append(group)
-    wrote = write_launcher(launcher_for(path), text)
+    recorded = False
+    if spec.name == "gemini":  # no project .env in Gemini's environment (gemini_sandbox.py)
+        from infomark.tools.hosts.gemini_sandbox import add_env_switch
+
+        recorded = add_env_switch(data, path)
+    wrote = write_launcher(launcher_for(path), text) or recorded
     if spec.name == "codex" and scope == "project":  # Codex's own sandbox hides the home
         from infomark.tools.hosts.codex_sandbox import write_policy
 
@@ -132,6 +137,10 @@ def uninstall_host(spec: HostSpec, *, scope: str = "project", root: Path) -> Ins
     if path.exists():
         before = _load(path)
         data = _strip(json.loads(json.dumps(before)), _ours(spec))
+        if spec.name == "gemini":
+            from infomark.tools.hosts.gemini_sandbox import remove_env_switch
+
+            removed = remove_env_switch(data, path)
         if data != before:
             _save(path, data)
             removed = True

@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-__all__ = ["EVENT", "TEXT", "HostSpec", "fill"]
+    from infomark.tools.hooks.answer import HookAnswer
+
+__all__ = ["EVENT", "HOST_MODULES", "TEXT", "HostSpec", "fill"]
+
+#: ``infomark hook <name>`` → the module holding that host's ``SPEC`` (here, not in the
+#: package's ``__init__``: :mod:`~infomark.tools.hosts.core` reads it, and a submodule never
+#: imports its own package's ``__init__``, tests/test_layers.py)
+HOST_MODULES: dict[str, str] = {
+    "gemini": "infomark.tools.hosts.gemini",
+    "codex": "infomark.tools.hosts.codex",
+    "opencode": "infomark.tools.hosts.opencode",
+}
 
 TEXT = "$TEXT"
 EVENT = "$EVENT"
@@ -40,6 +51,8 @@ class HostSpec:
     synthesize_call_ids: bool = False  # the host's tool hooks carry no call id
     adapt: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     step: Any = None  # claude_code.HostStep: runs with the open session before the event
+    # (payload, rendered answer, home, root) -> the answer sent: rewrites a tool's input
+    rewrite: Callable[[dict[str, Any], HookAnswer, str, str], HookAnswer] | None = None
     # -- what `infomark install <name>` writes -------------------------------------------
     config_dir: str = ""  # ".gemini": in the project, and in the user's home
     config_file: str = ""  # "settings.json" / "hooks.json" beside it

@@ -181,7 +181,7 @@ def parse_agent(
     try:
         PolicySettings.from_mapping(policies)
     except ConfigError as exc:
-        raise ConfigError(f"{where}: [policies]: {exc}") from None
+        raise ConfigError(f"{where}: [policies]: {exc}") from exc
     plain = _check(where, top, "")
     tools = tuple(plain.pop("tools", DEFAULT_TOOLS))
     for t in tools:
@@ -229,11 +229,11 @@ def load_agent(path: Path | str) -> AgentSpec:
     try:
         raw = p.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"cannot read the agent file {p}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read the agent file {p}: {exc.strerror or exc}") from exc
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: the agent file is not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: the agent file is not UTF-8 text") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
     return replace(parse_agent(data, where=str(p), base=p.parent), source=p)

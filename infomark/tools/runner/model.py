@@ -99,11 +99,11 @@ def _parse(data: Any, url: str) -> ChatResult:
     try:
         choice = data["choices"][0]
         msg = choice["message"]
-    except (KeyError, IndexError, TypeError):
+    except (KeyError, IndexError, TypeError) as exc:
         raise ModelError(
             f"model response from {url} has no choices[0].message (not a Chat Completions "
             f"answer): {json.dumps(data)[:_EXCERPT]}"
-        ) from None
+        ) from exc
     if not isinstance(msg, dict):
         raise ModelError(f"model response from {url}: choices[0].message is not an object")
     calls = []
@@ -193,11 +193,11 @@ class ModelClient:
                 if resp.status_code == 200:
                     try:
                         data = resp.json()
-                    except ValueError:
+                    except ValueError as exc:
                         raise ModelError(
                             f"model call to {self.url} returned HTTP 200 with a body that is "
                             f"not JSON: {_redact(resp.text[:_EXCERPT], self._key)!r}"
-                        ) from None
+                        ) from exc
                     result = _with_text_calls(_parse(data, self.url), tools)
                     return replace(
                         result,

@@ -106,26 +106,62 @@ def file_tools(
     and ``strict`` profiles) refuses to run it, with the fix, and ``observe`` runs it bare
     with a warning in its output. The file tools check every path against the same policy.
     """
-    base = make_builtins(root, timeout=bash_timeout)
-    skip = (home.resolve(),)
-    shell = shutil.which("bash") or "/bin/sh"
     env = {k: v for k, v in agent_env().items() if k not in hide_env}
     policy = agent_policy(home, root, env=env)
-    policy = replace(policy, limits=sandbox.Limits(wall_seconds=bash_timeout))
+    kit = _Kit(
+        root=root,
+        base=make_builtins(root, timeout=bash_timeout),
+        skip=(home.resolve(),),
+        shell=shutil.which("bash") or "/bin/sh",
+        env=env,
+        policy=replace(policy, limits=sandbox.Limits(wall_seconds=bash_timeout)),
+        bash_timeout=bash_timeout,
+        output_cap=output_cap,
+        enforcing=enforcing,
+    )
+    return {tool.name: tool for tool in _tools(kit)}
 
-    def cap(text: str) -> str:
-        if len(text) <= output_cap:
+
+@dataclass(frozen=True, slots=True)
+class _Kit:
+    """What the file tools share: the project, the built-in read/write/edit, the shell, its
+    environment and sandbox policy, and the limits."""
+
+    root: Path
+    base: Mapping[str, Run]
+    skip: tuple[Path, ...]
+    shell: str
+    env: dict[str, str]
+    policy: sandbox.SandboxPolicy
+    bash_timeout: float
+    output_cap: int
+    enforcing: bool
+
+    def cap(self, text: str) -> str:
+        """``text``, truncated to the output cap with a note saying so."""
+        if len(text) <= self.output_cap:
             return text
-        return text[:output_cap] + f"\n[output truncated: {output_cap} of {len(text)} characters]"
+        return text[: self.output_cap] + (
+            f"\n[output truncated: {self.output_cap} of {len(text)} characters]"
+        )
 
-    def bash(call: ToolCall) -> ToolOutcome:
+    def timed_out(self, ms: float) -> ToolOutcome:
+        return ToolOutcome(
+            error=f"bash: timed out after {self.bash_timeout:g}s (the command was killed)",
+            is_error=True,
+            duration_ms=ms,
+        )
+
+    def bash(self, call: ToolCall) -> ToolOutcome:
+        """A shell command: in the OS sandbox; where none can run, refused when enforcing,
+        else run bare with a warning."""
         command = call.command
         if command is None:
             return ToolOutcome(error="bash needs input.command (a string)", is_error=True)
         status = sandbox.probe()
         if status.available:
-            return sandboxed(command)
-        if enforcing:
+            return self.sandboxed(command)
+        if self.enforcing:
             return ToolOutcome(
                 error=f"{UNSANDBOXED}: no OS sandbox can run here ({status.detail}), and the "
                 "agent's commands run only inside one in the ledger and strict profiles (a "
@@ -133,55 +169,55 @@ def file_tools(
                 f"to fix it: {status.fix}",
                 is_error=True,
             )
+        return self.bare(command, status.detail)
+
+    def bare(self, command: str, detail: str) -> ToolOutcome:
+        """``command`` run outside any sandbox (``observe``), its output warning so."""
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                [shell, "-c", command],
-                cwd=root,
-                env=env,
+                [self.shell, "-c", command],
+                cwd=self.root,
+                env=self.env,
                 capture_output=True,
-                timeout=bash_timeout,
+                timeout=self.bash_timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return ToolOutcome(
-                error=f"bash: timed out after {bash_timeout:g}s (the command was killed)",
-                is_error=True,
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
+            return self.timed_out((time.perf_counter() - started) * 1000)
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        warning = f"[{UNSANDBOXED}: no OS sandbox ({status.detail}); ran bare (observe)]\n"
+        warning = f"[{UNSANDBOXED}: no OS sandbox ({detail}); ran bare (observe)]\n"
         return ToolOutcome(
-            output=warning + cap(text),
+            output=warning + self.cap(text),
             exit_code=proc.returncode,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def sandboxed(command: str) -> ToolOutcome:
-        done = sandbox.run([shell, "-c", command], policy, max_output=output_cap * 4)
+    def sandboxed(self, command: str) -> ToolOutcome:
+        """``command`` run in the OS sandbox of the agent's policy."""
+        done = sandbox.run([self.shell, "-c", command], self.policy, max_output=self.output_cap * 4)
         ms = done.wall_seconds * 1000
         if "wall" in done.limits_hit:
-            return ToolOutcome(
-                error=f"bash: timed out after {bash_timeout:g}s (the command was killed)",
-                is_error=True,
-                duration_ms=ms,
-            )
+            return self.timed_out(ms)
         text = (done.stdout + done.stderr).decode("utf-8", "replace")
-        return ToolOutcome(output=cap(text), exit_code=done.exit_code, duration_ms=ms)
+        return ToolOutcome(output=self.cap(text), exit_code=done.exit_code, duration_ms=ms)
 
-    def guarded(run: Run, *, write: bool) -> Run:
+    def guarded(self, run: Run, *, write: bool) -> Run:
+        """``run``, refusing a ``file_path`` the agent's policy does not let it read (write)."""
+
         def checked(call: ToolCall) -> ToolOutcome:
             where = call.input.get("file_path")
             if isinstance(where, str) and where:
-                why = check_path(policy, root / where, write=write)
+                why = check_path(self.policy, self.root / where, write=write)
                 if why is not None:
                     return ToolOutcome(error=f"{call.tool}: {why}", is_error=True)
             return run(call)
 
         return checked
 
-    def read(call: ToolCall) -> ToolOutcome:
-        out = guarded(base["read"], write=False)(call)
+    def read(self, call: ToolCall) -> ToolOutcome:
+        """A guarded read, cut to ``offset``/``limit`` lines and capped."""
+        out = self.guarded(self.base["read"], write=False)(call)
         if out.is_error:
             return out
         text = str(out.output)
@@ -191,9 +227,10 @@ def file_tools(
             start = max(0, (offset or 1) - 1) if isinstance(offset, int) else 0
             end = start + limit if isinstance(limit, int) else len(lines)
             text = "".join(lines[start:end])
-        return out.with_output(cap(text))
+        return out.with_output(self.cap(text))
 
-    def grep(call: ToolCall) -> ToolOutcome:
+    def grep(self, call: ToolCall) -> ToolOutcome:
+        """``path:line: text`` of every line matching ``pattern`` under ``path`` (``glob``)."""
         pattern = call.input.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             return ToolOutcome(
@@ -204,18 +241,21 @@ def file_tools(
         except re.error as exc:
             return ToolOutcome(error=f"grep: bad pattern {pattern!r}: {exc}", is_error=True)
         sub = call.input.get("path")
-        start = root / sub if isinstance(sub, str) and sub else root
-        why = check_path(policy, start, write=False)
+        start = self.root / sub if isinstance(sub, str) and sub else self.root
+        why = check_path(self.policy, start, write=False)
         if why is not None:
             return ToolOutcome(error=f"grep: {why}", is_error=True)
-        only = call.input.get("glob")
-        hits: list[str] = []
-        files = [start] if start.is_file() else _walk(start, skip)
+        hits = list(self.matches(rx, start, call.input.get("glob")))
+        return ToolOutcome(output=self.cap("\n".join(hits) if hits else "(no matches)"))
+
+    def matches(self, rx: re.Pattern[str], start: Path, only: object) -> Iterator[str]:
+        """The matching lines of the project's readable text files under ``start``."""
+        files = [start] if start.is_file() else _walk(start, self.skip)
         for f in files:
-            rel = os.path.relpath(f, root)
+            rel = os.path.relpath(f, self.root)
             if isinstance(only, str) and only and not fnmatch.fnmatch(rel, only):
                 continue
-            if check_path(policy, f, write=False) is not None:
+            if check_path(self.policy, f, write=False) is not None:
                 continue  # a link into the home, a transcript, /proc: not the project's text
             try:
                 if f.stat().st_size > _GREP_MAX_FILE:
@@ -225,67 +265,72 @@ def file_tools(
                 continue
             for n, line in enumerate(text.splitlines(), 1):
                 if rx.search(line):
-                    hits.append(f"{rel}:{n}: {line}")
-        return ToolOutcome(output=cap("\n".join(hits) if hits else "(no matches)"))
+                    yield f"{rel}:{n}: {line}"
 
-    def glob(call: ToolCall) -> ToolOutcome:
+    def glob(self, call: ToolCall) -> ToolOutcome:
+        """The project files whose path (or name) matches ``pattern``."""
         pattern = call.input.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             return ToolOutcome(error="glob needs input.pattern (e.g. **/*.py)", is_error=True)
         found = [
-            os.path.relpath(f, root)
-            for f in _walk(root, skip)
-            if fnmatch.fnmatch(os.path.relpath(f, root), pattern)
+            os.path.relpath(f, self.root)
+            for f in _walk(self.root, self.skip)
+            if fnmatch.fnmatch(os.path.relpath(f, self.root), pattern)
             or fnmatch.fnmatch(f.name, pattern)
         ]
-        return ToolOutcome(output=cap("\n".join(found) if found else "(no files)"))
+        return ToolOutcome(output=self.cap("\n".join(found) if found else "(no files)"))
 
-    path_prop = {"file_path": {**_S, "description": "path, relative to the project root"}}
-    return {
-        "read": RunnerTool(
+
+_PATH = {"file_path": {**_S, "description": "path, relative to the project root"}}
+
+
+def _tools(kit: _Kit) -> tuple[RunnerTool, ...]:
+    """The six tools, in the order the model is shown them."""
+    return (
+        RunnerTool(
             "read",
             "Read a text file. Optional offset (first line, 1-based) and limit (line count).",
             schema_of(
-                {**path_prop, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+                {**_PATH, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
                 ("file_path",),
             ),
-            read,
+            kit.read,
         ),
-        "write": RunnerTool(
+        RunnerTool(
             "write",
             "Create or overwrite a file with content. Denied while a premise is outside G.",
-            schema_of({**path_prop, "content": _S}, ("file_path", "content")),
-            guarded(base["write"], write=True),
+            schema_of({**_PATH, "content": _S}, ("file_path", "content")),
+            kit.guarded(kit.base["write"], write=True),
         ),
-        "edit": RunnerTool(
+        RunnerTool(
             "edit",
             "Replace the first occurrence of old_string by new_string in a file. Denied while "
             "a premise is outside G.",
             schema_of(
-                {**path_prop, "old_string": _S, "new_string": _S},
+                {**_PATH, "old_string": _S, "new_string": _S},
                 ("file_path", "old_string", "new_string"),
             ),
-            guarded(base["edit"], write=True),
+            kit.guarded(kit.base["edit"], write=True),
         ),
-        "bash": RunnerTool(
+        RunnerTool(
             "bash",
-            f"Run a shell command in the project (timeout {bash_timeout:g}s, output capped at "
-            f"{output_cap} characters). Its result is signed evidence: the evidence_ref it "
-            "prints can back an oracle_stamp when the command is the claim's oracle.",
+            f"Run a shell command in the project (timeout {kit.bash_timeout:g}s, output capped "
+            f"at {kit.output_cap} characters). Its result is signed evidence: the evidence_ref "
+            "it prints can back an oracle_stamp when the command is the claim's oracle.",
             schema_of({"command": _S}, ("command",)),
-            bash,
+            kit.bash,
         ),
-        "grep": RunnerTool(
+        RunnerTool(
             "grep",
             "Search files for a regular expression; optional path (file or directory) and "
             "glob (e.g. *.py). Prints path:line: text.",
             schema_of({"pattern": _S, "path": _S, "glob": _S}, ("pattern",)),
-            grep,
+            kit.grep,
         ),
-        "glob": RunnerTool(
+        RunnerTool(
             "glob",
             "List project files matching a glob pattern (e.g. src/**/*.py).",
             schema_of({"pattern": _S}, ("pattern",)),
-            glob,
+            kit.glob,
         ),
-    }
+    )

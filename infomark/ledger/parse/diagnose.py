@@ -7,7 +7,7 @@ with a 1-based line and column in the original message; this module builds them.
 from __future__ import annotations
 
 from infomark.ledger.blocks import Diagnostic
-from infomark.ledger.locate import Candidate
+from infomark.ledger.parse.locate import Candidate
 
 __all__ = [
     "SNIPPET",

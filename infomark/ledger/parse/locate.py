@@ -18,7 +18,7 @@ that one line. Any other block runs until the first of:
   continuation.
 
 Keys and keywords may be written bold, in backticks or (keywords) in any case;
-:mod:`infomark.ledger.locate_keys` says exactly which forms count. A JSON (or
+:mod:`infomark.ledger.parse.locate_keys` says exactly which forms count. A JSON (or
 YAML flow) object whose first key is a block keyword, ``{"claim_ledger": {…}}``,
 is a block too, bare or inside a ```` ```json ```` or block fence; it runs until
 its braces close. What only *looks like* a ledger (a keyword without its colon,
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass, field
-from infomark.ledger.locate_keys import (
+from infomark.ledger.parse.locate_keys import (
     BLOCK_KEYWORDS,
     KeyAt,
     key_at,
@@ -42,7 +42,7 @@ from infomark.ledger.locate_keys import (
     keyword_at,
     may_contain_blocks,
 )
-from infomark.ledger.locate_suspects import Suspect, Suspects
+from infomark.ledger.parse.locate_suspects import Suspect, Suspects
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

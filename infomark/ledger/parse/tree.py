@@ -1,6 +1,6 @@
 """Tree building: the nodes a block's parse becomes, one builder per rule of ``blocks.lark``.
 
-:func:`infomark.ledger.parse_lalr.parse` runs the grammar's LALR tables over the
+:func:`infomark.ledger.parse.lalr.parse` runs the grammar's LALR tables over the
 scanner's tokens and calls the builder in :data:`RULES` of every rule it reduces. They turn
 the tree into plain nodes (:class:`Scalar`, :class:`Seq`, :class:`Map`, …) that carry
 their positions in the message.

@@ -13,7 +13,7 @@ unmarshalling constants, with no decoding at run time.
 
 from __future__ import annotations
 
-GRAMMAR_SHA256 = "2b4ba8d58f2687d9898434ed15febc40ddf6ebd8a8d40a13e31a278f0fc57f61"
+GRAMMAR_SHA256 = "b04b971d69e2434542c193a658f0b7b7e19e659fdd77e675dbf738d920b59889"
 LARK_VERSION = "1.3.1"
 START_STATE = 0
 END_STATE = 13

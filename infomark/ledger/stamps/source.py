@@ -3,7 +3,7 @@
 :func:`apply_source_stamp` judges one ``source_stamp: claim_id=C evidence_ref=ev_…
 authority=primary|secondary``. The evidence must be web evidence infomark recorded (a
 ``WebFetch``, an MCP ``fetch``, a shell ``curl``/``wget`` of a URL); infomark decides the
-authority from its domain rules (:mod:`infomark.ledger.sources`), an agent's claimed class
+authority from its domain rules (:mod:`infomark.ledger.stamps.sources`), an agent's claimed class
 above that is demoted with the reason codes, and the class caps the rank: primary → at
 most Inferred, secondary → at most Hypothetical, a search result → nothing (rejected as
 ``ineligible_evidence``, like any evidence that fetched no page). A source stamp never
@@ -30,7 +30,7 @@ from infomark.kernel.reasons import RejectReason
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerContext, demote
-from infomark.ledger.sources import (
+from infomark.ledger.stamps.sources import (
     CEILINGS,
     SourceRules,
     WebSource,
@@ -44,10 +44,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
-    from infomark.ledger.blobs import Blobs
     from infomark.ledger.blocks import StampBlock
     from infomark.ledger.state import ClaimState
-    from infomark.ledger.store_base import BaseJournal
+    from infomark.ledger.store.base import BaseJournal
+    from infomark.ledger.store.blobs import Blobs
 
 __all__ = [
     "Refetch",
@@ -95,7 +95,7 @@ def source_of(ctx: SourceContext, ev: Evidence) -> WebSource | None:
 def _reject(
     ctx: SourceContext, report: IngestReport, block: StampBlock, reason: RejectReason, msg: str
 ) -> None:
-    from infomark.ledger.stamp_reject import reject_stamp  # only when a stamp is refused
+    from infomark.ledger.stamps.reject import reject_stamp  # only when a stamp is refused
 
     reject_stamp(ctx.emit, report, block, reason, msg)
 
@@ -175,7 +175,7 @@ def apply_source_stamp(ctx: SourceContext, block: StampBlock, report: IngestRepo
             f"source_stamp for {block.claim_id} has no evidence_ref; "
             f"{RejectReason.MISSING_EVIDENCE.hint}",
         )
-    from infomark.ledger.stamp_reject import claim_and_evidence
+    from infomark.ledger.stamps.reject import claim_and_evidence
 
     found = claim_and_evidence(
         ctx.state, ctx.verify_ref, block.claim_id, block.evidence_ref, reject

@@ -1,7 +1,7 @@
 """The LALR(1) driver: the scanner's tokens → tree nodes, over the tables of ``blocks.lark``.
 
 lark builds the tables at development time (``scripts/gen_parse_table.py`` writes
-:mod:`infomark.ledger.parse_table`, as literals); this module runs them with the standard
+:mod:`infomark.ledger.parse.table`, as literals); this module runs them with the standard
 library, so a process that parses a block never imports lark (its import and grammar build
 cost more than the parse itself, every hook process). It does what lark's LALR parser does
 with ``propagate_positions=True`` and a transformer: the same shift / reduce loop, the same
@@ -15,7 +15,7 @@ side.
 
 from __future__ import annotations
 
-from infomark.ledger.parse_table import END_STATE, RULES, START_STATE, STATES
+from infomark.ledger.parse.table import END_STATE, RULES, START_STATE, STATES
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:

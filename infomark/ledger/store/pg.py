@@ -1,7 +1,7 @@
 """The journal on PostgreSQL: one shared ledger for many hosts (psycopg 3 + psycopg_pool).
 
-Selected by a ``postgresql://`` store URL (:mod:`infomark.ledger.store`). The chain, the
-MACs, the heads and the home manifest are :class:`~infomark.ledger.store_base.BaseJournal`'s,
+Selected by a ``postgresql://`` store URL (:mod:`infomark.ledger.store.select`). The chain, the
+MACs, the heads and the home manifest are :class:`~infomark.ledger.store.base.BaseJournal`'s,
 byte for byte the same as on SQLite; this module supplies the transactions, the locks and
 the connection.
 
@@ -42,12 +42,13 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from infomark.kernel.errors import StoreBusyError, StoreError
-from infomark.ledger import journal as _sqlite
-from infomark.ledger import manifest, pg_schema
-from infomark.ledger.conn import Conn
+from infomark.ledger import manifest
 from infomark.ledger.keys import Key
-from infomark.ledger.pg_schema import redact
-from infomark.ledger.store_base import BaseJournal, _now
+from infomark.ledger.store import journal as _sqlite
+from infomark.ledger.store import pg_schema
+from infomark.ledger.store.base import BaseJournal, _now
+from infomark.ledger.store.conn import Conn
+from infomark.ledger.store.pg_schema import redact
 
 __all__ = ["PgJournal", "close_pools", "init_store", "redact", "store_version"]
 
@@ -90,7 +91,7 @@ class _Result:
 
 
 class _Router:
-    """:class:`~infomark.ledger.conn.Conn` over the pool: inside a transaction every
+    """:class:`~infomark.ledger.store.conn.Conn` over the pool: inside a transaction every
     statement goes to its connection; outside, each borrows one (autocommit)."""
 
     def __init__(self, pool: ConnectionPool) -> None:
@@ -136,7 +137,7 @@ def _pool(url: str) -> ConnectionPool:
         try:  # one direct connection first: a wrong URL says why, at once
             psycopg.connect(url, connect_timeout=5).close()
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the store {redact(url)}: {exc}") from None
+            raise StoreError(f"cannot connect to the store {redact(url)}: {exc}") from exc
         size = int(os.environ.get("INFOMARK_PG_POOL_MAX", _POOL_MAX))
         pool = ConnectionPool(
             url,
@@ -196,7 +197,7 @@ def store_version(url: str) -> int:
         with psycopg.connect(url, connect_timeout=5) as conn:
             return _version(conn)
     except psycopg.Error as exc:
-        raise StoreError(f"cannot read the store {redact(url)}: {exc}") from None
+        raise StoreError(f"cannot read the store {redact(url)}: {exc}") from exc
 
 
 def init_store(url: str) -> dict[str, Any]:
@@ -234,7 +235,7 @@ def init_store(url: str) -> dict[str, Any]:
                     conn.execute("ROLLBACK")
                 raise
     except psycopg.Error as exc:
-        raise StoreError(f"cannot initialise the store {redact(url)}: {exc}") from None
+        raise StoreError(f"cannot initialise the store {redact(url)}: {exc}") from exc
     return {
         "store": redact(url),
         "schema_from": before,
@@ -345,14 +346,14 @@ class PgJournal(BaseJournal):
                 return op()
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 if _busy(exc):
-                    raise self._busy_error(exc) from None
+                    raise self._busy_error(exc) from exc
                 if attempt == 2 or self._in_tx or self._reading:
-                    raise StoreError(f"{what} {self.where}: {exc}") from None
+                    raise StoreError(f"{what} {self.where}: {exc}") from exc
                 time.sleep(0.05)
             except psycopg.Error as exc:
                 if _busy(exc):
-                    raise self._busy_error(exc) from None
-                raise StoreError(f"{what} {self.where}: {exc}") from None
+                    raise self._busy_error(exc) from exc
+                raise StoreError(f"{what} {self.where}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _busy_error(self, exc: BaseException) -> StoreBusyError:
@@ -415,8 +416,8 @@ class PgJournal(BaseJournal):
                     self._locked = set()
         except (psycopg.Error, PoolTimeout) as exc:
             if _busy(exc):
-                raise self._busy_error(exc) from None
-            raise StoreError(f"ledger write failed at {self.where}: {exc}") from None
+                raise self._busy_error(exc) from exc
+            raise StoreError(f"ledger write failed at {self.where}: {exc}") from exc
 
     def head(self, session: str) -> tuple[int, str]:
         if self._in_tx:
@@ -444,7 +445,7 @@ class PgJournal(BaseJournal):
                     with suppress(psycopg.Error):  # a lost connection ended it already
                         conn.execute("COMMIT")
         except PoolTimeout as exc:
-            raise self._busy_error(exc) from None
+            raise self._busy_error(exc) from exc
 
     def verify_home(self) -> list[tuple[str | None, int | None, str, str]]:
         with self.snapshot():

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     class Blobs(Protocol):
         """Where tool outputs go: files under the home (:class:`BlobStore`) or a store's
-        table (:class:`infomark.ledger.pg_blobs.PgBlobStore`)."""
+        table (:class:`infomark.ledger.store.pg_blobs.PgBlobStore`)."""
 
         def put(self, data: bytes) -> str: ...
 

@@ -21,17 +21,17 @@ import os
 
 from infomark.kernel.contexts import suppress
 from infomark.kernel.errors import ConfigError
-from infomark.ledger.blobs import BlobStore
-from infomark.ledger.journal import Journal
 from infomark.ledger.keys import check_private, write_private
+from infomark.ledger.store.blobs import BlobStore
+from infomark.ledger.store.journal import Journal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from _typeshed import StrPath
 
-    from infomark.ledger.blobs import Blobs
     from infomark.ledger.keys import Key
-    from infomark.ledger.store_base import BaseJournal
+    from infomark.ledger.store.base import BaseJournal
+    from infomark.ledger.store.blobs import Blobs
 
 __all__ = [
     "STORE_ENV",
@@ -71,7 +71,7 @@ def redacted(store: str | None) -> str:
         return "sqlite"
     if not is_postgres(store):
         return store[:80]
-    from infomark.ledger.pg_schema import redact  # no psycopg: loaded for a URL only
+    from infomark.ledger.store.pg_schema import redact  # no psycopg: loaded for a URL only
 
     return redact(store)
 
@@ -101,7 +101,7 @@ def resolve_store(home: StrPath, explicit: str | None = None) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
     check_private(path)  # it may hold a password
     return check_store(text, str(path))
 
@@ -127,11 +127,11 @@ def open_journal(home: StrPath, key: Key, store: str | None = None) -> BaseJourn
     if url is None:
         return Journal(os.path.join(home, "ledger.db"), key)
     try:
-        from infomark.ledger.pg import PgJournal
-    except ImportError:
+        from infomark.ledger.store.pg import PgJournal
+    except ImportError as exc:
         raise ConfigError(
             "a postgresql:// store needs psycopg: pip install 'infomark[postgres]'"
-        ) from None
+        ) from exc
     from pathlib import Path
 
     return PgJournal(Path(home), key, url)
@@ -140,8 +140,8 @@ def open_journal(home: StrPath, key: Key, store: str | None = None) -> BaseJourn
 def open_blobs(home: StrPath, journal: BaseJournal) -> Blobs:
     """Where tool outputs go: ``<home>/blobs`` for SQLite, the store's table for PostgreSQL."""
     if journal.kind == "postgresql":
-        from infomark.ledger.pg import PgJournal
-        from infomark.ledger.pg_blobs import PgBlobStore
+        from infomark.ledger.store.pg import PgJournal
+        from infomark.ledger.store.pg_blobs import PgBlobStore
 
         assert isinstance(journal, PgJournal)
         return PgBlobStore(journal)

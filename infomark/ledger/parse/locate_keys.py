@@ -7,7 +7,7 @@ with a space or hyphen (``Claim ledger:``). ``question:`` is the exception: it
 must be written exactly, because "Question:" opens many prose lines.
 
 :func:`may_contain_blocks` is the hot-path pre-check: linear, built on
-``str.find``, and an over-approximation of everything :mod:`infomark.ledger.locate`
+``str.find``, and an over-approximation of everything :mod:`infomark.ledger.parse.locate`
 can report (blocks, and the "looks like a ledger" diagnostics).
 """
 
@@ -159,7 +159,7 @@ def loose_key(line: str, start: int) -> tuple[str, str, int] | None:
 def may_contain_blocks(text: str) -> bool:
     """Cheap check: False when no block keyword (or ledger-like key) starts a line of ``text``.
 
-    True does not promise a valid block; it only means :func:`~infomark.ledger.locate.locate`
+    True does not promise a valid block; it only means :func:`~infomark.ledger.parse.locate.locate`
     is worth running. Linear in ``len(text)``; imports nothing beyond the stdlib.
     """
     if not isinstance(text, str):

@@ -15,9 +15,9 @@ turns a lock that outlives the bound into :class:`StoreBusyError`, never a raw
 session can later be forked and merged; the schema version lives in
 ``PRAGMA user_version``.
 
-This is the embedded backend of the store seam (:mod:`infomark.ledger.store_base`,
+This is the embedded backend of the store seam (:mod:`infomark.ledger.store.base`,
 which holds the chain, the MACs and every read both backends share); the PostgreSQL
-backend is :mod:`infomark.ledger.pg`.
+backend is :mod:`infomark.ledger.store.pg`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import time
 from infomark.kernel.contexts import contextmanager
 from infomark.kernel.errors import StoreBusyError, StoreError
 from infomark.ledger import manifest
-from infomark.ledger.store_base import _ENCODE as _ENCODE  # re-exported: tests, audit
-from infomark.ledger.store_base import _STR as _STR
-from infomark.ledger.store_base import (
+from infomark.ledger.store.base import _ENCODE as _ENCODE  # re-exported: tests, audit
+from infomark.ledger.store.base import _STR as _STR
+from infomark.ledger.store.base import (
     GENESIS,
     BaseJournal,
     EventRow,
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-    from infomark.ledger.conn import Conn
     from infomark.ledger.keys import Key
+    from infomark.ledger.store.conn import Conn
 
     _T = TypeVar("_T")
 else:

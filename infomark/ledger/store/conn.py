@@ -1,7 +1,7 @@
 """The connection shape the journal's callers use, on every backend (standard library only).
 
 ``sqlite3.Connection`` fits it as it is; the PostgreSQL backend adapts psycopg to it
-(:mod:`infomark.ledger.pg`), so the SQL of the layers above is written once, with ``?``
+(:mod:`infomark.ledger.store.pg`), so the SQL of the layers above is written once, with ``?``
 placeholders, in the dialect both engines accept.
 """
 

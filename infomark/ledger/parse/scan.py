@@ -2,26 +2,26 @@
 
 An indenter emits ``_INDENT`` / ``_DEDENT`` / ``_NL``; keyword lines, block
 mappings and sequences, inline stamp pairs, gate reasons and flow collections
-are tokenised here, scalars by :class:`~infomark.ledger.parse_scalars.ScalarReader`.
+are tokenised here, scalars by :class:`~infomark.ledger.parse.scalars.ScalarReader`.
 The structure itself (which keyword takes which body) is decided by the grammar.
 """
 
 from __future__ import annotations
 
 from infomark.ledger.blocks import is_key
-from infomark.ledger.locate import (
+from infomark.ledger.parse.diagnose import Problem
+from infomark.ledger.parse.locate import (
     block_scalar_header,
     column_width,
     indent_width,
     key_at,
     keyword_at,
 )
-from infomark.ledger.parse_diagnose import Problem
-from infomark.ledger.parse_scalars import ScalarReader, is_dash, skip_ws
+from infomark.ledger.parse.scalars import ScalarReader, is_dash, skip_ws
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from infomark.ledger.parse_lalr import Token
+    from infomark.ledger.parse.lalr import Token
 
 __all__ = ["MAX_DEPTH", "Tokenizer"]
 

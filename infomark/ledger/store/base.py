@@ -1,8 +1,8 @@
 """The store seam: what every journal backend provides (standard library only).
 
 A backend is a subclass of :class:`BaseJournal`. Two exist: SQLite
-(:class:`infomark.ledger.journal.Journal`, the embedded default, one file in the home) and
-PostgreSQL (:class:`infomark.ledger.pg.PgJournal`, one shared ledger for a team).
+(:class:`infomark.ledger.store.journal.Journal`, the embedded default, one file in the home) and
+PostgreSQL (:class:`infomark.ledger.store.pg.PgJournal`, one shared ledger for a team).
 Everything above the journal (the engine, the inbox, fork and merge, audit, the hook)
 talks to this interface only:
 
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-    from infomark.ledger.conn import Conn
     from infomark.ledger.keys import Key
+    from infomark.ledger.store.conn import Conn
 
     _T = TypeVar("_T")
 

@@ -1,6 +1,6 @@
 """Text that looks like a ledger the agent meant to write, but is not one (standard library only).
 
-A ledger must never be ignored in silence (issue 12): :mod:`infomark.ledger.locate`
+A ledger must never be ignored in silence (issue 12): :mod:`infomark.ledger.parse.locate`
 hands every line outside a block to :class:`Suspects`, which reports a block
 keyword without its colon (``claim_ledger = {…}``, ``Oracle stamp: …``), a
 heading that names a ledger when no block follows it, and ledger-only keys
@@ -11,7 +11,7 @@ heading that names a ledger when no block follows it, and ledger-only keys
 from __future__ import annotations
 
 from infomark.kernel.records import dataclass
-from infomark.ledger.locate_keys import BLOCK_KEYWORDS, LEDGER_HINT_KEYS, loose_key
+from infomark.ledger.parse.locate_keys import BLOCK_KEYWORDS, LEDGER_HINT_KEYS, loose_key
 
 __all__ = ["Suspect", "Suspects"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from infomark.ledger.pg import PgJournal
+from infomark.ledger.store.pg import PgJournal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ __all__ = ["PgBlobStore"]
 
 class PgBlobStore:
     """Tool outputs in the store's ``blobs`` table, content-addressed by SHA-256 as the
-    files of :class:`~infomark.ledger.blobs.BlobStore` are: every host reads every blob.
+    files of :class:`~infomark.ledger.store.blobs.BlobStore` are: every host reads every blob.
     Each ``put`` commits before the event that points to it (outside a write), or with it."""
 
     def __init__(self, journal: PgJournal) -> None:

@@ -3,7 +3,7 @@
 :func:`apply_stamp` judges a stamp against the evidence it names (exactly one reason code on
 a rejection: :class:`~infomark.kernel.reasons.RejectReason`) and emits ``stamp_applied``;
 :func:`apply_divergence` revokes a stamp with valid evidence. A ``source_stamp`` has its own
-rules (:mod:`infomark.ledger.source_stamp`). Loaded when a block is ingested.
+rules (:mod:`infomark.ledger.stamps.source`). Loaded when a block is ingested.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from infomark.kernel.tools import ToolClass
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerContext, artifact_digest, shell_text
-from infomark.ledger.stamp_reject import claim_and_evidence, reject_stamp
+from infomark.ledger.stamps.reject import claim_and_evidence, reject_stamp
 from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False

@@ -32,9 +32,9 @@ from infomark.ledger.blocks import (
     StampKind,
     is_claim_id,
 )
-from infomark.ledger.locate import Candidate
-from infomark.ledger.parse_diagnose import short, snippet
-from infomark.ledger.parse_tree import Legacy, Map, Node, Pos, Scalar, Seq, Top
+from infomark.ledger.parse.diagnose import short, snippet
+from infomark.ledger.parse.locate import Candidate
+from infomark.ledger.parse.tree import Legacy, Map, Node, Pos, Scalar, Seq, Top
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:  # annotations only: a hook process that parses a block never loads typing

@@ -3,17 +3,17 @@
 Quoted values are unescaped and folded, block scalars (``|`` / ``>``) dedented,
 folded and chomped, bare values joined over their continuation lines, each
 emitted as one token that keeps its position in the original message.
-:mod:`infomark.ledger.parse_scan` builds the block structure around them.
+:mod:`infomark.ledger.parse.scan` builds the block structure around them.
 """
 
 from __future__ import annotations
 
-from infomark.ledger.locate import BlockScalarHeader, Candidate, indent_width, quote_stop
-from infomark.ledger.parse_diagnose import SNIPPET, Problem
+from infomark.ledger.parse.diagnose import SNIPPET, Problem
+from infomark.ledger.parse.locate import BlockScalarHeader, Candidate, indent_width, quote_stop
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
-    from infomark.ledger.parse_lalr import Token
+    from infomark.ledger.parse.lalr import Token
 
 __all__ = ["MAX_BLOCK_TOKENS", "ScalarReader", "is_dash", "skip_ws"]
 
