@@ -371,7 +371,7 @@ class Gatekeeper:
             return [], []
         from infomark.gates.weakened import against_checks, scan
 
-        found = scan(self._ledger.root_dir)
+        found = scan(self._ledger.root_dir, base=state.baseline.get("head"))
         if not found:
             return [], []
         names = [c.check for c in checks] if checks is not None else []

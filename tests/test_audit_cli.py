@@ -285,6 +285,18 @@ def test_verdicts_follow_what_happened(lead_home: Path, tmp_path: Path) -> None:
         assert gk.can_finish("done").allow
     story = summarize("bypass", _rows(home, "bypass"))
     assert story.verdict == "bypassed" and story.bypassed == 1
+    # issue 34 §3: CI gates on it through the real CLI (exit 5), and on a tampered journal
+    for command in ("audit", "report"):
+        gated = cli(home, command, "bypass")
+        assert gated.returncode == 5 and "verdict bypassed is in --fail-on" in gated.stderr
+        assert cli(home, command, "bypass", "--fail-on", "tamper").returncode == 0
+    with sqlite3.connect(home / "ledger.db") as db:  # an event rewritten behind its back
+        db.execute(
+            "UPDATE events SET payload = replace(payload, 'check.sh', 'check.sH') "
+            "WHERE session = 'bypass' AND payload LIKE '%check.sh%'"
+        )
+    for command in ("audit", "report"):  # tampering exits 1, whatever --fail-on says
+        assert cli(home, command, "bypass", "--fail-on", "none").returncode == 1
 
 
 def test_json_errors_are_json_and_exit_codes_hold(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ def run_cmd(
             result = runner.start(task, persistent=persistent or None)
         finally:
             runner.close()
-    end = _end_report(home, result.session, root.resolve())
+    end = _end_report(home, result.session, root.resolve(), run_checks=result.reason == "finished")
     if opts()["json"]:
         emit_json({**result.to_dict(), **end})
     else:
@@ -108,7 +108,8 @@ def run_cmd(
         click.echo(f"verdict: {end['verdict']}: {end['verdict_text']}")
         for c in end["checks"]:
             failing = f" (failing: {', '.join(c['failing'])})" if c["failing"] else ""
-            click.echo(f"check `{c['check']}`: {c['state']}{failing}")
+            own = " in infomark's own run" if c["attested"] else ""
+            click.echo(f"check `{c['check']}`: {c['state']}{own}{failing}")
         if not end["checks"]:
             click.echo("checks: none declared ([oracles] require) and none detected")
     if result.reason == "max_steps":
@@ -117,15 +118,26 @@ def run_cmd(
         raise CliExit(EXIT_VERDICT)
 
 
-def _end_report(home: Path, session: str, root: Path) -> dict[str, Any]:
-    """The verdict and the task's checks at the end of a run (declared or detected), from
-    the session's own evidence; ``unverified`` when CI must not pass it."""
+def _end_report(home: Path, session: str, root: Path, *, run_checks: bool) -> dict[str, Any]:
+    """The verdict and the task's checks at the end of a run (declared or detected);
+    ``unverified`` when CI must not pass it. The verdict is the session's own; a check with
+    no fresh PASS of infomark's own is run by infomark itself (``run_checks``, with
+    ``[attest] required``), so the report says whether it passes now, not only that the
+    agent never ran it."""
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.timeline import FAIL_ON, summarize
 
     with Gatekeeper.open(home, session, root=root) as gk:
-        checks = [c.to_dict() for c in gk.check_status()]
         story = summarize(session, gk.events())
+        statuses = gk.check_status()
+        if run_checks and gk.config.attest_required and any(c.state != "pass" for c in statuses):
+            from infomark.tools.attest import check_command
+
+            for status in statuses:
+                if status.state != "pass":
+                    check_command(gk, status.check)  # nothing is recorded when it cannot run
+            statuses = gk.check_status()
+        checks = [c.to_dict() for c in statuses]
     failing = any(c["state"] != "pass" for c in checks)
     return {
         "verdict": story.verdict,

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from infomark.gates.oracles import matches_any, ran_nothing, weakness
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.paths import pure_name
+from infomark.kernel.reasons import RunReason
 from infomark.kernel.records import dataclass
 from infomark.ledger.state import SessionState
 
@@ -256,7 +257,8 @@ def check_status(
         if run.get("outcome") == "ERROR" and report is not None:
             # infomark's own run showed nothing about the check (no test ran, a tampered
             # runner …): not a failure of the code, not a PASS either
-            detail = str((report.get("judgement") or {}).get("detail") or "it ended ERROR")
+            judgement = report.get("judgement") or {}
+            detail = _run_why(str(judgement.get("detail") or "it ended ERROR"), judgement)
             out.append(CheckStatus(check, "disqualified", ref, command, why=detail, attested=own))
             continue
         if run.get("outcome") != "PASS":
@@ -277,6 +279,24 @@ def check_status(
         else:
             out.append(CheckStatus(check, "disqualified", ref, command, why=not_pass, attested=own))
     return out
+
+
+#: a required check's attested run that showed nothing, by its code: the step the agent can
+#: take (the check itself is the operator's; only the change can make its tests run)
+_CHECK_STEPS: dict[str, str] = {
+    RunReason.NO_TESTS_RAN.value: "undo the change that keeps the check's tests from running",
+    RunReason.NAMED_TEST_NOT_RUN.value: "undo the change that keeps the named test from running",
+    RunReason.FEWER_TESTS.value: RunReason.FEWER_TESTS.hint,
+    RunReason.COLLECTION_ERROR.value: RunReason.COLLECTION_ERROR.hint,
+    RunReason.RUNNER_TAMPERED.value: RunReason.RUNNER_TAMPERED.hint,
+}
+
+
+def _run_why(detail: str, judgement: Mapping[str, Any]) -> str:
+    """What an attested run of a required check showed, naming its code and its step."""
+    code = str(judgement.get("code") or "")
+    step = _CHECK_STEPS.get(code)
+    return f"{detail} ({code}: {step})" if step else detail
 
 
 # -- failing tests, by name -------------------------------------------------------------------

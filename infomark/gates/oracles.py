@@ -83,10 +83,52 @@ def _cannot_fail(words: list[str]) -> bool:
         return not args or args[0] == "0"
     if name in _NOOP:
         return True
+    if name == "wait":
+        return not args  # `wait` with no job named exits 0
     if name in ("test", "["):
         inner = [a for a in args if a != "]"]
         return len(inner) == 1 and inner[0] != ""  # `test 1`: a non-empty string is true
     return False
+
+
+#: compound commands whose status is not the test's when the test is their condition
+_CONDITIONS = frozenset({"if", "while", "until"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+
+
+def _ungrouped(
+    segs: list[tuple[str, list[str]]],
+) -> tuple[list[tuple[str, list[str]]], set[int]]:
+    """``segs`` without the subshell and group marks ``( … )`` and ``{ …; }``, and the
+    indexes of the segments that end a group: ``(pytest -q; true)`` is ``pytest -q; true``
+    whose ``true`` decides the group's status, as a final command decides the line's."""
+    out: list[tuple[str, list[str]]] = []
+    ends: set[int] = set()
+    for op, words in segs:
+        ws = [w for w in words if w not in ("{", "}")]
+        closed = len(ws) != len(words) and words[-1] == "}"
+        if ws:
+            ws[0] = ws[0].lstrip("(")
+            stripped = ws[-1].rstrip(")")
+            closed = closed or stripped != ws[-1]
+            ws[-1] = stripped
+            ws = [w for w in ws if w]
+        if ws:
+            out.append((op, ws))
+        if closed and out:
+            ends.add(len(out) - 1)
+    return out, ends
+
+
+def _nested_weakness(segs: list[tuple[str, list[str]]], home: StrPath | None) -> str | None:
+    """The weakness of a script given to ``sh -c`` / ``bash -c`` (judged as its own line)."""
+    for _, words in segs:
+        name, args = _word(words)
+        if name in _SHELLS and "-c" in args[:-1]:
+            inner = weakness(args[args.index("-c") + 1], home=home)
+            if inner is not None:
+                return f"in `{name} -c`: {inner}"
+    return None
 
 
 def _package_dir() -> str:
@@ -125,14 +167,24 @@ def weakness(command: str, *, home: StrPath | None = None) -> str | None:
     every = [w for _, words in segs for w in words]
     if _touches_infomark(every, home):
         return "it calls or reads infomark itself (its CLI, home, token or service)"
-    if all(_cannot_fail(words) for _, words in segs):
+    segs, ends = _ungrouped(segs)
+    if not segs or all(_cannot_fail(words) for _, words in segs):
         return f"`{command}` cannot fail"
+    nested = _nested_weakness(segs, home)
+    if nested is not None:
+        return nested
     for i, (op, words) in enumerate(segs):
+        if words[0] in _CONDITIONS:
+            return (
+                f"`{words[0]}` takes the test's status as its condition: the command exits 0 "
+                "when the test fails"
+            )
         if i == 0:
             continue
         if op == "||" and _cannot_fail(words):
             return f"`|| {' '.join(words)}` masks the failure of what runs before it"
-        if op in (";", "&", "\n") and i == len(segs) - 1 and _cannot_fail(words):
+        last = i == len(segs) - 1 or i in ends  # the last command of the line or of a group
+        if op in (";", "&", "\n") and last and _cannot_fail(words):
             return f"the final `{' '.join(words)}` makes the command succeed whatever ran before"
         name, _ = _word(words)
         if op == "|" and name in _SINKS and "pipefail" not in command:

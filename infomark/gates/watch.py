@@ -15,16 +15,6 @@ import os
 from infomark.gates.authorize import grounding_hint, revert_hint
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision
-from infomark.gates.fingerprint import (
-    WALK_LIMIT,
-    changes_since,
-    clear_mark,
-    mark,
-    marker_seq,
-    still_modified,
-    tracked_paths,
-)
-from infomark.gates.scratch import new_targets, norm_key, scratch_verdict, target_paths
 from infomark.kernel.digest import sha256
 from infomark.kernel.paths import relative_under
 from infomark.kernel.records import dataclass, replace
@@ -67,6 +57,8 @@ def _watch_dir(ledger: Ledger) -> str:
 
 
 def _tracked(ledger: Ledger) -> frozenset[str] | None:
+    from infomark.gates.fingerprint import tracked_paths
+
     listed = tracked_paths(ledger.root_dir, _watch_dir(ledger))
     if listed is None:
         return None
@@ -92,6 +84,8 @@ def _command(call: ToolCall) -> str | None:
 
 
 def _watchable(ledger: Ledger) -> bool:
+    from infomark.gates.fingerprint import WALK_LIMIT, tracked_paths
+
     if tracked_paths(ledger.root_dir, _watch_dir(ledger)) is not None:
         return True
     seen = 0
@@ -161,6 +155,10 @@ def cover(
             return shell
     if c.tool_class not in (ToolClass.MODIFY, ToolClass.DESTRUCTIVE):
         return Cover(c, watched=watched)
+    # scratch (and fingerprint, below) load only for a call that needs them: a read or a
+    # plain run never does (~6 M instructions of a Read's hook call)
+    from infomark.gates.scratch import norm_key, scratch_verdict, target_paths
+
     paths = target_paths(call.tool, call.input, c)
     written = tuple(norm_key(p, ledger.root_dir) for p in paths) if paths else ()
     if not deciding or not config.scratch or plan_grounded(state):
@@ -204,6 +202,8 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
     if not decision.allowed:
         return
     if cov.written:
+        from infomark.gates.scratch import new_targets
+
         created = new_targets(cov.written, ledger.root_dir, _tracked(ledger))
         ledger.emit(
             "files_written",
@@ -216,6 +216,8 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
             },
         )
     if cov.watched:
+        from infomark.gates.fingerprint import mark
+
         mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root_dir)
 
 
@@ -236,6 +238,8 @@ def after_record(ledger: Ledger, config: Config, call: ToolCall, cov: Cover) -> 
             _maybe_clear(ledger)
     if not cov.watched:
         return ""
+    from infomark.gates.fingerprint import changes_since, clear_mark, marker_seq
+
     wd = _watch_dir(ledger)
     key = _key(ledger, call)
     since = marker_seq(wd, key)
@@ -306,6 +310,8 @@ def _maybe_clear(ledger: Ledger) -> None:
     if plan_grounded(state):
         ledger.emit("violation_cleared", {"cause": "grounded", "files": None})
         return
+    from infomark.gates.fingerprint import still_modified
+
     left = still_modified(ledger.root_dir, list(state.violation_files))
     if left is None:
         return

@@ -70,6 +70,7 @@ _HUNK = lazy_compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _TEST_FILE = lazy_compile(
     r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.py|[^/]*\.(?:test|spec)\.[jt]sx?)$"
 )
+_COMMIT = lazy_compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _CONFIGS = ("pyproject.toml", "setup.cfg", "mypy.ini", ".mypy.ini", "ruff.toml", ".ruff.toml",
             "tox.ini", ".coveragerc", "pytest.ini")  # fmt: skip
 
@@ -83,13 +84,20 @@ def _git(root: str, *args: str) -> str:
     return out.decode("utf-8", "replace") if out is not None else ""
 
 
-def scan(root: StrPath) -> list[Finding]:
+def scan(root: StrPath, base: str | None = None) -> list[Finding]:
     """The findings in the change of the git work tree at ``root`` (none outside git, and
-    none in a repository with no commit yet: there is no change to read, every file is new)."""
+    none in a repository with no commit yet: there is no change to read, every file is new).
+    ``base``: the commit the session started from (its baseline's ``head``), so a change the
+    agent committed is still read; else ``HEAD``."""
     r = os.fspath(root)
-    if not _git(r, "rev-parse", "--verify", "--quiet", "HEAD").strip():
-        return []
-    diff = _git(r, "diff", "HEAD", "--unified=0", "--no-color", "--no-ext-diff", "--no-textconv")
+    rev = base if base and _COMMIT.fullmatch(base) else "HEAD"
+    if not _git(r, "rev-parse", "--verify", "--quiet", rev + "^{commit}").strip():
+        if rev == "HEAD":
+            return []
+        rev = "HEAD"  # the session's commit is gone (history rewritten): what HEAD holds
+        if not _git(r, "rev-parse", "--verify", "--quiet", "HEAD").strip():
+            return []
+    diff = _git(r, "diff", rev, "--unified=0", "--no-color", "--no-ext-diff", "--no-textconv")
     new = [p for p in _git(r, "ls-files", "--others", "--exclude-standard").splitlines() if p]
     for rel in new[:200]:
         try:

@@ -17,10 +17,30 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-__all__ = ["GITIGNORE", "HOME_ENV", "default_home", "default_home_dir", "ensure_private_dir"]
+__all__ = [
+    "GITIGNORE",
+    "HOME_ENV",
+    "default_home",
+    "default_home_dir",
+    "ensure_private_dir",
+    "journal_recovery",
+]
 
 HOME_ENV = "INFOMARK_HOME"
 GITIGNORE = "# infomark ledger home: keys and journal, never commit\n*\n"
+
+
+def journal_recovery(home: str | os.PathLike[str]) -> str:
+    """The commands that bring back a home whose journal fails its check
+    (docs/reliability.md#a-journal-that-fails-its-check)."""
+    import shlex
+
+    h = shlex.quote(os.fspath(home))
+    return (
+        f"restore {h}/ledger.db from a backup, or start a new journal and keep this one for "
+        f"audit: `mv {h}/ledger.db {h}/ledger.db.broken && infomark init --home {h}`; then "
+        f"`infomark doctor --home {h}` clears this state"
+    )
 
 
 def default_home_dir() -> str:

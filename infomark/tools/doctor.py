@@ -410,6 +410,8 @@ def journal_activity(home: Path) -> Activity:
     except (InfomarkError, OSError) as exc:
         act.readable, act.why = False, str(exc)
         return act
+    import sqlite3
+
     try:
         for name in journal.known_sessions():
             rows = list(journal.events(name))
@@ -423,6 +425,10 @@ def journal_activity(home: Path) -> Activity:
                     act.refs.setdefault(name, []).append(p["ref"])
                 elif row.type == "instruction_pack_added" and _fired_by_denial(p):
                     act.packs.setdefault(name, []).append((row.seq, str(p["name"])))
+    except (InfomarkError, OSError, sqlite3.Error) as exc:
+        # a page garbled on disk: journal_integrity names it and the recovery; the host
+        # checks say the activity cannot be read instead of doctor failing as a bug
+        act.readable, act.why = False, f"the journal cannot be read: {exc}"
     finally:
         journal.close()
     act.sessions.sort(key=lambda s: (s.last_activity, s.session), reverse=True)

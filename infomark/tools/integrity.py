@@ -49,14 +49,9 @@ class IntegrityFailedError(StoreError):
 
 def recovery(home: StrPath) -> str:
     """The commands that bring a home back (docs/reliability.md)."""
-    import shlex
+    from infomark.ledger.home import journal_recovery
 
-    h = shlex.quote(os.fspath(home))
-    return (
-        f"restore {h}/ledger.db from a backup, or start a new journal and keep this one for "
-        f"audit: `mv {h}/ledger.db {h}/ledger.db.broken && infomark init --home {h}`; then "
-        f"`infomark doctor --home {h}` clears this state"
-    )
+    return journal_recovery(home)
 
 
 def _pragma(journal: Any) -> str | None:
@@ -69,7 +64,9 @@ def _pragma(journal: Any) -> str | None:
         return f"SQLite cannot check {journal.path}: {exc}"
     found = [str(r[0]) for r in rows]
     if found != ["ok"]:
-        return f"SQLite's quick_check of {journal.path} failed: " + "; ".join(found[:3])
+        lines = [line.strip() for f in found for line in f.splitlines() if line.strip()]
+        more = f" (and {len(lines) - 4} more)" if len(lines) > 4 else ""
+        return f"SQLite's quick_check of {journal.path} failed: " + "; ".join(lines[:4]) + more
     return None
 
 

@@ -136,3 +136,20 @@ def test_pack_bounds_hold_under_generated_sessions(
             assert gk.store.replay().policy == gk.store.state.policy
         finally:
             gk.close()
+
+
+@given(st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=True, allow_infinity=True)))
+def test_the_threshold_rounds_up_as_math_ceil_does(x: float) -> None:
+    import math
+
+    from infomark.gates.policies.defaults import _ceil
+
+    try:
+        expected: int | type[Exception] = math.ceil(x)
+    except (OverflowError, ValueError) as exc:
+        expected = type(exc)
+    try:
+        got: int | type[Exception] = _ceil(x)
+    except (OverflowError, ValueError) as exc:
+        got = type(exc)
+    assert got == expected and type(got) is type(expected)

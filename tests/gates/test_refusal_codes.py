@@ -7,8 +7,9 @@ The codes are enumerated from the kernel's enums (:class:`RejectReason`, :class:
 :data:`NOT_A_REFUSAL` / :data:`ELSEWHERE` saying why not.
 Each scenario drives a real session (a git project, a real SQLite home, real runs) into the
 refusal, reads the text the agent would read (the Python API's denial output, the finish
-refusal, the stamp-rejection instruction), then does what the text says and checks that the
-refusal is gone (the call runs, the stamp applies, the finish passes, or a later refusal
+refusal, the stamp-rejection instruction, the answer of `infomark check C1`: infomark's own
+run in bubblewrap, judged from the runner's report), then does what the text says and checks
+that the refusal is gone (the call runs, the stamp applies, the finish passes, or a later refusal
 stands in its place). Every command a refusal tells the agent to run passes infomark's own
 oracle judge (``weakness``), and every ``result=`` it tells it to stamp is the one the
 claim's expectation needs.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +62,7 @@ NOT_A_REFUSAL: dict[str, str] = {
 }
 
 #: refusals not driven here, with the reason (reviewed, not silent)
-_ATTESTED = (
-    "judged from infomark's own attested run (bubblewrap, about 1.5 s a run), not the "
-    "agent's: the judge and its hint are tested in tests/tools/test_attest_report.py and "
-    "tests/tools/test_attest_judge_properties.py, not through a session here"
-)
-ELSEWHERE: dict[str, str] = {f"run:{c.value}": _ATTESTED for c in RunReason}
+ELSEWHERE: dict[str, str] = {}
 
 
 def vocabulary() -> set[str]:
@@ -96,7 +93,7 @@ class Session:
     says otherwise: each refusal's step is the one that protocol names; the attested default's
     steps (`infomark check C…`) are driven where ``config`` turns it on."""
 
-    def __init__(self, tmp: Path, config: str = "") -> None:
+    def __init__(self, tmp: Path, config: str = "", files: dict[str, str] | None = None) -> None:
         if "[attest]" not in config:
             config += OWN_RUNS_TOML
         root = tmp / "p"
@@ -105,6 +102,8 @@ class Session:
         (root / "check.sh").write_text("grep -qx 'VALUE = 2' app.py\n")
         (root / TEST_FILE).write_text("import app\n\n\ndef test_v():\n    assert app.VALUE\n")
         (root / "notes.txt").write_text("notes\n")
+        for rel, text in (files or {}).items():
+            (root / rel).write_text(text)
         if config:
             (root / "infomark.toml").write_text(config)
         git = ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t"]
@@ -897,6 +896,128 @@ def _unsandboxed_run(tmp: Path) -> Refusal:
     return Refusal(text, "C1", follow)
 
 
+# -- infomark's own runs: `infomark check C…` judges the runner's report ------------------------
+PY = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+RUN_FILES = {
+    "test_fix.py": (
+        "import pytest\n\nimport app\n\n\ndef test_two():\n    assert app.VALUE == 2\n\n\n"
+        "@pytest.mark.skip\ndef test_later():\n    assert app.VALUE\n"
+    ),
+    "test_cases.py": (
+        "import pytest\n\nimport app\n\n\n"
+        "@pytest.mark.parametrize('v', getattr(app, 'CASES', [1, 2]))\n"
+        "def test_case(v):\n    assert v\n"
+    ),
+}
+PATCH_RUNTEST = (
+    "import _pytest.python\n_orig = _pytest.python.Function.runtest\n\n\ndef runtest(self):\n"
+    "    try:\n        _orig(self)\n    except AssertionError:\n        pass\n\n\n"
+    "_pytest.python.Function.runtest = runtest\nVALUE = 1\n"
+)
+
+
+def _attested_session(tmp: Path) -> Session:
+    """A session whose claims are grounded by infomark's own runs only; its baseline is
+    recorded before the agent's changes (as a session's first action records it)."""
+    from infomark.gates import baseline
+    from infomark.tools.sandbox import probe
+
+    if not probe().available:
+        pytest.fail(f"bubblewrap must run for this step: {probe().detail}")
+    s = Session(tmp, config=ATTESTED, files=RUN_FILES)
+    baseline.ensure(s.gk.store)
+    return s
+
+
+def _check(s: Session, cid: str = "C1") -> str:
+    """`infomark check C1`: the text the agent reads."""
+    from infomark.tools.attest import check
+
+    return check(s.gk, cid).text
+
+
+def _run_code(text: str) -> str:
+    """The code an attested run's answer names in its first line ("" when none)."""
+    m = re.match(r"\[infomark attested run of [^\n]*?: [A-Z_]+ \((\w+)\) evidence_ref=", text)
+    return m.group(1) if m else ""
+
+
+def _redeclare(s: Session, **claim_fields: str) -> Callable[[], str]:
+    """Follow "declare an oracle that …": the same claim with another oracle, checked again."""
+
+    def follow() -> str:
+        s.say(ledger(claim(**claim_fields)))
+        return _run_code(_check(s))
+
+    return follow
+
+
+def _change_back(s: Session, text: str) -> Callable[[], str]:
+    """Follow "undo / fix the change …": app.py as ``text``, checked again."""
+
+    def follow() -> str:
+        (s.root / "app.py").write_text(text)
+        return _run_code(_check(s))
+
+    return follow
+
+
+@scenario("run:no_tests_ran")
+def _no_tests_ran(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} test_fix.py::test_later", expect="FAIL")))  # skipped
+    follow = _redeclare(s, oracle=f"{PY} test_fix.py::test_two", expect="FAIL")
+    return Refusal(_check(s), "C1", follow)
+
+
+@scenario("run:named_test_not_run")
+def _named_test_not_run(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} {TEST_FILE} test_fix.py::test_later")))
+    return Refusal(_check(s), "C1", _redeclare(s, oracle=f"{PY} {TEST_FILE}"))
+
+
+@scenario("run:oracle_cannot_fail")
+def _oracle_cannot_fail(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} {TEST_FILE}", expect="FAIL")))  # passes before any fix
+    follow = _redeclare(s, oracle=f"{PY} test_fix.py::test_two", expect="FAIL")
+    return Refusal(_check(s), "C1", follow)
+
+
+@scenario("run:masked_failure")
+def _masked_failure(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    masked = f"{PY} test_fix.py::test_two || {sys.executable} -c pass"  # no static mask
+    s.say(ledger(claim(oracle=masked, expect="FAIL")))
+    follow = _redeclare(s, oracle=f"{PY} test_fix.py::test_two", expect="FAIL")
+    return Refusal(_check(s), "C1", follow)
+
+
+@scenario("run:collection_error")
+def _collection_error(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} test_fix.py::test_two")))
+    (s.root / "app.py").write_text("VALUE = (2\n")  # a fix with a syntax error
+    return Refusal(_check(s), "C1", _change_back(s, "VALUE = 2\n"))
+
+
+@scenario("run:fewer_tests")
+def _fewer_tests(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} test_cases.py")))
+    (s.root / "app.py").write_text("VALUE = 1\nCASES = [1]\n")  # one case fewer
+    return Refusal(_check(s), "C1", _change_back(s, "VALUE = 1\n"))
+
+
+@scenario("run:runner_tampered")
+def _runner_tampered(tmp: Path) -> Refusal:
+    s = _attested_session(tmp)
+    s.say(ledger(claim(oracle=f"{PY} test_fix.py::test_two")))
+    (s.root / "app.py").write_text(PATCH_RUNTEST)  # failures swallowed by a patched runner
+    return Refusal(_check(s), "C1", _change_back(s, "VALUE = 2\n"))
+
+
 # -- the property -------------------------------------------------------------------------------
 def test_every_code_is_driven_or_listed() -> None:
     covered = set(SCENARIOS) | set(NOT_A_REFUSAL) | set(ELSEWHERE)
@@ -920,6 +1041,8 @@ def test_the_refusal_names_its_code_claim_and_a_step_that_moves_forward(
     assert re.search(rf"(?<![a-z_]){code}(?![a-z_])", text), f"code {code} not named: {text}"
     if refusal.claim is not None:
         assert re.search(rf"\b{refusal.claim}\b", text), f"claim not named: {text}"
+    if key.startswith("run:"):  # infomark's own run: the judge's code, and its step
+        assert RunReason(code).hint in text, f"no step for {code}: {text}"
     for command in SUGGESTED_RUN.findall(text):  # never a command infomark would refuse
         assert weakness(command) is None, (command, text)
     after = refusal.follow()

@@ -123,3 +123,31 @@ def test_the_scan_runs_none_of_the_repositorys_own_programs(tmp_path: Path) -> N
     (repo / "test_a.py").write_text("def test_a():\n    pass\n")
     assert [f.text for f in scan(repo)] == ["def test_a(): no assertion"]
     assert not marker.exists()
+
+
+def test_a_change_the_agent_committed_is_read_from_the_sessions_commit(tmp_path: Path) -> None:
+    """`git diff HEAD` is empty once the agent commits its change: the scan reads from the
+    commit the session started on (its baseline's head) instead."""
+    import subprocess
+
+    from infomark.gates.weakened import scan
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "test_a.py").write_text("def test_a():\n    assert 1\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "s"], check=True)
+    start = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (tmp_path / "test_a.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skip\ndef test_a():\n    assert 1\n"
+    )
+    (tmp_path / "test_b.py").write_text("def test_b():\n    pass\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "done"], check=True)
+    assert scan(tmp_path) == []  # against HEAD: nothing changed
+    found = {(f.kind, f.path) for f in scan(tmp_path, base=start)}
+    assert found == {("skipped_test", "test_a.py"), ("empty_test", "test_b.py")}
+    assert scan(tmp_path, base="0" * 40) == []  # a commit that is gone: HEAD, as before
+    assert scan(tmp_path, base="--output=/tmp/x") == []  # never an option to git

@@ -11,7 +11,8 @@ import pytest
 
 from infomark.kernel.errors import ConfigError
 from infomark.tools.runner.agentfile import DEFAULT_TOOLS, load_agent
-from infomark.tools.runner.scripted import ScriptedModelServer, reply
+from infomark.tools.runner.scripted import ScriptedModelServer, call, reply
+from infomark.tools.sandbox import probe
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
@@ -127,9 +128,39 @@ def test_run_reports_the_tasks_checks_and_exits_5_when_they_do_not_pass(
     assert got.returncode == 5, got.stdout + got.stderr
     assert "verdict: finished_unchanged: ended without changes" in got.stdout
     assert "no check was run" in got.stdout
-    assert "check `pytest -q`: not_run" in got.stdout
+    # the agent ran no check: infomark runs it at the end, so the report says it fails now
+    if probe().available:
+        want = "check `pytest -q`: fail in infomark's own run (failing: test_calc.py::test_add)"
+    else:  # no sandbox: nothing can run it here
+        want = "check `pytest -q`: not_run"
+    assert want in got.stdout, got.stdout
     server.add("idle2", reply("Nothing."))
     again = _cli("run", "--json", "--session", "idle2", "--model", server.url, "x", cwd=project)
     assert again.returncode == 5
     data = json.loads(again.stdout)
-    assert data["unverified"] is True and data["checks"][0]["state"] == "not_run"
+    assert data["unverified"] is True
+    assert data["checks"][0]["state"] == ("fail" if probe().available else "not_run")
+
+
+def test_run_exits_5_when_its_agent_is_let_out_at_the_refusal_cap(
+    server: ScriptedModelServer, project: Path
+) -> None:
+    """Issue 34 §3: a finish the refusal cap let through is not a pass for CI."""
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    (project / "infomark.toml").write_text(
+        'profile = "verify"\nfinish_refusal_cap = 1\n[attest]\nrequired = false\n'
+    )
+    wrong = "def add(a, b):\n    return a * b\n"
+    server.add(
+        "capped",
+        reply("Fixing it.", call("write", file_path=str(project / "calc.py"), content=wrong)),
+        reply("Done."),
+        reply("Done, really."),
+    )
+    got = _cli("run", "--json", "--session", "capped", "--model", server.url, "fix", cwd=project)
+    assert got.returncode == 5, got.stdout + got.stderr
+    data = json.loads(got.stdout)
+    assert data["verdict"] == "finished_unverified" and data["unverified"] is True, data

@@ -17,6 +17,7 @@ from infomark.tools.runner import AgentSpec, ModelSpec, Runner, ScriptedModelSer
 from infomark.tools.runner.scripted import Request, call, evidence_refs, reply, tool_results
 from tests.runner.conftest import events
 from tests.security.attested_project import (
+    BUGGY,
     FIXED,
     MAKE,
     PATCH_RUNNER,
@@ -24,6 +25,8 @@ from tests.security.attested_project import (
     PYTEST_INI,
     PYTEST_TOML,
     REPRO,
+    TESTS,
+    git_project,
     ledger,
     need_bwrap,
     project,
@@ -161,3 +164,44 @@ def test_tdd_through_the_runner_finishes_without_friction(
     ]  # fmt: skip
     assert [r["outcome"] for r in attested] == ["PASS"]
     assert set(attested[0]["attested"]["carried"]) == {"calc.py", "test_negative.py"}
+    # `infomark run`'s end report: the project's check (detected: `pytest -q`, which the agent
+    # never ran as such) is run by infomark itself, so an honest finish is not "unverified"
+    from infomark.cli.commands_run import _end_report
+
+    end = _end_report(home, "t1", root, run_checks=True)
+    assert end["verdict"] == "finished" and end["unverified"] is False, end
+    assert [(c["check"], c["state"]) for c in end["checks"]] == [("pytest -q", "pass")]
+
+
+def test_verify_profile_through_infomark_run(tmp_path: Path, server: ScriptedModelServer) -> None:
+    """Issue 34 §1 and §3 through `infomark run` (the console command, a model that never
+    heard of claim ledgers): a premature "done" is refused by infomark's own run of the
+    project's check, started by the finish itself, naming the failing test; after the fix the
+    finish passes on that run, the end report says the check passes, and the exit is 0."""
+    import json
+    import subprocess
+    import sys
+
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS}
+    root = git_project(tmp_path, files, config='profile = "verify"\n', attest=False)
+    seen: list[str] = []
+
+    def after_refusal(req: Request) -> dict[str, Any]:
+        seen.append(str(req.last.get("content") or ""))
+        return reply("add() subtracts; fixing it.", call("write", file_path=str(root / "calc.py"),
+                                                         content=FIXED))  # fmt: skip
+
+    server.add("v1", reply("Done: the bug is fixed."), after_refusal, reply("Fixed add()."))
+    got = subprocess.run(
+        [sys.executable, "-m", "infomark", "run", "--json", "--session", "v1", "--model",
+         server.url, "--home", str(tmp_path / "home"), "Fix the failing test."],
+        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    (refusal,) = seen
+    assert "check_failed" in refusal and "infomark's own run" in refusal, refusal
+    assert "test_calc.py::test_add" in refusal and "test_calc.py::test_zero" not in refusal
+    data = json.loads(got.stdout)
+    assert data["verdict"] == "finished" and data["unverified"] is False, data
+    (check,) = data["checks"]
+    assert (check["check"], check["state"], check["attested"]) == ("pytest -q", "pass", True)

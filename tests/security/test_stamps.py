@@ -141,6 +141,13 @@ WEAK = [
     "python3 -m infomark.cli.entry record",
     "cat .infomark/token",
     "X=1 true",
+    # a mask inside a subshell, a group, `sh -c` or a condition, and a bare `wait`
+    "(pytest -q; true)",
+    "{ pytest -q; true; } && echo ok",
+    "sh -c 'pytest -q; exit 0'",
+    "bash -c 'pytest -q || true'",
+    "if pytest -q; then :; fi",
+    "pytest -q & wait",
 ]
 STRONG = [
     "pytest -q",
@@ -155,6 +162,10 @@ STRONG = [
     # a checkout or venv that lives in a directory named infomark is not infomark itself
     "/home/dev/src/infomark/.venv/bin/python check.py",
     "/tmp/ci/infomark/.venv/bin/pytest -q tests/",
+    "(cd sub && pytest -q)",
+    "sh -c 'pytest -q'",
+    'pytest -k "a or (b)"',
+    "pytest -q & wait $!",
 ]
 
 

@@ -221,6 +221,31 @@ def test_f_a_journal_that_fails_its_check_fails_closed_with_the_recovery(tmp_pat
         assert db.execute("SELECT max(rowid) FROM events").fetchone()[0] == before
 
 
+def test_f_a_journal_garbled_on_disk_fails_closed_and_doctor_names_it(tmp_path: Path) -> None:
+    """Pages overwritten on disk (not one event edited): the hook cannot open the store, so it
+    fails closed naming the recovery; doctor reports journal_integrity instead of crashing."""
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.hook("SessionStart", source="startup")
+    for i in range(20):  # a journal of some pages
+        agent.bash(f"echo {i}")
+    db = agent.project / ".infomark" / "ledger.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    assert len(data) > 4096 * 6
+    data[4096 * 2 : 4096 * 6] = b"A" * (4096 * 4)
+    db.write_bytes(bytes(data))
+    pre, post, _ = agent.bash("echo hi > notes.txt")
+    assert pre.decision == "deny" and post is None
+    assert "ledger.db.broken && infomark init" in pre.reason, pre.reason
+    assert agent.stop("Done.").decision == "block"
+    doctor = cli(agent.project, "doctor", "--root", str(agent.project), "--json")
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    found = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "journal_integrity"]
+    assert found and found[0]["status"] == "problem" and "ledger.db" in found[0]["message"]
+    assert "ledger.db.broken" in found[0]["fix"]
+
+
 # -- (h) the audit ------------------------------------------------------------------------
 def test_h_audit_verdicts_never_say_more_than_the_evidence(tmp_path: Path) -> None:
     idle = Agent(make_project(tmp_path / "idle"))
@@ -273,6 +298,20 @@ def test_4_a_test_that_tests_nothing_is_reported_and_counts(tmp_path: Path, form
     story = json.loads(cli(agent.project, "audit", "--session", agent.sid, "--json").stdout)
     kinds = [e["text"] for e in story["story"]["timeline"] if e["kind"] == "weakened"]
     assert kinds and kind in kinds[0]
+
+
+def test_4_a_committed_test_that_tests_nothing_is_still_reported(tmp_path: Path) -> None:
+    """Committing the change hides it from `git diff HEAD`, not from the finish."""
+    rel, text, _ = WEAKENINGS["a new test with no assertion"]
+    agent = Agent(make_project(tmp_path / "p"))
+    agent.edit("calc.py", BUG, FIX)
+    (agent.project / rel).write_text(text)
+    _, _, code = agent.bash("git add -A && git -c user.email=a@b -c user.name=a commit -qm more")
+    assert code == 0
+    agent.bash(PYTEST)
+    stop = agent.stop("Done, with a new test.")
+    assert stop.decision == "block" and "[infomark weakened_checks]" in stop.reason, stop.reason
+    assert rel in stop.reason
 
 
 def test_4_a_suppression_is_reported_in_the_audit(tmp_path: Path) -> None:

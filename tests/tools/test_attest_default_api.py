@@ -106,11 +106,13 @@ def test_the_opt_out_and_observe_ground_on_the_agents_own_runs(
         assert gk.can_finish("Done.").allow
 
 
-def _attested(gk: Gatekeeper, outcome: str, failed: tuple[str, ...] = (), detail: str = "") -> str:
+def _attested(
+    gk: Gatekeeper, outcome: str, failed: tuple[str, ...] = (), detail: str = "", code: str = ""
+) -> str:
     """Record an attested run of CHECK the way the runner does (its report written here)."""
     attestation = {
         "report": {"failed_tests": list(failed), "failed": len(failed)},
-        "judgement": {"outcome": outcome, "detail": detail},
+        "judgement": {"outcome": outcome, "detail": detail, "code": code or None},
         "sandbox": "bubblewrap",
     }
     code = 0 if outcome == "PASS" else 1
@@ -131,10 +133,14 @@ def test_verify_reads_the_checks_from_infomarks_own_runs(project: Path, home: Pa
         assert "infomark's own run" in fin.reason
         assert "failing: test_calc.py::test_add, test_calc.py::test_sub" in fin.reason
         _edit(gk)
-        _attested(gk, "ERROR", detail="no test ran (0 collected)")
+        _attested(gk, "ERROR", detail="no test ran (0 collected)", code="no_tests_ran")
         fin = gk.can_finish("Done.")
         assert not fin.allow and "not pass in infomark's own run of it" in fin.reason
         assert "no test ran (0 collected)" in fin.reason
+        # its code, and a step that fits a check the agent cannot redeclare
+        assert "(no_tests_ran: undo the change that keeps the check's tests from running)" in (
+            fin.reason
+        )
         _attested(gk, "PASS")
         assert gk.can_finish("Done.").allow
         run(gk, CHECK, exit_code=1, output="FAILED test_calc.py::test_add - assert 0 == 4\n")

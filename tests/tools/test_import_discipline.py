@@ -121,19 +121,16 @@ PRETOOL_MODULES = {
     "infomark.gates.classify",
     "infomark.gates.config",
     "infomark.gates.decision",
-    "infomark.gates.fingerprint",
     "infomark.gates.grading",
     "infomark.gates.grading_flow",  # the grading surface's session logic (was in the facade)
     "infomark.gates.oracles",
     "infomark.gates.protect",
     "infomark.gates.reach",
-    "infomark.gates.scratch",
     "infomark.gates.watch",
     "infomark.kernel",
     "infomark.kernel.contexts",
     "infomark.kernel.decisions",
     "infomark.kernel.digest",  # SHA-256 and HMAC without OpenSSL for small inputs
-    "infomark.kernel.environ",
     "infomark.kernel.jsonc",  # json.loads/dumps on _json: no json (re, 5 compiles) import
     "infomark.kernel.errors",
     "infomark.kernel.graph",
@@ -185,6 +182,11 @@ PRETOOL_MODULES = {
 }
 
 FIRST_CALL_ONLY = {"infomark.tools.hooks.sandboxed"}
+
+# What a write adds to a PreToolUse: the scratch rules for its targets and the tree's
+# fingerprint for the files it creates (a Read or a plain run loads neither: ~3 M
+# instructions of a Read's hook call).
+WRITE_MODULES = {"infomark.gates.fingerprint", "infomark.gates.scratch", "infomark.kernel.environ"}
 
 # What parsing a block adds to a PreToolUse (a new ledger or stamp in the transcript).
 PARSER_MODULES = {
@@ -248,6 +250,16 @@ def test_steady_state_pretooluse_loads_exactly_the_pinned_modules(project: Path)
     loaded = {m for m in modules if m.split(".")[0] == "infomark"}
     # the agent-sandbox check runs at the session's first call (the warm-up), not every call
     assert loaded <= PRETOOL_MODULES and PRETOOL_MODULES - loaded <= FIRST_CALL_ONLY, loaded
+
+
+def test_an_edit_adds_the_write_modules(project: Path) -> None:
+    edit = {"file_path": "a.py", "old_string": "x", "new_string": "y"}
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": edit}
+    result = _run(project, payload)
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    assert set(modules) >= WRITE_MODULES, sorted(WRITE_MODULES - set(modules))
+    assert _heavy(modules) == [] and _slow(modules) == []
 
 
 def test_bash_adds_only_tree_sitter(project: Path) -> None:
@@ -341,7 +353,7 @@ def test_ruff_bans_the_slow_stdlib_on_exactly_the_hook_path() -> None:
     found = re.fullmatch(r"!infomark/\{(.*)\}\.py", key)
     assert found is not None, key
     hook_path = set()
-    for name in PRETOOL_MODULES | PARSER_MODULES:
+    for name in PRETOOL_MODULES | PARSER_MODULES | WRITE_MODULES:
         spec = importlib.util.find_spec(name)
         assert spec is not None and spec.origin is not None
         hook_path.add(Path(spec.origin).relative_to(root / "infomark").with_suffix("").as_posix())

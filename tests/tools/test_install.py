@@ -182,3 +182,53 @@ def test_the_installed_compaction_hooks_carry_and_close_each_compaction(tmp_path
     with Gatekeeper.open(tmp_path / ".infomark", "sess-c", root=tmp_path) as gk:
         assert gk.state.policy["metrics"]["compactions"] == 2  # each counted once
         assert [e.type for e in gk.events()].count("compaction_carried") == 2
+
+
+def _install_on_a_terminal(root: Path, answer: str) -> str:
+    """``install claude-code`` with its stdin and stdout on a real pseudo-terminal, answering
+    the confirmation with ``answer``; everything it wrote to the terminal."""
+    import os
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [EXE, "install", "claude-code", "--root", str(root)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        close_fds=True,
+    )
+    os.close(follower)
+    seen = b""
+    answered = False
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        assert ready, f"no output from install within 60 s: {seen!r}"
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: install ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if not answered and b"Require these" in seen:
+            os.write(leader, answer.encode() + b"\n")
+            answered = True
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, seen
+    return seen.decode("utf-8", "replace")
+
+
+def test_install_asks_on_a_terminal_and_takes_the_answer(tmp_path: Path) -> None:
+    """Issue 34 §1: the detected checks are shown and confirmed by the user at install."""
+    for name, answer, want in (("yes", "", ["pytest -q"]), ("typed", "make check", ["make check"])):
+        root = tmp_path / name
+        (root / "tests").mkdir(parents=True)
+        (root / "tests" / "test_a.py").write_text("def test_a():\n    assert 1\n")
+        shown = _install_on_a_terminal(root, answer)
+        assert "detected checks: `pytest -q`" in shown
+        config = (root / "infomark.toml").read_text()
+        assert f"require = {json.dumps(want)}" in config, config
+        local = json.loads((root / ".claude" / "settings.local.json").read_text())
+        assert local["permissions"]["allow"] == [f"Bash({c})" for c in want]

@@ -8,8 +8,6 @@ user prompts. Thresholds, severities and expiry are defaults that
 
 from __future__ import annotations
 
-import math
-
 from infomark.gates.authorize import claim_step
 from infomark.gates.finalize import claims_completion, fresh_exact_claims
 from infomark.gates.policies.context import HookResult, TurnContext
@@ -50,7 +48,14 @@ def _n(n: int, word: str) -> str:
 
 def _threshold(ctx: TurnContext, default: int) -> int:
     """A count threshold (a fractional override rounds up)."""
-    return max(1, math.ceil(ctx.settings.threshold or default))
+    return max(1, _ceil(ctx.settings.threshold or default))
+
+
+def _ceil(x: float) -> int:
+    """``math.ceil`` without loading ``math`` (an extension module: ~0.8 M instructions of a
+    hook's PostToolUse); ``int`` raises as it does for an infinity or a NaN."""
+    n = int(x)  # toward zero
+    return n + 1 if x > n else n
 
 
 def _percent(ctx: TurnContext, default: int) -> int:

@@ -28,7 +28,9 @@ The package is split by what each module knows:
 - :mod:`.walks` (with :mod:`.walks_copy` and :mod:`.walkroots`): recursive operations
   (``grep -r``, ``tar c``, ``cp -r`` …) recorded as ``Classification.walks``, judged against
   the ledger home by :mod:`infomark.gates.reach`;
-- :mod:`.table`: command name → handler.
+- :mod:`.lookup`, :mod:`.common` and :mod:`.table`: command name → handler (wrappers,
+  shells and interpreters load with the classifier; the rest of the table on the first
+  name it holds).
 
 Standard library only at import; tree-sitter is imported on the first parse.
 """

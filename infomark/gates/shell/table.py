@@ -18,6 +18,7 @@ from infomark.gates.shell.archives import (
     _h_wget,
 )
 from infomark.gates.shell.assembled import _h_parallel, _h_xargs
+from infomark.gates.shell.common import _PIP_NAME, _PYTHON, COMMON
 from infomark.gates.shell.core import Env, Handler, ws
 from infomark.gates.shell.files import (
     _MODIFY_VERBS,
@@ -46,96 +47,17 @@ from infomark.gates.shell.filters import (
     _h_yq,
 )
 from infomark.gates.shell.git import _h_git
-from infomark.gates.shell.interpreters import (
-    _SHELLS,
-    INTERPRETERS,
-    _h_interpreter,
-    _h_project_script,
-    _h_pwsh,
-    _h_shell,
-)
-from infomark.gates.shell.runners import (
-    _h_flock,
-    _h_gdb,
-    _h_script,
-    _h_taskset,
-    _h_time,
-)
+from infomark.gates.shell.interpreters import _h_interpreter
 from infomark.gates.shell.sql import _h_mysql, _h_psql, _h_sqlite
 from infomark.gates.shell.walks import WALKERS
-from infomark.gates.shell.words import Arg, _command_name
-from infomark.gates.shell.wrappers import (
-    _h_alias,
-    _h_chroot,
-    _h_command,
-    _h_env,
-    _h_exec_tool,
-    _h_hash,
-    _h_infomark,
-    _h_opaque,
-    _h_ssh,
-    _h_su,
-    _h_sudo,
-    _h_timeout,
-    _h_trap,
-    _h_watch,
-    _wrapper,
-)
-from infomark.kernel.lazyre import lazy_compile
+from infomark.gates.shell.words import Arg
 
-__all__ = ["HANDLERS", "MODULE_HANDLERS", "lookup"]
+__all__ = ["HANDLERS", "MODULE_HANDLERS", "handler"]
 
 _HANDLERS: dict[str, Handler] = {
-    # wrappers
-    "sudo": _h_sudo,
-    "sudoedit": _h_sudo,
-    "doas": _wrapper("uC"),
-    "env": _h_env,
-    "command": _h_command,
-    "builtin": _wrapper(),
-    "exec": _wrapper("a"),
-    "nice": _wrapper("n", frozenset({"--adjustment"})),
-    "nohup": _wrapper(),
-    "time": _h_time,
-    "timeout": _h_timeout,
-    "stdbuf": _wrapper("ioe", frozenset({"--input", "--output", "--error"})),
+    **COMMON,  # wrappers, shells, interpreters (.common)
     "xargs": _h_xargs,
-    "setsid": _wrapper(),
-    "ionice": _wrapper("cn", frozenset({"--class", "--classdata"})),
-    "chroot": _h_chroot,
-    "busybox": _wrapper(),
-    "toybox": _wrapper(),
-    "script": _h_script,
-    "flock": _h_flock,
-    "taskset": _h_taskset,
     "parallel": _h_parallel,
-    "gdb": _h_gdb,
-    "coproc": _wrapper(),
-    "watch": _h_watch,
-    "ssh": _h_ssh,
-    "su": _h_su,
-    "trap": _h_trap,
-    "npx": _h_exec_tool,
-    "uvx": _h_exec_tool,
-    "bunx": _h_exec_tool,
-    "infomark": _h_infomark,
-    **dict.fromkeys(
-        ("manage.py", "setup.py", "django-admin", "django-admin.py"), _h_project_script
-    ),
-    "alias": _h_alias,
-    "hash": _h_hash,
-    # opaque
-    "eval": _h_opaque,
-    "source": _h_opaque,
-    ".": _h_opaque,
-    "invoke-expression": _h_opaque,
-    "iex": _h_opaque,
-    # shells and interpreters
-    **dict.fromkeys(_SHELLS, _h_shell),
-    "pwsh": _h_pwsh,
-    "powershell": _h_pwsh,
-    "cmd": _h_pwsh,
-    **dict.fromkeys(INTERPRETERS, _h_interpreter),
     # files
     "rm": _h_rm,
     "del": _h_remove_item,
@@ -239,9 +161,6 @@ _MODULE_HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("pipx", "poetry", "pdm", "uv"), packages.handle),
 }
 
-_PYTHON = lazy_compile(r"^(python|pypy|py)(\d+(\.\d+)*)?[a-z]?$")
-_PIP_NAME = lazy_compile(r"^pip\d+(\.\d+)*$")
-
 
 def _pattern_handler(name: str) -> Handler | None:
     if _PYTHON.match(name):
@@ -253,19 +172,9 @@ def _pattern_handler(name: str) -> Handler | None:
     return None
 
 
-_LOOKUP_CACHE: dict[str, tuple[str | None, Handler | None]] = {}
-
-
-def lookup(word: str) -> tuple[str | None, Handler | None]:
-    """Command word → (normalised name, handler); cached, the same names recur constantly."""
-    hit = _LOOKUP_CACHE.get(word)
-    if hit is None:
-        name = _command_name(word)
-        handler = None if name is None else (_HANDLERS.get(name) or _pattern_handler(name))
-        hit = (name, handler)
-        if len(_LOOKUP_CACHE) < 4096:
-            _LOOKUP_CACHE[word] = hit
-    return hit
+def handler(name: str) -> Handler | None:
+    """The handler of a normalised command name: its entry, else its name pattern's."""
+    return _HANDLERS.get(name) or _pattern_handler(name)
 
 
 HANDLERS = _HANDLERS

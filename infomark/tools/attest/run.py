@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from infomark.gates import baseline
 from infomark.kernel.errors import InfomarkError, UserError
-from infomark.kernel.reasons import RejectReason
+from infomark.kernel.reasons import RejectReason, RunReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
@@ -290,6 +290,9 @@ def _answer(
         (f"{claim_id} is {rank}. " if claim_id is not None else "") + judged.detail,
     ]
     lines[1] = lines[1].strip()
+    step = _run_step(judged)
+    if step:
+        lines.append(f"next step ({judged.code}): {step}")
     for rej in ingest.get("stamps_rejected") or ():
         lines.append(f"the stamp was refused ({rej.get('reason')}): {rej.get('message')}")
     if carried.left_out:
@@ -303,6 +306,18 @@ def _answer(
     if tail:
         lines.append("output:\n" + tail)
     return "\n".join(lines)
+
+
+def _run_step(judged: attest_report.Judgement) -> str:
+    """The one next step for a run whose judgement names a :class:`RunReason` that keeps it
+    from grounding the claim ("" when none: a plain PASS or FAIL, or an expected-FAIL claim
+    whose oracle now passes, which a claim without ``expect: FAIL`` states)."""
+    code = judged.code
+    if not isinstance(code, RunReason):
+        return ""
+    if code is RunReason.ORACLE_CANNOT_FAIL and judged.outcome is Outcome.PASS:
+        return ""
+    return code.hint
 
 
 def attester_for(gk: Gatekeeper) -> None:

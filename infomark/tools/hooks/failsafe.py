@@ -334,9 +334,11 @@ def explain(exc: BaseException, home: StrPath) -> str:
     if isinstance(exc, WitnessMismatchError) or getattr(exc, "code", "") == "integrity_failed":
         return str(exc)
     if isinstance(exc, StoreError | VerificationError):
+        from infomark.ledger.home import journal_recovery as recovery
+
         return (
             f"the ledger in {home} cannot be read: {exc}. Run `infomark audit --verify` to see "
-            "what is wrong"
+            f"what is wrong; to recover: {recovery(home)}"
         )
     if isinstance(exc, ConfigError):
         return f"infomark's configuration is invalid: {exc}"

@@ -12,6 +12,7 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 
 from __future__ import annotations
 
+import os
 import time
 
 from infomark.kernel import jsonc
@@ -120,3 +121,18 @@ def read_new_text(
         if found or tool_use_id is None or time.monotonic() >= deadline:
             return TranscriptChunk(texts, offset, found, tuple(heads))
         time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded
+        while not _grown(p, offset) and time.monotonic() < deadline:
+            time.sleep(_POLL_SECONDS)  # nothing new: a scan would read nothing either
+
+
+def _grown(path: str, offset: int) -> bool:
+    """Whether ``path`` no longer ends at ``offset`` (grown, or truncated: a scan starts over).
+
+    A ``stat`` costs a fifth of a :func:`_scan` that opens, seeks and reads nothing, and a
+    PreToolUse whose line is late polls up to a hundred times. A file that cannot be stat'ed
+    is not grown: the scan after the wait reports it as it would have.
+    """
+    try:
+        return os.stat(path).st_size != offset
+    except OSError:
+        return False
