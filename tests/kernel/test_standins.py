@@ -88,9 +88,11 @@ PLANTED = (
     "infomark/kernel/standins/records.py",
     "infomark/kernel/standins/contexts.py",
     "infomark/kernel/standins/lazyre.py",
+    "infomark/kernel/standins/enums.py",
     "infomark/kernel/contexts.py",
     "infomark/kernel/records.py",
     "infomark/kernel/lazyre.py",
+    "infomark/kernel/enums.py",
 )
 
 
