@@ -6,8 +6,7 @@ no code path falls through to allow.
 
 from __future__ import annotations
 
-import enum
-
+from infomark.kernel.enums import StrEnum
 from infomark.kernel.records import dataclass, field, replace
 
 TYPE_CHECKING = False
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "FinishDecision", "Verdict"]
 
 
-class Verdict(enum.StrEnum):
+class Verdict(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
     ASK = "ask"

@@ -6,12 +6,12 @@ agent; the code is written for programs.
 
 from __future__ import annotations
 
-import enum
+from infomark.kernel.enums import StrEnum
 
 __all__ = ["LEDGER_EXAMPLE", "DecisionCode", "FinishCode"]
 
 
-class DecisionCode(enum.StrEnum):
+class DecisionCode(StrEnum):
     """Why a tool call was allowed, denied or held. Exactly one code per decision."""
 
     ALLOWED = "allowed"  # the class does not mutate
@@ -38,7 +38,7 @@ class DecisionCode(enum.StrEnum):
     VERIFY = "verify"  # verify profile: edits run ungated; the finish is judged on the checks
 
 
-class FinishCode(enum.StrEnum):
+class FinishCode(StrEnum):
     """Why a finish was allowed or refused (the first problem found names it)."""
 
     ALLOWED = "allowed"

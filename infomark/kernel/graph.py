@@ -11,11 +11,11 @@ that form.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from functools import cached_property
 from types import MappingProxyType
 
+from infomark.kernel.enums import StrEnum
 from infomark.kernel.errors import GraphError, UserError
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-class EdgeKind(enum.StrEnum):
+class EdgeKind(StrEnum):
     """How an edge relates to the spine."""
 
     FORWARD = "forward"  # one step along the spine

@@ -7,12 +7,12 @@ Unknown: an agent cannot talk its way up the ladder with a creative spelling.
 
 from __future__ import annotations
 
-import enum
+from infomark.kernel.enums import IntEnum
 
 __all__ = ["GROUNDING_SET", "InfoMark"]
 
 
-class InfoMark(enum.IntEnum):
+class InfoMark(IntEnum):
     """Epistemic rank, ordered: a larger value is a stronger claim."""
 
     UNKNOWN = 0

@@ -9,12 +9,12 @@ fails on a profile name compared or listed as a string literal (docs/gates.md#pr
 
 from __future__ import annotations
 
-import enum
+from infomark.kernel.enums import StrEnum
 
 __all__ = ["PROFILES", "Profile"]
 
 
-class Profile(enum.StrEnum):
+class Profile(StrEnum):
     """The four decision profiles (docs/gates.md#profiles)."""
 
     LEDGER = "ledger"  # the default: the claim ledger's premises gate mutations

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
+from infomark.kernel.enums import StrEnum
 
 __all__ = ["RejectReason", "RunReason"]
 
 
-class RejectReason(enum.StrEnum):
+class RejectReason(StrEnum):
     """Why a stamp or divergence was rejected. Exactly one code per rejection."""
 
     MISSING_EVIDENCE = "missing_evidence"  # legacy `oracle_stamp: C1 PASS`, or no evidence_ref
@@ -83,7 +83,7 @@ _HINTS: dict[RejectReason, str] = {
 }
 
 
-class RunReason(enum.StrEnum):
+class RunReason(StrEnum):
     """Why an attested run cannot ground a claim: what the runner's own report showed
     (``infomark.tools.attest_report.judge``). Exactly one code per judgement."""
 

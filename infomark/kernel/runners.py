@@ -9,7 +9,7 @@ only (the hook's start-up path).
 
 from __future__ import annotations
 
-import enum
+from infomark.kernel.enums import StrEnum
 
 __all__ = [
     "CARGO_FILES",
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class RunnerKind(enum.StrEnum):
+class RunnerKind(StrEnum):
     """Which test runner an oracle runs (``unknown``: none the table knows)."""
 
     PYTEST = "pytest"
@@ -48,7 +48,7 @@ class RunnerKind(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-class ReportFormat(enum.StrEnum):
+class ReportFormat(StrEnum):
     """The machine-readable report an attested run's outcome is read from."""
 
     PYTEST_PLUGIN = "pytest-plugin"  # infomark's standalone plugin, cross-checked with JUnit XML

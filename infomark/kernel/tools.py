@@ -20,9 +20,9 @@ read and a parse to every hook process, and a module of its own a second import.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Mapping
 
+from infomark.kernel.enums import StrEnum
 from infomark.kernel.records import dataclass
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-class ToolClass(enum.StrEnum):
+class ToolClass(StrEnum):
     """What a tool call may do, from harmless to irreversible (plus meta and unknown)."""
 
     READ = "read"
@@ -80,7 +80,7 @@ _SEVERITY = {
 }
 
 
-class EvidenceClass(enum.StrEnum):
+class EvidenceClass(StrEnum):
     """What the recorded result of a tool call may back."""
 
     EXECUTION = "execution"  # may back oracle_stamp (→ Exact) and inference_stamp

@@ -8,9 +8,9 @@ Standard library only (hot path).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 
+from infomark.kernel.enums import StrEnum
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 from infomark.kernel.tools import (
@@ -47,7 +47,7 @@ __all__ = [
 REF_PATTERN = lazy_compile(r"ev_[0-9a-f]{24}")
 
 
-class Outcome(enum.StrEnum):
+class Outcome(StrEnum):
     PASS = "PASS"  # noqa: S105 - exit 0 (an outcome, not a password)
     FAIL = "FAIL"  # non-zero exit
     ERROR = "ERROR"  # the tool errored or timed out

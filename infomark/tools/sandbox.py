@@ -39,9 +39,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import IO
 
+from infomark.kernel.enums import StrEnum
 from infomark.kernel.errors import InfomarkError
 
 __all__ = [
