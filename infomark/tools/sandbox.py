@@ -344,8 +344,24 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 
 #: bubblewrap's PID namespace keeps the program's CPU time from ``wait4`` (bubblewrap, its
 #: parent there, never passes it on), so inside the sandbox a shell runs the program, waits for
-#: it and writes ``times`` (its children's user and system time) to an inherited pipe
-_REAPER = '"$@"; s=$?; times >/proc/self/fd/{fd}; exit "$s"'
+#: it and writes ``times`` (its children's user and system time) to an inherited pipe. The
+#: program runs with that pipe closed (``{fd}>&-``), so it cannot write a number of its own
+#: there. POSIX ``sh`` names only the descriptors 0-9 that way: for a higher one the reaper is
+#: ``bash``, and where there is none the program inherits the pipe (it could then understate
+#: the number, never lift ``RLIMIT_CPU`` or the wall clock)
+_REAPER = '"$@" {fd}>&-; s=$?; times >/proc/self/fd/{fd}; exit "$s"'
+_REAPER_OPEN = '"$@"; s=$?; times >/proc/self/fd/{fd}; exit "$s"'
+
+
+def _reaper(fd: int) -> list[str]:
+    """The shell command line that runs the program (its arguments follow) and reports."""
+    if fd <= 9:
+        return ["/bin/sh", "-c", _REAPER.format(fd=fd), "sh"]
+    if os.path.exists("/bin/bash"):
+        return ["/bin/bash", "--norc", "--noprofile", "-c", _REAPER.format(fd=fd), "bash"]
+    return ["/bin/sh", "-c", _REAPER_OPEN.format(fd=fd), "sh"]
+
+
 _TIMES = re.compile(rb"(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$")
 
 
@@ -387,7 +403,7 @@ def command(
         else:
             out += ["--ro-bind", "/dev/null", path]
     if usage_fd is not None:
-        argv = ["/bin/sh", "-c", _REAPER.format(fd=usage_fd), "sh", *argv]
+        argv = [*_reaper(usage_fd), *argv]
     out += ["--chdir", policy.cwd, "--", *argv]
     return out
 
@@ -528,7 +544,7 @@ def run(
         threading.Thread(target=_drain, args=(proc.stdout, max_output, out, cut), daemon=True),
         threading.Thread(target=_drain, args=(proc.stderr, max_output, err, cut), daemon=True),
     ]
-    if usage_r >= 0:  # capped: the program holds this pipe too and may write to it
+    if usage_r >= 0:  # capped: where no low descriptor was free, the program holds it too
         reaper = os.fdopen(usage_r, "rb")
         readers.append(
             threading.Thread(target=_drain, args=(reaper, 4096, usage, [False]), daemon=True)

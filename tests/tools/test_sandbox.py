@@ -212,6 +212,30 @@ def test_the_reported_cpu_time_is_the_programs_not_bubblewraps(tmp_path: Path) -
     assert done.stderr == b""  # the reaper writes to its own pipe, not the program's output
 
 
+@pytest.mark.parametrize("spare", [0, 12])
+def test_the_program_cannot_write_its_own_cpu_time(tmp_path: Path, spare: int) -> None:
+    """The reaper's pipe is closed for the program: writing a made-up ``times`` line to every
+    descriptor it holds leaves the recorded CPU time the program's own."""
+    project, _ = _project(tmp_path)
+    forge = (
+        "import os\n"
+        "for n in os.listdir('/proc/self/fd'):\n"
+        "    try: os.write(int(n), b'0m0.000s 0m0.000s\\n0m0.000s 0m0.000s\\n')\n"
+        "    except OSError: pass\n"
+        "print(sorted(int(n) for n in os.listdir('/proc/self/fd')))\n" + _BUSY.format(0.4)
+    )
+    # with descriptors held in the parent, the pipe's is above 9 (POSIX sh cannot close it)
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(spare)]
+    try:
+        done = sandbox.run([sys.executable, "-c", forge], _policy(project))
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == b"[0, 1, 2, 3]"  # 3: the listing's own directory
+    assert 0.35 <= done.cpu_seconds < 5
+
+
 def test_the_cpu_of_workers_together_counts_against_the_limit(tmp_path: Path) -> None:
     """``RLIMIT_CPU`` caps each process; three workers under it each, over it together, hit
     the limit as measured."""
