@@ -151,13 +151,17 @@ def _claims_block(n: int, *, dup: bool) -> LedgerBlock:
 
 @pytest.mark.parametrize("dup", [False, True], ids=["unique-exact", "duplicate-ids"])
 def test_regression_d6_ledger_semantics_are_linear_in_claims(tmp_path: Path, dup: bool) -> None:
-    """D6: apply_ledger is quadratic (list scans per claim); fails until it is linear."""
+    """D6: apply_ledger is quadratic (list scans per claim); fails until it is linear.
+
+    8x the claims: linear work takes ~8x the CPU time, quadratic ~64x. The small size takes
+    only ~10 ms, so one slow sample moved the ratio past 12 now and then (seen at 12.0 on a
+    linear tree): each size keeps the best of five, and the bound is 16, far below 64."""
     timings = []
     for n in (1_000, 8_000):
         block = _claims_block(n, dup=dup)
         with Ledger(tmp_path / f"h{n}", "s", root=tmp_path) as led, led.transaction():
             best = float("inf")
-            for _ in range(2):
+            for _ in range(5):
                 gc.collect()
                 gc.disable()  # CPU time with the GC paused: see rel_hostile._best
                 try:
@@ -168,7 +172,7 @@ def test_regression_d6_ledger_semantics_are_linear_in_claims(tmp_path: Path, dup
                     gc.enable()
         timings.append(best)
     ratio = timings[1] / timings[0]
-    assert ratio <= 12, f"1k claims {timings[0]:.3f}s, 8k claims {timings[1]:.3f}s ({ratio:.0f}x)"
+    assert ratio <= 16, f"1k claims {timings[0]:.3f}s, 8k claims {timings[1]:.3f}s ({ratio:.0f}x)"
 
 
 def test_regression_d11_memory_per_message_byte_is_bounded() -> None:
