@@ -409,29 +409,33 @@ class Builder:
 
     def stamp_result(self, result: str | None, pos: Pos) -> str | None:
         """PASS, FAIL or EXPECTED_FAIL in capitals; another word stays, with a warning."""
-        if result is None or result.upper() in RESULTS:
-            return None if result is None else result.upper()
-        self.note(
-            pos,
-            f"result {short(result)!r} is not PASS, FAIL or EXPECTED_FAIL",
-            severity="warning",
-            expected=sorted(RESULTS),
-            text=result,
-        )
-        return result
+        return self._stamp_word(
+            "result", result, pos, result.upper() if result else "", sorted(RESULTS),
+            "PASS, FAIL or EXPECTED_FAIL",
+        )  # fmt: skip
 
     def stamp_authority(self, authority: str | None, pos: Pos) -> str | None:
         """primary or secondary in lower case; another word stays, with a warning."""
-        if authority is None or authority.lower() in AUTHORITIES:
-            return None if authority is None else authority.lower()
+        return self._stamp_word(
+            "authority", authority, pos, authority.lower() if authority else "",
+            list(AUTHORITIES), "primary or secondary",
+        )  # fmt: skip
+
+    def _stamp_word(
+        self, key: str, word: str | None, pos: Pos, folded: str, allowed: list[str], say: str
+    ) -> str | None:
+        """``word`` as ``folded`` when that is one of ``allowed``; another word stays as
+        written, with a warning that names ``say``."""
+        if word is None or folded in allowed:
+            return None if word is None else folded
         self.note(
             pos,
-            f"authority {short(authority)!r} is not primary or secondary",
+            f"{key} {short(word)!r} is not {say}",
             severity="warning",
-            expected=list(AUTHORITIES),
-            text=authority,
+            expected=allowed,
+            text=word,
         )
-        return authority
+        return word
 
     # -- gate
 
