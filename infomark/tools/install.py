@@ -20,7 +20,6 @@ did, on a host that sends only it); all three are installed (docs/integrations.m
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from infomark.tools.launcher import (
     render,
     write_launcher,
 )
+from infomark.tools.textfile import write_record, write_text_atomic
 
 __all__ = [
     "BLOCK_ON_FAILURE",
@@ -149,10 +149,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def _strip(data: dict[str, Any], ours: Callable[[Any], bool] = _ours) -> dict[str, Any]:
@@ -310,15 +307,7 @@ def _allow_checks(data: dict[str, Any], settings: Path, checks: Sequence[str] | 
             allow.append(rule)
             if rule not in added:
                 added.append(rule)
-    text = json.dumps(sorted(added), indent=2) + "\n"
-    try:
-        if record.read_text("utf-8") == text:
-            return False
-    except OSError:
-        pass
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(text, "utf-8")
-    return True
+    return write_record(record, json.dumps(sorted(added), indent=2) + "\n")
 
 
 def _read_added(record: Path) -> list[str]:

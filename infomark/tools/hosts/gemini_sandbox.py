@@ -246,6 +246,7 @@ def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
     import json
 
     from infomark.kernel.errors import UserError
+    from infomark.tools.textfile import write_record
 
     advanced = data.setdefault("advanced", {})
     if not isinstance(advanced, dict):
@@ -258,16 +259,7 @@ def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
     advanced["ignoreLocalEnv"] = True
     text = json.dumps({"format": 1, "ignoreLocalEnv": before}, sort_keys=True) + "\n"
     created = _add_env_stop(settings.parent)
-    try:
-        if record.read_text("utf-8") == text:
-            return created
-    except OSError:
-        pass
-    record.parent.mkdir(parents=True, exist_ok=True)
-    tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, record)
-    return True
+    return write_record(record, text) or created
 
 
 def remove_env_switch(data: dict[str, Any], settings: Path) -> bool:
