@@ -161,3 +161,60 @@ def test_a_compiled_extension_beside_a_test_module_is_not_carried(tmp_path: Path
         record = result.evidence.record if result.evidence else {}
         assert "compiled extension" in record["attested"]["left_out"][f"test_calc{suffix}"]
         assert gk.state.claims["C1"].status != "Exact"
+
+
+REWRITE_POISONER = (
+    FIXED
+    + """
+
+def _poison():
+    import importlib.util, marshal, os, sys, tempfile
+    from _pytest._version import version
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "test_calc.py"), "rb") as fh:
+        digest = importlib.util.source_hash(fh.read())[:8]
+    code = compile("def test_add():\\n    pass\\n", "test_calc.py", "exec")
+    pyc = importlib.util.MAGIC_NUMBER + b"\\x03\\0\\0\\0" + digest + marshal.dumps(code)
+    name = f"test_calc.{sys.implementation.cache_tag}-pytest-{version}.pyc"
+    places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
+    up = here
+    while up != "/":
+        up = os.path.dirname(up)
+        places.append(up)
+    for place in places:
+        try:
+            os.makedirs(os.path.join(place, "__pycache__"), exist_ok=True)
+            with open(os.path.join(place, "__pycache__", name), "wb") as fh:
+                fh.write(pyc)
+        except OSError:
+            pass
+
+
+_poison()
+"""
+)
+
+
+def test_an_attested_run_cannot_leave_rewritten_tests_for_a_later_one(tmp_path: Path) -> None:
+    """pytest reads its rewritten test modules from ``__pycache__`` when the hash of the
+    source matches, and the agent knows the test file's bytes: a forged one that passes must
+    not reach a later run, and infomark's own cache of them holds only what it rewrote."""
+    _need_bwrap()
+    from infomark.tools.attest import rewrites
+
+    gk, root = _session(tmp_path)
+    with gk:
+        gk.ingest(ledger(PYTEST))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
+        (root / "calc.py").write_text(REWRITE_POISONER.format(project=str(root)))
+        first = check(gk, "C1")
+        assert first.outcome == "PASS", first.text  # the fix, and the poison ran
+        (root / "calc.py").write_text(BUGGY)  # back to the bug: nothing is carried
+        assert not (root / "__pycache__").exists()  # the project was read-only
+        later = check(gk, "C1")
+        assert later.outcome == "FAIL", later.text
+        assert "test_add" in later.text
+        assert gk.state.claims["C1"].status != "Exact"
+    rw = rewrites.rewriter(str(tmp_path / "home"))
+    assert rw is not None and rw.cache, "infomark's interpreter holds pytest: the cache is used"
+    assert os.listdir(rw.cache) == [hashlib.sha256(TESTS.encode()).hexdigest() + ".pyc"]

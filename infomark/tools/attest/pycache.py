@@ -39,6 +39,9 @@ import stat
 import sys
 from dataclasses import dataclass
 
+from infomark.tools.attest import rewrites
+from infomark.tools.attest.cachefiles import read_regular, read_with_stat, store
+
 __all__ = ["MAX_SOURCE", "Filled", "cache_dir", "compile_pyc", "fill"]
 
 #: sources larger than this are left to the run (compiling them here is not worth holding them)
@@ -61,6 +64,9 @@ class Filled:
     compiled: int = 0  # cache misses compiled in this call
     skipped: int = 0
     cache: str = ""  # the cache directory used ("" when none could be)
+    rewritten: int = 0  # pytest's rewritten test modules written (:mod:`.rewrites`)
+    rewrites_made: int = 0  # of them, rewritten in this call (cache misses)
+    rewrites_skipped: str = ""  # why none were written, when none could be
 
 
 def cache_dir(home: str) -> str | None:
@@ -117,43 +123,17 @@ def _valid(pyc: bytes, data: bytes) -> bool:
     )
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read()
-
-
-def _store(cache: str, name: str, pyc: bytes) -> None:
-    tmp = os.path.join(cache, f".{name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pyc)
-        os.replace(tmp, os.path.join(cache, name))
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
 def _entry(cache: str, data: bytes, filename: str, done: Filled) -> bytes | None:
     """The cached pyc of ``data`` (compiled and stored on a miss or a bad entry)."""
     name = hashlib.sha256(data).hexdigest() + ".pyc"
-    pyc = _read(os.path.join(cache, name))
+    pyc = read_regular(os.path.join(cache, name))
     if pyc is not None and _valid(pyc, data):
         return pyc
     pyc = compile_pyc(data, filename)
     if pyc is None:
         return None
     done.compiled += 1
-    _store(cache, name, pyc)
+    store(cache, name, pyc)
     return pyc
 
 
@@ -175,8 +155,8 @@ def _pycache(directory: str) -> str | None:
     return pycache
 
 
-def _write_pyc(pycache: str, name: str, pyc: bytes) -> bool:
-    target = os.path.join(pycache, f"{name[:-3]}.{_TAG}.pyc")
+def _write_pyc(pycache: str, name: str, pyc: bytes, tail: str = f".{_TAG}.pyc") -> bool:
+    target = os.path.join(pycache, name[:-3] + tail)
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
@@ -191,8 +171,9 @@ def _write_pyc(pycache: str, name: str, pyc: bytes) -> bool:
     return True
 
 
-def fill(copy: str, home: str) -> Filled:
-    """Write the cached byte code of each module of ``copy`` beside it (see the module)."""
+def fill(copy: str, home: str, tests: rewrites.Rewriter | None = None) -> Filled:
+    """Write the cached byte code of each module of ``copy`` beside it (see the module), and
+    with ``tests`` pytest's rewritten test modules and ``conftest.py`` (:mod:`.rewrites`)."""
     done = Filled()
     cache = cache_dir(home)
     if cache is None:
@@ -200,7 +181,7 @@ def fill(copy: str, home: str) -> Filled:
     done.cache = cache
     try:
         _bound(cache)
-        _walk(copy, cache, done)
+        _walk(copy, cache, done, tests)
     except OSError:
         pass  # a full disk, a file removed under it: the rest is left to the run
     return done
@@ -214,16 +195,50 @@ def _bound(cache: str) -> None:
                 os.unlink(os.path.join(cache, old))
 
 
-def _walk(copy: str, cache: str, done: Filled) -> None:
+def _walk(copy: str, cache: str, done: Filled, tests: rewrites.Rewriter | None) -> None:
+    found: list[tuple[str, str]] = []  # the test files, served once the whole copy is seen
+    pass_hook = False
     for directory, dirs, files in os.walk(copy):
         dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
         modules = [n for n in files if n.endswith(".py") and not _is_test(n)]
+        if tests is not None:
+            found += [(directory, n) for n in files if n.endswith(".py") and _is_test(n)]
+            for name in files:
+                if name.endswith(rewrites.CONFIG_SUFFIXES) and not pass_hook:
+                    data = read_regular(os.path.join(directory, name))
+                    pass_hook = data is not None and rewrites.mentions_pass_hook(data)
         pycache = _pycache(directory) if modules else None
         for name in modules:
             path = os.path.join(directory, name)
-            data = _read(path)  # a symlink is not followed: left to the run
+            data = read_regular(path)  # a symlink is not followed: left to the run
             pyc = None if data is None or pycache is None else _entry(cache, data, path, done)
             if pyc is not None and pycache is not None and _write_pyc(pycache, name, pyc):
                 done.written += 1
             else:
                 done.skipped += 1
+    if tests is None:
+        return
+    if pass_hook:
+        done.rewrites_skipped = "a configuration file names enable_assertion_pass_hook"
+        return
+    _serve_tests(tests, found, done)
+
+
+def _serve_tests(rw: rewrites.Rewriter, found: list[tuple[str, str]], done: Filled) -> None:
+    for directory, name in found:
+        path = os.path.join(directory, name)
+        got = read_with_stat(path)
+        if got is None or len(got[0]) > MAX_SOURCE or not _plain_encoding(got[0]):
+            continue
+        pyc, made = rewrites.entry(rw, got[0], path)
+        if pyc is None:
+            if not rw.cache:
+                done.rewrites_skipped = "no pytest of infomark's own to rewrite with"
+                return
+            continue
+        pycache = _pycache(directory)
+        if pycache is not None and _write_pyc(
+            pycache, name, rewrites.for_copy(rw, pyc, path, got[1]), rw.tail
+        ):
+            done.rewritten += 1
+            done.rewrites_made += made

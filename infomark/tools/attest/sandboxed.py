@@ -17,7 +17,7 @@ from infomark.gates.protect import installation_paths
 from infomark.gates.surface import parse_oracle
 from infomark.kernel import memtmp
 from infomark.tools import attest_report, sandbox
-from infomark.tools.attest import pycache
+from infomark.tools.attest import pycache, rewrites
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,7 +86,10 @@ def execute(
         env=tuple(sorted(env.items())),
         limits=_limits(cfg),
     )
-    pycache.fill(copy, gk.store.home_dir)  # infomark's own byte code, just before the run
+    # infomark's own byte code (and pytest's rewritten tests), just before the run
+    words = [*prepared.argv, *oracle.split(), *(w for v in env.values() for w in v.split())]
+    tests = rewrites.rewriter(gk.store.home_dir) if rewrites.usable(words) else None
+    pycache.fill(copy, gk.store.home_dir, tests)
     ran = sandbox.run(list(prepared.argv), policy)
     report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
     return Sandboxed(prepared, policy, ran, report)

@@ -1,0 +1,45 @@
+"""Reading and writing the files of infomark's byte-code caches (:mod:`.pycache`,
+:mod:`.rewrites`): nothing through a symlink, nothing but regular files, entries 0600 written
+whole through a temporary file and a rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+
+__all__ = ["read_regular", "read_with_stat", "store"]
+
+
+def read_regular(path: str) -> bytes | None:
+    """The bytes of the regular file at ``path`` (a symlink is not followed), or None."""
+    got = read_with_stat(path)
+    return got[0] if got is not None else None
+
+
+def read_with_stat(path: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and the stat of the regular file at ``path`` (not through a symlink)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return fh.read(), st
+
+
+def store(cache: str, name: str, pyc: bytes) -> None:
+    tmp = os.path.join(cache, f".{name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pyc)
+        os.replace(tmp, os.path.join(cache, name))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
