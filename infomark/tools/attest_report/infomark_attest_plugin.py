@@ -143,9 +143,19 @@ def _hook_impls(config: pytest.Config) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
+_CONFTESTS: dict[int, tuple[object, bool]] = {}  # id -> (the plugin, kept alive; conftest?)
+
+
 def _is_conftest(plugin: object) -> bool:
+    """Whether ``plugin`` is a ``conftest.py`` module, as it was the first time it was seen
+    (a later change to its ``__file__`` changes nothing; asked after every test)."""
+    seen = _CONFTESTS.get(id(plugin))
+    if seen is not None and seen[0] is plugin:
+        return seen[1]
     name = os.path.basename(str(getattr(plugin, "__file__", "") or ""))
-    return name in ("conftest.py", "conftest.pyc")
+    answer = name in ("conftest.py", "conftest.pyc")
+    _CONFTESTS[id(plugin)] = (plugin, answer)
+    return answer
 
 
 def _check(config: pytest.Config | None, where: str) -> None:
