@@ -175,7 +175,7 @@ def _poison():
         digest = importlib.util.source_hash(fh.read())[:8]
     code = compile("def test_add():\\n    pass\\n", "test_calc.py", "exec")
     pyc = importlib.util.MAGIC_NUMBER + b"\\x03\\0\\0\\0" + digest + marshal.dumps(code)
-    name = f"test_calc.{sys.implementation.cache_tag}-pytest-{version}.pyc"
+    name = "test_calc." + sys.implementation.cache_tag + "-pytest-" + version + ".pyc"
     places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
     up = here
     while up != "/":
