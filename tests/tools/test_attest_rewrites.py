@@ -250,3 +250,31 @@ def test_a_pytest_writing_timestamp_pycs_gets_the_copys_stat_and_path(tmp_path: 
     inner = next(c for c in moved.co_consts if hasattr(c, "co_consts"))
     nested = next(c for c in inner.co_consts if hasattr(c, "co_consts"))
     assert moved.co_filename == inner.co_filename == nested.co_filename == str(source)
+
+
+def test_a_cache_reached_through_a_symlinked_top_directory_is_never_read(tmp_path: Path) -> None:
+    """``<home>/pycache`` a symlink to a directory of the agent's, holding a private
+    directory of the right name with a passing entry for the failing test: nothing of it
+    is served (the test still fails), nothing is written there."""
+    copy, home = _project(tmp_path, {"m.py": MODULE, "test_a.py": FAILING})
+    rw = _rewriter(home)
+    assert rewrites._load(rw)
+    name = os.path.basename(rw.cache)
+    theirs = tmp_path / "theirs"
+    (theirs / name).mkdir(parents=True, mode=0o700)
+    passing = marshal.dumps(compile("def test_f():\n    pass\n", "test_a.py", "exec"))
+    header = importlib.util.MAGIC_NUMBER + b"\x03\0\0\0"
+    forged = header + importlib.util.source_hash(FAILING.encode())[:8] + passing
+    entry = hashlib.sha256(FAILING.encode()).hexdigest() + ".pyc"
+    (theirs / name / entry).write_bytes(forged)
+    for old in (home / "pycache").rglob("*"):
+        if old.is_file():
+            old.unlink()
+    for old in sorted((home / "pycache").rglob("*"), reverse=True):
+        old.rmdir()
+    (home / "pycache").rmdir()
+    (home / "pycache").symlink_to(theirs)
+    done = pycache.fill(str(copy), str(home), _rewriter(home))
+    assert done.rewritten == 0 and done.written == 0
+    assert sorted(p.name for p in (theirs / name).iterdir()) == [entry]
+    assert "1 failed" in _pytest(copy).stdout

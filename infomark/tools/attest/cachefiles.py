@@ -8,7 +8,7 @@ import contextlib
 import os
 import stat
 
-__all__ = ["read_regular", "read_with_stat", "store"]
+__all__ = ["private_dir", "read_regular", "read_with_stat", "store"]
 
 
 def read_regular(path: str) -> bytes | None:
@@ -43,3 +43,21 @@ def store(cache: str, name: str, pyc: bytes) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def private_dir(path: str) -> str | None:
+    """``path``, created 0700, or None when it is not a private directory of this user (a
+    symlink, a file, someone else's, open to others): nothing is read from it or written."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return path

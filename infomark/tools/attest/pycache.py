@@ -40,7 +40,7 @@ import sys
 from dataclasses import dataclass
 
 from infomark.tools.attest import rewrites
-from infomark.tools.attest.cachefiles import read_regular, read_with_stat, store
+from infomark.tools.attest.cachefiles import private_dir, read_regular, read_with_stat, store
 
 __all__ = ["MAX_SOURCE", "Filled", "cache_dir", "compile_pyc", "fill"]
 
@@ -72,22 +72,8 @@ class Filled:
 def cache_dir(home: str) -> str | None:
     """``<home>/pycache/<magic>-<tag>``, created 0700, or None when a part of it is not a
     private directory of this user (a symlink, a file, someone else's, open to others)."""
-    top = os.path.join(home, "pycache")
-    sub = os.path.join(top, f"{_MAGIC.hex()}-{_TAG}")
-    for path in (top, sub):
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return None
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return None
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return None
-    return sub
+    top = private_dir(os.path.join(home, "pycache"))
+    return private_dir(os.path.join(top, f"{_MAGIC.hex()}-{_TAG}")) if top is not None else None
 
 
 def _plain_encoding(data: bytes) -> bool:

@@ -42,7 +42,6 @@ import importlib.util
 import io
 import marshal
 import os
-import stat
 import sys
 import sysconfig
 import threading
@@ -51,7 +50,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from infomark.tools.attest.cachefiles import read_regular, store
+from infomark.tools.attest.cachefiles import private_dir, read_regular, store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -172,33 +171,19 @@ def rewriter(home: str) -> Rewriter | None:
     if version is None:
         return None
     done = Rewriter(package, version, digest, home)
-    top = os.path.join(home, "pycache")
+    top = private_dir(os.path.join(home, "pycache"))  # never listed through a symlink
+    if top is None:
+        return done
     prefix = f"{_MAGIC.hex()}-{_TAG}-pytest-{version}-{digest[:24]}-"
     with contextlib.suppress(OSError):
         for name in os.listdir(top):
             fmt = name[len(prefix) :]
             if name.startswith(prefix) and fmt in ("hash", "stat"):
-                cache = _private_dir(os.path.join(top, name))
+                cache = private_dir(os.path.join(top, name))
                 if cache is not None:
                     done.fmt, done.cache = fmt, cache
                     break
     return done
-
-
-def _private_dir(path: str) -> str | None:
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return path
 
 
 def _load(rw: Rewriter) -> bool:
@@ -223,9 +208,9 @@ def _load(rw: Rewriter) -> bool:
     fmt = _format(module)
     if fmt is None:
         return False
-    top = _private_dir(os.path.join(rw.home, "pycache"))
+    top = private_dir(os.path.join(rw.home, "pycache"))
     name = f"{_MAGIC.hex()}-{_TAG}-pytest-{rw.version}-{rw.digest[:24]}-{fmt}"
-    cache = _private_dir(os.path.join(top, name)) if top is not None else None
+    cache = private_dir(os.path.join(top, name)) if top is not None else None
     if cache is None or (rw.fmt and rw.fmt != fmt):
         return False
     rw.module, rw.fmt, rw.cache = module, fmt, cache
