@@ -26,7 +26,7 @@ home, under the same rules as :mod:`.pycache`, plus:
   ``enable_assertion_pass_hook`` (:func:`usable`, and an ini file that names it), which
   changes the rewritten code;
 - **the format of that pytest**: the entries are checked-hash pycs; a pytest that writes
-  checked-hash pycs (9.x) gets the entry as is (it hashes the source and rewrites it again
+  checked-hash pycs (9.2 here) gets the entry as is (it hashes the source and rewrites it again
   when they differ); one that writes timestamp pycs (8.x) gets the copy's file's mtime and
   size and the code object pointed at the copy's path. A pytest whose ``_write_pyc_fp``
   writes neither is not served.
