@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from infomark.gates.reach import ENV_DIRS
 from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
@@ -69,26 +70,7 @@ CONFIG_NAMES: tuple[str, ...] = TEST_CONFIG_NAMES
 ``pytest.toml``, ``.pytest.ini``, ``GNUmakefile``, ``.mocharc.yml`` …); absent ones are
 recorded so a new one counts."""
 
-_SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".infomark",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "target",
-        "dist",
-        "build",
-    }
-)
+_SKIP_DIRS = ENV_DIRS | {".infomark", "target", "dist", "build"}
 _MAX_FILES = 4000
 _MAX_BYTES = 2_000_000
 
