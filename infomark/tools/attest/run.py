@@ -29,6 +29,7 @@ from infomark.tools.attest.sandboxed import (
     private_paths,
     workdir,
 )
+from infomark.tools.attest_lazy import lazy_attester
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -321,13 +322,6 @@ def _run_step(judged: attest_report.Judgement) -> str:
 
 
 def attester_for(gk: Gatekeeper) -> None:
-    """Let ``gk`` run attested checks (the finish calls them for the claims it needs)."""
-
-    def attest(claim_id: str) -> str:
-        return check(gk, claim_id).text
-
-    def attest_check(command: str) -> str:
-        return check_command(gk, command).text
-
-    gk.attester = attest
-    gk.check_attester = attest_check
+    """Let ``gk`` run attested checks (the finish calls them for the claims it needs): the
+    Python API's attester (its imports of this module are already done here)."""
+    lazy_attester(gk)
