@@ -29,7 +29,6 @@ from infomark.tools.attest.sandboxed import (
     private_paths,
     workdir,
 )
-from infomark.tools.attest_lazy import lazy_attester
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.evidence import Evidence
 
-__all__ = ["CheckResult", "attester_for", "check", "check_command", "private_paths"]
+__all__ = ["CheckResult", "check", "check_command", "private_paths"]
 
 _TAIL = 1500  # characters of the run's output shown in the answer
 
@@ -319,9 +318,3 @@ def _run_step(judged: attest_report.Judgement) -> str:
     if code is RunReason.ORACLE_CANNOT_FAIL and judged.outcome is Outcome.PASS:
         return ""
     return code.hint
-
-
-def attester_for(gk: Gatekeeper) -> None:
-    """Let ``gk`` run attested checks (the finish calls them for the claims it needs): the
-    Python API's attester (its imports of this module are already done here)."""
-    lazy_attester(gk)
