@@ -455,6 +455,20 @@ def json_object(path: Path) -> tuple[dict[str, Any] | None, str]:
     return data, ""
 
 
+def config_object(
+    path: Path, out: list[Finding], area: str, check: str, effect: str, fix: str
+) -> dict[str, Any] | None:
+    """A host's JSON configuration file as an object; None when the file is absent, or when
+    it is not a JSON object: then a ``problem`` finding (what is wrong, then ``effect``; the
+    ``fix``) is added to ``out``."""
+    if not path.is_file():
+        return None
+    data, wrong = json_object(path)
+    if data is None:
+        out.append(Finding(area, check, "problem", wrong + effect, fix))
+    return data
+
+
 def runnable(argv0: str) -> bool:
     """Can this command be started (a path that is executable, or a name on PATH)?"""
     if os.sep in argv0:
