@@ -17,7 +17,7 @@ import shutil
 import stat
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,7 @@ class Finding:
     fix: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "area": self.area,
-            "check": self.check,
-            "status": self.status,
-            "message": self.message,
-            "fix": self.fix,
-        }
+        return asdict(self)  # every field, in order
 
 
 @dataclass
