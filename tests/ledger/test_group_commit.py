@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.kernel.errors import StoreBusyError
 from infomark.ledger.engine import Ledger
 from infomark.ledger.store import journal as journal_mod
 from infomark.ledger.store.group_commit import WriteGate, gate_for
@@ -120,5 +121,27 @@ def test_which_commits_wait_for_the_disk(tmp_path: Path) -> None:
             raise RuntimeError("rolled back")
         assert gate.fsyncs == before + 2
         assert not gate.lock.locked()
+    finally:
+        gk.close()
+
+
+def test_a_wait_for_the_processs_write_lock_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As SQLite's own wait is: a writer that never gets the lock (here the test holds it,
+    as a writer of the same thread would) gets a StoreBusyError, not a hang."""
+    [gk] = _ledgers(tmp_path / ".infomark", tmp_path, 1)
+    monkeypatch.setattr(journal_mod, "_BUSY_MS", 10)
+    gate = _gate(gk.store)
+    try:
+        with (
+            gate.lock,
+            pytest.raises(StoreBusyError, match="stayed locked"),
+            gk.store.transaction(),
+        ):
+            gk.store.emit("turn_started", {"prompt_digest": None})
+        with gk.store.transaction():  # released: the next one commits
+            gk.store.emit("turn_started", {"prompt_digest": None})
+        assert gk.store.journal.last_commit_synced is True
     finally:
         gk.close()

@@ -296,21 +296,9 @@ class Journal(BaseJournal):
         if self._in_tx or self._reading:
             raise StoreError("nested write transaction")
         relaxed, self._relax_next, self._sync_after = self._relax_next, False, False
-        gate = self._gate
-        if gate is not None:
-            with gate.lock:  # the process's writers queue here, not in SQLite's busy handler
-                changes = self._db.total_changes
-                with self._transaction() as conn:
-                    yield conn
-                if self._db.total_changes == changes:  # nothing written: nothing to sync
-                    self.last_commit_synced = True
-                    return
-                ticket = gate.committed()
-            if relaxed and not self._sync_after:
-                self.last_commit_synced = False
-                return
-            gate.sync(ticket)  # after the lock: concurrent commits share one fsync
-            self.last_commit_synced = True
+        if self._gate is not None:
+            with self._gated(self._gate, relaxed) as conn:
+                yield conn
             return
         if relaxed:  # set outside a transaction: SQLite refuses to change it inside one
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -323,6 +311,28 @@ class Journal(BaseJournal):
         self.last_commit_synced = not relaxed
         if relaxed and self._sync_after:
             self._sync_wal()
+
+    @contextmanager
+    def _gated(self, gate: WriteGate, relaxed: bool) -> Iterator[Conn]:
+        """:meth:`write` through the process's gate (:meth:`group_commits`): the writers of
+        this process queue on its lock, not in SQLite's busy handler (the wait bounded as
+        SQLite's is: a writer of this thread already holding it gets an error, not a hang),
+        and a durable commit returns after the shared fsync, taken after the lock."""
+        if not gate.lock.acquire(timeout=_RETRIES * _BUSY_MS / 1000):
+            raise self._busy_error(TimeoutError("the process's write lock"))
+        try:
+            changes = self._db.total_changes
+            with self._transaction() as conn:
+                yield conn
+            ticket = gate.committed() if self._db.total_changes != changes else 0
+        finally:
+            gate.lock.release()
+        if relaxed and not self._sync_after:
+            self.last_commit_synced = ticket == 0  # nothing written: nothing to lose
+            return
+        if ticket:
+            gate.sync(ticket)  # concurrent commits share one fsync
+        self.last_commit_synced = True
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
