@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import Env, short, ws
 from infomark.gates.shell.words import Arg
 from infomark.kernel.tools import Walk
@@ -46,7 +47,7 @@ def walk_roots(values: Iterable[Arg], env: Env, *, default: bool = True) -> list
             out.extend(_state_cwds(env))
             continue
         if value.startswith("~"):
-            value = os.path.expanduser(value)
+            value = fs.expanduser(value)
         for base in _state_cwds(env):
             if MAGIC & set(value):
                 import glob  # a pattern to expand: loaded only then (it loads re, fnmatch)
