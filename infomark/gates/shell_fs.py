@@ -27,6 +27,7 @@ __all__ = [
     "begin",
     "exists",
     "expanduser",
+    "glob",
     "isdir",
     "isfile",
     "lexists",
@@ -99,6 +100,14 @@ def realpath(path: str) -> str:
     self-protection checks when deciding), never to its class, so it is not a read here;
     ``State.path`` notes one when the paths' count decides the class (the cap)."""
     return os.path.realpath(path)
+
+
+def glob(pattern: str, root_dir: str | None) -> list[str]:
+    """``glob.glob(pattern, root_dir=root_dir)`` (loaded only then: it loads re, fnmatch)."""
+    read_any()
+    import glob as _glob
+
+    return _glob.glob(pattern, root_dir=root_dir)
 
 
 def open_binary(path: str) -> BinaryIO:

@@ -40,7 +40,8 @@ def _reads(tree: ast.AST, name: str) -> list[str]:
             f = node.func
             text = ast.unparse(f)
             bad = (
-                text in ("open", "io.open", "Path", "pathlib.Path")
+                text in ("open", "io.open", "Path", "pathlib.Path", "glob.glob", "glob.iglob")
+                or text.startswith("shutil.")
                 or (text.startswith("os.path.") and text[8:] in _OS_PATH)
                 or (text.startswith("os.") and text[3:] in _OS)
             )
