@@ -209,14 +209,26 @@ def _marker(watch_dir: StrPath, key: str) -> str:
     )
 
 
-def mark(watch_dir: StrPath, key: str, *, seq: int, root: StrPath | None = None) -> bool:
+def mark(
+    watch_dir: StrPath,
+    key: str,
+    *,
+    seq: int,
+    root: StrPath | None = None,
+    classified: tuple[str, str] | None = None,
+) -> bool:
     """Write the marker for one call (``key``): its change time is "before the call".
+
+    ``classified``: what the call's class was found from (a digest) and the class, when that
+    class may be reused for its result (:func:`infomark.gates.watch.decided_class`).
 
     With ``root`` in a big enough git work tree on Linux, the marker also holds the change
     feed's token (:mod:`infomark.gates.feed`), so that :func:`changes_since` can ask the
     watcher instead of walking; the first such call starts the watcher.
     """
     data: dict[str, object] = {"seq": seq, "at": time.time()}
+    if classified is not None:
+        data["classified"] = list(classified)
     if root is not None and FEED_MIN_TRACKED is not None:
         found = find_git_dir(root)
         if found is not None:
@@ -251,6 +263,15 @@ def _marker_data(watch_dir: StrPath, key: str) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else {}
+
+
+def marker_classified(watch_dir: StrPath, key: str) -> tuple[str, str] | None:
+    """The ``classified`` pair the marker for ``key`` holds, or None."""
+    data = _marker_data(watch_dir, key)
+    found = data.get("classified") if data is not None else None
+    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
+        return found[0], found[1]
+    return None
 
 
 def marker_seq(watch_dir: StrPath, key: str) -> int | None:
