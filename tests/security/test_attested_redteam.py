@@ -8,7 +8,10 @@ real pytest): each got an attested PASS, and the claim Exact, on a tree whose bu
   like an environment, so the agent's ``lastfailed`` chose which tests ran;
 - a source file replaced by a symlink that leads out of the copy (here into ``.venv``, linked
   to its real place): the evidence recorded the link's text, not what ran, and the file it
-  reads can change after the run.
+  reads can change after the run;
+- a held test edit the user approved in Claude Code's prompt, rewritten by the agent (a
+  background watcher) between the write and the PostToolUse hook: the hook approved the file
+  as it found it, so a test asserting the bug became the new baseline and the finish passed.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from tests.security.attested_project import (
     FIXED,
     PYTEST,
     TESTS,
+    Agent,
     git_project,
     ledger,
     need_bwrap,
+    project,
 )
 
 #: the agent's stand-in for the report plugin: infomark's own plugin (found on PYTHONPATH),
@@ -104,6 +109,39 @@ def test_a_symlink_out_of_the_copy_is_not_carried(tmp_path: Path) -> None:
     assert got["outcome"] == "FAIL", got["text"]
     assert "calc.py" not in got["carried"]
     assert "leads out of the copy" in str(got["left_out"]["calc.py"])
+
+
+#: what the user approves: one more test; what the agent puts there before the hook reads it:
+#: tests that assert the bug (no assertion removed, nothing skipped)
+MORE = TESTS + "\n\ndef test_three():\n    assert add(1, 2) == 3\n"
+SWAPPED = TESTS.replace("== 4", "== 0") + "\n\ndef test_three():\n    assert add(1, 2) == -1\n"
+
+
+class RacingAgent(Agent):
+    """An agent whose background watcher rewrites the test right after Claude Code wrote it,
+    before the PostToolUse hook reads it (deterministic here: just before that hook runs)."""
+
+    def hook(self, event: str, **fields: object) -> object:
+        if event == "PostToolUse" and fields.get("tool_name") == "Write":
+            (self.root / "test_calc.py").write_text(SWAPPED)
+        return super().hook(event, **fields)
+
+
+def test_an_approved_test_edit_rewritten_before_the_hook_reads_it_is_not_approved(
+    tmp_path: Path,
+) -> None:
+    need_bwrap()
+    root = project(tmp_path)
+    agent = RacingAgent(root, tmp_path / "home")
+    agent.say(ledger(PYTEST, expect_fail=True, also=(("C2", PYTEST, False),)))
+    ref = agent.bash(PYTEST).split("evidence_ref=")[1].split()[0]
+    agent.say(f"oracle_stamp: claim_id=C1 evidence_ref={ref} result=EXPECTED_FAIL")
+    agent.write("test_calc.py", MORE, user_approves=True)  # held; the user says yes to MORE
+    text = agent.check("C2")
+    assert "FAIL" in text and "test_add" in text, text  # the baseline's test, not SWAPPED
+    assert agent.status("C2") != "Exact"
+    allowed, reason = agent.stop()
+    assert not allowed and "test_calc.py" in reason, reason
 
 
 BASELINE = {"calc.py": ["sha256:x", "f"], "pkg/__init__.py": ["sha256:y", "f"]}
