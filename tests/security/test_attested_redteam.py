@@ -40,25 +40,16 @@ from tests.security.attested_project import (
     need_bwrap,
     project,
 )
+from tests.tools.test_attest_report import PATCH_REPORT_HOOK
 
 #: the agent's stand-in for the report plugin: infomark's own plugin (found on PYTHONPATH),
 #: then a report hook that turns every failure into a pass
-SHADOW_PLUGIN = """
-import os
-import pytest
-
-_real = os.path.join(os.environ["PYTHONPATH"].split(os.pathsep)[0], "infomark_attest_plugin.py")
-exec(compile(open(_real).read(), _real, "exec"))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    out = yield
-    rep = out.get_result()
-    if rep.failed:
-        rep.outcome = "passed"
-        rep.longrepr = None
-"""
+SHADOW_PLUGIN = (
+    "import os\n\n"
+    '_real = os.path.join(os.environ["PYTHONPATH"].split(os.pathsep)[0], '
+    '"infomark_attest_plugin.py")\n'
+    'exec(compile(open(_real).read(), _real, "exec"))\n\n' + PATCH_REPORT_HOOK
+)
 
 
 def _checked(tmp: Path, oracle: str, attack: dict[str, str], link: str = "") -> dict[str, object]:
