@@ -316,10 +316,8 @@ class Gatekeeper:
             raise refused
         with self._ledger.transaction():
             if pending is not None and pending.get("grading"):
-                # The user let a held edit of a grading file run: the new content is approved.
-                grading_flow.approve_file(
-                    self._ledger, str(pending["grading"]), by="ask_prompt", note=""
-                )
+                # The user let a held edit of a grading file run: what it wrote is approved
+                grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
             self._track()
             text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)

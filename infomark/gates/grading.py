@@ -42,6 +42,7 @@ __all__ = [
     "scan_changes",
     "surface",
     "surface_content",
+    "whole_file",
 ]
 
 DEFAULT_TEST_GLOBS: tuple[str, ...] = (
@@ -147,6 +148,12 @@ def surface_content(root: StrPath, rel: str) -> str | None:
         return None
     text = data.decode("utf-8", "replace")
     return _sections(rel.rsplit("/", 1)[-1], text)
+
+
+def whole_file(rel: str) -> bool:
+    """Does the grading surface hold all of ``rel`` (a test file), not a section of it?"""
+    name = rel.rsplit("/", 1)[-1]
+    return name != "package.json" and name not in _SECTIONS
 
 
 def _digest(content: str | None) -> str | None:
