@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from infomark.kernel.records import dataclass
+from infomark.kernel.records import asdict, dataclass
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
@@ -33,12 +33,7 @@ class Problem:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "seq": self.seq,
-            "code": self.code,
-            "message": self.message,
-        }
+        return asdict(self)  # every field, in order
 
 
 def verify_session(
