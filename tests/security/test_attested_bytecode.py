@@ -29,7 +29,7 @@ from pathlib import Path
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
-from infomark.tools.attest import check, pycache
+from infomark.tools.attest import CheckResult, check, pycache
 from tests.security.attested_project import BUGGY, FIXED, PYTEST, TESTS, git_project, ledger
 from tests.security.attested_project import need_bwrap as _need_bwrap
 
@@ -82,29 +82,36 @@ def _session(tmp_path: Path) -> tuple[Gatekeeper, Path]:
     return gk, root
 
 
-def test_an_attested_run_cannot_leave_byte_code_for_a_later_one(tmp_path: Path) -> None:
-    _need_bwrap()
+def _poison_then_restore(tmp_path: Path, poisoner: str) -> tuple[Gatekeeper, Path, CheckResult]:
+    """An attested check of ``poisoner`` (the fix, plus code that plants byte code), then the
+    bug put back and checked again: the later check, which must FAIL."""
     gk, root = _session(tmp_path)
     with gk:
         gk.ingest(ledger(PYTEST))
         gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
-        (root / "calc.py").write_text(POISONER.format(project=str(root)))
+        (root / "calc.py").write_text(poisoner.format(project=str(root)))
         first = check(gk, "C1")
         assert first.outcome == "PASS", first.text  # the fix, and the poison ran
         (root / "calc.py").write_text(BUGGY)  # back to the bug: nothing is carried
-        assert not (root / "__pycache__" / TAG).exists()  # the project was read-only
+        assert not (root / "__pycache__").exists()  # the project was read-only
         later = check(gk, "C1")
         assert later.outcome == "FAIL", later.text
         assert "test_add" in later.text
-        record = later.evidence.record if later.evidence else {}
-        assert record["attested"]["carried"] == {}
         assert gk.state.claims["C1"].status != "Exact"
-        # infomark's own byte-code cache holds what infomark compiled, nothing the run wrote
-        cache = pycache.cache_dir(str(tmp_path / "home"))
-        assert cache is not None
-        poisoner = POISONER.format(project=str(root)).encode()
-        compiled = {hashlib.sha256(src).hexdigest() + ".pyc" for src in (poisoner, BUGGY.encode())}
-        assert set(os.listdir(cache)) == compiled
+    return gk, root, later
+
+
+def test_an_attested_run_cannot_leave_byte_code_for_a_later_one(tmp_path: Path) -> None:
+    _need_bwrap()
+    _, root, later = _poison_then_restore(tmp_path, POISONER)
+    record = later.evidence.record if later.evidence else {}
+    assert record["attested"]["carried"] == {}
+    # infomark's own byte-code cache holds what infomark compiled, nothing the run wrote
+    cache = pycache.cache_dir(str(tmp_path / "home"))
+    assert cache is not None
+    poisoner = POISONER.format(project=str(root)).encode()
+    compiled = {hashlib.sha256(src).hexdigest() + ".pyc" for src in (poisoner, BUGGY.encode())}
+    assert set(os.listdir(cache)) == compiled
 
 
 def test_byte_code_in_the_agents_tree_is_not_carried(tmp_path: Path) -> None:
@@ -202,19 +209,7 @@ def test_an_attested_run_cannot_leave_rewritten_tests_for_a_later_one(tmp_path: 
     _need_bwrap()
     from infomark.tools.attest import rewrites
 
-    gk, root = _session(tmp_path)
-    with gk:
-        gk.ingest(ledger(PYTEST))
-        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))  # the baseline
-        (root / "calc.py").write_text(REWRITE_POISONER.format(project=str(root)))
-        first = check(gk, "C1")
-        assert first.outcome == "PASS", first.text  # the fix, and the poison ran
-        (root / "calc.py").write_text(BUGGY)  # back to the bug: nothing is carried
-        assert not (root / "__pycache__").exists()  # the project was read-only
-        later = check(gk, "C1")
-        assert later.outcome == "FAIL", later.text
-        assert "test_add" in later.text
-        assert gk.state.claims["C1"].status != "Exact"
+    _poison_then_restore(tmp_path, REWRITE_POISONER)
     rw = rewrites.rewriter(str(tmp_path / "home"))
     assert rw is not None and rw.cache, "infomark's interpreter holds pytest: the cache is used"
     assert os.listdir(rw.cache) == [hashlib.sha256(TESTS.encode()).hexdigest() + ".pyc"]

@@ -128,12 +128,10 @@ def test_a_forged_or_stale_cache_entry_is_compiled_again(tmp_path: Path) -> None
         _pyc(copy, "m.py").unlink()
 
 
-@pytest.mark.parametrize("how", ["symlink", "open", "file"])
-def test_a_cache_directory_the_agent_could_have_made_is_not_used(tmp_path: Path, how: str) -> None:
-    copy, home = _project(tmp_path, {"m.py": "X = 1\n"})
-    theirs = tmp_path / "theirs"
+def agent_made(target: Path, how: str, theirs: Path) -> Path:
+    """Put at ``target`` what the agent could have made instead of a private directory: a
+    ``symlink`` to ``theirs`` (made empty), a directory ``open`` to all, or a ``file``."""
     theirs.mkdir()
-    target = home / "pycache"
     if how == "symlink":
         target.symlink_to(theirs)
     elif how == "open":
@@ -141,6 +139,13 @@ def test_a_cache_directory_the_agent_could_have_made_is_not_used(tmp_path: Path,
         target.chmod(0o777)
     else:
         target.write_text("")
+    return theirs
+
+
+@pytest.mark.parametrize("how", ["symlink", "open", "file"])
+def test_a_cache_directory_the_agent_could_have_made_is_not_used(tmp_path: Path, how: str) -> None:
+    copy, home = _project(tmp_path, {"m.py": "X = 1\n"})
+    theirs = agent_made(home / "pycache", how, tmp_path / "theirs")
     done = pycache.fill(str(copy), str(home))
     assert done.cache == "" and done.written == 0
     assert list(theirs.iterdir()) == []

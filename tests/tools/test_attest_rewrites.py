@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from infomark.tools.attest import pycache, rewrites
+from tests.tools.test_attest_pycache import agent_made
 
 TAG = sys.implementation.cache_tag
 FAILING = "from m import f\n\n\ndef test_f():\n    assert f(1) == 3\n"
@@ -113,17 +114,8 @@ def test_a_cache_directory_the_agent_could_have_made_is_not_used(tmp_path: Path,
     copy, home = _project(tmp_path, {"m.py": MODULE, "test_a.py": FAILING})
     rw = _rewriter(home)
     assert rewrites._load(rw)  # learns the format and makes the directory
-    target = Path(rw.cache)
-    target.rmdir()
-    theirs = tmp_path / "theirs"
-    theirs.mkdir()
-    if how == "symlink":
-        target.symlink_to(theirs)
-    elif how == "open":
-        target.mkdir()
-        target.chmod(0o777)
-    else:
-        target.write_text("")
+    Path(rw.cache).rmdir()
+    theirs = agent_made(Path(rw.cache), how, tmp_path / "theirs")
     done = pycache.fill(str(copy), str(home), _rewriter(home))
     assert done.rewritten == 0
     assert list(theirs.iterdir()) == []
