@@ -45,6 +45,14 @@ def unchecked_pyc(source: str) -> bytes:
     return importlib.util.MAGIC_NUMBER + flags + digest + marshal.dumps(code)
 
 
+#: the poisoners' targets: every place a later run might read byte code from
+PLACES = """    places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
+    up = here
+    while up != "/":
+        up = os.path.dirname(up)
+        places.append(up)
+"""
+
 POISONER = (
     FIXED
     + """
@@ -56,12 +64,9 @@ def _poison():
            + importlib.util.source_hash(b"") + marshal.dumps(code))
     name = os.path.basename(importlib.util.cache_from_source(__file__))
     here = os.path.dirname(os.path.abspath(__file__))
-    places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
-    up = here
-    while up != "/":
-        up = os.path.dirname(up)
-        places.append(up)
-    for place in places:
+"""
+    + PLACES
+    + """    for place in places:
         for sub in ("__pycache__", "."):
             try:
                 os.makedirs(os.path.join(place, sub), exist_ok=True)
@@ -183,12 +188,9 @@ def _poison():
     code = compile("def test_add():\\n    pass\\n", "test_calc.py", "exec")
     pyc = importlib.util.MAGIC_NUMBER + b"\\x03\\0\\0\\0" + digest + marshal.dumps(code)
     name = "test_calc." + sys.implementation.cache_tag + "-pytest-" + version + ".pyc"
-    places = [here, {project!r}, tempfile.gettempdir(), "/tmp", "/dev/shm"]
-    up = here
-    while up != "/":
-        up = os.path.dirname(up)
-        places.append(up)
-    for place in places:
+"""
+    + PLACES
+    + """    for place in places:
         try:
             os.makedirs(os.path.join(place, "__pycache__"), exist_ok=True)
             with open(os.path.join(place, "__pycache__", name), "wb") as fh:
