@@ -60,11 +60,11 @@ def _off_loop(
     return forward
 
 
-class _Through(property, Generic[T]):
-    """A settable attribute of the sync facade underneath, as a property of the async one
-    (``agk.unattended = …`` sets ``agk.sync.unattended``); mypy reads its type ``T``."""
+class _Read(property, Generic[T]):
+    """An attribute of the sync facade underneath, read through as a property of the async
+    one (``agk.session`` is ``agk.sync.session``); mypy reads its type ``T``."""
 
-    def __init__(self, name: str, doc: str) -> None:
+    def __init__(self, name: str, doc: str | None = None, *, settable: bool = False) -> None:
         def get(outer: AsyncGatekeeper) -> T:
             value: T = getattr(outer._gk, name)
             return value
@@ -72,14 +72,22 @@ class _Through(property, Generic[T]):
         def put(outer: AsyncGatekeeper, value: T) -> None:
             setattr(outer._gk, name, value)
 
-        super().__init__(get, put, doc=doc)
+        super().__init__(get, put if settable else None, doc=doc)
 
     @overload
-    def __get__(self, instance: None, owner: type | None = None) -> _Through[T]: ...
+    def __get__(self, instance: None, owner: type | None = None) -> _Read[T]: ...
     @overload
     def __get__(self, instance: AsyncGatekeeper, owner: type | None = None) -> T: ...
     def __get__(self, instance: AsyncGatekeeper | None, owner: type | None = None) -> Any:
         return super().__get__(instance, owner)
+
+
+class _Through(_Read[T]):
+    """A settable attribute of the sync facade underneath, as a property of the async one
+    (``agk.unattended = …`` sets ``agk.sync.unattended``)."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        super().__init__(name, doc, settable=True)
 
     def __set__(self, instance: AsyncGatekeeper, value: T) -> None:
         super().__set__(instance, value)
@@ -144,13 +152,8 @@ class AsyncGatekeeper:
             raise
         return cls(gk, worker)
 
-    @property
-    def session(self) -> str:
-        return self._gk.session
-
-    @property
-    def home(self) -> Path:
-        return self._gk.home
+    session: _Read[str] = _Read("session")
+    home: _Read[Path] = _Read("home")
 
     # The sync facade's settable attributes, read and written through (typed properties).
     config: _Through[Config] = _Through("config", "The session's configuration.")
@@ -170,14 +173,10 @@ class AsyncGatekeeper:
         "host_files", "Files the host keeps that the agent may not change (see Gatekeeper)."
     )
 
-    @property
-    def policy(self) -> PolicyRuntime:
-        return self._gk.policy
-
-    @property
-    def store(self) -> Ledger:
-        """The underlying ledger engine; call it through :meth:`run_sync` from the loop."""
-        return self._gk.store
+    policy: _Read[PolicyRuntime] = _Read("policy")
+    store: _Read[Ledger] = _Read(
+        "store", "The underlying ledger engine; call it through :meth:`run_sync` from the loop."
+    )
 
     @property
     def sync(self) -> Gatekeeper:

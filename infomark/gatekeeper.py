@@ -222,6 +222,17 @@ class Gatekeeper:
         c = self._classification(call, tool_class)
         return c.tool_class.value, tuple(c.families), tuple(c.reasons)
 
+    def _recorded_classification(self, call: ToolCall, tool_class: str | None) -> Classification:
+        """The classification a result is recorded with: the class its decision found, when
+        that may stand for classifying again (:func:`infomark.gates.watch.decided_class`: a
+        shell command whose classification read no file, nothing it depends on changed); a
+        record uses only the class. Else the call is classified again."""
+        if tool_class is None:
+            found = watch.decided_class(self._ledger, self.config, call)
+            if found is not None:
+                return Classification(found, (), ("the class its decision found",))
+        return self._classification(call, tool_class)
+
     def _classification(self, call: ToolCall, tool_class: str | None = None) -> Classification:
         """The full classification of a call (with the paths it names); a declared class wins."""
         c = classify_tool(
@@ -277,7 +288,7 @@ class Gatekeeper:
         ``web`` → web, others → ineligible); the configuration's ``[evidence_classes]`` entry
         for the tool's name still wins.
         """
-        c = self._classification(call, tool_class)
+        c = self._recorded_classification(call, tool_class)
         declared = c.tool_class if tool_class is not None else None
         cov = watch.cover(
             self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
@@ -305,10 +316,8 @@ class Gatekeeper:
             raise refused
         with self._ledger.transaction():
             if pending is not None and pending.get("grading"):
-                # The user let a held edit of a grading file run: the new content is approved.
-                grading_flow.approve_file(
-                    self._ledger, str(pending["grading"]), by="ask_prompt", note=""
-                )
+                # The user let a held edit of a grading file run: what it wrote is approved
+                grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
             self._track()
             text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)
@@ -686,6 +695,7 @@ class _Authorizing:
         "c",
         "call",
         "changed",
+        "classified",
         "cov",
         "decision",
         "declared",
@@ -696,6 +706,7 @@ class _Authorizing:
     )
     cov: watch.Cover
     c: Classification
+    classified: tuple[str, str] | None
     bypass: bool
     changed: list[dict[str, Any]]
     guard: tuple[str, str, str] | None
@@ -714,14 +725,19 @@ class _Authorizing:
 
 def _cover(gk: Gatekeeper, a: _Authorizing) -> None:
     """Classify the call (a declared class wins) and cover it with what its own files make
-    of it."""
-    a.cov = watch.cover(
-        gk._ledger,
-        gk.config,
-        a.call,
-        gk._classification(a.call, a.declared),
-        declared=a.declared is not None,
-    )
+    of it. A shell command's class is kept for its result (``classified``) when its
+    classification read no file (:mod:`infomark.gates.shell_fs`)."""
+    key = watch.classification_key(gk.config, a.call) if a.declared is None else None
+    if key is None:
+        c = gk._classification(a.call, a.declared)
+        a.classified = None
+    else:  # a shell tool's: loaded with its classifier
+        from infomark.gates import shell_fs
+
+        shell_fs.begin()
+        c = gk._classification(a.call, a.declared)
+        a.classified = (key, c.tool_class.value) if shell_fs.untouched() else None
+    a.cov = watch.cover(gk._ledger, gk.config, a.call, c, declared=a.declared is not None)
     a.c = a.cov.classification
 
 
@@ -825,7 +841,7 @@ def _journal(gk: Gatekeeper, a: _Authorizing) -> None:
 def _after(gk: Gatekeeper, a: _Authorizing) -> None:
     """What follows a journaled decision: the watch's fingerprint, a bypass event, and the
     policy layer's instructions (kept apart: a deny reason already says how to ground)."""
-    watch.after_decision(gk._ledger, a.call, a.cov, a.decision)
+    watch.after_decision(gk._ledger, a.call, a.cov, a.decision, classified=a.classified)
     if a.decision.bypass:
         gk._ledger.emit("bypass", bypass_event(a.decision, a.call))
     extra = gk._after_decision(a.call, a.decision)

@@ -168,13 +168,7 @@ class GatedResult:
         o = self.tool_outcome
         if o is None:
             return ToolOutcome(output=self.output, error=self.text, is_error=True)
-        return ToolOutcome(
-            output=self.output,
-            exit_code=o.exit_code,
-            error=o.error,
-            duration_ms=o.duration_ms,
-            is_error=o.is_error,
-        )
+        return o.with_output(self.output)
 
 
 def denied_outcome(decision: Decision) -> ToolOutcome:

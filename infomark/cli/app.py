@@ -12,27 +12,10 @@ import sys
 
 import click
 
-from infomark.cli.base import (
-    EXIT_ASK,
-    EXIT_DENY,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_USAGE,
-    EXIT_VERIFY,
-    CliExit,
-)
+from infomark.cli.base import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CliExit
 from infomark.kernel.errors import InfomarkError
 
-__all__ = [
-    "EXIT_ASK",
-    "EXIT_DENY",
-    "EXIT_INTERNAL",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "EXIT_VERIFY",
-    "cli",
-    "run",
-]
+__all__ = ["cli", "run"]  # the exit codes are infomark.cli.base's
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from infomark.cli.base import EXIT_DENY, EXIT_VERIFY, CliExit, common, emit_json, file_option, opts
-from infomark.cli.render import console
+from infomark.cli.render import Column, column_table, console
 
 if TYPE_CHECKING:  # annotations only: the eval modules load when the command runs
     from infomark.tools.eval.harness import EvalResult
@@ -40,63 +39,42 @@ def _iv(iv: dict[str, Any] | None, *, pct: bool = True) -> str:
     return f(iv["value"]) + (f" [{f(lo)}, {f(hi)}]" if lo is not None and hi is not None else "")
 
 
+_SUMMARY_COLUMNS: tuple[Column, ...] = (
+    ("policy", lambda s: escape(s["policy"])),
+    ("solved", lambda s: _iv(s["solved"])),
+    ('false "done"', lambda s: _iv(s["false_done"])),
+    ("ungrounded landed", lambda s: f"{s['ungrounded_landed']}/{s['ungrounded_attempted']}"),
+    ("tamper caught", lambda s: _iv(s["tamper_caught"]) + f" of {s['tamper_attempted']}"),
+    ("cheated (impossible)", lambda s: _iv(s["cheated"]) + f" of {s['impossible_runs']}"),
+    ("overhead", lambda s: _iv(s["overhead"])),
+    ("turns", lambda s: str(s["turns"])),
+    ("packs", lambda s: str(s["packs"])),
+    ("refusals", lambda s: str(s["refusals"])),
+    ("denials", lambda s: str(s["denials"])),
+)
+_COMPARISON_COLUMNS: tuple[Column, ...] = (
+    ("B vs A", lambda x: f"{escape(x['b'])} vs {escape(x['a'])}"),
+    ("tasks", lambda x: str(x["tasks"])),
+    ('false "done" cut', lambda x: _iv(x["false_done_cut"])),
+    ("ungrounded cut", lambda x: _iv(x["ungrounded_cut"])),
+    ("solved Δ", lambda x: _iv(x["solved_diff"], pct=False)),
+    ("score Δ", lambda x: _iv(x["score_diff"], pct=False)),
+    (
+        "short-task turns ×",
+        lambda x: "–" if x["short_slowdown"] is None else f"{x['short_slowdown']:.2f}",
+    ),
+)
+
+
 def _print_report(report: dict[str, Any]) -> None:
     e = report["eval"]
-    t = Table(
-        title=f"infomark eval: {escape(e['suite'])} ({e['agent']}, seed {e['seed']}, "
+    title = (
+        f"infomark eval: {escape(e['suite'])} ({e['agent']}, seed {e['seed']}, "
         f"repeat {e['repeat']}; 95% intervals over tasks)"
     )
-    for col in (
-        "policy",
-        "solved",
-        'false "done"',
-        "ungrounded landed",
-        "tamper caught",
-        "cheated (impossible)",
-        "overhead",
-        "turns",
-        "packs",
-        "refusals",
-        "denials",
-    ):
-        t.add_column(col, overflow="fold")
-    for s in report["summaries"]:
-        t.add_row(
-            escape(s["policy"]),
-            _iv(s["solved"]),
-            _iv(s["false_done"]),
-            f"{s['ungrounded_landed']}/{s['ungrounded_attempted']}",
-            _iv(s["tamper_caught"]) + f" of {s['tamper_attempted']}",
-            _iv(s["cheated"]) + f" of {s['impossible_runs']}",
-            _iv(s["overhead"]),
-            str(s["turns"]),
-            str(s["packs"]),
-            str(s["refusals"]),
-            str(s["denials"]),
-        )
-    console.print(t)
-    c = Table(title="paired comparisons (B against the first policy)")
-    for col in (
-        "B vs A",
-        "tasks",
-        'false "done" cut',
-        "ungrounded cut",
-        "solved Δ",
-        "score Δ",
-        "short-task turns ×",
-    ):
-        c.add_column(col, overflow="fold")
-    for x in report["comparisons"]:
-        c.add_row(
-            f"{escape(x['b'])} vs {escape(x['a'])}",
-            str(x["tasks"]),
-            _iv(x["false_done_cut"]),
-            _iv(x["ungrounded_cut"]),
-            _iv(x["solved_diff"], pct=False),
-            _iv(x["score_diff"], pct=False),
-            "–" if x["short_slowdown"] is None else f"{x['short_slowdown']:.2f}",
-        )
-    console.print(c)
+    console.print(column_table(title, _SUMMARY_COLUMNS, report["summaries"]))
+    title = "paired comparisons (B against the first policy)"
+    console.print(column_table(title, _COMPARISON_COLUMNS, report["comparisons"]))
     for p in report["promotions"]:
         style = "bold green" if p["decision"] == "promote" else "bold red"
         why = "; ".join(p["reasons"]) or "lower bound above 0, short tasks within tolerance"

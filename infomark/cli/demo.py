@@ -7,7 +7,6 @@ verdict it expects, so the demo doubles as a smoke test (exit 1 if one differs).
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import sys
@@ -22,6 +21,7 @@ from infomark.cli.render import console
 from infomark.kernel.decisions import DecisionCode, FinishCode
 from infomark.kernel.errors import InfomarkError
 from infomark.kernel.infomark import InfoMark
+from infomark.ledger.evidence import TAGGED_REF
 
 if TYPE_CHECKING:  # annotations only
     from infomark.gatekeeper import Gatekeeper
@@ -55,7 +55,7 @@ class DemoFailed(InfomarkError):
 
 
 def _ref(outcome: Any) -> str:
-    m = re.search(r"evidence_ref=(ev_[0-9a-f]{24})", str(outcome.output))
+    m = TAGGED_REF.search(str(outcome.output))
     if not m:
         raise DemoFailed("no evidence tag on a tool result")
     return m.group(1)

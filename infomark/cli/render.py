@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -11,7 +12,10 @@ from rich.table import Table
 
 from infomark.kernel.infomark import InfoMark
 
-__all__ = ["console", "print_audit", "print_ingest"]
+__all__ = ["Column", "column_table", "console", "print_audit", "print_ingest"]
+
+#: a table column: its header, and the cell it shows for a row
+Column = tuple[str, Callable[[dict[str, Any]], str]]
 
 
 def _console() -> Console:
@@ -30,6 +34,16 @@ _STYLE = {
     InfoMark.GUESS.label: "magenta",
     InfoMark.UNKNOWN.label: "red",
 }
+
+
+def column_table(title: str, columns: Sequence[Column], rows: Iterable[dict[str, Any]]) -> Table:
+    """A table with one row per ``rows`` item, each column's cell computed by its function."""
+    table = Table(title=title)
+    for header, _ in columns:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(row) for _, cell in columns))
+    return table
 
 
 def _rank(status: str) -> str:

@@ -11,9 +11,8 @@ import html
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
-from infomark.cli.render import console
+from infomark.cli.render import Column, column_table, console
 from infomark.ledger.timeline import SessionStory
 
 __all__ = ["print_sessions", "print_story", "render_html", "render_markdown"]
@@ -31,21 +30,18 @@ _VERDICT_STYLE = {
 }
 
 
+_SESSION_COLUMNS: tuple[Column, ...] = (
+    ("session", lambda r: escape(r["session"])),
+    ("host", lambda r: r["host"]),
+    ("started", lambda r: r["started"][:19]),
+    ("last activity", lambda r: r["last_activity"][:19]),
+    ("events", lambda r: str(r["events"])),
+    ("verdict", lambda r: f"[{_VERDICT_STYLE.get(r['verdict'], 'white')}]{r['verdict']}[/]"),
+)
+
+
 def print_sessions(rows: list[dict[str, Any]]) -> None:
-    table = Table(title="infomark sessions (newest first)")
-    for col in ("session", "host", "started", "last activity", "events", "verdict"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        style = _VERDICT_STYLE.get(r["verdict"], "white")
-        table.add_row(
-            escape(r["session"]),
-            r["host"],
-            r["started"][:19],
-            r["last_activity"][:19],
-            str(r["events"]),
-            f"[{style}]{r['verdict']}[/]",
-        )
-    console.print(table)
+    console.print(column_table("infomark sessions (newest first)", _SESSION_COLUMNS, rows))
 
 
 def print_story(story: SessionStory, *, timeline: bool) -> None:

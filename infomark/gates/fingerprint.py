@@ -29,6 +29,7 @@ import os
 import struct
 import time
 
+from infomark.gates.reach import ENV_DIRS, scan
 from infomark.kernel import jsonc
 from infomark.kernel.contexts import suppress
 from infomark.kernel.digest import sha256
@@ -57,24 +58,10 @@ WALK_LIMIT = 20_000
 # The change feed is used from this many tracked files up (None: never); below it the walk
 # costs a millisecond or two and a watcher process would not pay for itself.
 FEED_MIN_TRACKED: int | None = 2000
-_SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".cc-writes",  # Claude Code's own staging directory (.claude/.cc-writes), not the agent's
-    }
-)
+_SKIP_DIRS = ENV_DIRS | {
+    ".hypothesis",
+    ".cc-writes",  # Claude Code's own staging directory (.claude/.cc-writes), not the agent's
+}
 # Directories whose own entries the host churns: Claude Code's sandbox makes and removes mount
 # points for the paths it protects in .claude/ around every Bash command. Their files are still
 # compared one by one; only the directory's own change time is not a change.
@@ -222,14 +209,26 @@ def _marker(watch_dir: StrPath, key: str) -> str:
     )
 
 
-def mark(watch_dir: StrPath, key: str, *, seq: int, root: StrPath | None = None) -> bool:
+def mark(
+    watch_dir: StrPath,
+    key: str,
+    *,
+    seq: int,
+    root: StrPath | None = None,
+    classified: tuple[str, str] | None = None,
+) -> bool:
     """Write the marker for one call (``key``): its change time is "before the call".
+
+    ``classified``: what the call's class was found from (a digest) and the class, when that
+    class may be reused for its result (:func:`infomark.gates.watch.decided_class`).
 
     With ``root`` in a big enough git work tree on Linux, the marker also holds the change
     feed's token (:mod:`infomark.gates.feed`), so that :func:`changes_since` can ask the
     watcher instead of walking; the first such call starts the watcher.
     """
     data: dict[str, object] = {"seq": seq, "at": time.time()}
+    if classified is not None:
+        data["classified"] = list(classified)
     if root is not None and FEED_MIN_TRACKED is not None:
         found = find_git_dir(root)
         if found is not None:
@@ -264,6 +263,15 @@ def _marker_data(watch_dir: StrPath, key: str) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else {}
+
+
+def marker_classified(watch_dir: StrPath, key: str) -> tuple[str, str] | None:
+    """The ``classified`` pair the marker for ``key`` holds, or None."""
+    data = _marker_data(watch_dir, key)
+    found = data.get("classified") if data is not None else None
+    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
+        return found[0], found[1]
+    return None
 
 
 def marker_seq(watch_dir: StrPath, key: str) -> int | None:
@@ -407,34 +415,25 @@ def _walk(
 ) -> tuple[list[tuple[str, int, bool]], bool]:
     skipped = {os.path.realpath(s) for s in skip}
     found: list[tuple[str, int, bool]] = []
-    seen = 0
-    stack = [str(root)]
     prefix = len(str(root)) + 1
-    while stack:
-        d = stack.pop()
+
+    def enter(entry: os.DirEntry[str]) -> bool:
+        return entry.name not in _SKIP_DIRS and entry.path not in skipped
+
+    for entry in scan(str(root), WALK_LIMIT, enter):
+        if entry is None:
+            return found, False
         try:
-            it = os.scandir(d)
+            t = entry.stat(follow_symlinks=False).st_ctime_ns
         except OSError:
             continue
-        with it:
-            for entry in it:
-                seen += 1
-                if seen > WALK_LIMIT:
-                    return found, False
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name in _SKIP_DIRS or entry.path in skipped:
-                            continue
-                        t = entry.stat(follow_symlinks=False).st_ctime_ns
-                        if t >= since and entry.name not in _HOST_DIRS:  # entries added or removed
-                            found.append((entry.path[prefix:] + "/", t, True))
-                        stack.append(entry.path)
-                    else:
-                        t = entry.stat(follow_symlinks=False).st_ctime_ns
-                        if t >= since:
-                            found.append((entry.path[prefix:], t, False))
-                except OSError:
-                    continue
+        if t < since:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in _HOST_DIRS:  # entries added or removed
+                found.append((entry.path[prefix:] + "/", t, True))
+        else:
+            found.append((entry.path[prefix:], t, False))
     return found, True
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from infomark.gates.reach import ENV_DIRS
 from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
@@ -41,6 +42,7 @@ __all__ = [
     "scan_changes",
     "surface",
     "surface_content",
+    "whole_file",
 ]
 
 DEFAULT_TEST_GLOBS: tuple[str, ...] = (
@@ -69,26 +71,7 @@ CONFIG_NAMES: tuple[str, ...] = TEST_CONFIG_NAMES
 ``pytest.toml``, ``.pytest.ini``, ``GNUmakefile``, ``.mocharc.yml`` …); absent ones are
 recorded so a new one counts."""
 
-_SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".infomark",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "target",
-        "dist",
-        "build",
-    }
-)
+_SKIP_DIRS = ENV_DIRS | {".infomark", "target", "dist", "build"}
 _MAX_FILES = 4000
 _MAX_BYTES = 2_000_000
 
@@ -165,6 +148,12 @@ def surface_content(root: StrPath, rel: str) -> str | None:
         return None
     text = data.decode("utf-8", "replace")
     return _sections(rel.rsplit("/", 1)[-1], text)
+
+
+def whole_file(rel: str) -> bool:
+    """Does the grading surface hold all of ``rel`` (a test file), not a section of it?"""
+    name = rel.rsplit("/", 1)[-1]
+    return name != "package.json" and name not in _SECTIONS
 
 
 def _digest(content: str | None) -> str | None:

@@ -21,6 +21,7 @@ from infomark.gates.grading import (
     scan_changes,
     surface,
     surface_content,
+    whole_file,
 )
 from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.errors import UserError
@@ -29,7 +30,15 @@ from infomark.kernel.tools import ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.engine import Ledger
 
-__all__ = ["approve_file", "approve_path", "check", "declare", "edit_target", "hold_edit"]
+__all__ = [
+    "approve_file",
+    "approve_held",
+    "approve_path",
+    "check",
+    "declare",
+    "edit_target",
+    "hold_edit",
+]
 
 _FILE_KEYS = ("file_path", "notebook_path", "path")
 
@@ -125,6 +134,47 @@ def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
         "grading_approved",
         {"path": rel, "digest": blob, "blob": blob, "by": by, "note": note[:500], "approved": True},
     )
+
+
+def approve_held(ledger: Ledger, rel: str, call: ToolCall) -> bool:
+    """The user let the held edit ``call`` of the grading file ``rel`` run: approve what that
+    edit writes (inside a transaction). The file as it is now is approved only when it is that
+    content (a ``Write``'s content; an ``Edit`` / ``MultiEdit`` applied to the content infomark
+    last knew): a file that differs was changed after the user said yes (another process, or
+    the agent racing the hook) and stays a changed grading file, which the finish names. An
+    edit whose result cannot be known beforehand (a shell command, a section of a shared
+    configuration file) is approved as found."""
+    want = _written(ledger, rel, call)
+    if want is not _UNKNOWN and want != surface_content(ledger.root_dir, rel):
+        return False
+    approve_file(ledger, rel, by="ask_prompt", note="")
+    return True
+
+
+_UNKNOWN = object()
+_UNSEEN = object()  # never equal to a file's content: not approved
+
+
+def _written(ledger: Ledger, rel: str, call: ToolCall) -> object:
+    """The content ``call`` leaves in the test file ``rel`` (``_UNKNOWN``: not predictable;
+    ``_UNSEEN``: an edit of text the file did not hold when infomark last saw it)."""
+    if not whole_file(rel):
+        return _UNKNOWN
+    args = call.input
+    if call.tool == "Write" and isinstance(args.get("content"), str):
+        return args["content"]
+    edits = {"Edit": [args], "MultiEdit": args.get("edits")}.get(call.tool)
+    blob = ledger.state.grading_blobs.get(rel)
+    before = ledger.blobs.get(blob) if blob else None
+    if not isinstance(edits, list) or before is None:
+        return _UNKNOWN
+    text = before.decode("utf-8", "surrogatepass")
+    for edit in edits:
+        old, new = edit.get("old_string"), edit.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str) or old not in text:
+            return _UNSEEN  # the file was not what infomark last knew: more changed than this
+        text = text.replace(old, new) if edit.get("replace_all") else text.replace(old, new, 1)
+    return text
 
 
 def approve_path(ledger: Ledger, config: Config, path: str, *, by: str, note: str) -> None:

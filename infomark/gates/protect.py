@@ -305,6 +305,10 @@ def _shell_tools() -> frozenset[str]:
     return SHELL_TOOLS
 
 
+def _deny(code: DecisionCode, reason: str) -> Verdict:
+    return ("deny", code.value, reason)
+
+
 def _ask(code: str, reason: str) -> Verdict:
     return ("ask", code, reason + ": held for the user's approval (never bypassable)")
 
@@ -383,9 +387,8 @@ def _not_infomark_itself(t: _Touch) -> Verdict | None:
     t.c = _embedded_shell(t.tool, t.tool_input, t.c, t.root)
     if "infomark" not in t.c.families:
         return None
-    return (
-        "deny",
-        DecisionCode.PROTECTED_CLI.value,
+    return _deny(
+        DecisionCode.PROTECTED_CLI,
         "the agent may not run infomark itself (it would mint evidence or approval); "
         "only the runtime records evidence, and only the user approves",
     )
@@ -410,9 +413,8 @@ def _no_proc_link(t: _Touch) -> Verdict | None:
     """A file tool may not name a process's open file, memory or root under /proc."""
     for path in t.paths[: t.n_file]:  # a file tool's own path (a shell is sandboxed)
         if path.startswith("/proc/") and _PROC_LINK.match(path):  # no compile otherwise
-            return (
-                "deny",
-                DecisionCode.PROTECTED_HOME.value,
+            return _deny(
+                DecisionCode.PROTECTED_HOME,
                 f"{path} is a process's open file, memory or root under /proc, which could "
                 "lead into the ledger home and cannot be checked; name the file itself",
             )
@@ -424,9 +426,8 @@ def _outside_home(t: _Touch) -> Verdict | None:
     home_r = t.home_r
     for path in t.paths:
         if _within(path, home_r):
-            return (
-                "deny",
-                DecisionCode.PROTECTED_HOME.value,
+            return _deny(
+                DecisionCode.PROTECTED_HOME,
                 f"{path} is inside the ledger home ({home_r}): the gatekeeper's key and journal "
                 "are off-limits to the agent",
             )
@@ -439,7 +440,7 @@ def _no_walk_into_home(t: _Touch) -> Verdict | None:
     for walk in (*t.c.walks, *_search_walks(t.tool, t.tool_input, t.shell, t.base)):
         why = reaches(walk, home_r)
         if why is not None:
-            return ("deny", DecisionCode.PROTECTED_HOME.value, f"{why} ({home_r}): {_WALK_HINT}")
+            return _deny(DecisionCode.PROTECTED_HOME, f"{why} ({home_r}): {_WALK_HINT}")
     return None
 
 
@@ -449,9 +450,8 @@ def _not_opaque(t: _Touch) -> Verdict | None:
     if not c.opaque:  # set by the shell classifier only
         return None
     why = next((r for r in c.reasons if "opaque" in r), "")
-    return (
-        "deny",
-        DecisionCode.PROTECTED_OPAQUE.value,
+    return _deny(
+        DecisionCode.PROTECTED_OPAQUE,
         "infomark cannot tell statically which files this command names "
         + (
             f"({why})"
@@ -473,9 +473,8 @@ def _transcript_unchanged(t: _Touch) -> Verdict | None:
     for path in t.paths:
         hit = next((w for w in witness if _within(w, path) and _may_hold(path, w, root)), None)
         if hit is not None:
-            return (
-                "deny",
-                DecisionCode.PROTECTED_TRANSCRIPT.value,
+            return _deny(
+                DecisionCode.PROTECTED_TRANSCRIPT,
                 f"{path} is (or holds) the host's transcript {hit}, which witnesses the "
                 "journal: the agent's tools may not change, move or delete it",
             )
@@ -541,9 +540,8 @@ def _sandbox_escape(tool_input: Mapping[str, object]) -> Verdict | None:
             or (isinstance(value, str) and value.strip().lower() in ("", "false", "0"))
         ):
             continue
-        return (
-            "deny",
-            DecisionCode.PROTECTED_SANDBOX.value,
+        return _deny(
+            DecisionCode.PROTECTED_SANDBOX,
             f"{name} asks to run this command outside the OS sandbox, which keeps infomark's "
             "key and code out of the agent's reach; run the same command without "
             f"{name} (a command that cannot work in the sandbox is the user's to run)",

@@ -7,6 +7,10 @@ provably covers it, or when it follows symlinks and a link under its root resolv
 home. What cannot be checked within the bounds here (a tree too large to search for links, a
 home with too many files to match ``--include`` against) counts as reached: fail closed.
 Standard library only.
+
+The bounded walk (:func:`scan`) and the directories no walk of the project enters
+(``ENV_DIRS``) live here because this module is on every hook call already; the working-tree
+fingerprint's fallback walk and the grading surface use them too.
 """
 
 from __future__ import annotations
@@ -15,7 +19,59 @@ import os
 
 from infomark.kernel.tools import Walk
 
-__all__ = ["LINK_SCAN_LIMIT", "reaches"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = ["ENV_DIRS", "LINK_SCAN_LIMIT", "reaches", "scan"]
+
+#: version control, virtual environments and tool caches: no walk of the project enters them
+ENV_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
+
+
+def scan(
+    top: str, limit: int, enter: Callable[[os.DirEntry[str]], bool]
+) -> Iterator[os.DirEntry[str] | None]:
+    """Every entry below ``top``, depth first, links not followed; a directory for which
+    ``enter`` is false is neither yielded nor entered. Unreadable directories and entries are
+    passed over. After ``limit`` entries (pruned ones count) it yields ``None`` and stops."""
+    seen = 0
+    stack = [top]
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                seen += 1
+                if seen > limit:
+                    yield None
+                    return
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not enter(entry):
+                            continue
+                        stack.append(entry.path)
+                except OSError:
+                    continue
+                yield entry
+
 
 LINK_SCAN_LIMIT = 20_000
 """Entries looked at when searching a walk's tree for symlinks into the home."""
@@ -91,27 +147,14 @@ def _skipped(walk: Walk, root: str, home: str) -> bool:
 def _link_into(root: str, home: str) -> str | None:
     """A symlink under ``root`` that resolves into ``home``; ``"…"`` when the tree is too big
     to tell; None when there is none."""
-    seen = 0
-    stack = [root]
-    while stack:
-        top = stack.pop()
+    for entry in scan(root, LINK_SCAN_LIMIT, lambda d: not _within(d.path, home)):
+        if entry is None:
+            return "…"
         try:
-            it = os.scandir(top)
+            if entry.is_symlink() and _within(os.path.realpath(entry.path), home):
+                return entry.path
         except OSError:
             continue
-        with it:
-            for entry in it:
-                seen += 1
-                if seen > LINK_SCAN_LIMIT:
-                    return "…"
-                try:
-                    if entry.is_symlink():
-                        if _within(os.path.realpath(entry.path), home):
-                            return entry.path
-                    elif entry.is_dir(follow_symlinks=False) and not _within(entry.path, home):
-                        stack.append(entry.path)
-                except OSError:
-                    continue
     return None
 
 

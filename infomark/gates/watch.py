@@ -28,7 +28,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Cover", "after_decision", "after_record", "cover", "plan_grounded", "refresh"]
+__all__ = [
+    "Cover",
+    "after_decision",
+    "after_record",
+    "classification_key",
+    "cover",
+    "decided_class",
+    "plan_grounded",
+    "refresh",
+]
 
 _WATCHED = frozenset({ToolClass.EXECUTE, ToolClass.DELEGATION, ToolClass.UNKNOWN})
 
@@ -197,8 +206,62 @@ def _key(ledger: Ledger, call: ToolCall) -> str:
     return f"{ledger.session}\x00{call.tool}\x00{ident}"
 
 
-def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decision) -> None:
-    """Journal the files an allowed write targets; mark the tree before a watched call."""
+def classification_key(config: Config, call: ToolCall) -> str | None:
+    """A digest of what a shell call's class depends on when its classification read no file
+    (:mod:`infomark.gates.shell_fs`): infomark's version, the tool, its input, the session
+    cwd, the configuration's tool classes, the MCP annotations and ``HOME``. None for a
+    call that is not a shell tool's (or whose input has no canonical form)."""
+    spec = lookup_tool(call.tool)
+    if spec is None or not spec.shell:
+        return None
+    from infomark._version import __version__
+    from infomark.gates.protect import session_cwd
+    from infomark.ledger.canonical import canonical_json
+
+    what = {
+        "version": __version__,
+        "tool": call.tool,
+        "input": call.input,
+        "cwd": session_cwd(call.cwd),
+        "tools": dict(config.tools or {}),
+        "annotations": call.annotations,
+        "home": os.environ.get("HOME"),
+    }
+    try:
+        return sha256(canonical_json(what)).hexdigest()
+    except (TypeError, ValueError):
+        return None
+
+
+def decided_class(ledger: Ledger, config: Config, call: ToolCall) -> ToolClass | None:
+    """The class the decision of ``call`` found, when it may stand for classifying the call
+    again as its result is recorded: the decision's classification read no file, and the
+    digest of everything else it depends on (:func:`classification_key`) is the same now.
+    Taint is not part of it: :func:`cover` applies it to this class afresh. Else None."""
+    key = classification_key(config, call)
+    if key is None:
+        return None
+    from infomark.gates.fingerprint import marker_classified
+
+    found = marker_classified(_watch_dir(ledger), _key(ledger, call))
+    if found is None or found[0] != key:
+        return None
+    try:
+        return ToolClass(found[1])
+    except ValueError:
+        return None
+
+
+def after_decision(
+    ledger: Ledger,
+    call: ToolCall,
+    cov: Cover,
+    decision: Decision,
+    *,
+    classified: tuple[str, str] | None = None,
+) -> None:
+    """Journal the files an allowed write targets; mark the tree before a watched call (with
+    ``classified``: the digest and class :func:`decided_class` may reuse)."""
     if not decision.allowed:
         return
     if cov.written:
@@ -218,7 +281,13 @@ def after_decision(ledger: Ledger, call: ToolCall, cov: Cover, decision: Decisio
     if cov.watched:
         from infomark.gates.fingerprint import mark
 
-        mark(_watch_dir(ledger), _key(ledger, call), seq=ledger.state.seq, root=ledger.root_dir)
+        mark(
+            _watch_dir(ledger),
+            _key(ledger, call),
+            seq=ledger.state.seq,
+            root=ledger.root_dir,
+            classified=classified,
+        )
 
 
 def _announced_since(ledger: Ledger, seq: int) -> set[str]:

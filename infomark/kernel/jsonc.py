@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     _json = None  # type: ignore[assignment]
 
-__all__ = ["dumps", "encode_basestring", "encoder", "loads", "loads_compact"]
+__all__ = ["dumps", "encode_basestring", "encoder", "load_path", "loads", "loads_compact"]
 
 _SPACE = " \t\n\r"  # json's WHITESPACE
 
@@ -78,6 +78,16 @@ def loads(s: str | bytes | bytearray) -> Any:
     if end != n:
         return _slow_loads(s)  # "Extra data"
     return value
+
+
+def load_path(path: str) -> Any:
+    """The JSON document in the file at ``path``; None when it cannot be read or is not JSON
+    (a host's optional settings file: absent and broken mean the same to its reader)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return loads(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def loads_compact(s: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infomark.kernel.records import dataclass, field
+from infomark.kernel.records import dataclass, field, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,10 +58,4 @@ class ToolOutcome:
         return self.error is not None or self.is_error or (self.exit_code or 0) != 0
 
     def with_output(self, output: str | bytes | LargeText) -> ToolOutcome:
-        return ToolOutcome(
-            output=output,
-            exit_code=self.exit_code,
-            error=self.error,
-            duration_ms=self.duration_ms,
-            is_error=self.is_error,
-        )
+        return replace(self, output=output)

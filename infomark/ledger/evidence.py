@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DECLARED_EVIDENCE",
     "REF_PATTERN",
+    "TAGGED_REF",
     "Evidence",
     "EvidenceClass",
     "Outcome",
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 REF_PATTERN = lazy_compile(r"ev_[0-9a-f]{24}")
+# An evidence ref as a result's tag spells it (``Evidence.tag``); group 1 is the ref.
+TAGGED_REF = lazy_compile(r"evidence_ref=(ev_[0-9a-f]{24})")
 
 
 class Outcome(StrEnum):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from infomark.kernel.digest import hmac_hex_many
-from infomark.kernel.records import dataclass
+from infomark.kernel.records import asdict, dataclass
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
@@ -34,12 +34,7 @@ class Problem:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "seq": self.seq,
-            "code": self.code,
-            "message": self.message,
-        }
+        return asdict(self)  # every field, in order
 
 
 def verify_session(

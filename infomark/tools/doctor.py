@@ -17,7 +17,7 @@ import shutil
 import stat
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,7 @@ class Finding:
     fix: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "area": self.area,
-            "check": self.check,
-            "status": self.status,
-            "message": self.message,
-            "fix": self.fix,
-        }
+        return asdict(self)  # every field, in order
 
 
 @dataclass
@@ -453,6 +447,20 @@ def json_object(path: Path) -> tuple[dict[str, Any] | None, str]:
     if error is not None or not isinstance(data, dict):
         return None, f"{path} is not a JSON object ({error or 'wrong shape'})"
     return data, ""
+
+
+def config_object(
+    path: Path, out: list[Finding], area: str, check: str, effect: str, fix: str
+) -> dict[str, Any] | None:
+    """A host's JSON configuration file as an object; None when the file is absent, or when
+    it is not a JSON object: then a ``problem`` finding (what is wrong, then ``effect``; the
+    ``fix``) is added to ``out``."""
+    if not path.is_file():
+        return None
+    data, wrong = json_object(path)
+    if data is None:
+        out.append(Finding(area, check, "problem", wrong + effect, fix))
+    return data
 
 
 def runnable(argv0: str) -> bool:

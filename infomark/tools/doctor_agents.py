@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infomark.tools.doctor import Finding, json_object, read_json
+from infomark.tools.doctor import Finding, config_object, read_json
 from infomark.tools.hosts import HOST_MODULES
 from infomark.tools.hosts.spec import HostSpec
 
@@ -143,12 +143,9 @@ def _host(spec: HostSpec, root: Path, user_home: Path) -> list[Finding]:
     ]
     installed: dict[Path, set[str]] = {}
     for path in files:
-        if not path.is_file():
-            continue
-        data, wrong = json_object(path)
+        fix = f"fix {path}, then `infomark install {spec.name}`"
+        data = config_object(path, out, spec.name, "settings_parse", "", fix)
         if data is None:
-            out.append(Finding(spec.name, "settings_parse", "problem", wrong,
-                               f"fix {path}, then `infomark install {spec.name}`"))  # fmt: skip
             continue
         events = _ours(spec, data)
         if events:

@@ -17,7 +17,7 @@ from typing import Any
 from infomark.tools.doctor import (
     Activity,
     Finding,
-    json_object,
+    config_object,
     option_value,
     runnable,
     service_up,
@@ -162,19 +162,11 @@ def claude_code_findings(
     events: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     newest = 0.0
     for path in _settings_files(root, user_home):
-        if not path.is_file():
-            continue
-        data, wrong = json_object(path)
+        effect = ": Claude Code ignores it, hooks included"
+        data = config_object(
+            path, out, _CC, "settings_parse", effect, f"fix {path}, then {_REINSTALL}"
+        )
         if data is None:
-            out.append(
-                Finding(
-                    _CC,
-                    "settings_parse",
-                    "problem",
-                    wrong + ": Claude Code ignores it, hooks included",
-                    f"fix {path}, then {_REINSTALL}",
-                )
-            )
             continue
         out += settings_env_findings(_CC, path, data.get("env"), home)
         found = list(_handlers(data))

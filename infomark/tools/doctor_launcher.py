@@ -24,6 +24,11 @@ CC = "claude-code"
 REINSTALL = "run `infomark install claude-code` (it restores every entry, keeping other hooks)"
 
 
+def _finding(status: str, message: str, fix: str = "") -> Finding:
+    """A ``hook_launcher`` finding of Claude Code (every finding this module makes)."""
+    return Finding(CC, "hook_launcher", status, message, fix)
+
+
 def _launcher_of(command: str, settings: Path) -> Path | None:
     argv = hook_argv(command, settings)
     if hook_form(command) != "launcher" or not argv:
@@ -55,9 +60,7 @@ def launcher_findings(handlers: list[tuple[Path, dict[str, Any]]]) -> list[Findi
 
 def _older_form(path: Path, command: str) -> Finding:
     """An entry that runs the console script starts Python with ``site``: a warning."""
-    return Finding(
-        CC,
-        "hook_launcher",
+    return _finding(
         "warning",
         f"{path}: the hooks run {shlex.split(command)[0] if command else '?'} "
         "with Python's site (every .pth file in site-packages and the user "
@@ -76,9 +79,7 @@ def _judge(path: Path, command: str, launcher: Path) -> list[Finding]:
         if hook_argv(command, path)[0] == str(launcher):
             return []
         return [
-            Finding(
-                CC,
-                "hook_launcher",
+            _finding(
                 "problem",
                 f"{path}: the hooks run the launcher {launcher}, which does not exist",
                 REINSTALL,
@@ -88,7 +89,7 @@ def _judge(path: Path, command: str, launcher: Path) -> list[Finding]:
     try:
         found = read_launcher(beside if beside.resolve() == launcher.resolve() else launcher)
     except UserError as exc:
-        return [Finding(CC, "hook_launcher", "problem", str(exc), REINSTALL)]
+        return [_finding("problem", str(exc), REINSTALL)]
     out: list[Finding] = []
     for check, final in LAUNCHER_CHECKS:
         findings = check(found)
@@ -102,9 +103,7 @@ def _not_writable_by_others(found: Launcher) -> list[Finding]:
     """Neither the launcher nor its directory is writable by group or others (who could swap
     it for one that lets every call through)."""
     return [
-        Finding(
-            CC,
-            "hook_launcher",
+        _finding(
             "problem",
             f"{where} is writable by group or others: they could swap the hook "
             "launcher for one that lets every call through",
@@ -121,9 +120,7 @@ def _can_run_the_hook(found: Launcher) -> list[Finding]:
     if not problems:
         return []
     return [
-        Finding(
-            CC,
-            "hook_launcher",
+        _finding(
             "problem",
             f"the hook launcher {found.path} cannot run the hook: "
             + "; ".join(problems)
@@ -136,9 +133,7 @@ def _can_run_the_hook(found: Launcher) -> list[Finding]:
 def _starts_isolated(found: Launcher) -> list[Finding]:
     """A launcher that can run starts the hook isolated (``python -I -S``): ok."""
     return [
-        Finding(
-            CC,
-            "hook_launcher",
+        _finding(
             "ok",
             f"the hooks start isolated: {found.path} runs {found.python} -I -S",
         )
@@ -150,9 +145,7 @@ def _as_this_infomark_writes_it(found: Launcher) -> list[Finding]:
     if found.python != sys.executable or found.path.read_text("utf-8") == render():
         return []
     return [
-        Finding(
-            CC,
-            "hook_launcher",
+        _finding(
             "warning",
             f"the hook launcher {found.path} is not what this infomark would write "
             "(another version, or infomark or tree-sitter moved)",

@@ -12,7 +12,7 @@ from typing import Any
 from infomark.tools.doctor import (
     Activity,
     Finding,
-    json_object,
+    config_object,
     option_value,
     runnable,
     settings_env_findings,
@@ -58,19 +58,9 @@ def mcp_findings(home: Path, root: Path, user_home: Path, activity: Activity) ->
     out: list[Finding] = []
     seen = False
     for path, key in _mcp_files(root, user_home):
-        if not path.is_file():
-            continue
-        data, wrong = json_object(path)
+        effect = ": the client starts none of its servers"
+        data = config_object(path, out, "mcp", "mcp_config_parse", effect, f"fix {path}")
         if data is None:
-            out.append(
-                Finding(
-                    "mcp",
-                    "mcp_config_parse",
-                    "problem",
-                    wrong + ": the client starts none of its servers",
-                    f"fix {path}",
-                )
-            )
             continue
         for name, entry in _servers(data, key):
             argv = _proxy_argv(entry)

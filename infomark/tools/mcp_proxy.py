@@ -472,9 +472,9 @@ def run_proxy(
     except InfomarkError as exc:
         _warn(str(exc))
         return exc.exit_code
-    from infomark.tools.attest import attester_for
+    from infomark.tools.attest_lazy import lazy_attester
 
-    attester_for(gk)  # infomark_check, and the finish's own runs
+    lazy_attester(gk)  # infomark_check, and the finish's own runs
     text = ""
     try:
         gk.record_sandbox(boxed.sandboxed, host=boxed.host, detail=boxed.detail, fix=boxed.fix)

@@ -561,10 +561,10 @@ def create_app(
     store = resolve_store(home_p, pick_store(None, config.store)) or "sqlite"
 
     def opener(session: str, at: Path, cfg: Config) -> SessionLike:
-        from infomark.tools.attest import attester_for
+        from infomark.tools.attest_lazy import lazy_attester
 
         gk = Gatekeeper.open(home_p, session, root=at, config=cfg, profile=profile, store=store)
-        attester_for(gk)  # the finish runs the oracles it needs, attested
+        lazy_attester(gk)  # the finish runs the oracles it needs, attested
         return gk
 
     pool = SessionPool(home_p, root_p, config, opener, max_open_sessions, store=store)

@@ -2,9 +2,10 @@
 
 A gatekeeper is not safe for concurrent use, so each session's calls run one at a time:
 an ``anyio.Lock`` queues them in arrival order on the event loop, then the call runs in
-the threadpool under the slot's ``threading.Lock``. Different sessions run in parallel
-(SQLite serialises the commits). At most ``max_open`` stay open: past that, the least
-recently used idle ones are closed (and reopened on their next call), so SQLite
+the threadpool under the slot's ``threading.Lock``. Different sessions run in parallel;
+their commits queue on one in-process write lock and share their WAL fsyncs (group commit,
+:mod:`~infomark.ledger.store.group_commit`). At most ``max_open`` stay open: past that, the
+least recently used idle ones are closed (and reopened on their next call), so SQLite
 connections stay bounded.
 
 The API routes serve the service's own project root and configuration. The Claude Code
@@ -46,8 +47,12 @@ _MAX_PROJECTS = 256
 
 
 def _defer_checkpoints(gk: SessionLike) -> None:
-    """The session's journal leaves checkpoints to the pool's checkpointer."""
-    gk.store.journal.defer_checkpoints()
+    """The session's journal leaves checkpoints to the pool's checkpointer, and queues its
+    commits with the other sessions' on the process's write lock, sharing their fsyncs
+    (:mod:`~infomark.ledger.store.group_commit`)."""
+    journal = gk.store.journal
+    journal.defer_checkpoints()
+    journal.group_commits()
 
 
 @dataclass

@@ -27,7 +27,7 @@ from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.tools import sandbox
-from infomark.tools.attest import attester_for
+from infomark.tools.attest_lazy import lazy_attester as attester_for
 from infomark.tools.doctor import _sandbox_findings
 
 CHECK = "pytest -q"

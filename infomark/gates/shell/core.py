@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.globbing import GLOB_BUDGET
 from infomark.kernel.records import dataclass, field
 from infomark.kernel.tools import Classification, ToolClass, Walk
@@ -69,13 +70,13 @@ def short(text: str) -> str:
 def read_small(path: str, cwd: str | None = None) -> str | None:
     """The text of a small regular file (``< SQL_FILE_LIMIT`` bytes), else None."""
     try:
-        full = os.path.expanduser(path)
+        full = fs.expanduser(path)
         if cwd is not None:
             full = os.path.join(cwd, full)
-        st = os.stat(full)
-        if not os.path.isfile(full) or st.st_size >= SQL_FILE_LIMIT:
+        st = fs.stat(full)
+        if not fs.isfile(full) or st.st_size >= SQL_FILE_LIMIT:
             return None
-        with open(full, "rb") as fh:
+        with fs.open_binary(full) as fh:
             return fh.read(SQL_FILE_LIMIT).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
@@ -164,6 +165,7 @@ class State:
         """Record a path the line names; a relative one against ``base``, else against every
         directory the line may be in."""
         if len(self.paths) >= _MAX_PATHS:
+            fs.read_any()  # the count includes symlinks resolved (fs.realpath): the tree decides
             self.opaque = True
             return
         bases = [base] if base is not None else self.cwds
@@ -191,7 +193,7 @@ def _real(path: str) -> str | None:
     if path.startswith(("/dev/", "/proc/self/fd", "/proc/thread-self/fd")):
         return None
     try:
-        real = os.path.realpath(path)
+        real = fs.realpath(path)
     except (OSError, ValueError):
         return None
     return real if real != path else None

@@ -12,8 +12,7 @@ Standard library only; never runs anything.
 
 from __future__ import annotations
 
-import os
-
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.globbing import RAW, SUB, Atom, glob_atoms
 from infomark.gates.shell.words import _ansi_c
 from infomark.kernel.lazyre import lazy_compile
@@ -348,7 +347,7 @@ def _tilde(atoms: list[Atom]) -> list[Atom]:
             return atoms
         k += 1
     prefix = "".join(ch for ch, _ in atoms[:k])
-    home = os.path.expanduser(prefix)
+    home = fs.expanduser(prefix)
     if home == prefix:
         return atoms
     return [(c, _Q) for c in home] + atoms[k:]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_git
 from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
@@ -185,7 +185,7 @@ def _looks_like_path(value: str) -> bool:
     if _GIT_PATHLIKE.match(value) or _SOURCE_SUFFIX.search(value):
         return True
     try:
-        return os.path.lexists(value)
+        return fs.lexists(value)
     except (OSError, ValueError):
         return False
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from infomark.gates import shell_fs as fs
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
@@ -61,7 +63,7 @@ def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> 
         last = index == len(parts) - 1
         if not part:
             if last:  # a trailing slash: only directories
-                bases = [b + "/" for b in bases if os.path.isdir(os.path.join(cwd, b))]
+                bases = [b + "/" for b in bases if fs.isdir(os.path.join(cwd, b))]
             elif any(parts[index + 1 :]):  # `a//*`, `//*`: bash keeps the slashes as
                 bases = [b + "/" if b.endswith("/") else b + "//" for b in bases]  # written
             continue  # (trailing `//` is one `/`, as in bash)
@@ -70,14 +72,14 @@ def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> 
             lit = "".join(ch for ch, _ in part)
             for base in bases:
                 cand = base + lit if base.endswith("/") or not base else base + "/" + lit
-                if os.path.lexists(os.path.join(cwd, cand)):
+                if fs.lexists(os.path.join(cwd, cand)):
                     nxt.append(cand)
         else:
             regex = _regex(part)
             for base in bases:
                 where = os.path.join(cwd, base) if base else cwd
                 try:
-                    names = sorted(os.listdir(where))
+                    names = sorted(fs.listdir(where))
                 except OSError:
                     continue
                 budget[0] -= len(names) + _LISTING_COST
@@ -88,7 +90,7 @@ def glob_atoms(atoms: list[Atom], cwd: str, budget: list[int] | None = None) -> 
                         continue  # bash: no dotglob, globskipdots
                     if regex.fullmatch(name):
                         cand = base + name if base.endswith("/") or not base else base + "/" + name
-                        if last or os.path.isdir(os.path.join(cwd, cand)):
+                        if last or fs.isdir(os.path.join(cwd, cand)):
                             nxt.append(cand)
         bases = nxt
         if not bases:

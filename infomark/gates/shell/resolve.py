@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import State, ws
 from infomark.gates.shell.expand import expand_word
 from infomark.gates.shell.words import _text, _word
@@ -161,7 +162,7 @@ def _globstar(raw: str, state: State) -> None:
     k = next(i for i, p in enumerate(parts) if _GLOB_CHARS & set(p))
     prefix = "/".join(parts[:k]) or ("/" if raw.startswith("/") else ".")
     for base in state.cwds:
-        root = os.path.normpath(os.path.join(base, os.path.expanduser(prefix)))
+        root = os.path.normpath(os.path.join(base, fs.expanduser(prefix)))
         walk = Walk(root=root, command=raw, what="expands to", skip_hidden=True)
         if walk not in state.walks:
             state.walks.append(walk)
@@ -177,7 +178,7 @@ def _cd(args: list[str], state: State) -> None:
         state.opaque = True
         return
     if not targets:
-        new = [os.path.expanduser("~")]
+        new = [fs.expanduser("~")]
     elif targets[0] == "-":
         state.opaque = True
         return

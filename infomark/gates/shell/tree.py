@@ -11,6 +11,7 @@ import _thread
 import os
 import sys
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell import lookup
 from infomark.gates.shell.core import (
     DESTRUCTIVE,
@@ -241,7 +242,7 @@ def classify_shell(command: str, cwd: str | None = None) -> Classification:
             data = command.encode("utf-8")
         except UnicodeEncodeError:
             return fail_closed("command is not valid Unicode (lone surrogate)")
-        start = os.path.abspath(cwd) if cwd else os.getcwd()
+        start = fs.start_dir(cwd)
         state = State(_WALKER, start, text=command)
         _source(data, state, 0)
         return result(state)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import Env, short, ws
 from infomark.gates.shell.words import Arg
 from infomark.kernel.tools import Walk
@@ -46,14 +47,10 @@ def walk_roots(values: Iterable[Arg], env: Env, *, default: bool = True) -> list
             out.extend(_state_cwds(env))
             continue
         if value.startswith("~"):
-            value = os.path.expanduser(value)
+            value = fs.expanduser(value)
         for base in _state_cwds(env):
             if MAGIC & set(value):
-                import glob  # a pattern to expand: loaded only then (it loads re, fnmatch)
-
-                hits = glob.glob(value, root_dir=base) if not os.path.isabs(value) else None
-                if hits is None:
-                    hits = glob.glob(value)
+                hits = fs.glob(value, None if os.path.isabs(value) else base)
                 out.extend(os.path.normpath(os.path.join(base, h)) for h in hits or [value])
             else:
                 out.append(os.path.normpath(os.path.join(base, value)))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import Env, short, ws
 from infomark.gates.shell.walkroots import (
     NAMES_ONLY,
@@ -292,10 +293,10 @@ def _w_chmod(name: str, args: list[Arg], env: Env) -> None:
 def _git_top(env: Env) -> list[str]:
     tops = []
     for cwd in list(env.state.cwds):
-        here = os.path.abspath(cwd)
+        here = fs.start_dir(cwd)
         top = here
         while True:
-            if os.path.exists(os.path.join(top, ".git")):
+            if fs.exists(os.path.join(top, ".git")):
                 break
             parent = os.path.dirname(top)
             if parent == top:

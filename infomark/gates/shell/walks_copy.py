@@ -205,26 +205,29 @@ def _tar_long(t: _Tar, key: str, value: Arg | None, env: Env) -> None:
         t.lists.append(value)
 
 
+# A short option acts as its long spelling does (the others change nothing this reads).
+_TAR_SHORT_AS_LONG = {
+    "c": "--create",
+    "r": "--append",
+    "u": "--update",
+    "h": "--dereference",
+    "C": "--directory",
+    "T": "--files-from",
+    "X": "--exclude-from",
+}
+
+
 def _tar_short(t: _Tar, letters: str, following: Arg | None, env: Env) -> int:
     """A bundle of short options; the first that takes a value ends it (the rest of the
     bundle, else the word ``following``). Returns 1 when it took that word, else 0."""
     for k, ch in enumerate(letters):
-        if ch in "cru":
-            t.creating = True
-        elif ch == "h":
-            t.follow = True
-        if ch in _TAR_VALUE_LETTERS:
-            rest = letters[k + 1 :]
-            value = Arg(rest, rest) if rest else following
-            if ch == "C":
-                t.bases.append(value.value if value is not None else None)
-                if value is None or value.value is None:
-                    env.state.opaque = True
-            elif ch == "T":
-                t.lists.append(value)
-            elif ch == "X":
-                t.credit = False
-            return 0 if rest else 1
+        key = _TAR_SHORT_AS_LONG.get(ch, "")
+        if ch not in _TAR_VALUE_LETTERS:
+            _tar_long(t, key, None, env)
+            continue
+        rest = letters[k + 1 :]
+        _tar_long(t, key, Arg(rest, rest) if rest else following, env)
+        return 0 if rest else 1
     return 0
 
 

@@ -236,8 +236,7 @@ def make_surface(
     nested: Callable[[str, str], GradingSurface],
 ) -> GradingSurface:
     """GNU make's surface for ``call`` (its recipes' runners through ``nested``)."""
-    root = os.path.abspath(root)
-    directory = os.path.normpath(os.path.join(root, call.cwd))
+    root, directory = call.where(root)
     env = {**environ, **dict(call.env)}
     files, incdirs, goals, assigns = _options(call.args)
     looked, notes, texts = makefiles(directory, files, incdirs, env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,6 +33,11 @@ class RunnerCall:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str = ""
     prefix: tuple[str, ...] = ()
+
+    def where(self, root: str) -> tuple[str, str]:
+        """The root made absolute, and the directory this call runs in (``cwd`` under it)."""
+        root = os.path.abspath(root)
+        return root, os.path.normpath(os.path.join(root, self.cwd))
 
 
 def glob_match(rel: str, pattern: str) -> bool:

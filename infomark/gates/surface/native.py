@@ -71,8 +71,7 @@ def _upwards(
 
 
 def cargo_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
-    root = os.path.abspath(root)
-    directory = os.path.normpath(os.path.join(root, call.cwd))
+    root, directory = call.where(root)
     manifest: tuple[str, ...] = ()
     for i, a in enumerate(call.args):
         if a == "--manifest-path" and i + 1 < len(call.args):
@@ -95,8 +94,7 @@ def cargo_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> Gradi
 
 
 def go_surface(root: str, call: RunnerCall, environ: dict[str, str]) -> GradingSurface:
-    root = os.path.abspath(root)
-    directory = os.path.normpath(os.path.join(root, call.cwd))
+    root, directory = call.where(root)
     files, above, base = _upwards(root, directory, GO_FILES, ("vendor/modules.txt",))
     return GradingSurface(
         root=root,

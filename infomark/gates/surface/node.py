@@ -89,8 +89,7 @@ def package_surface(
     nested: Callable[[str, str], GradingSurface],
 ) -> GradingSurface:
     """A package manager running a ``package.json`` script (and its pre/post scripts)."""
-    root = os.path.abspath(root)
-    directory = os.path.normpath(os.path.join(root, call.cwd))
+    root, directory = call.where(root)
     for i, a in enumerate(call.args):  # npm --prefix DIR, pnpm -C DIR, yarn --cwd DIR
         if a in ("--prefix", "-C", "--dir", "--cwd") and i + 1 < len(call.args):
             directory = os.path.normpath(os.path.join(directory, call.args[i + 1]))
@@ -135,8 +134,7 @@ def _runner_surface(
     test_globs: tuple[str, ...],
     flags: tuple[str, ...],
 ) -> GradingSurface:
-    root = os.path.abspath(root)
-    directory = os.path.normpath(os.path.join(root, call.cwd))
+    root, directory = call.where(root)
     named = _config_arg(call, *flags)
     files = list(_files(root, directory, ("package.json", *configs)))
     notes = []

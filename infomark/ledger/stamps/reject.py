@@ -82,3 +82,17 @@ def claim_and_evidence(
         reject(why, f"{evidence_ref}: {why.hint}")
         return None
     return claim, ev
+
+
+def predates_reopening(
+    claim: ClaimState, ev: Evidence, ref: str, redo: str
+) -> tuple[RejectReason, str] | None:
+    """Why evidence ``ref`` cannot back ``claim``: it was recorded before the divergence that
+    re-opened the claim (``redo`` tells the agent what to do instead); None when it was not."""
+    if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
+        return None
+    return (
+        RejectReason.EVIDENCE_PREDATES_CLAIM,
+        f"{ref} (seq {ev.seq}) predates the divergence that re-opened claim {claim.id} "
+        f"(seq {claim.reopened_seq}); {redo}",
+    )

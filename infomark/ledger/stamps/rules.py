@@ -16,7 +16,7 @@ from infomark.kernel.tools import ToolClass
 from infomark.ledger.evidence import Evidence, EvidenceClass, Outcome
 from infomark.ledger.report import IngestReport
 from infomark.ledger.semantics import LedgerContext, artifact_digest, shell_text
-from infomark.ledger.stamps.reject import claim_and_evidence, reject_stamp
+from infomark.ledger.stamps.reject import claim_and_evidence, predates_reopening, reject_stamp
 from infomark.ledger.state import ClaimState, SessionState
 
 TYPE_CHECKING = False
@@ -208,14 +208,7 @@ def _observes_what_the_claim_names(s: _Stamp) -> Rejection | None:
 
 
 def _not_before_reopening(s: _Stamp) -> Rejection | None:
-    claim, ev = s.claim, s.ev
-    if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
-        return None
-    return (
-        RejectReason.EVIDENCE_PREDATES_CLAIM,
-        f"{s.block.evidence_ref} (seq {ev.seq}) predates the divergence that re-opened claim "
-        f"{claim.id} (seq {claim.reopened_seq}); produce new evidence",
-    )
+    return predates_reopening(s.claim, s.ev, str(s.block.evidence_ref), "produce new evidence")
 
 
 def _result_known(s: _Stamp) -> Rejection | None:

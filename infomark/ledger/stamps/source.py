@@ -195,13 +195,9 @@ def _source(ctx: SourceContext, ev: Evidence, sources: list[WebSource | None]) -
 def _not_before_reopening(
     ctx: SourceContext, claim: ClaimState, ev: Evidence, sources: list[WebSource | None]
 ) -> tuple[RejectReason, str] | None:
-    if not (claim.reopened_seq and ev.seq < claim.reopened_seq):
-        return None
-    return (
-        RejectReason.EVIDENCE_PREDATES_CLAIM,
-        f"{ev.ref} (seq {ev.seq}) predates the divergence that re-opened claim {claim.id} "
-        f"(seq {claim.reopened_seq}); fetch the page again",
-    )
+    from infomark.ledger.stamps.reject import predates_reopening  # loaded by the stamp rules
+
+    return predates_reopening(claim, ev, ev.ref, "fetch the page again")
 
 
 def _a_page_fetch(

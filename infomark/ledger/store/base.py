@@ -189,6 +189,11 @@ class BaseJournal(ABC):
         where the backend has them (SQLite). Here: nothing to defer."""
         return False
 
+    def group_commits(self) -> bool:
+        """Share the write lock and the fsyncs of concurrent commits with this process's other
+        handles of the store; True where the backend needs it (SQLite). Here: nothing to do."""
+        return False
+
     @property
     def store_url(self) -> str | None:
         """What selects this store again (None: the home's own SQLite file)."""

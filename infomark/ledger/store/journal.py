@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from infomark.ledger.keys import Key
     from infomark.ledger.store.conn import Conn
+    from infomark.ledger.store.group_commit import WriteGate
 
     _T = TypeVar("_T")
 else:
@@ -159,6 +160,7 @@ class Journal(BaseJournal):
         self._relax_next = False  # the next transaction commits without an fsync
         self._sync_after = False  # ... unless it turns out to need one
         self.last_commit_synced = True  # whether the last commit waited for the disk
+        self._gate: WriteGate | None = None  # set by group_commits()
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -294,9 +296,47 @@ class Journal(BaseJournal):
         if self._in_tx or self._reading:
             raise StoreError("nested write transaction")
         relaxed, self._relax_next, self._sync_after = self._relax_next, False, False
+        if self._gate is not None:
+            with self._gated(self._gate, relaxed) as conn:
+                yield conn
+            return
         if relaxed:  # set outside a transaction: SQLite refuses to change it inside one
             self._db.execute("PRAGMA synchronous=NORMAL")
-        committed = False
+        try:
+            with self._transaction() as conn:
+                yield conn
+        finally:
+            if relaxed:
+                self._db.execute("PRAGMA synchronous=FULL")
+        self.last_commit_synced = not relaxed
+        if relaxed and self._sync_after:
+            self._sync_wal()
+
+    @contextmanager
+    def _gated(self, gate: WriteGate, relaxed: bool) -> Iterator[Conn]:
+        """:meth:`write` through the process's gate (:meth:`group_commits`): the writers of
+        this process queue on its lock, not in SQLite's busy handler (the wait bounded as
+        SQLite's is: a writer of this thread already holding it gets an error, not a hang),
+        and a durable commit returns after the shared fsync, taken after the lock."""
+        if not gate.lock.acquire(timeout=_RETRIES * _BUSY_MS / 1000):
+            raise self._busy_error(TimeoutError("the process's write lock"))
+        try:
+            changes = self._db.total_changes
+            with self._transaction() as conn:
+                yield conn
+            ticket = gate.committed() if self._db.total_changes != changes else 0
+        finally:
+            gate.lock.release()
+        if relaxed and not self._sync_after:
+            self.last_commit_synced = ticket == 0  # nothing written: nothing to lose
+            return
+        if ticket:
+            gate.sync(ticket)  # concurrent commits share one fsync
+        self.last_commit_synced = True
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Conn]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (the manifest flushed first), or ``ROLLBACK``."""
         try:
             self._begin()
             self._in_tx = True
@@ -305,7 +345,6 @@ class Journal(BaseJournal):
             if self._touched:
                 manifest.flush(self._db, self.key, self._touched)
             self._db.execute("COMMIT")
-            committed = True
         except sqlite3.OperationalError as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -316,11 +355,6 @@ class Journal(BaseJournal):
             raise
         finally:
             self._in_tx = False
-            if relaxed:
-                self._db.execute("PRAGMA synchronous=FULL")
-        self.last_commit_synced = not relaxed
-        if relaxed and committed and self._sync_after:
-            self._sync_wal()
 
     def relax_next(self) -> None:
         """Commit the next transaction without an fsync (``synchronous=NORMAL`` for it).
@@ -337,6 +371,17 @@ class Journal(BaseJournal):
         the HTTP service's :class:`~infomark.tools.checkpointer.Checkpointer` runs them off
         the request path."""
         self._retry(lambda: self._db.execute("PRAGMA wal_autocheckpoint=0"))
+        return True
+
+    def group_commits(self) -> bool:
+        """Share this process's write lock and WAL fsyncs with its other journals of the same
+        file (:mod:`~infomark.ledger.store.group_commit`): the HTTP service's pooled
+        sessions. Commits then run at ``synchronous=NORMAL`` and a durable one returns after
+        the shared fsync."""
+        from infomark.ledger.store.group_commit import gate_for
+
+        self._retry(lambda: self._db.execute("PRAGMA synchronous=NORMAL"))
+        self._gate = gate_for(os.fspath(self.path))
         return True
 
     def require_sync(self) -> None:

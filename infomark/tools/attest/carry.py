@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.machinery
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
@@ -25,6 +25,7 @@ from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
+from infomark.tools.attest.shadow import shadowed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from infomark.ledger.engine import Ledger
 
-__all__ = ["Carry", "build", "changes", "guard", "is_source", "remove"]
+__all__ = ["ENVIRONMENTS", "Carry", "build", "changes", "guard", "is_source", "remove"]
 
 #: names a runner or the interpreter reads as configuration or start-up code: a new one is
 #: never carried (the attested copy has the baseline's, or none)
@@ -73,14 +74,18 @@ def _dir(rel: str) -> str:
 _EXTENSIONS = tuple(sorted({*importlib.machinery.EXTENSION_SUFFIXES, ".so", ".pyd"}))
 
 
-def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
+def guard(
+    rel: str, baseline: Mapping[str, list[str]], packages: Collection[str] = ()
+) -> str | None:
     """Why a change of ``rel`` is never carried, whatever the runner's surface says: a hidden
     file or directory (configuration), byte code (a ``.pyc``, anything in ``__pycache__``:
     CPython runs an unchecked hash-based pyc without reading its source, so a pyc beside a
     grading file would replace it), a compiled extension module (imported before a source of
-    the same name), a ``.pth`` file, or a *new* file under a name a runner
+    the same name), a ``.pth`` file, a *new* file under a name a runner
     or the interpreter reads as configuration or start-up code (a new ``__init__.py`` only in
-    a new directory: a new package)."""
+    a new directory: a new package), or a *new* top-level module named like one the runner,
+    the standard library or an installed package provides (:mod:`.shadow`; ``packages``: the
+    directories that hold an ``__init__.py`` in the copy)."""
     name = rel.rsplit("/", 1)[-1]
     parts = rel.split("/")
     if any(p.startswith(".") for p in parts):
@@ -91,21 +96,31 @@ def guard(rel: str, baseline: Mapping[str, list[str]]) -> str | None:
         return "a compiled extension: the interpreter imports it before a module's source"
     if name.endswith(".pth"):
         return "a .pth file runs at interpreter start-up"
-    if rel in baseline or name not in _NEVER_NEW:
+    if rel in baseline:
+        return None
+    module = shadowed(rel, packages)
+    if module is not None:
+        return f"a new module that would be imported in place of `{module}`"
+    if name not in _NEVER_NEW:
         return None
     if name == "__init__.py" and not _held_files(baseline, _dir(rel)):
         return None  # a new package in a new directory
     return f"a new {name}: read by the test runner or the interpreter"
 
 
-def is_source(rel: str, baseline: Mapping[str, list[str]], rule: SourceSet) -> tuple[bool, str]:
+def is_source(
+    rel: str,
+    baseline: Mapping[str, list[str]],
+    rule: SourceSet,
+    packages: Collection[str] = (),
+) -> tuple[bool, str]:
     """Is a change of ``rel`` carried into the attested copy, and why (or why not)?
 
     The runner's surface and the source rule (:func:`infomark.gates.surface.source_set`:
     ``[grading] source`` globs, else files of the baseline outside the surface and new files
     beside them, and new tests) decide; :func:`guard` can only take more out.
     """
-    why_not = guard(rel, baseline)
+    why_not = guard(rel, baseline, packages)
     if why_not is not None:
         return False, why_not
     if rel not in baseline and _new_test(rel, rule.surface):
@@ -283,8 +298,32 @@ def build(
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
     carry = Carry()
-    for rel, digest in (changed if carry_changes else {}).items():
-        ok, why = is_source(rel, files, rule)
+    # environments first: a carried symlink into one leads out of the copy (:func:`_link_out`)
+    for name in ENVIRONMENTS:
+        real = os.path.join(root, name)
+        if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
+            os.symlink(os.path.realpath(real), os.path.join(dest, name))
+            carry.environments.append(os.path.realpath(real))
+    _carry(root, dest, changed if carry_changes else {}, files, rule, carry)
+    return carry, grading
+
+
+def _carry(
+    root: str,
+    dest: str,
+    todo: Mapping[str, str | None],
+    files: Mapping[str, list[str]],
+    rule: SourceSet,
+    carry: Carry,
+) -> None:
+    """Write into ``dest`` the changes of ``todo`` (path -> digest, None: deleted) that are
+    carried; record in ``carry`` what was and what was left out, and why."""
+    packages = _packages(files, todo)
+    for rel, digest in todo.items():
+        ok, why = is_source(rel, files, rule, packages)
+        out = _link_out(dest, rel, os.path.join(root, rel)) if ok and digest else None
+        if out is not None:
+            ok, why = False, out
         if not ok:
             carry.left_out[rel] = why
             continue
@@ -302,12 +341,41 @@ def build(
             continue
         _write(target, data, mode)
         carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
-    for name in sorted(ENV_DIRS - {".git", ".hg", ".svn", "__pycache__"}):
-        real = os.path.join(root, name)
-        if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
-            os.symlink(os.path.realpath(real), os.path.join(dest, name))
-            carry.environments.append(os.path.realpath(real))
-    return carry, grading
+
+
+#: the directories linked into the copy from their real place (read-only there): installed
+#: environments. Caches (``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``, ``.hypothesis``)
+#: are not: they are state the agent can write, and a runner reads them to decide what to run
+#: (``pytest --lf`` runs the tests ``.pytest_cache`` lists) or what to report (a cached
+#: "clean" result); the run starts with none
+ENVIRONMENTS = ("node_modules", ".venv", "venv", ".tox", ".nox")
+
+
+def _packages(files: Mapping[str, list[str]], changed: Mapping[str, str | None]) -> set[str]:
+    """Directories that hold an ``__init__.py`` in the copy: the baseline's, and a new
+    directory's new one (the only new ``__init__.py`` :func:`guard` carries)."""
+    out = {_dir(rel) for rel in files if rel.rsplit("/", 1)[-1] == "__init__.py"}
+    for rel, digest in changed.items():
+        d = _dir(rel)
+        if digest and rel.rsplit("/", 1)[-1] == "__init__.py" and not _held_files(files, d):
+            out.add(d)
+    return out
+
+
+def _link_out(dest: str, rel: str, full: str) -> str | None:
+    """Why ``rel`` (the agent's ``full``) is not carried when it is a symlink (None: it is
+    not one, or it is carried): one that leads out of the copy reads a file the change set
+    does not hold, and that file can change after the run. Resolved in the copy as built so
+    far, so a chain through another carried link is judged by that link's own verdict."""
+    try:
+        link = os.readlink(full)
+    except OSError:
+        return None  # not a symlink
+    where = os.path.realpath(os.path.join(dest, os.path.dirname(rel), link))
+    top = os.path.realpath(dest)
+    if where == top or where.startswith(top + "/"):
+        return None
+    return "a symlink that leads out of the copy: what it reads is not part of the change"
 
 
 def _read_file(path: str) -> bytes:

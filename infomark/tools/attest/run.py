@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.evidence import Evidence
 
-__all__ = ["CheckResult", "attester_for", "check", "check_command", "private_paths"]
+__all__ = ["CheckResult", "check", "check_command", "private_paths"]
 
 _TAIL = 1500  # characters of the run's output shown in the answer
 
@@ -318,16 +318,3 @@ def _run_step(judged: attest_report.Judgement) -> str:
     if code is RunReason.ORACLE_CANNOT_FAIL and judged.outcome is Outcome.PASS:
         return ""
     return code.hint
-
-
-def attester_for(gk: Gatekeeper) -> None:
-    """Let ``gk`` run attested checks (the finish calls them for the claims it needs)."""
-
-    def attest(claim_id: str) -> str:
-        return check(gk, claim_id).text
-
-    def attest_check(command: str) -> str:
-        return check_command(gk, command).text
-
-    gk.attester = attest
-    gk.check_attester = attest_check

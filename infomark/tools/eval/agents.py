@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infomark.gates.policies.registry import DEFAULT_PACKS
+from infomark.ledger.evidence import TAGGED_REF
 from infomark.tools.eval.suite import Edit, Task
 from infomark.tools.runner.scripted import Request, call, reply
 
@@ -46,7 +47,6 @@ MODES = (
     "weak_oracles",
 )
 _PACK = re.compile(r"\[infomark:pack ([A-Za-z0-9_.\-]+)\]")
-_REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")
 _OUTCOME = re.compile(r"\[infomark evidence_ref=ev_[0-9a-f]{24} tool=\S+ outcome=(\w+)")
 _REFUSED = re.compile(r"^\[infomark\] finish refused \(([a-z_]+)\)")
 _KNOWN_PACKS = frozenset(DEFAULT_PACKS)  # the packs a scripted agent is not distracted by
@@ -114,7 +114,7 @@ class Feedback:
 
     @property
     def refs(self) -> list[str]:
-        return [m.group(1) for t in self.results for m in _REF.finditer(t)]
+        return [m.group(1) for t in self.results for m in TAGGED_REF.finditer(t)]
 
     @property
     def outcomes(self) -> list[str]:

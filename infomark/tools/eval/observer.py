@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
+from infomark.ledger.evidence import TAGGED_REF
 from infomark.tools.eval.agents import Feedback
 from infomark.tools.eval.grade import run_check, run_visible, tree_files
 from infomark.tools.eval.suite import Task
@@ -31,7 +32,6 @@ _PREMISES = re.compile(r"premises_for_plan:\s*\[([^\]]*)\]")
 _STAMP = re.compile(
     r"oracle_stamp:\s*claim_id=([A-Za-z0-9_.\-]+)\s+evidence_ref=(ev_[0-9a-f]{24})\s+result=PASS"
 )
-_REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")
 _DENIED = re.compile(r"^\[infomark (?:denied|held for approval): ([a-z_]+)\]")
 _REFUSED = re.compile(r"^\[infomark\] finish refused \(([a-z_]+)\)")
 _MUTATING_TOOLS = frozenset({"write", "edit"})
@@ -232,7 +232,7 @@ class RunObserver:
 
     def respond(self, req: Request) -> Mapping[str, Any]:
         fb = Feedback.of(req)
-        self._refs.update(_REF.findall("\n".join(fb.results)))
+        self._refs.update(TAGGED_REF.findall("\n".join(fb.results)))
         if self._calls:
             self._after_calls(fb)
             self._calls = []

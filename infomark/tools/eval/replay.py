@@ -15,7 +15,7 @@ import re
 import sqlite3
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,18 +69,7 @@ class StepResult:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "where": self.where,
-            "kind": self.kind,
-            "what": self.what,
-            "expected": self.expected,
-            "got": self.got,
-            "code": self.code,
-            "expected_code": self.expected_code,
-            "ok": self.ok,
-            "detail": self.detail,
-        }
+        return asdict(self)  # every field, in order
 
 
 @dataclass(slots=True)

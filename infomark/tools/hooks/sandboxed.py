@@ -80,14 +80,6 @@ class AgentSandbox:
     fix: str = ""
 
 
-def _read_json(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return jsonc.loads(f.read())
-    except (OSError, ValueError):
-        return None
-
-
 def _claude_box(root: str, environ: Mapping[str, str]) -> dict[str, Any]:
     """The effective ``sandbox`` switches: the highest-precedence file that sets each."""
     user_dir = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(
@@ -103,7 +95,7 @@ def _claude_box(root: str, environ: Mapping[str, str]) -> dict[str, Any]:
         files.append(managed)
     box: dict[str, Any] = {}
     for path in files:
-        data = _read_json(path)
+        data = jsonc.load_path(path)
         if isinstance(data, dict) and isinstance(data.get("sandbox"), dict):
             box.update({k: v for k, v in data["sandbox"].items() if k in CLAUDE_SWITCHES})
     return box
@@ -138,7 +130,7 @@ def bwrap_usable(home: StrPath, *, now: float | None = None) -> tuple[bool, str,
         key = _probe_key(exe)
     except OSError as exc:
         return False, f"bwrap cannot be read: {exc.strerror}", "reinstall bubblewrap"
-    kept = _read_json(path)
+    kept = jsonc.load_path(path)
     if (
         isinstance(kept, dict)
         and kept.get("key") == key

@@ -47,6 +47,8 @@ import os
 import shlex
 import sys
 
+from infomark.kernel.jsonc import load_path
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -169,16 +171,6 @@ _SYSTEM = "/etc/gemini-cli/settings.json"
 _SYSTEM_DEFAULTS = "/etc/gemini-cli/system-defaults.json"
 
 
-def _read(path: str) -> Any:
-    import json
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-
-
 def _ignore_local_env(data: Any) -> object:
     advanced = data.get("advanced") if isinstance(data, dict) else None
     return advanced.get("ignoreLocalEnv", _ABSENT) if isinstance(advanced, dict) else _ABSENT
@@ -198,7 +190,7 @@ def env_switch_on(root: str, environ: Mapping[str, str]) -> bool:
     ]
     value: object = False
     for path in files:
-        found = _ignore_local_env(_read(path))
+        found = _ignore_local_env(load_path(path))
         if found is not _ABSENT:
             value = found
     return value is True
@@ -252,7 +244,7 @@ def add_env_switch(data: dict[str, Any], settings: Path) -> bool:
     if not isinstance(advanced, dict):
         raise UserError(f"{settings}: 'advanced' must be an object; nothing was changed")
     record = settings.parent / ENV_RECORD
-    kept = _read(str(record))
+    kept = load_path(str(record))
     before = kept.get("ignoreLocalEnv") if isinstance(kept, dict) else None
     if before is None:
         before = advanced.get("ignoreLocalEnv", _ABSENT)
@@ -266,7 +258,7 @@ def remove_env_switch(data: dict[str, Any], settings: Path) -> bool:
     """Put ``advanced.ignoreLocalEnv`` back as the record says (unless the user changed it
     since); whether there was a record (it is deleted)."""
     record = settings.parent / ENV_RECORD
-    kept = _read(str(record))
+    kept = load_path(str(record))
     if not isinstance(kept, dict):
         return False
     advanced = data.get("advanced")

@@ -75,6 +75,16 @@ export const InfomarkPlugin = async ({ client, directory }) => {
     const parts = textOf.get(assistant.get(sessionID));
     return parts ? [...parts.values()].filter(Boolean) : [];
   }
+
+  // What the hook reads of a tool call, before or after it runs (its arguments as given).
+  const toolEvent = (input, event, args) => ({
+    ...base(input.sessionID, event),
+    tool_name: input.tool,
+    tool_input: args ?? {},
+    tool_use_id: input.callID,
+    assistant_texts: texts(input.sessionID),
+  });
+
   function track(event) {
     const p = event.properties ?? {};
     if (event.type === "message.updated" && p.info?.role === "assistant") {
@@ -172,25 +182,15 @@ export const InfomarkPlugin = async ({ client, directory }) => {
       if (text.some(Boolean)) output.system.push(text.filter(Boolean).join("\n\n"));
     },
     "tool.execute.before": async (input, output) => {
-      const answer = await hook({
-        ...base(input.sessionID, "tool.execute.before"),
-        tool_name: input.tool,
-        tool_input: output.args ?? {},
-        tool_use_id: input.callID,
-        assistant_texts: texts(input.sessionID),
-      });
+      const answer = await hook(toolEvent(input, "tool.execute.before", output.args));
       if (answer.failed) throw new Error(`[infomark] the call is refused: ${failure(answer)}`);
       if (refused(answer)) throw new Error(answer.reason || "refused by infomark");
       if (typeof answer.context === "string" && answer.context) pending.set(input.callID, answer.context);
     },
     "tool.execute.after": async (input, output) => {
       const answer = await hook({
-        ...base(input.sessionID, "tool.execute.after"),
-        tool_name: input.tool,
-        tool_input: input.args ?? {},
-        tool_use_id: input.callID,
+        ...toolEvent(input, "tool.execute.after", input.args),
         tool_response: { output: output.output, metadata: output.metadata ?? {} },
-        assistant_texts: texts(input.sessionID),
       });
       const notes = [pending.get(input.callID)];
       pending.delete(input.callID);

@@ -34,7 +34,7 @@ from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.inbox import Inbox, new_holder
-from infomark.tools.attest import attester_for
+from infomark.tools.attest_lazy import lazy_attester
 from infomark.tools.runner.agentfile import AgentSpec
 from infomark.tools.runner.fetch import page_refetch
 from infomark.tools.runner.idle import IdleMixin, Stop, operator_text
@@ -140,7 +140,7 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         self.supervisor = Supervisor(self, self._child)
         self.tools = self._build_tools()
         self.gk.refetch = page_refetch(self.tools)  # the runner can re-fetch its own fetches
-        attester_for(self.gk)  # the finish runs the oracles it needs, attested
+        lazy_attester(self.gk)  # the finish runs the oracles it needs, attested
         self._gated = {
             name: wrap_executor(self.gk, t.run, tool_class=t.tool_class)
             for name, t in self.tools.items()

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from infomark.kernel.protocol import CONTEXT_HEADER
+from infomark.ledger.evidence import TAGGED_REF
 
 __all__ = [
     "Fail",
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 _SESSION = re.compile(r"infomark session: (\S+)")
-_REF = re.compile(r"evidence_ref=(ev_[0-9a-f]{24})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ def tool_results(req: Request) -> list[str]:
 
 def evidence_refs(req: Request) -> list[str]:
     """The evidence refs of the tool results since the last assistant message, in order."""
-    return [m.group(1) for text in tool_results(req) for m in _REF.finditer(text)]
+    return [m.group(1) for text in tool_results(req) for m in TAGGED_REF.finditer(text)]
 
 
 @dataclass
