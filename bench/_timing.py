@@ -156,7 +156,7 @@ if pid == 0:
     os.execvp(argv[0], argv)
 _, status, usage = os.wait4(pid, 0)
 os.write(fd, f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss} "
-             f"{time.perf_counter() - t0:.6f}".encode())
+             f"{time.perf_counter() - t0:.6f} {usage.ru_utime + usage.ru_stime:.6f}".encode())
 """
 
 
@@ -167,12 +167,13 @@ class OwnRun:
     stderr: bytes
     peak_kib: int  # the process's own peak RSS
     wall: float  # seconds, fork to exit
+    cpu: float  # seconds of CPU, user + system, of the process
 
 
 def run_own_rss(
     argv: Sequence[str], *, stdin_path: str, env: dict[str, str] | None = None, cwd: str = "."
 ) -> OwnRun:
-    """Run ``argv`` with stdin read from ``stdin_path``; its own peak RSS.
+    """Run ``argv`` with stdin read from ``stdin_path``; its own peak RSS and CPU time.
 
     A child's ``ru_maxrss`` is at least the high-water RSS of the process that spawned it:
     ``subprocess`` spawns with vfork (or posix_spawn), and at ``exec`` the kernel folds the
@@ -197,10 +198,10 @@ def run_own_rss(
         os.close(r)
         if w >= 0:
             os.close(w)
-    if proc.returncode != 0 or len(report) != 3:
+    if proc.returncode != 0 or len(report) != 4:
         raise RuntimeError(f"the measuring process failed: {err[-400:]!r}")
-    code, peak, wall = report
-    return OwnRun(int(code), out, err, int(peak), float(wall))
+    code, peak, wall, cpu = report
+    return OwnRun(int(code), out, err, int(peak), float(wall), float(cpu))
 
 
 def fmt(seconds: float) -> str:

@@ -1,11 +1,17 @@
 """``infomark audit --verify --json`` as a command: ``python -m bench.audit_cmd [PAIRS]``.
 
-The real command (a fresh process: its imports, the verification pass, the story and the
-streamed JSON report, written to /dev/null) on the bench's sessions of 10⁴ and 10⁵ events
-(``bench.core.grow``), timed in CPU (user + system of the child, from ``wait4``) and paired
-B A B A with the stdlib chain+HMAC loop over the same 10⁵ rows (CPU of this process), so both
-see the same load; peak RSS is the child's ``ru_maxrss``. On an idle machine the loop runs
-~120k events/s, so the command's rate at idle is about that rate divided by the ratio.
+The real command (a fresh process: its imports, the verification pass with the replay and
+the story, the streamed JSON report, read by this process through a pipe) on the bench's
+sessions of 10⁴ and 10⁵ events (``bench.core.grow``), timed in CPU (user + system of the
+command) and paired B A B A with the stdlib chain+HMAC loop over the same 10⁵ rows (CPU of
+this process), so both see the same load. The command is forked from a small measuring
+interpreter (:func:`bench._timing.run_own_rss`), so its peak RSS is its own, not this
+process's (which grows the homes). On an idle machine the loop runs ~120k events/s, so
+the command's rate at idle is about that rate divided by the ratio.
+
+``--base DIR`` runs another checkout's command too (``git worktree add DIR main``, run with
+``PYTHONPATH=DIR`` by this interpreter), in each pair right after this tree's: ratios and
+peaks per tree.
 """
 
 from __future__ import annotations
@@ -16,27 +22,28 @@ import json
 import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
+from pathlib import Path
 
+from bench._timing import run_own_rss
 from bench.core import _KEY_HEX, grow
 from infomark.ledger.keys import Key
 
+ROOT = Path(__file__).resolve().parent.parent  # this checkout
 
-def run_command(home: str) -> tuple[float, float]:
-    """CPU seconds and peak RSS (MiB) of one ``infomark audit --verify --json`` process."""
+
+def run_command(home: str, tree: Path | None = None) -> tuple[float, float]:
+    """CPU seconds and own peak RSS (MiB) of one ``infomark audit --verify --json``."""
     env = {**os.environ, "INFOMARK_HOME": home, "INFOMARK_KEY": _KEY_HEX}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     argv = [sys.executable, "-m", "infomark", "audit", "--verify", "--json", "--session", "bench"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err = proc.stderr.read() if proc.stderr else b""
-        raise SystemExit(f"audit exited {proc.returncode}: {err[-400:]!r}")
-    if proc.stderr:
-        proc.stderr.close()
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    # run from the tree's root: ``-m`` puts the working directory first on sys.path
+    run = run_own_rss(argv, stdin_path=os.devnull, env=env, cwd=str(tree or ROOT))
+    if run.returncode != 0:
+        raise SystemExit(f"audit exited {run.returncode}: {run.stderr[-400:]!r}")
+    return run.cpu, run.peak_kib / 1024
 
 
 def stdlib_loop(home: str) -> float:
@@ -61,28 +68,39 @@ def stdlib_loop(home: str) -> float:
 
 
 def main(argv: list[str]) -> int:
-    pairs = int(argv[0]) if argv else 5
+    base = Path(argv[argv.index("--base") + 1]).resolve() if "--base" in argv else None
+    rest = [a for i, a in enumerate(argv) if a != "--base" and (i == 0 or argv[i - 1] != "--base")]
+    pairs = int(rest[0]) if rest else 5
+    trees: dict[str, Path | None] = {"this": None}
+    if base is not None:
+        trees["base"] = base
     big, small = str(grow(100_000)), str(grow(10_000))
-    run_command(big)  # warm: bytecode, page cache
-    ours: list[float] = []
-    base: list[float] = []
-    rss_big: list[float] = []
+    for tree in trees.values():
+        run_command(big, tree)  # warm: bytecode, page cache
+    loops: list[float] = []
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
+    ratio: dict[str, list[float]] = {name: [] for name in trees}
+    rss_big: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(pairs):
-        base.append(stdlib_loop(big))
-        cpu, rss = run_command(big)
-        ours.append(cpu)
-        rss_big.append(rss)
-    rss_small = [run_command(small)[1] for _ in range(3)]
-    ratio = statistics.median(a / b for a, b in zip(ours, base, strict=True))
+        loop = stdlib_loop(big)
+        loops.append(loop)
+        for name, tree in trees.items():
+            took, rss = run_command(big, tree)
+            cpu[name].append(took)
+            ratio[name].append(took / loop)
+            rss_big[name].append(rss)
     load = os.getloadavg()[0]
     print(f"audit --verify --json, 100,000 events, {pairs} pairs, load average {load:.1f}")
-    print(f"  command CPU median {statistics.median(ours):.2f} s = "
-          f"{100_000 / statistics.median(ours) / 1000:.0f}k events/s")  # fmt: skip
-    print(f"  stdlib chain+HMAC loop CPU median {statistics.median(base):.2f} s = "
-          f"{100_000 / statistics.median(base) / 1000:.0f}k events/s")  # fmt: skip
-    print(f"  ratio (median of pairs) {ratio:.2f}×")
-    print(f"  peak RSS: 100,000 events {statistics.median(rss_big):.1f} MiB, "
-          f"10,000 events {statistics.median(rss_small):.1f} MiB")  # fmt: skip
+    loop = statistics.median(loops)
+    print(f"  stdlib chain+HMAC loop CPU median {loop:.2f} s = {100 / loop:.0f}k events/s")
+    for name, tree in trees.items():
+        rss_small = [run_command(small, tree)[1] for _ in range(3)]
+        took = statistics.median(cpu[name])
+        print(f"  {name}: command CPU median {took:.2f} s = "
+              f"{100_000 / took / 1000:.0f}k events/s, {statistics.median(ratio[name]):.2f}× "
+              f"the loop (median of pairs); own peak RSS 100,000 events "
+              f"{statistics.median(rss_big[name]):.1f} MiB, "
+              f"10,000 events {statistics.median(rss_small):.1f} MiB")  # fmt: skip
     return 0
 
 

@@ -3,8 +3,9 @@
 On the bench's 10⁵-event session (``bench.core.grow``), in process, CPU time
 (``time.process_time``) of each stage run alone: importing the CLI; the verification pass
 alone (``verify_session``); the pass with the replay that rebuilds the projection; the pass
-with the replay and the story's timeline fed from it (what the command runs); the whole
-``build_audit``; the report's ``to_dict``; its ``--json`` encode (to /dev/null).
+with the replay and the story fed from it (kept to its last entries, as the command keeps
+it without ``--timeline``); the whole ``build_audit``; the report's ``to_dict``; its
+``--json`` encode (to /dev/null).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main(argv: list[str]) -> int:
         importlib.import_module(name)
 
     print(f"import the CLI {clock() - t:.3f} s")
+    from infomark.cli.commands_audit import STORY_KEPT
     from infomark.cli.jsonout import write_json
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.audit import build_audit
@@ -43,12 +45,12 @@ def main(argv: list[str]) -> int:
         t = clock()
         _verify(led, "bench", None, _Replay("bench"))
         replay = clock() - t
-        reader = story_reader("bench")
+        reader = story_reader("bench", keep=STORY_KEPT, ledger=led)
         t = clock()
-        _verify(led, "bench", None, _Replay("bench", reader.feed))
+        _verify(led, "bench", None, _Replay("bench", reader.take))
         story = clock() - t
         t = clock()
-        report = build_audit(led, verify=True, feed=story_reader("bench").feed)
+        report = build_audit(led, verify=True, feed=story_reader("bench", keep=STORY_KEPT).take)
         whole = clock() - t
         t = clock()
         data = report.to_dict()

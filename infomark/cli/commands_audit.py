@@ -28,7 +28,11 @@ from infomark.cli.base import (
     require_session,
 )
 
-__all__ = ["register"]
+__all__ = ["STORY_KEPT", "register"]
+
+#: The timeline entries and commands run ``audit`` keeps of the story without ``--timeline``
+#: (the last ones; the story counts those it leaves out).
+STORY_KEPT = 100
 
 
 def _open_existing() -> tuple[Any, str, bool]:
@@ -136,7 +140,12 @@ def _name_session(name: str | None) -> None:
 @click.command()
 @click.option("--verify/--no-verify", default=True, help="Verify chain, MACs and blobs (default).")
 @file_option("--export", "export", help="Write a signed, self-contained bundle to FILE.")
-@click.option("--timeline", is_flag=True, help="Also print the session's timeline.")
+@click.option(
+    "--timeline",
+    is_flag=True,
+    help="Also print the session's timeline (with --json: the story's whole timeline and "
+    f"every command run, not the last {STORY_KEPT}).",
+)
 @click.argument("name", metavar="[SESSION]", required=False)
 @_fail_on_option
 @common
@@ -150,25 +159,28 @@ def audit(
     The session is named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
     from infomark.ledger.audit import build_audit
-    from infomark.ledger.timeline import finish_story, story_reader, summarize
+    from infomark.ledger.timeline import finish_story, story_reader
 
     _name_session(name)
     gk, session, chosen = _open_existing()
     with gk as g:
         checked = verify or export is not None
-        reader = story_reader(session)
+        # the story's timeline and commands run: their last entries, unless --timeline
+        reader = story_reader(session, keep=None if timeline else STORY_KEPT, ledger=g.store)
         g.store.check_artifacts()  # what g.audit() does; the timeline comes from the same pass
-        report = build_audit(
-            g.store, verify=checked, progress=_tty_progress(), feed=reader.feed if checked else None
-        )
-        if checked:
-            story = finish_story(reader, tampered=report.verified is False)
-        else:
-            story = summarize(session, g.events())
+        with g.store.journal.snapshot():  # the report and the story: one committed state
+            feed = reader.take if checked else None
+            report = build_audit(g.store, verify=checked, progress=_tty_progress(), feed=feed)
+            if not checked:
+                for row in g.events():
+                    reader.feed(row)
+        story = finish_story(reader, tampered=report.verified is False)
         if export is not None:
             from infomark.ledger.bundle import export_bundle
 
             export_bundle(g.store, export, report.to_dict())
+    if timeline:  # the whole story: audit's --json says so with the same two counts
+        story.timeline_omitted = story.commands_run_omitted = 0
     data = report.to_dict()
     data["verdict"] = story.verdict
     data["verdict_text"] = story.verdict_text

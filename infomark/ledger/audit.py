@@ -15,8 +15,7 @@ from typing import Any
 from infomark.kernel.records import dataclass, field
 from infomark.ledger.engine import Ledger
 from infomark.ledger.state import SessionState
-from infomark.ledger.store.base import EventRow
-from infomark.ledger.verify import Problem, _Replay, _verify, verify_session
+from infomark.ledger.verify import LISTED, Problem, RowFeed, _Replay, _verify, verify_session
 
 __all__ = ["AuditReport", "Problem", "build_audit", "claim_rows", "verify_session"]
 
@@ -88,12 +87,12 @@ def build_audit(
     *,
     verify: bool = True,
     progress: Callable[[int, int], None] | None = None,
-    feed: Callable[[EventRow], None] | None = None,
+    feed: RowFeed | None = None,
 ) -> AuditReport:
     """The audit of the ledger's session; with ``verify``, one pass verifies and replays.
 
-    ``feed``: called with every row of that pass (with ``verify`` only), so a caller can
-    build more from the same read (the CLI's timeline).
+    ``feed``: called with every row of that pass, ``(seq, type, payload, timestamp)``, with
+    ``verify`` only, so a caller can build more from the same read (the CLI's story).
 
     The whole report is read in one snapshot of the store: a live session is reported as
     of one committed head, never half before and half after a concurrent write."""
@@ -105,45 +104,25 @@ def _build_audit(
     ledger: Ledger,
     verify: bool,
     progress: Callable[[int, int], None] | None,
-    feed: Callable[[EventRow], None] | None,
+    feed: RowFeed | None,
 ) -> AuditReport:
-    if verify:
-        rep = _Replay(ledger.session, feed)
+    rep = _Replay(ledger.session, feed)
+    if verify:  # the rows the report lists are taken on the way (no second read)
         problems = _verify(ledger, ledger.session, progress, rep)
-        state, bypasses, rejections = rep.state, rep.bypasses, rep.rejections
+        state = rep.state
     else:
         problems = []
         state = ledger.replay()
-        bypasses = []
-        rejections = []
-        for row in ledger.journal.events(ledger.session, types=("bypass", "stamp_rejected")):
-            item = {"seq": row.seq, **row.payload}
-            (bypasses if row.type == "bypass" else rejections).append(item)
-    # What a person must see first: finishes that were not verified, refused records,
-    # grading files that changed behind the oracle's back.
-    flagged: dict[str, list[dict[str, Any]]] = {
-        "finished_unverified": [],
-        "finished_blocked": [],
-        "record_refused": [],
-        "grading_changed": [],
-    }
-    for row in ledger.journal.events(ledger.session, types=tuple(flagged)):
-        flagged[row.type].append({"seq": row.seq, **row.payload})
+        for row in ledger.journal.events(ledger.session, types=LISTED):
+            rep.listed[row.type].append({"seq": row.seq, **row.payload})
+        written = rep.listed["files_written"]
+        written[:] = [w for w in written if w.get("scratch")]
+    listed = rep.listed
     claims = claim_rows(state)
     for crow in claims:  # each grounded claim with its oracle and the command its evidence ran
         ev = ledger.evidence(crow["evidence_ref"]) if crow["evidence_ref"] else None
         crow["ran"] = ev.command if ev is not None else None
         crow["ran_in"] = ev.record.get("cwd") if ev is not None else None
-    # gate coverage (issue 12): scratch writes and changes made by running code
-    scratch: list[dict[str, Any]] = []
-    unannounced: list[dict[str, Any]] = []
-    for row in ledger.journal.events(
-        ledger.session, types=("files_written", "unannounced_mutation")
-    ):
-        if row.type == "unannounced_mutation":
-            unannounced.append({"seq": row.seq, **row.payload})
-        elif row.payload.get("scratch"):
-            scratch.append({"seq": row.seq, **row.payload})
     premises = []
     for pid in state.premises:
         c = state.claims.get(pid)
@@ -159,16 +138,19 @@ def _build_audit(
         verified=(not problems) if verify else None,
         events=state.seq,
         problems=[p.to_dict() for p in problems],
-        bypasses=bypasses,
-        rejections=rejections,
+        bypasses=listed["bypass"],
+        rejections=listed["stamp_rejected"],
         gate=state.gate,
         key_id=ledger.key.key_id,
+        # what a person must see first: finishes that were not verified, refused records,
+        # grading files that changed behind the oracle's back; and gate coverage (issue 12):
+        # scratch writes and changes made by running code
         extra={
-            "unverified_finishes": flagged["finished_unverified"],
-            "blocked_finishes": flagged["finished_blocked"],
-            "refused_records": flagged["record_refused"],
-            "grading_changes": flagged["grading_changed"],
-            "scratch": scratch,
-            "unannounced_mutations": unannounced,
+            "unverified_finishes": listed["finished_unverified"],
+            "blocked_finishes": listed["finished_blocked"],
+            "refused_records": listed["record_refused"],
+            "grading_changes": listed["grading_changed"],
+            "scratch": listed["files_written"],
+            "unannounced_mutations": listed["unannounced_mutation"],
         },
     )

@@ -11,13 +11,15 @@ changed and the final message. ``infomark audit``, ``infomark report`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from infomark.kernel.records import dataclass, field
 from infomark.kernel.tools import ToolClass
 from infomark.ledger.audit import verify_session
 from infomark.ledger.engine import Ledger
+from infomark.ledger.store.base import loads_object
 from infomark.ledger.store.journal import EventRow
 
 __all__ = [
@@ -61,6 +63,7 @@ FAIL_ON: dict[str, frozenset[str]] = {
 }
 DEFAULT_FAIL_ON = ("unverified", "bypass", "tamper")
 
+_EVIDENCE_KEPT = 256  # evidence events a kept-short story remembers for the stamps that name them
 _MUTATING = frozenset({ToolClass.MODIFY, ToolClass.DESTRUCTIVE, ToolClass.UNKNOWN})
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "target", "destination")
 
@@ -116,6 +119,10 @@ class SessionStory:
     history: dict[str, list[ClaimStep]] = field(default_factory=dict)
     files_changed: list[str] = field(default_factory=list)
     commands_run: list[dict[str, Any]] = field(default_factory=list)
+    # how many of the first entries the timeline and the commands run leave out (a story
+    # kept to its last entries, ``story_reader(keep=…)``); None: it holds them all
+    timeline_omitted: int | None = None
+    commands_run_omitted: int | None = None
     denied: int = 0
     bypassed: int = 0
     rejected: int = 0
@@ -127,7 +134,7 @@ class SessionStory:
         return f"{line} ({', '.join(self.flags)})" if self.flags else line
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "session": self.session,
             "host": self.host,
             "started": self.started,
@@ -137,15 +144,24 @@ class SessionStory:
             "verdict_text": self.verdict_text,
             "flags": list(self.flags),
             "timeline": [e.to_dict() for e in self.timeline],
-            "claims": dict(self.claims),
-            "history": {k: [s.to_dict() for s in v] for k, v in self.history.items()},
-            "files_changed": list(self.files_changed),
-            "commands_run": list(self.commands_run),
-            "denied": self.denied,
-            "bypassed": self.bypassed,
-            "rejected": self.rejected,
-            "final_message": self.final_message,
         }
+        if self.timeline_omitted is not None:
+            out["timeline_omitted"] = self.timeline_omitted
+        out.update(
+            claims=dict(self.claims),
+            history={k: [s.to_dict() for s in v] for k, v in self.history.items()},
+            files_changed=list(self.files_changed),
+            commands_run=list(self.commands_run),
+        )
+        if self.commands_run_omitted is not None:
+            out["commands_run_omitted"] = self.commands_run_omitted
+        out.update(
+            denied=self.denied,
+            bypassed=self.bypassed,
+            rejected=self.rejected,
+            final_message=self.final_message,
+        )
+        return out
 
 
 def _clip(text: object, limit: int = 120) -> str:
@@ -168,11 +184,36 @@ def _target(payload: Mapping[str, Any]) -> str:
 
 
 class _Reader:
-    """Folds events into a story; one method per event type it understands."""
+    """Folds events into a story; one method per event type it understands.
 
-    def __init__(self, session: str) -> None:
+    With ``keep``, the timeline and the commands run hold only their last ``keep`` entries
+    (and count the rest), and the evidence a stamp may name is remembered for the last
+    :data:`_EVIDENCE_KEPT` evidence events; a stamp that names an older one has this
+    session's earlier rows read again (``earlier``) once, after which every one is kept.
+    So a story of 10⁵ events holds what one of 10³ holds."""
+
+    def __init__(
+        self,
+        session: str,
+        keep: int | None = None,
+        earlier: Callable[[int], Iterable[tuple[str, Mapping[str, Any]]]] | None = None,
+    ) -> None:
         self.story = SessionStory(session=session)
-        self.evidence: dict[str, dict[str, Any]] = {}
+        self.keep = keep
+        self.entries: list[Entry] | deque[Entry] = (
+            self.story.timeline if keep is None else deque(maxlen=keep)
+        )
+        self.runs: list[dict[str, Any]] | deque[dict[str, Any]] = (
+            self.story.commands_run if keep is None else deque(maxlen=keep)
+        )
+        self.added = 0  # timeline entries, kept or not
+        self.runs_seen = 0  # commands run, kept or not
+        # evidence ref -> (command, outcome), for the stamps that name it
+        self.evidence: dict[str, tuple[str, str]] = {}
+        self.evidence_cap = _EVIDENCE_KEPT if keep is not None else None
+        self.forgot = False  # an evidence ref was dropped from ``evidence``
+        self.earlier = earlier  # (type, payload) of this session's rows before a seq
+        self.files: set[str] = set()  # what files_changed holds
         self.last_finish: str | None = None
         self.capped = False
         self.basis: str | None = None  # what the last allowed finish rested on
@@ -184,38 +225,73 @@ class _Reader:
         self.pending: list[str] = []  # found at the finish attempt being read
         self.host_hints: set[str] = set()
 
-    def add(self, kind: str, row: EventRow, text: str) -> None:
-        self.story.timeline.append(Entry(row.seq, row.timestamp, kind, text))
+    def add(self, kind: str, seq: int, ts: str, text: str) -> None:
+        self.added += 1
+        self.entries.append(Entry(seq, ts, kind, text))
 
     def step(self, cid: str, step: ClaimStep) -> None:
         self.story.history.setdefault(cid, []).append(step)
 
+    def changed_file(self, target: str) -> None:
+        if target not in self.files:
+            self.files.add(target)
+            self.story.files_changed.append(target)
+
+    def remember(self, ref: str, record: Mapping[str, Any]) -> tuple[str, str]:
+        """What a stamp naming ``ref`` shows of its evidence: the command and its outcome."""
+        known = self.evidence
+        seen = (str(record.get("command") or ""), _outcome(record))
+        known.pop(ref, None)  # the newest last: the oldest is dropped first
+        known[ref] = seen
+        cap = self.evidence_cap
+        if cap is not None and len(known) > cap:
+            del known[next(iter(known))]
+            self.forgot = True
+        return seen
+
+    def recall(self, ref: str, seq: int) -> tuple[str, str] | None:
+        """The evidence ``ref`` as of the row ``seq``: remembered, or (once dropped) every
+        evidence event before ``seq`` read again, all kept from then on."""
+        found = self.evidence.get(ref)
+        if found is not None or not self.forgot or self.earlier is None:
+            return found
+        self.evidence_cap, self.forgot = None, False
+        self.evidence.clear()
+        for type_, p in self.earlier(seq):
+            record = p.get("record")
+            if type_ == "evidence_recorded" and isinstance(record, Mapping):
+                self.remember(str(p.get("ref") or ""), record)
+        return self.evidence.get(ref)
+
     def feed(self, row: EventRow) -> None:
+        self.take(row.seq, row.type, row.payload, row.timestamp)
+
+    def take(self, seq: int, type_: str, payload: Mapping[str, Any], ts: str) -> None:
+        """One row, in seq order (the audit's verification pass calls this directly)."""
         st = self.story
-        if row.seq > st.events:
-            st.events = row.seq
-        ts = row.timestamp
+        if seq > st.events:
+            st.events = seq
         if ts:
             st.last_activity = ts
             if not st.started:
                 st.started = ts
-        handler = _HANDLERS.get(row.type)  # one dict lookup a row (audit: 10⁵ rows)
+        handler = _HANDLERS.get(type_)  # one dict lookup a row (audit: 10⁵ rows)
         if handler is not None:
-            handler(self, row, row.payload)
+            handler(self, seq, ts, payload)
 
     # -- the events ------------------------------------------------------------------------
-    def on_turn_started(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.add("prompt", row, "user prompt")
+    def on_turn_started(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.add("prompt", seq, ts, "user prompt")
 
-    def on_message_ingested(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_message_ingested(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         source = str(p.get("source") or "")
         if source:
             self.host_hints.add(source)
         errors = p.get("errors") or []
         if errors:
-            self.add("syntax", row, f"ledger text with {len(errors)} syntax error(s) ignored")
+            self.add("syntax", seq, ts, f"ledger text with {len(errors)} syntax error(s) ignored")
 
-    def on_ledger_replaced(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_ledger_replaced(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         ids = []
         for c in p.get("claims") or []:
             if not isinstance(c, Mapping) or not isinstance(c.get("id"), str):
@@ -228,38 +304,35 @@ class _Reader:
                 "oracle": c.get("oracle"),
                 "falsifier": c.get("falsifier"),
             }
-            self.step(
-                cid, ClaimStep(row.seq, str(c.get("status")), str(c.get("cause") or "ledger"))
-            )
+            self.step(cid, ClaimStep(seq, str(c.get("status")), str(c.get("cause") or "ledger")))
         premises = p.get("premises") or p.get("premises_for_plan") or []
         tail = f"; premises {', '.join(map(str, premises))}" if premises else ""
-        self.add("ledger", row, f"declared {', '.join(ids) or 'no claims'}{tail}")
+        self.add("ledger", seq, ts, f"declared {', '.join(ids) or 'no claims'}{tail}")
 
-    def on_statement_changed(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_statement_changed(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         cid = str(p.get("claim_id") or p.get("id") or "?")
-        self.step(cid, ClaimStep(row.seq, str(p.get("status") or "Hypothetical"), "restated"))
-        self.add("ledger", row, f"{cid} restated: its stamp was dropped")
+        self.step(cid, ClaimStep(seq, str(p.get("status") or "Hypothetical"), "restated"))
+        self.add("ledger", seq, ts, f"{cid} restated: its stamp was dropped")
 
-    def on_decision(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_decision(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         verdict = p.get("decision")
         tool = p.get("tool")
         if verdict in ("deny", "ask"):
             self.story.denied += 1
             kind = "denied" if verdict == "deny" else "held"
-            self.add(kind, row, f"{kind} {tool}: {p.get('code')} — {_clip(p.get('reason'), 100)}")
+            reason = _clip(p.get("reason"), 100)
+            self.add(kind, seq, ts, f"{kind} {tool}: {p.get('code')} — {reason}")
 
-    def on_bypass(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_bypass(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         self.story.bypassed += 1
-        self.add("bypass", row, f"grounding bypassed for {p.get('tool')} ({p.get('env')})")
+        self.add("bypass", seq, ts, f"grounding bypassed for {p.get('tool')} ({p.get('env')})")
 
-    def on_evidence_recorded(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_evidence_recorded(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         record = p.get("record")
         if not isinstance(record, Mapping):
             return
         ref = str(p.get("ref") or "")
-        outcome = _outcome(record)
-        command = str(record.get("command") or "")
-        self.evidence[ref] = {"command": command, "outcome": outcome}
+        command, outcome = self.remember(ref, record)
         cls = str(record.get("tool_class") or "")
         ev_cls = str(record.get("evidence_class") or "")
         tool = str(record.get("tool") or "")
@@ -267,50 +340,41 @@ class _Reader:
             # a file tool that failed (an Edit whose old_string was not found) changed nothing;
             # a command that errored (a time-out) may have, so it still counts below
             target = _target(record) or command
-            self.add("edit", row, f"{tool} {_clip(target, 80)} failed: nothing changed")
+            self.add("edit", seq, ts, f"{tool} {_clip(target, 80)} failed: nothing changed")
         elif cls in _MUTATING:
             self.changed = True
             target = _target(record) or command
-            if target and target not in self.story.files_changed:
-                self.story.files_changed.append(target)
-            self.add("edit", row, f"{tool} {_clip(target, 80)}")
+            if target:
+                self.changed_file(target)
+            self.add("edit", seq, ts, f"{tool} {_clip(target, 80)}")
         elif ev_cls == "execution":
             self.ran = True
-            self.story.commands_run.append({"seq": row.seq, "command": command, "outcome": outcome})
-            self.add("run", row, f"ran `{_clip(command, 80)}` → {outcome} ({ref})")
+            self.runs_seen += 1
+            self.runs.append({"seq": seq, "command": command, "outcome": outcome})
+            self.add("run", seq, ts, f"ran `{_clip(command, 80)}` → {outcome} ({ref})")
         elif ev_cls == "observation":
-            self.add("read", row, f"{tool} {_clip(_target(record) or command, 80)}")
+            self.add("read", seq, ts, f"{tool} {_clip(_target(record) or command, 80)}")
 
-    def on_unannounced_mutation(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_unannounced_mutation(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         files = [str(f) for f in p.get("files") or []]
         self.changed = self.changed or bool(files)
         for f in files:
-            if f not in self.story.files_changed:
-                self.story.files_changed.append(f)
-        self.add("edit", row, f"files changed by a command: {', '.join(files[:5]) or '?'}")
+            self.changed_file(f)
+        self.add("edit", seq, ts, f"files changed by a command: {', '.join(files[:5]) or '?'}")
 
-    def on_stamp_applied(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_stamp_applied(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         self.stamped = True
         cid = str(p.get("claim_id"))
         ref = p.get("evidence_ref")
-        ev = self.evidence.get(str(ref), {})
-        self.step(
-            cid,
-            ClaimStep(
-                row.seq,
-                str(p.get("status")),
-                str(p.get("kind")),
-                str(ref) if ref else None,
-                ev.get("command"),
-                ev.get("outcome"),
-            ),
-        )
-        self.add("stamp", row, f"{cid} → {p.get('status')} ({p.get('kind')} {ref})")
+        command, outcome = self.recall(str(ref), seq) or (None, None)
+        status, kind = str(p.get("status")), str(p.get("kind"))
+        self.step(cid, ClaimStep(seq, status, kind, str(ref) if ref else None, command, outcome))
+        self.add("stamp", seq, ts, f"{cid} → {p.get('status')} ({p.get('kind')} {ref})")
 
-    def on_forked_from(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.add("fork", row, f"forked from {p.get('session')} at seq {p.get('seq')}")
+    def on_forked_from(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.add("fork", seq, ts, f"forked from {p.get('session')} at seq {p.get('seq')}")
 
-    def on_merged_from(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_merged_from(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         """Each merged claim's step names where its grade came from (docs/fork.md)."""
         provenance = p.get("provenance") or {}
         for c in p.get("claims") or []:
@@ -324,28 +388,28 @@ class _Reader:
             elif prov.get("revoked"):
                 origin += ": revoked there"
             ref = prov.get("evidence_ref")
-            self.step(cid, ClaimStep(row.seq, str(c.get("status")), origin, ref))
-        self.add("merge", row, f"merged {p.get('session')} up to seq {p.get('upto')}")
+            self.step(cid, ClaimStep(seq, str(c.get("status")), origin, ref))
+        self.add("merge", seq, ts, f"merged {p.get('session')} up to seq {p.get('upto')}")
 
-    def on_stamp_rejected(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_stamp_rejected(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         self.story.rejected += 1
-        self.add("rejected", row, f"stamp of {p.get('claim_id')} rejected: {p.get('reason')}")
+        self.add("rejected", seq, ts, f"stamp of {p.get('claim_id')} rejected: {p.get('reason')}")
 
-    def on_divergence(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_divergence(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         cid = str(p.get("claim_id"))
         ref = p.get("evidence_ref")
-        self.step(cid, ClaimStep(row.seq, str(p.get("status") or "Unknown"), "divergence", ref))
+        self.step(cid, ClaimStep(seq, str(p.get("status") or "Unknown"), "divergence", ref))
         self.add(
-            "revoked", row, f"{cid} revoked → {p.get('status') or 'Unknown'} ({p.get('cause')})"
+            "revoked", seq, ts, f"{cid} revoked → {p.get('status') or 'Unknown'} ({p.get('cause')})"
         )
 
-    def on_gate_refused(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.add("gate", row, f"gate move {p.get('from')} → {p.get('to')} refused")
+    def on_gate_refused(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.add("gate", seq, ts, f"gate move {p.get('from')} → {p.get('to')} refused")
 
-    def on_approval(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.add("approval", row, f"approved by {p.get('by')}")
+    def on_approval(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.add("approval", seq, ts, f"approved by {p.get('by')}")
 
-    def on_finish_decision(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_finish_decision(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         allow = bool(p.get("allow"))
         final = p.get("final_text")
         if isinstance(final, str) and final:
@@ -362,42 +426,42 @@ class _Reader:
             # a journal written before finishes named their basis: read it from the events
             self.basis = str(basis) if isinstance(basis, str) else self._basis()
         verb = "finish allowed" if allow else f"finish refused: {p.get('code')}"
-        self.add("finish", row, verb)
+        self.add("finish", seq, ts, verb)
 
     def _basis(self) -> str:
         if not self.changed:
             return "unchanged"
         return "verified" if self.stamped else "unchecked"
 
-    def on_finish_cap_reached(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_finish_cap_reached(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         self.capped = True
-        self.add("finish", row, f"refusal cap reached ({p.get('cap')}): finished unverified")
+        self.add("finish", seq, ts, f"refusal cap reached ({p.get('cap')}): finished unverified")
 
-    def on_finished_unverified(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.on_finish_cap_reached(row, p)
+    def on_finished_unverified(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.on_finish_cap_reached(seq, ts, p)
 
-    def on_finished_blocked(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_finished_blocked(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         self.last_finish = "blocked"
-        self.add("finish", row, f"stopped as blocked: {_clip(p.get('reason') or '', 100)}")
+        self.add("finish", seq, ts, f"stopped as blocked: {_clip(p.get('reason') or '', 100)}")
 
-    def on_weakened_checks(self, row: EventRow, p: Mapping[str, Any]) -> None:
+    def on_weakened_checks(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
         found = [f for f in p.get("findings") or [] if isinstance(f, Mapping)]
         self.pending = [f"{f.get('kind')} {f.get('path')}:{f.get('line')}" for f in found]
         shown = "; ".join(
             f"{f.get('kind')}: {f.get('path')}:{f.get('line')} {_clip(f.get('text'), 60)}"
             for f in found[:5]
         )
-        self.add("weakened", row, f"the change weakens the checks: {shown}")
+        self.add("weakened", seq, ts, f"the change weakens the checks: {shown}")
 
-    def on_hook_error(self, row: EventRow, p: Mapping[str, Any]) -> None:
-        self.add("error", row, f"hook error: {_clip(p.get('error') or p, 100)}")
+    def on_hook_error(self, seq: int, ts: str, p: Mapping[str, Any]) -> None:
+        self.add("error", seq, ts, f"hook error: {_clip(p.get('error') or p, 100)}")
         if p.get("finished_unverified"):  # a stop the hook let through unjudged
             self.capped = True
-            self.add("finish", row, "the hook could not judge the stop: finished unverified")
+            self.add("finish", seq, ts, "the hook could not judge the stop: finished unverified")
 
 
 #: event type -> its ``_Reader.on_<type>`` handler
-_HANDLERS: dict[str, Callable[[_Reader, EventRow, Mapping[str, Any]], None]] = {
+_HANDLERS: dict[str, Callable[[_Reader, int, str, Mapping[str, Any]], None]] = {
     name[3:]: fn for name, fn in vars(_Reader).items() if name.startswith("on_")
 }
 
@@ -468,15 +532,37 @@ def summarize(session: str, events: Iterable[EventRow], *, tampered: bool = Fals
     return finish_story(reader, tampered=tampered)
 
 
-def story_reader(session: str) -> _Reader:
-    """A reader to :meth:`feed <_Reader.feed>` rows to (in seq order), e.g. from the audit's
-    own verification pass, so the story costs no second read of the journal."""
-    return _Reader(session)
+def story_reader(session: str, *, keep: int | None = None, ledger: Ledger | None = None) -> _Reader:
+    """A reader to :meth:`feed <_Reader.feed>` rows to (in seq order), or to :meth:`take
+    <_Reader.take>` them from the audit's own verification pass, so the story costs no second
+    read of the journal.
+
+    ``keep``: the timeline and the commands run keep only their last ``keep`` entries, and
+    the story says how many it left out (``timeline_omitted``, ``commands_run_omitted``):
+    memory flat in the number of events. A stamp that names evidence older than the reader
+    remembers has ``ledger``'s journal read again for it (in the caller's snapshot)."""
+    earlier = None
+    if ledger is not None:
+        journal = ledger.journal
+
+        def earlier(before: int) -> Iterator[tuple[str, Mapping[str, Any]]]:
+            for row in journal.stream_rows(session):
+                if row[2] >= before:
+                    return
+                if row[3] == "evidence_recorded":
+                    yield row[3], loads_object(row[4])
+
+    return _Reader(session, keep, earlier)
 
 
 def finish_story(reader: _Reader, *, tampered: bool = False) -> SessionStory:
     """The story of the rows ``reader`` was fed."""
     story = reader.story
+    if reader.keep is not None:
+        story.timeline = list(reader.entries)
+        story.timeline_omitted = reader.added - len(story.timeline)
+        story.commands_run = list(reader.runs)
+        story.commands_run_omitted = reader.runs_seen - len(story.commands_run)
     story.host = _host(reader.host_hints)
     story.verdict, story.flags = verdict_of(
         tampered=tampered,

@@ -14,12 +14,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from infomark.kernel.digest import hmac_hex_many
 from infomark.kernel.records import asdict, dataclass
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
 from infomark.ledger.state import SessionState, apply
-from infomark.ledger.store.base import _STR, GENESIS, EventRow, event_hash, loads_object
+from infomark.ledger.store.base import _STR, GENESIS, event_hash, loads_object
 
 __all__ = ["Problem", "verify_session"]
 
@@ -54,14 +55,14 @@ def _safe_hash(prev: str, s: Any, seq: Any, type_: Any, payload: Any, ts: Any, k
         return ""
 
 
-try:  # hmac.digest() without its per-call dispatch (this is what it calls for "sha256")
-    from _hashlib import hmac_digest as _hmac_digest
-except ImportError:  # pragma: no cover - a Python without OpenSSL
-    _hmac_digest = hmac.digest  # type: ignore[assignment]
+try:  # json's C string escaping, without jsonc's wrapper (this loop calls it twice a row)
+    from _json import encode_basestring as _ESC
+except ImportError:  # pragma: no cover - CPython has it
+    _ESC = _STR
 
 _UNCHAINED = "event {} does not chain to the event before it (deleted, inserted or reordered)"
 _NONE: list[tuple[Any, ...]] = []  # shared, never appended to
-_BLOB_CACHE = 4096  # digests already verified in this pass (bounded: memory stays flat)
+_BLOB_CACHE = 256  # digests already verified in this pass (bounded: memory stays flat)
 
 
 def _verify(
@@ -92,6 +93,7 @@ class _Pass:
         "index",
         "last_seq",
         "ledger",
+        "mac_of",
         "n",
         "other_key",
         "ours",
@@ -103,6 +105,7 @@ class _Pass:
 
     def __init__(self, ledger: Ledger, sess: str) -> None:
         self.ledger, self.sess = ledger, sess
+        self.mac_of = hmac_hex_many(ledger.key.secret)  # HMAC-SHA256 under this key, hex
         self.problems: list[Problem] = []
         self.prev = GENESIS  # the last row's hash
         self.last_seq = 0
@@ -142,15 +145,17 @@ def _walk_rows(
 ) -> None:
     """Each row, in seq order: no seq missing or repeated, chained to the row before it, its
     hash recomputed, its MAC this key's (a foreign key id is noted for :func:`_one_key`),
-    then what it says of the evidence (:func:`_row_evidence`)."""
+    then what it says of the evidence (:func:`_row_evidence`); the replay, when there is
+    one, takes the row parsed at most once."""
     ledger, sess, problems = p.ledger, p.sess, p.problems
-    j, key = ledger.journal, ledger.key
-    ours_kid, secret = key.key_id, key.secret
+    j = ledger.journal
+    ours_kid, mac_of = ledger.key.key_id, p.mac_of
     prev, expected, last_seq, n, ours = GENESIS, 1, 0, 0, False
     other_key, foreign = p.other_key, p.foreign
     total = j.last_seq(sess) if progress is not None else 0
     pending = p.pending
-    esc, sha256, hdigest, compare = _STR, hashlib.sha256, _hmac_digest, hmac.compare_digest
+    esc, sha256, compare = _ESC, hashlib.sha256, hmac.compare_digest
+    take = replay.apply if replay is not None else None
     escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
     for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in j.stream_rows(sess):
         n += 1
@@ -184,7 +189,7 @@ def _walk_rows(
         elif kid != ours_kid:
             other_key.add(kid)
             foreign.append((seq, kid))
-        elif not compare(hdigest(secret, h.encode(), "sha256").hex(), mac):
+        elif not compare(mac_of(h.encode()), mac):
             msg = f"event {seq} has a MAC this key did not make"
             problems.append(Problem(sess, seq, "bad_mac", msg))
         else:
@@ -192,8 +197,11 @@ def _walk_rows(
         here: list[tuple[Any, ...]] = _NONE
         if pending is not None and pending[1] <= seq:
             here, pending = _index_rows(p, seq, pending)
-        if here or replay is not None or type_ == "evidence_recorded" or type_ == "merged_from":
-            _row_evidence(p, replay, here, s, seq, type_, payload, ts, prev_hash, h, mac, kid)
+        parsed: dict[str, Any] | None = None
+        if here or type_ == "evidence_recorded" or type_ == "merged_from":
+            parsed = _row_evidence(p, here, seq, type_, payload)
+        if take is not None:
+            take(seq, type_, loads_object(payload) if parsed is None else parsed, ts)
         prev, expected, last_seq = h, seq + 1, seq
     if progress is not None:
         progress(n, total)
@@ -217,37 +225,22 @@ def _index_rows(
 
 
 def _row_evidence(
-    p: _Pass,
-    replay: _Replay | None,
-    here: list[tuple[Any, ...]],
-    s: str,
-    seq: int,
-    type_: str,
-    payload: str,
-    ts: str,
-    prev_hash: str,
-    h: str,
-    mac: str,
-    kid: str,
-) -> None:
+    p: _Pass, here: list[tuple[Any, ...]], seq: int, type_: str, payload: str
+) -> dict[str, Any] | None:
     """This row's evidence index rows against its event (:func:`_check_evidence`), a
-    ``merged_from``'s stamps against their fork (:func:`_check_merged`); then the replay
-    applies the row, parsed at most once."""
+    ``merged_from``'s stamps against their fork (:func:`_check_merged`); the payload, if it
+    had to be parsed for that (else None)."""
     ledger, sess, problems, blobs_ok = p.ledger, p.sess, p.problems, p.blobs_ok
     parsed: dict[str, Any] | None = None
     if (here or type_ == "evidence_recorded") and not (
-        len(here) == 1 and _evidence_ok(ledger, type_, payload, here[0], blobs_ok)
+        len(here) == 1 and _evidence_ok(p, type_, payload, here[0])
     ):
         parsed = loads_object(payload)
         problems.extend(_check_evidence(ledger, sess, seq, type_, parsed, here, blobs_ok))
     if type_ == "merged_from":
         parsed = parsed if parsed is not None else loads_object(payload)
         problems.extend(_check_merged(ledger, sess, seq, parsed))
-    if replay is not None:
-        parsed = parsed if parsed is not None else loads_object(payload)
-        replay.apply(seq, type_, parsed)
-        if replay.feed is not None:  # the audit's story, from this same pass
-            replay.feed(EventRow(s, seq, type_, parsed, ts, prev_hash, h, mac, kid))
+    return parsed
 
 
 def _index_rows_have_events(p: _Pass) -> None:
@@ -323,13 +316,7 @@ _HEAD, _TAIL = '{"mac":"', ',"ref":"'
 _DIGEST = '"output_digest":"'
 
 
-def _evidence_ok(
-    ledger: Ledger,
-    type_: str,
-    payload: str,
-    index_row: tuple[Any, ...],
-    blobs_ok: dict[str, None],
-) -> bool:
+def _evidence_ok(p: _Pass, type_: str, payload: str, index_row: tuple[Any, ...]) -> bool:
     """The common case without parsing: an event exactly as record() writes it, its one
     index row equal to it, the MAC ours and the blob intact. Anything else: False, and the
     slow path names the problem."""
@@ -346,18 +333,16 @@ def _evidence_ok(
         or ref != "ev_" + mac[:24]
     ):
         return False
-    key = ledger.key
-    if not hmac.compare_digest(
-        _hmac_digest(key.secret, record_text.encode("utf-8"), "sha256").hex(), mac
-    ):
+    if not hmac.compare_digest(p.mac_of(record_text.encode("utf-8")), mac):
         return False  # altered, or another key's record: the slow path says which
     at = record_text.rfind(_DIGEST)  # the top-level key: sorted after "input"
     if at < 0:
         return False
     digest = record_text[at + 17 : at + 17 + 71]
+    blobs_ok = p.blobs_ok
     if digest in blobs_ok:
         return True
-    if ledger.blobs.verify(digest) is not True:
+    if p.ledger.blobs.verify(digest) is not True:
         return False
     if len(blobs_ok) >= _BLOB_CACHE:
         blobs_ok.pop(next(iter(blobs_ok)))
@@ -452,21 +437,47 @@ def _check_merged(ledger: Ledger, sess: str, seq: int, payload: dict[str, Any]) 
     return out
 
 
-class _Replay:
-    """The projection rebuilt during the verification pass (the same reducer as live)."""
+#: The rows the audit lists, by type (each as ``{"seq": …, **payload}``, in seq order).
+LISTED = (
+    "bypass",
+    "stamp_rejected",
+    "finished_unverified",
+    "finished_blocked",
+    "record_refused",
+    "grading_changed",
+    "files_written",  # only those of scratch files
+    "unannounced_mutation",
+)
 
-    def __init__(self, session: str, feed: Callable[[EventRow], None] | None = None) -> None:
+#: What the replay hands on, per row: ``(seq, type, payload, timestamp)``.
+RowFeed = Callable[[int, str, dict[str, Any], str], None]
+
+
+class _Replay:
+    """The projection rebuilt during the verification pass (the same reducer as live), the
+    rows of the :data:`LISTED` types, and each row handed on to ``feed`` (the audit's story),
+    all from the one read."""
+
+    def __init__(self, session: str, feed: RowFeed | None = None) -> None:
         self.state = SessionState(session=session)
         self.feed = feed  # each row, as read and parsed once (the audit's timeline)
-        self.bypasses: list[dict[str, Any]] = []
-        self.rejections: list[dict[str, Any]] = []
+        self.listed: dict[str, list[dict[str, Any]]] = {t: [] for t in LISTED}
 
-    def apply(self, seq: int, type_: str, payload: dict[str, Any]) -> None:
+    @property
+    def bypasses(self) -> list[dict[str, Any]]:
+        return self.listed["bypass"]
+
+    @property
+    def rejections(self) -> list[dict[str, Any]]:
+        return self.listed["stamp_rejected"]
+
+    def apply(self, seq: int, type_: str, payload: dict[str, Any], ts: str) -> None:
+        rows = self.listed.get(type_)
+        if rows is not None and (type_ != "files_written" or payload.get("scratch")):
+            rows.append({"seq": seq, **payload})
         try:
             apply(self.state, seq, type_, payload)
         except (KeyError, TypeError, ValueError, AttributeError):
             self.state.seq = seq  # a garbled row: verification names it
-        if type_ == "bypass":
-            self.bypasses.append({"seq": seq, **payload})
-        elif type_ == "stamp_rejected":
-            self.rejections.append({"seq": seq, **payload})
+        if self.feed is not None:
+            self.feed(seq, type_, payload, ts)

@@ -12,7 +12,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from infomark.kernel import digest
-from infomark.kernel.digest import LARGE, HmacSha256, compare_digest, sha256, sha256_hex
+from infomark.kernel.digest import (
+    LARGE,
+    HmacSha256,
+    compare_digest,
+    hmac_hex_many,
+    sha256,
+    sha256_hex,
+)
 from infomark.ledger.keys import Key
 
 
@@ -41,6 +48,7 @@ def test_hmac_is_rfc2104(key: bytes, data: bytes) -> None:
     assert outer.hexdigest() == want.hexdigest()
     assert mac.hexdigest(data) == want.hexdigest()
     assert mac.digest(data) == want.digest()
+    assert hmac_hex_many(key)(data) == want.hexdigest()  # the verification pass's
 
 
 def test_rfc4231_case_2() -> None:
