@@ -11,6 +11,7 @@ into the decision the configured ``grading_policy`` asks for.
 
 from __future__ import annotations
 
+from infomark.gates import project_baseline
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, Verdict
 from infomark.gates.grading import (
@@ -134,6 +135,7 @@ def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
         "grading_approved",
         {"path": rel, "digest": blob, "blob": blob, "by": by, "note": note[:500], "approved": True},
     )
+    project_baseline.approve(ledger, rel, blob)  # later sessions grade with it too
 
 
 def approve_held(ledger: Ledger, rel: str, call: ToolCall) -> bool:

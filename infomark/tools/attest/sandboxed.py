@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from infomark.gates.protect import installation_paths
@@ -65,10 +65,14 @@ def execute(
     workdir: str,
     cfg: dict[str, Any],
     environments: Sequence[str] = (),
+    carried: Collection[str] = (),
 ) -> Sandboxed:
     """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
-    its runner asked for its own report; nothing is recorded."""
-    prepared = attest_report.prepare(oracle_argv(oracle), grading, workdir)
+    its runner asked for its own report (``carried``: the copy's files the agent's change
+    wrote, which may not run before the report's plugin); nothing is recorded."""
+    prepared = attest_report.prepare(
+        oracle_argv(oracle), grading, workdir, copy=copy, carried=carried
+    )
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
     env.update(prepared.env)
     # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
