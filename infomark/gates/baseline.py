@@ -322,9 +322,8 @@ def environments(ledger: Ledger) -> dict[str, list[str]]:
     """The fingerprints of the project's Python environments now (:mod:`.envprint`):
     ``{name: [digest, blob of the listing]}``."""
     out: dict[str, list[str]] = {}
-    for name, (digest, rows) in envprint.fingerprint(ledger.root_dir).items():
-        raw = json.dumps(rows, sort_keys=True, separators=(",", ":")).encode()
-        out[name] = [digest, ledger.blobs.put(raw)]
+    for name, (digest, text) in envprint.fingerprint(ledger.root_dir).items():
+        out[name] = [digest, ledger.blobs.put(text.encode("utf-8", "surrogateescape"))]
     return out
 
 
@@ -343,8 +342,8 @@ def environment_changes(ledger: Ledger, recorded: Mapping[str, Any]) -> list[str
         if now[name][0] == digest:
             continue
         raw = ledger.blobs.get(str(blob))
-        rows: dict[str, list[int]] = json.loads(raw) if raw is not None else {}
-        out += [f"{name}/{p}" if p != "." else name for p in envprint.diff(rows, now[name][1])]
+        text = raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+        out += [f"{name}/{p}" if p != "." else name for p in envprint.diff(text, now[name][1])]
     return out
 
 

@@ -14,7 +14,6 @@ the first files that differ) until the user accepts the tree (``infomark approve
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 
 __all__ = ["PYTHON_ENVS", "diff", "fingerprint", "listing"]
@@ -24,48 +23,51 @@ __all__ = ["PYTHON_ENVS", "diff", "fingerprint", "listing"]
 PYTHON_ENVS = (".venv", "venv", ".tox", ".nox")
 
 
-def listing(top: str) -> dict[str, list[int]]:
-    """``{relative path: [inode, mode, size, mtime_ns, ctime_ns]}`` of every entry under
-    ``top`` (symlinks not followed; ``top``'s own entry as ``.``)."""
-    out: dict[str, list[int]] = {}
+def listing(top: str) -> str:
+    """One sorted line per entry under ``top`` (``top`` itself as ``.``; symlinks not
+    followed): ``path NUL inode mode size mtime_ns ctime_ns``."""
     st = os.lstat(top)
-    out["."] = [st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    lines = [f".\0{st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"]
     todo = [("", top)]
     while todo:
         rel_dir, path = todo.pop()
         try:
-            entries = list(os.scandir(path))
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    rel = rel_dir + entry.name
+                    try:
+                        s = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    lines.append(
+                        f"{rel}\0{s.st_ino} {s.st_mode} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}"
+                    )
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append((rel + "/", entry.path))
         except OSError:
             continue
-        for entry in entries:
-            rel = rel_dir + entry.name
-            try:
-                s = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            out[rel] = [s.st_ino, s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns]
-            if entry.is_dir(follow_symlinks=False):
-                todo.append((rel + "/", entry.path))
-    return out
+    lines.sort()
+    return "\n".join(lines)
 
 
-def _digest(rows: dict[str, list[int]]) -> str:
-    raw = json.dumps(rows, sort_keys=True, separators=(",", ":")).encode()
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-def fingerprint(root: str) -> dict[str, tuple[str, dict[str, list[int]]]]:
+def fingerprint(root: str) -> dict[str, tuple[str, str]]:
     """``{env dir name: (digest, listing)}`` of the Python environments in ``root`` now
     (a symlinked environment is followed to its real place)."""
-    out: dict[str, tuple[str, dict[str, list[int]]]] = {}
+    out: dict[str, tuple[str, str]] = {}
     for name in PYTHON_ENVS:
         real = os.path.realpath(os.path.join(root, name))
         if os.path.isdir(real):
-            rows = listing(real)
-            out[name] = (_digest(rows), rows)
+            text = listing(real)
+            digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+            out[name] = ("sha256:" + digest, text)
     return out
 
 
-def diff(before: dict[str, list[int]], after: dict[str, list[int]]) -> list[str]:
-    """The paths that were added, removed or changed (sorted)."""
-    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+def _rows(text: str) -> dict[str, str]:
+    return dict(line.split("\0", 1) for line in text.split("\n") if "\0" in line)
+
+
+def diff(before: str, after: str) -> list[str]:
+    """The paths that were added, removed or changed between two listings (sorted)."""
+    old, new = _rows(before), _rows(after)
+    return sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))

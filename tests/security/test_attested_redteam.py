@@ -241,16 +241,24 @@ sys.meta_path.insert(0, _Finder())
 """
 
 
-def test_a_pth_in_the_projects_virtualenv_does_not_pass_a_failing_test(tmp_path: Path) -> None:
-    need_bwrap()
+def _venv_project(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, str]:
+    """A project with its own ``.venv`` (pytest reached through a ``.pth``), ``extra`` files
+    in its ``site-packages``: ``(root, site-packages, oracle)``."""
     files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n"}
-    root = git_project(tmp_path, files)
+    root = git_project(tmp, files)
     venv = root / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     site = venv / "lib" / version / "site-packages"
     (site / "dev.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest from here
-    oracle = ".venv/bin/python -m pytest -q -p no:cacheprovider"
+    for name, text in (extra or {}).items():
+        (site / name).write_text(text)
+    return root, site, ".venv/bin/python -m pytest -q -p no:cacheprovider"
+
+
+def test_a_pth_in_the_projects_virtualenv_does_not_pass_a_failing_test(tmp_path: Path) -> None:
+    need_bwrap()
+    root, site, oracle = _venv_project(tmp_path)
     with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
         gk.ingest(ledger(oracle))
         gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
@@ -262,3 +270,31 @@ def test_a_pth_in_the_projects_virtualenv_does_not_pass_a_failing_test(tmp_path:
         assert "environment_changed" in done.text, done.text
         assert "zz_evil.pth" in done.text and "zz_evil.py" in done.text, done.text
         assert "infomark approve --baseline" in done.text, done.text
+
+
+#: a start-up module the environment already had (as ``_virtualenv.pth`` imports
+#: ``_virtualenv``): harmless at the baseline, padded so the attack keeps its size
+_HEAD = "# a start-up helper of the environment\n"
+HELPER = _HEAD + "#" * (len(EVIL) - len(_HEAD) - 1) + "\n"
+
+
+def test_a_same_size_edit_of_an_environment_file_with_its_mtime_put_back_is_seen(
+    tmp_path: Path,
+) -> None:
+    need_bwrap()
+    root, site, oracle = _venv_project(
+        tmp_path, {"zz_helper.py": HELPER, "zz_helper.pth": "import zz_helper\n"}
+    )
+    helper = site / "zz_helper.py"
+    assert len(EVIL.encode()) == len(HELPER.encode())
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        before = helper.stat()
+        with open(helper, "r+") as fh:  # in place: same inode, same size
+            fh.write(EVIL)
+        os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime put back
+        done = check(gk, "C1")
+        assert done.outcome != "PASS", done.text
+        assert "environment_changed" in done.text, done.text
+        assert "zz_helper.py" in done.text, done.text
