@@ -329,15 +329,13 @@ def environments(ledger: Ledger) -> dict[str, list[str]]:
 
 def environment_changes(ledger: Ledger, recorded: Mapping[str, Any]) -> list[str]:
     """What differs between the project's Python environments now and the fingerprints of
-    the baseline ``recorded`` (``.venv/lib/…/x.pth`` …; ``.venv`` for a whole environment
-    that appeared or went away); empty when nothing does."""
+    the baseline ``recorded`` (``.venv/lib/…/x.pth`` …); empty when nothing does. An
+    environment the baseline did not have, or that is gone, is not linked into an attested
+    copy (:func:`infomark.tools.attest.carry.build`): nothing of it runs, nothing to compare."""
     before = dict(recorded.get("environments") or {})
-    now = envprint.fingerprint(ledger.root_dir)
+    now = envprint.fingerprint(ledger.root_dir, tuple(before))
     out: list[str] = []
-    for name in sorted(before.keys() | now.keys()):
-        if name not in before or name not in now:
-            out.append(f"{name} ({'added' if name in now else 'removed'})")
-            continue
+    for name in sorted(before.keys() & now.keys()):
         digest, blob = before[name]
         if now[name][0] == digest:
             continue

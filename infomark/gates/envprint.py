@@ -50,11 +50,11 @@ def listing(top: str) -> str:
     return "\n".join(lines)
 
 
-def fingerprint(root: str) -> dict[str, tuple[str, str]]:
-    """``{env dir name: (digest, listing)}`` of the Python environments in ``root`` now
-    (a symlinked environment is followed to its real place)."""
+def fingerprint(root: str, names: tuple[str, ...] = PYTHON_ENVS) -> dict[str, tuple[str, str]]:
+    """``{env dir name: (digest, listing)}`` of the Python environments ``names`` in ``root``
+    now (a symlinked environment is followed to its real place)."""
     out: dict[str, tuple[str, str]] = {}
-    for name in PYTHON_ENVS:
+    for name in names:
         real = os.path.realpath(os.path.join(root, name))
         if os.path.isdir(real):
             text = listing(real)

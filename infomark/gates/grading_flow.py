@@ -11,7 +11,6 @@ into the decision the configured ``grading_policy`` asks for.
 
 from __future__ import annotations
 
-from infomark.gates import project_baseline
 from infomark.gates.config import Config
 from infomark.gates.decision import Decision, Verdict
 from infomark.gates.grading import (
@@ -135,6 +134,8 @@ def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
         "grading_approved",
         {"path": rel, "digest": blob, "blob": blob, "by": by, "note": note[:500], "approved": True},
     )
+    from infomark.gates import project_baseline  # an approval is rare: off the hook's path
+
     project_baseline.approve(ledger, rel, blob)  # later sessions grade with it too
 
 

@@ -60,12 +60,22 @@ SHADOW_PLUGIN = (
 )
 
 
-def _checked(tmp: Path, oracle: str, attack: dict[str, str], link: str = "") -> dict[str, object]:
-    """The bug unfixed, ``attack`` written (and ``calc.py`` made a symlink to ``link``)
-    after the baseline: the attested check's outcome, status and carried/left-out lists."""
+def _checked(
+    tmp: Path,
+    oracle: str,
+    attack: dict[str, str],
+    link: str = "",
+    base: dict[str, str] | None = None,
+) -> dict[str, object]:
+    """The bug unfixed (``base``: more files of the baseline), ``attack`` written (and
+    ``calc.py`` made a symlink to ``link``) after the baseline: the attested check's outcome,
+    status and carried/left-out lists."""
     need_bwrap()
     files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n.pytest_cache/\n"}
     root = git_project(tmp, files)
+    for rel, text in (base or {}).items():  # before the session: in its baseline
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     with Gatekeeper.open(tmp / "home", "red", root=root) as gk:
         gk.ingest(ledger(oracle))
         gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
@@ -104,7 +114,8 @@ def test_a_pytest_cache_the_agent_wrote_does_not_choose_the_tests(tmp_path: Path
 
 def test_a_symlink_out_of_the_copy_is_not_carried(tmp_path: Path) -> None:
     # .venv is linked into the copy at its real place: a link into it reads the agent's tree
-    got = _checked(tmp_path, PYTEST, {".venv/impl.py": FIXED}, link=".venv/impl.py")
+    # (here a file the environment already held: the environment itself is unchanged)
+    got = _checked(tmp_path, PYTEST, {}, link=".venv/impl.py", base={".venv/impl.py": FIXED})
     assert got["outcome"] == "FAIL", got["text"]
     assert "calc.py" not in got["carried"]
     assert "leads out of the copy" in str(got["left_out"]["calc.py"])
@@ -298,3 +309,23 @@ def test_a_same_size_edit_of_an_environment_file_with_its_mtime_put_back_is_seen
         assert done.outcome != "PASS", done.text
         assert "environment_changed" in done.text, done.text
         assert "zz_helper.py" in done.text, done.text
+
+
+def test_a_virtualenv_created_after_the_baseline_is_not_linked(tmp_path: Path) -> None:
+    need_bwrap()
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n"}
+    root = git_project(tmp_path, files)
+    oracle = ".venv/bin/python -m pytest -q -p no:cacheprovider"
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        venv = root / ".venv"  # the agent's own environment, with its start-up patch
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        site = venv / "lib" / version / "site-packages"
+        (site / "dev.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        (site / "zz_evil.py").write_text(EVIL)
+        (site / "zz_evil.pth").write_text("import zz_evil\n")
+        done = check(gk, "C1")
+        assert done.outcome != "PASS", done.text
+        assert ".venv (a Python environment the project's baseline did not have" in done.text
