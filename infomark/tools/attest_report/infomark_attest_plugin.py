@@ -121,6 +121,8 @@ def _start_up() -> list[str]:
     def carried_file(path: object) -> str | None:
         if not isinstance(path, str) or not path:
             return None
+        if os.path.isabs(path) and not path.startswith(copy):
+            return None  # the copy's path is chosen per run: no link outside leads into it
         real = os.path.realpath(path)
         if not real.startswith(copy):
             return None
