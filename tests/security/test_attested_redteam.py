@@ -14,7 +14,8 @@ real pytest): each got an attested PASS, and the claim Exact, on a tree whose bu
   as it found it, so a test asserting the bug became the new baseline and the finish passed;
 - an earlier session's unapproved test change was a later session's baseline (each session
   recorded the tree as it found it): the baseline is now the project's, recorded the first
-  time infomark sees it and moved only by the user's approval;
+  time infomark sees it and moved only by the user's approval (tests/security/
+  test_project_baseline.py);
 - a ``.pth`` in the project's own virtualenv patched pytest before the report plugin loaded:
   the project's Python environments are fingerprinted with its baseline, and a changed one
   does not run.
@@ -40,6 +41,7 @@ from infomark.tools.attest.carry import guard
 from tests.security.attested_project import (
     BUGGY,
     FIXED,
+    PATCH_AT_IMPORT,
     PYTEST,
     TESTS,
     Agent,
@@ -195,61 +197,9 @@ def test_no_new_top_level_module_named_like_the_standard_librarys_is_carried(
         assert guard(rel, BASELINE, {"pkg"}) is not None, rel
 
 
-SWAPPED = TESTS.replace("== 4", "== 0")  # asserts the bug; no assertion removed
-
-
-def test_a_later_session_does_not_take_an_earlier_sessions_test_change_as_baseline(
-    tmp_path: Path,
-) -> None:
-    need_bwrap()
-    root = git_project(tmp_path, {"calc.py": BUGGY, "test_calc.py": TESTS})
-    home = tmp_path / "home"
-    with Gatekeeper.open(home, "first", root=root) as gk:
-        gk.ingest(ledger(PYTEST))
-        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
-        (root / "test_calc.py").write_text(SWAPPED)
-        assert not gk.can_finish("Done.").allow  # self_graded: the test changed
-    with Gatekeeper.open(home, "second", root=root) as gk:
-        gk.ingest(ledger(PYTEST))
-        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
-        done = check(gk, "C1")
-        assert done.outcome != "PASS", done.text
-        assert "test_calc.py" in done.text, done.text  # not carried: the project's is used
-        assert not gk.can_finish("Done.").allow
-
-
 #: imported at interpreter start-up from the virtualenv's .pth: wraps _pytest.python as it is
 #: imported, so that failed assertions pass, before any plugin can take a reference
-EVIL = """
-import importlib.machinery
-import sys
-
-
-class _Finder:
-    def find_spec(self, name, path, target=None):
-        if name != "_pytest.python":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        real = spec.loader.exec_module
-
-        def exec_module(module):
-            real(module)
-            original = module.Function.runtest
-
-            def runtest(self):
-                try:
-                    original(self)
-                except AssertionError:
-                    pass
-
-            module.Function.runtest = runtest
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _Finder())
-"""
+EVIL = PATCH_AT_IMPORT
 
 
 def _venv_project(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, str]:

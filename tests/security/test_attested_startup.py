@@ -19,11 +19,20 @@ import pytest
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check, shadow
-from tests.security.attested_project import BUGGY, PYTEST, TESTS, git_project, ledger, need_bwrap
+from tests.security.attested_project import (
+    BUGGY,
+    PATCH_AT_IMPORT,
+    PYTEST,
+    TESTS,
+    git_project,
+    ledger,
+    need_bwrap,
+)
 
-#: a root ``iniconfig.py``: loads the real iniconfig (pytest needs it), then wraps
-#: ``_pytest.python.Function.runtest`` so failed assertions pass; ``{hide}`` is run last
-STAND_IN = """
+#: a root ``iniconfig.py``: loads the real iniconfig (pytest needs it), then patches the runner
+#: (:data:`PATCH_AT_IMPORT`); ``{hide}`` is run last
+STAND_IN = (
+    """
 import os
 import sys
 
@@ -34,44 +43,11 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 del sys.modules[__name__]
 import iniconfig as _real
 sys.path[:] = _saved
-globals().update({{k: v for k, v in vars(_real).items() if not k.startswith("__")}})
-
-
-def _patch(module):
-    original = module.Function.runtest
-
-    def runtest(self):
-        try:
-            original(self)
-        except AssertionError:
-            pass
-
-    module.Function.runtest = runtest
-
-
-class _Finder:
-    def find_spec(self, name, path, target=None):
-        if name != "_pytest.python":
-            return None
-        import importlib.machinery
-
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        real = spec.loader.exec_module
-
-        def exec_module(module):
-            real(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if "_pytest.python" in sys.modules:
-    _patch(sys.modules["_pytest.python"])
-else:
-    sys.meta_path.insert(0, _Finder())
-{hide}
+globals().update({k: v for k, v in vars(_real).items() if not k.startswith("__")})
 """
+    + PATCH_AT_IMPORT
+    + "{hide}\n"
+)
 
 #: stays in ``sys.modules`` as itself
 KEEP = "sys.modules[__name__] = _me"
@@ -94,19 +70,18 @@ def _attacked(tmp: Path, monkeypatch: pytest.MonkeyPatch, stand_in: str) -> tupl
         return done.outcome, done.text
 
 
+@pytest.mark.parametrize(
+    ("hide", "seen"),
+    [
+        (KEEP, "module `iniconfig` was imported from iniconfig.py"),
+        # leaves no trace in sys.modules: where the runner's code came from still shows
+        (HIDE, "Function.runtest was replaced by code of iniconfig.py"),
+    ],
+)
 def test_a_carried_module_pytest_imports_at_start_up_is_runner_tampered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hide: str, seen: str
 ) -> None:
-    outcome, text = _attacked(tmp_path, monkeypatch, STAND_IN.format(hide=KEEP))
+    outcome, text = _attacked(tmp_path, monkeypatch, STAND_IN.replace("{hide}", hide))
     assert outcome != "PASS", text
     assert "runner_tampered" in text, text
-    assert "module `iniconfig` was imported from iniconfig.py" in text, text
-
-
-def test_a_stand_in_that_leaves_sys_modules_is_caught_by_where_the_runner_code_came_from(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    outcome, text = _attacked(tmp_path, monkeypatch, STAND_IN.format(hide=HIDE))
-    assert outcome != "PASS", text
-    assert "runner_tampered" in text, text
-    assert "Function.runtest was replaced by code of iniconfig.py" in text, text
+    assert seen in text, text
