@@ -107,7 +107,9 @@ def load(ledger: Ledger) -> ProjectBaseline | None:
     return ProjectBaseline(parsed)
 
 
-def _write(ledger: Ledger, rec: ProjectBaseline) -> None:
+def _write(ledger: Ledger, rec: ProjectBaseline, *, first: bool = False) -> bool:
+    """Write ``rec`` (complete, 0600, through a private temp file); ``first``: only when no
+    record exists (False when another process recorded one first)."""
     body = json.dumps(rec.body(_root(ledger)), sort_keys=True, separators=(",", ":"))
     doc = json.dumps({"body": body, "mac": ledger.key.mac(_DOMAIN + body.encode())})
     where = path(ledger)
@@ -119,11 +121,17 @@ def _write(ledger: Ledger, rec: ProjectBaseline) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(doc)
-        os.replace(tmp, where)
-    except BaseException:
+        if not first:
+            os.replace(tmp, where)
+            return True
+        try:
+            os.link(tmp, where)  # the first recording wins, whoever else races it
+        except FileExistsError:
+            return False
+        return True
+    finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-        raise
 
 
 def record(ledger: Ledger, payload: Mapping[str, Any], *, late: bool) -> ProjectBaseline:
@@ -133,8 +141,12 @@ def record(ledger: Ledger, payload: Mapping[str, Any], *, late: bool) -> Project
     if found is not None:
         return found
     rec = ProjectBaseline({"baseline": dict(payload), "late": late, "session": ledger.session})
-    _write(ledger, rec)
-    return rec
+    if _write(ledger, rec, first=True):
+        return rec
+    raced = load(ledger)
+    if raced is None:
+        raise UserError(f"the project's baseline record {path(ledger)} vanished while read")
+    return raced
 
 
 def accept(ledger: Ledger, payload: Mapping[str, Any]) -> ProjectBaseline:
