@@ -12,6 +12,11 @@ from: a module loaded from a carried file, or a runner function compiled from on
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -85,3 +90,40 @@ def test_a_carried_module_pytest_imports_at_start_up_is_runner_tampered(
     assert outcome != "PASS", text
     assert "runner_tampered" in text, text
     assert seen in text, text
+
+
+def test_a_pth_in_the_users_site_directory_does_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system interpreter reads ``~/.local/lib/python3.X/site-packages``: pytest installed
+    there (``pip install --user``), and the agent's start-up patch beside it."""
+    need_bwrap()
+    python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if not os.access(python, os.X_OK):
+        pytest.skip(f"no {python} here: the user's site directory cannot be tried")
+    home = Path(tempfile.mkdtemp(prefix="attest-user-", dir=var_tmp()))  # seen in the sandbox
+    try:
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        site = home / ".local" / "lib" / version / "site-packages"
+        site.mkdir(parents=True)
+        (site / "tools.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        (site / "zz_evil.py").write_text(PATCH_AT_IMPORT)
+        (site / "zz_evil.pth").write_text("import zz_evil\n")
+        monkeypatch.setenv("HOME", str(home))
+        root = git_project(tmp_path, {"calc.py": BUGGY, "test_calc.py": TESTS})
+        with Gatekeeper.open(tmp_path / "home", "user-site", root=root) as gk:
+            gk.ingest(ledger(f"{python} -m pytest -q -p no:cacheprovider"))
+            gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+            done = check(gk, "C1")
+            assert done.outcome != "PASS", done.text
+            assert "No module named pytest" in done.text, done.text  # the user site is not read
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def var_tmp() -> str:
+    """A temp directory the sandbox shows as it is (its ``/tmp`` and ``/dev`` are fresh):
+    ``/var/tmp``, where a user's home would be seen."""
+    if not os.access("/var/tmp", os.W_OK):
+        pytest.skip("no writable /var/tmp: a home the sandbox shows cannot be made")
+    return "/var/tmp"

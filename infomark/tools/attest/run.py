@@ -229,7 +229,8 @@ def _run(
         },
     }
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
-    return _record(gk, claim_id, oracle, result, attestation, judged, carried, ran.stdout)
+    shown = ran.stdout if ran.stdout.strip() else ran.stderr  # a run that printed nothing else
+    return _record(gk, claim_id, oracle, result, attestation, judged, carried, shown)
 
 
 def _record(

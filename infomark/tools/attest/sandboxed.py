@@ -74,6 +74,10 @@ def execute(
         oracle_argv(oracle), grading, workdir, copy=copy, carried=carried
     )
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
+    # the user's own site directory (``~/.local/lib/python3.X/site-packages``) is writable by
+    # the agent and its ``.pth`` files run at start-up, before the report plugin: not read
+    # (an operator who needs it passes ``PYTHONNOUSERSITE`` through with ``[attest] env``)
+    env.setdefault("PYTHONNOUSERSITE", "1")
     env.update(prepared.env)
     # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
     # would hide them (a virtual environment under /tmp), read-only like the rest
