@@ -507,7 +507,7 @@ class Gatekeeper:
         if self.config.attest_required and not self._ledger.state.baseline:
             from infomark.gates import baseline
 
-            baseline.ensure(self._ledger)
+            baseline.ensure(self._ledger, required=True)
 
     def approve_baseline(self, *, by: str = "operator", note: str = "") -> str:
         """The user accepts the project's tree as it is now as its baseline (the grading
@@ -776,7 +776,7 @@ def _seed_grading(gk: Gatekeeper, a: _Authorizing) -> None:
     if not gk._ledger.state.baseline and gk.config.attest_required:
         from infomark.gates import baseline  # once per session: before the first action
 
-        baseline.ensure(gk._ledger)
+        baseline.ensure(gk._ledger, required=True)
 
 
 def _find_protected(gk: Gatekeeper, a: _Authorizing) -> None:

@@ -271,7 +271,7 @@ def capture(
     return payload, raw
 
 
-def ensure(ledger: Ledger) -> None:
+def ensure(ledger: Ledger, *, required: bool = False) -> None:
     """Record the baseline if this session has none yet (before the agent's first action).
 
     The project's baseline (:mod:`infomark.gates.project_baseline`) is the session's: the
@@ -279,11 +279,13 @@ def ensure(ledger: Ledger) -> None:
     (not from the tree as they find it, which holds what earlier sessions left). A tree that
     cannot be recorded, or a project record that fails its MAC, journals
     ``baseline_recorded`` with an ``error``: attested runs then say why they cannot run.
+    ``required``: attested runs are required, so the baseline should exist before any call
+    infomark recorded; one taken later is ``late`` like one taken after a change.
     """
     if ledger.state.baseline:
         return
     try:
-        payload = _project_payload(ledger)
+        payload = _project_payload(ledger, required)
     except UserError as exc:
         payload = {"id": "", "error": str(exc)}
     with ledger.transaction():
@@ -291,15 +293,16 @@ def ensure(ledger: Ledger) -> None:
             ledger.emit("baseline_recorded", payload)
 
 
-def _project_payload(ledger: Ledger) -> dict[str, Any]:
+def _project_payload(ledger: Ledger, required: bool) -> dict[str, Any]:
     """The project's baseline as this session's ``baseline_recorded`` payload (recorded
-    first when the project has none: ``late`` when this session already acted)."""
+    first when the project has none: ``late`` after this session's first recorded change,
+    or, when ``required``, after any call it recorded)."""
     found = project_baseline.load(ledger)
     if found is None:
         payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
         payload["environments"] = environments(ledger)
         state = ledger.state
-        late = bool(state.first_modify_seq or state.recorded_calls)
+        late = bool(state.first_modify_seq or (required and state.recorded_calls))
         found = project_baseline.record(ledger, payload, late=late)
     return {**found.baseline, "project": True, "late": found.late, "origin": found.session}
 

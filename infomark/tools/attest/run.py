@@ -111,7 +111,7 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
             "false` in infomark.toml; the agent's own runs then ground claims)"
         )
     try:
-        baseline.ensure(gk.store)
+        baseline.ensure(gk.store, required=gk.config.attest_required)
         recorded = gk.store.refresh().baseline
         if recorded.get("late"):
             raise UserError(
