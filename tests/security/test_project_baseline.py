@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates import project_baseline
 from infomark.ledger.calls import ToolCall, ToolOutcome
@@ -48,8 +50,9 @@ def _collected(done: Any) -> int:
     return int(done.evidence.record["attested"]["report"]["collected"])
 
 
+@pytest.mark.parametrize("commit", [False, True], ids=["left-in-the-tree", "committed"])
 def test_a_later_session_does_not_take_an_earlier_sessions_test_change_as_baseline(
-    tmp_path: Path,
+    tmp_path: Path, commit: bool
 ) -> None:
     need_bwrap()
     root = git_project(tmp_path, {"calc.py": BUGGY, "test_calc.py": TESTS})
@@ -57,26 +60,12 @@ def test_a_later_session_does_not_take_an_earlier_sessions_test_change_as_baseli
     with _session(home, "first", root) as gk:
         (root / "test_calc.py").write_text(SWAPPED)
         assert not gk.can_finish("Done.").allow  # self_graded: the test changed
-    with _session(home, "second", root) as gk:
-        done = check(gk, "C1")
-        assert done.outcome != "PASS", done.text
-        assert "test_calc.py (grading surface" in done.text, done.text  # the project's is used
-        assert not gk.can_finish("Done.").allow
-
-
-def test_a_test_change_the_agent_committed_is_not_the_next_sessions_baseline(
-    tmp_path: Path,
-) -> None:
-    need_bwrap()
-    root = git_project(tmp_path, {"calc.py": BUGGY, "test_calc.py": TESTS})
-    home = tmp_path / "home"
-    with _session(home, "first", root) as gk:
-        (root / "test_calc.py").write_text(SWAPPED)
-        git(root, "commit", "-qam", "tests: fix the expectation")  # HEAD moves
+        if commit:  # HEAD moves: the first sight's commit is still the baseline
+            git(root, "commit", "-qam", "tests: fix the expectation")
     with _session(home, "second", root) as gk:
         done = check(gk, "C1")
         assert done.outcome == "FAIL", done.text  # the first sight's test, on the bug
-        assert "test_calc.py (grading surface" in done.text, done.text
+        assert "test_calc.py (grading surface" in done.text, done.text  # the project's is used
         assert not gk.can_finish("Done.").allow
 
 
