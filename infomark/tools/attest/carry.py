@@ -25,6 +25,7 @@ from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
+from infomark.tools.attest import pycache
 from infomark.tools.attest.shadow import shadowed
 
 TYPE_CHECKING = False
@@ -59,6 +60,10 @@ class Carry:
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
     environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
+    #: the bytes of the regular files written into the copy that its byte-code fill reads
+    #: (copy-relative path -> bytes, :func:`infomark.tools.attest.pycache.reads`): the fill
+    #: takes them from here instead of walking the copy and reading each file again
+    sources: dict[str, bytes] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
@@ -207,6 +212,14 @@ def _digest(path: str, ref: str) -> tuple[str | None, bytes | None]:
     return "sha256:" + sha256(data).hexdigest(), data
 
 
+def _keep(sources: dict[str, bytes], rel: str, data: bytes | None, mode: str = "f") -> None:
+    """Note in ``sources`` what the copy now holds at ``rel`` (``data`` None: nothing)."""
+    if data is not None and mode != "l" and pycache.reads(rel):
+        sources[rel] = data
+    else:
+        sources.pop(rel, None)
+
+
 def _write(path: str, data: bytes, mode: str, made: set[str] | None = None) -> None:
     parent = os.path.dirname(path) or "."
     if made is None or parent not in made:
@@ -268,6 +281,7 @@ def build(
     oids = sorted({r[4:] for p, (r, _) in files.items() if p not in unchanged and r[:4] == "git:"})
     objects = _git_objects(root, oids)
     made: set[str] = set()
+    carry = Carry()
     for rel, (ref, mode) in files.items():
         data = unchanged.get(rel)
         if data is None and ref.startswith("git:"):
@@ -278,6 +292,7 @@ def build(
                 raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
             data = blob
         _write(os.path.join(dest, rel), data, mode, made)
+        _keep(carry.sources, rel, data, mode)
     for rel, blob_ref in (approved or {}).items():
         approved_data = ledger.blobs.get(blob_ref)
         if approved_data is not None:
@@ -285,6 +300,7 @@ def build(
             if os.path.lexists(target):
                 os.unlink(target)
             _write(target, approved_data, "f", made)
+            _keep(carry.sources, rel, approved_data)
             files[rel] = [blob_ref, "f"]
             changed.pop(rel, None)  # compared with the approved content, not the baseline's
             now, _ = _digest(os.path.join(root, rel), blob_ref)
@@ -297,7 +313,6 @@ def build(
         _write(os.path.normpath(os.path.join(dest, rel)), blob, mode, made)
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
-    carry = Carry()
     # environments first: a carried symlink into one leads out of the copy (:func:`_link_out`)
     for name in ENVIRONMENTS:
         real = os.path.join(root, name)
@@ -330,6 +345,7 @@ def _carry(
         target = os.path.join(dest, rel)
         if os.path.lexists(target):
             os.unlink(target)
+        _keep(carry.sources, rel, None)
         if digest is None:
             carry.carried[rel] = "deleted"
             continue
@@ -340,6 +356,7 @@ def _carry(
         except OSError:
             continue
         _write(target, data, mode)
+        _keep(carry.sources, rel, data, mode)
         carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
 
 

@@ -285,10 +285,13 @@ def entry(rw: Rewriter, data: bytes, filename: str) -> tuple[bytes | None, bool]
     return pyc, True
 
 
-def for_copy(rw: Rewriter, pyc: bytes, path: str, st: os.stat_result) -> bytes:
-    """What to write into the copy for the source at ``path`` (stat ``st``)."""
+def for_copy(rw: Rewriter, pyc: bytes, path: str, st: os.stat_result | None = None) -> bytes:
+    """What to write into the copy for the source at ``path`` (stat ``st``; None: taken here,
+    not through a symlink, when the format needs it)."""
     if rw.fmt == "hash":
         return pyc  # pytest checks the hash itself and points the code at ``path``
+    if st is None:
+        st = os.lstat(path)
     code = marshal.loads(pyc[16:])  # noqa: S302 - an entry infomark wrote, in its 0700 home
     return _timestamp_header(st.st_mtime, st.st_size) + marshal.dumps(_moved(code, path))
 
