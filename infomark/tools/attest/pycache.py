@@ -263,10 +263,15 @@ def _serve(found: list[_Found], cache: str, done: Filled, tests: rewrites.Rewrit
     if pass_hook:
         done.rewrites_skipped = "a configuration file names enable_assertion_pass_hook"
         return
-    _serve_tests(tests, test_files, done)
+    _serve_tests(tests, test_files, done, pycaches)
 
 
-def _serve_tests(rw: rewrites.Rewriter, found: list[_Found], done: Filled) -> None:
+def _serve_tests(
+    rw: rewrites.Rewriter,
+    found: list[_Found],
+    done: Filled,
+    pycaches: dict[str, str | None],
+) -> None:
     for directory, name, data in found:
         path = os.path.join(directory, name)
         st: os.stat_result | None = None
@@ -283,7 +288,9 @@ def _serve_tests(rw: rewrites.Rewriter, found: list[_Found], done: Filled) -> No
                 done.rewrites_skipped = "no pytest of infomark's own to rewrite with"
                 return
             continue
-        pycache = _pycache(directory)
+        if directory not in pycaches:
+            pycaches[directory] = _pycache(directory)
+        pycache = pycaches[directory]
         if pycache is not None and _write_pyc(
             pycache, name, rewrites.for_copy(rw, pyc, path, st), rw.tail
         ):
