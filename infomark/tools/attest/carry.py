@@ -14,6 +14,7 @@ their real place, which the sandbox keeps read-only.
 
 from __future__ import annotations
 
+import errno
 import importlib.machinery
 import os
 import shutil
@@ -25,7 +26,7 @@ from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
-from infomark.tools.attest import pycache
+from infomark.tools.attest import fileio, pycache
 from infomark.tools.attest.shadow import shadowed
 
 TYPE_CHECKING = False
@@ -201,12 +202,14 @@ def _digest(path: str, ref: str) -> tuple[str | None, bytes | None]:
     """:func:`infomark.gates.baseline.current_digest` and the bytes it hashed (a symlink: its
     target)."""
     try:
-        if os.path.islink(path):
+        data = fileio.read_path(path, os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:  # ELOOP: a symlink (not followed)
+            return None, None
+        try:
             data = os.readlink(path).encode("utf-8", "surrogateescape")
-        else:
-            data = _read_file(path)
-    except OSError:
-        return None, None
+        except OSError:
+            return None, None
     if ref.startswith("git:"):
         return "git:" + git_blob_id(data), data
     return "sha256:" + sha256(data).hexdigest(), data
@@ -229,8 +232,7 @@ def _write(path: str, data: bytes, mode: str, made: set[str] | None = None) -> N
     if mode == "l":
         os.symlink(data.decode("utf-8", "surrogateescape"), path)
         return
-    with open(path, "wb") as fh:
-        fh.write(data)
+    fileio.write_path(path, data)
     if mode == "x":
         os.chmod(path, 0o700)  # the copy is private: its owner runs it
 
@@ -396,8 +398,7 @@ def _link_out(dest: str, rel: str, full: str) -> str | None:
 
 
 def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return fileio.read_path(path)
 
 
 def remove(dest: str) -> None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from infomark.tools.attest import rewrites
 from infomark.tools.attest.cachefiles import private_dir, read_regular, read_with_stat, store
+from infomark.tools.attest.fileio import write_fd
 
 __all__ = ["MAX_SOURCE", "Filled", "cache_dir", "compile_pyc", "fill", "reads"]
 
@@ -149,12 +150,13 @@ def _write_pyc(pycache: str, name: str, pyc: bytes, tail: str = f".{_TAG}.pyc") 
     except OSError:
         return False
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pyc)
+        write_fd(fd, pyc)
     except OSError:  # never a truncated pyc: the import would fail on it
         with contextlib.suppress(OSError):
             os.unlink(target)
         return False
+    finally:
+        os.close(fd)
     return True
 
 
