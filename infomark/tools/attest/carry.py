@@ -185,9 +185,10 @@ def changes(
     # a tree without git skips them
     now = {p for p in now if p in baseline or not ENV_DIRS.intersection(p.split("/")[:-1])}
     out: dict[str, str | None] = {}
+    top = root.rstrip("/") + "/"
     for rel in sorted(now | set(baseline)):
         entry = baseline.get(rel)
-        got, data = _digest(os.path.join(root, rel), entry[0] if entry else "sha256:")
+        got, data = _digest(top + rel, entry[0] if entry else "sha256:")
         if entry is None:
             if got is not None:
                 out[rel] = got
@@ -284,6 +285,7 @@ def build(
     objects = _git_objects(root, oids)
     made: set[str] = set()
     carry = Carry()
+    top = dest.rstrip("/") + "/"
     for rel, (ref, mode) in files.items():
         data = unchanged.get(rel)
         if data is None and ref.startswith("git:"):
@@ -293,7 +295,7 @@ def build(
             if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
                 raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
             data = blob
-        _write(os.path.join(dest, rel), data, mode, made)
+        _write(top + rel, data, mode, made)
         _keep(carry.sources, rel, data, mode)
     for rel, blob_ref in (approved or {}).items():
         approved_data = ledger.blobs.get(blob_ref)

@@ -114,7 +114,7 @@ def _valid(pyc: bytes, data: bytes) -> bool:
 def _entry(cache: str, data: bytes, filename: str, done: Filled) -> bytes | None:
     """The cached pyc of ``data`` (compiled and stored on a miss or a bad entry)."""
     name = hashlib.sha256(data).hexdigest() + ".pyc"
-    pyc = read_regular(os.path.join(cache, name))
+    pyc = read_regular(f"{cache}/{name}")
     if pyc is not None and _valid(pyc, data):
         return pyc
     pyc = compile_pyc(data, filename)
@@ -144,7 +144,7 @@ def _pycache(directory: str) -> str | None:
 
 
 def _write_pyc(pycache: str, name: str, pyc: bytes, tail: str = f".{_TAG}.pyc") -> bool:
-    target = os.path.join(pycache, name[:-3] + tail)
+    target = f"{pycache}/{name[:-3]}{tail}"
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
@@ -218,18 +218,17 @@ def _listed(copy: str, sources: Mapping[str, bytes]) -> list[_Found]:
     """The files of ``sources`` as :func:`_walk` would find them: none in a skipped directory
     or in one reached through a symlink (the walk does not follow those)."""
     real = os.path.realpath(copy)
-    plain: dict[str, bool] = {}
+    plain: dict[str, str | None] = {}  # a directory of the copy -> its path (None: skipped)
     found: list[_Found] = []
     for rel, data in sources.items():
         head, _, name = rel.rpartition("/")
-        if _SKIPPED_DIRS.intersection(head.split("/")):
-            continue
-        directory = os.path.join(real, head) if head else real
-        ok = plain.get(directory)
-        if ok is None:
-            ok = plain[directory] = os.path.realpath(directory) == directory
-        if ok:
-            found.append((directory, name, data))
+        if head not in plain:
+            directory = f"{real}/{head}" if head else real
+            skipped = _SKIPPED_DIRS.intersection(head.split("/"))
+            plain[head] = None if skipped or os.path.realpath(directory) != directory else directory
+        directory_or_none = plain[head]
+        if directory_or_none is not None:
+            found.append((directory_or_none, name, data))
     return found
 
 
@@ -252,7 +251,7 @@ def _serve(found: list[_Found], cache: str, done: Filled, tests: rewrites.Rewrit
         if directory not in pycaches:
             pycaches[directory] = _pycache(directory)
         pycache = pycaches[directory]
-        path = os.path.join(directory, name)
+        path = f"{directory}/{name}"
         if data is None:
             data = read_regular(path)  # a symlink is not followed: left to the run
         pyc = None if data is None or pycache is None else _entry(cache, data, path, done)
@@ -275,7 +274,7 @@ def _serve_tests(
     pycaches: dict[str, str | None],
 ) -> None:
     for directory, name, data in found:
-        path = os.path.join(directory, name)
+        path = f"{directory}/{name}"
         st: os.stat_result | None = None
         if data is None:
             got = read_with_stat(path)

@@ -273,7 +273,7 @@ def entry(rw: Rewriter, data: bytes, filename: str) -> tuple[bytes | None, bool]
     entry) and whether it was rewritten in this call."""
     name = hashlib.sha256(data).hexdigest() + ".pyc"
     if rw.cache:
-        pyc = read_regular(os.path.join(rw.cache, name))
+        pyc = read_regular(f"{rw.cache}/{name}")
         if pyc is not None and pyc[:16] == _MAGIC + _CHECKED + importlib.util.source_hash(data)[:8]:
             return pyc, False
     if not _load(rw):
