@@ -87,8 +87,7 @@ def grow(events: int) -> Path:
                         evidence_class=EvidenceClass.EXECUTION,
                         key_id=key.key_id,
                         tool_class="execute",
-                        output_digest=digests[i],
-                        output_size=len(outputs[i]),
+                        output=(digests[i], len(outputs[i])),
                     )
                     ref, mac = ref_for(key, record)
                     led.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})

@@ -82,8 +82,7 @@ def run_cmd(
             session=resume,
             root=root.resolve(),
             spec=spec,
-            model_url=model_url,
-            model_name=model_name,
+            model=(model_url, model_name),
             echo=echo,
         )
     else:
