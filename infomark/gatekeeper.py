@@ -33,6 +33,7 @@ from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
+from infomark.kernel.contexts import Closing
 from infomark.kernel.decisions import FinishCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
@@ -79,7 +80,7 @@ def set_default_attester(factory: Callable[[Gatekeeper], None] | None) -> None:
     _default_attester[0] = factory
 
 
-class Gatekeeper:
+class Gatekeeper(Closing):
     """The gatekeeper of one agent session."""
 
     def __init__(self, ledger: Ledger, config: Config) -> None:
@@ -178,12 +179,6 @@ class Gatekeeper:
 
     def close(self) -> None:
         self._ledger.close()
-
-    def __enter__(self) -> Gatekeeper:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _track(self, *, finished: bool = False) -> None:
         from infomark.gates import moves

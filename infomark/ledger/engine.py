@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 
-from infomark.kernel.contexts import contextmanager
+from infomark.kernel.contexts import Closing, contextmanager
 from infomark.kernel.digest import compare_digest, sha256
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
@@ -82,7 +82,7 @@ def _read_only(call: ToolCall) -> bool:
     return ann.get("readOnlyHint") is True or ann.get("read_only_hint") is True
 
 
-class Ledger:
+class Ledger(Closing):
     """One session's ledger in a home directory."""
 
     def __init__(
@@ -580,12 +580,6 @@ class Ledger:
 
     def close(self) -> None:
         self.journal.close()
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _journaled_error(d: Mapping[str, Any], text: str) -> dict[str, Any]:

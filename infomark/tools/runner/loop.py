@@ -30,6 +30,7 @@ from typing import Any, TypedDict, Unpack
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
+from infomark.kernel.contexts import Closing
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
 from infomark.ledger.calls import ToolCall, check_options
@@ -112,7 +113,7 @@ class RunnerOptions(TypedDict, total=False):
 RUNNER_OPTIONS = tuple(RunnerOptions.__optional_keys__)
 
 
-class Runner(LeaseMixin, ToolsMixin, IdleMixin):
+class Runner(LeaseMixin, ToolsMixin, IdleMixin, Closing):
     """One agent session driven natively, with the gatekeeper inside every step."""
 
     def __init__(
@@ -187,12 +188,6 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         if self.client is not None:
             self.client.close()
         self.gk.close()
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _child(self, spec: AgentSpec, session: str) -> Runner:
         return Runner(
