@@ -760,13 +760,11 @@ def _find_protected(gk: Gatekeeper, a: _Authorizing) -> None:
 def _grounding_gate(gk: Gatekeeper, a: _Authorizing) -> None:
     """The grounding gate decides on the session state as it is now."""
     watch.refresh(gk._ledger)
-    c, cov = a.c, a.cov
+    cov = a.cov
     a.decision = authorize_call(
         gk._ledger.state,
         tool=a.call.tool,
-        tool_class=c.tool_class,
-        families=tuple(c.families),
-        why=tuple(c.reasons),
+        classified=a.c,
         config=gk.config,
         bypass=a.bypass,
         scratch=cov.scratch,

@@ -40,25 +40,19 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class RemoteEvent:
-    """One journal event as the service streams it (``EventRow.public()`` shape)."""
+    """One journal event as the service streams it (``EventRow.public()`` shape); what a
+    line may leave out has its default."""
 
     session: str
     seq: int
     type: str
-    payload: dict[str, Any]
-    timestamp: str
-    hash: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    timestamp: str = ""
+    hash: str = ""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RemoteEvent:
-        return cls(
-            session=str(d["session"]),
-            seq=int(d["seq"]),
-            type=str(d["type"]),
-            payload=dict(d.get("payload") or {}),
-            timestamp=str(d.get("timestamp", "")),
-            hash=str(d.get("hash", "")),
-        )
+        return _build(cls, d)
 
     def public(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}  # the fields are the shape
