@@ -82,7 +82,8 @@ def run_cmd(
             session=resume,
             root=root.resolve(),
             spec=spec,
-            model=(model_url, model_name),
+            model_url=model_url,
+            model_name=model_name,
             echo=echo,
         )
     else:

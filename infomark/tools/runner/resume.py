@@ -47,11 +47,12 @@ def resume_run(
     session: str,
     root: Path,
     spec: AgentSpec | None = None,
-    model: tuple[str | None, str | None] = (None, None),
+    model_url: str | None = None,
+    model_name: str | None = None,
     **options: Unpack[RunnerOptions],
 ) -> RunResult:
-    """Continue the latest run of ``session``; its agent file, model (``model``: a ``(url,
-    name)`` that replaces it) and parent come from the journal; ``options`` are the
+    """Continue the latest run of ``session``; its agent file, model (unless ``model_url`` or
+    ``model_name`` replace it) and parent come from the journal; ``options`` are the
     :class:`~infomark.tools.runner.loop.RunnerOptions` but ``parent``."""
     check_options("resume_run", options, _RESUME_OPTIONS)
     probe = Runner(spec or AgentSpec(), home=home, session=session, root=root)
@@ -68,7 +69,6 @@ def resume_run(
     if spec is None:
         agent_file = started.get("agent_file")
         spec = load_agent(agent_file) if agent_file else AgentSpec()
-    model_url, model_name = model
     spec = spec.with_model(
         model_url or started.get("model_url") or None, model_name or started.get("model_name")
     )
