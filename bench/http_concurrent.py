@@ -7,7 +7,9 @@ Read, a PreToolUse Bash and the PostToolUse of that Bash call's output (a durabl
 a blob and a durable record), as a busy agent's hook does. The table gives the median and
 p99 round trip of every hook request. ``--base DIR`` serves from another checkout of
 infomark (``git worktree add DIR main``), alternated with this one (B A B A), so both see
-the same load. The goal (issue 28): p99 ≤ 10 ms.
+the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
+from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
+The goal (issue 28): p99 ≤ 10 ms.
 
 Wall-clock times on a loaded machine say little, so three load-independent measures of the
 server process cover the measured rounds (after the warm-up, which opens the sessions):
@@ -130,13 +132,27 @@ def _callgrind_total(path: Path) -> int:
 
 
 def run(
-    tree: Path, *, cpu: bool = False, strace: bool = False, profile: str = "", icount: bool = False
+    tree: Path,
+    *,
+    cpu: bool = False,
+    strace: bool = False,
+    profile: str = "",
+    icount: bool = False,
+    pure: bool = False,
 ) -> Run:
-    """One run of the three clients on a fresh home, served from the checkout ``tree``."""
+    """One run of the three clients on a fresh home, served from the checkout ``tree``
+    (``pure``: with ``httptools`` and ``uvloop`` hidden, so uvicorn runs h11 on asyncio)."""
     with tempfile.TemporaryDirectory() as d:
         home = Path(d) / ".infomark"
         token = ensure_token(home)
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+        path = str(tree)
+        if pure:
+            hide = Path(d) / "pure"
+            hide.mkdir()
+            for name in ("httptools", "uvloop"):
+                (hide / f"{name}.py").write_text('raise ImportError("hidden by the bench")\n')
+            path = f"{hide}{os.pathsep}{tree}"
+        env = {**os.environ, "PYTHONPATH": path}
         head = [sys.executable, str(_PROFILED), profile] if profile else [
             sys.executable, "-m", "infomark.tools.serve"]  # fmt: skip
         grind = Path(d) / "callgrind.out"
@@ -231,7 +247,10 @@ def main(argv: list[str]) -> int:
     for n in range(runs):  # B A B A: both sides see the same load
         for label, tree in trees.items():
             out = f"{profile}.{label.replace(' ', '-')}.{n}" if profile else ""
-            done[label].append(run(tree, cpu=cpu, strace=strace, profile=out, icount=icount))
+            pure = label == "base" and "--base-pure" in argv
+            done[label].append(
+                run(tree, cpu=cpu, strace=strace, profile=out, icount=icount, pure=pure)
+            )
     if icount:
         print("| server, per measured request | instructions (M) | runs |")
         print("|---|---|---|")
