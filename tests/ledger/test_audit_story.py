@@ -36,8 +36,7 @@ def _run(led: Ledger, n: int, command: str) -> str:
         evidence_class=EvidenceClass.EXECUTION,
         key_id=KEY.key_id,
         tool_class="execute",
-        output_digest=led.blobs.put(output),
-        output_size=len(output),
+        output=(led.blobs.put(output), len(output)),
     )
     ref, mac = ref_for(KEY, record)
     led.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})

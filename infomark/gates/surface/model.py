@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -12,7 +12,7 @@ from infomark.kernel.runners import RunnerKind
 
 _T = TypeVar("_T")
 
-__all__ = ["GradingSurface", "RunnerCall", "glob_match"]
+__all__ = ["GradingSurface", "Nested", "RunnerCall", "glob_match"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +139,9 @@ class GradingSurface:
 
 def _union(a: Iterable[_T], b: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys((*a, *b)))
+
+
+Nested = Callable[[str, str], GradingSurface]
+"""Discover a command a runner runs in its turn (a make recipe, a package script) from a
+directory relative to the root: what :func:`~infomark.gates.surface.discover.discover` gives
+the runners that run other commands (``make_surface``, ``package_surface``)."""
