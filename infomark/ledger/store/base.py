@@ -392,6 +392,19 @@ class BaseJournal(ABC):
         )
         return iter(cur)
 
+    def stream_pages(self, session: str, size: int = 128) -> Iterator[list[tuple[Any, ...]]]:
+        """:meth:`stream_rows` in lists of at most ``size`` rows, from one cursor
+        (``fetchmany``): what a pass over every row takes, a page at a time."""
+        cur = self._retry(
+            lambda: self._db.execute(
+                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+                "FROM events WHERE session = ? ORDER BY seq, rowid",
+                (session,),
+            )
+        )
+        while page := cur.fetchmany(size):
+            yield page
+
     def evidence_stream(self, session: str) -> Iterator[tuple[Any, ...]]:
         """``(ref, seq, record, mac)`` of one session's evidence index, in seq order."""
         cur = self._retry(
