@@ -106,6 +106,9 @@ class Gatekeeper(Closing):
         # What the hook last verified of this session's journal tail (the Claude Code hook's own
         # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
         self._tail_memo: object | None = None
+        # The hook's steering inbox of this session (hooks/inbox.py), opened on its first use
+        # and kept while the session is open: a pooled session does not reconnect per call.
+        self._inbox: object | None = None
         if _default_attester[0] is not None:  # the public API's: infomark.Gatekeeper
             _default_attester[0](self)
 
@@ -178,6 +181,10 @@ class Gatekeeper(Closing):
         return self._ledger.refresh()
 
     def close(self) -> None:
+        inbox, self._inbox = self._inbox, None
+        close = getattr(inbox, "close", None)
+        if close is not None:
+            close()
         self._ledger.close()
 
     def _track(self, *, finished: bool = False) -> None:
@@ -284,6 +291,8 @@ class Gatekeeper(Closing):
         cid = opts.get("call_id") or call.tool_call_id
         refused: RecordRefused | None = None
         stored = self._ledger.store_output(outcome)  # before the lock: a big blob takes time
+        # One transaction, one durable commit: the evidence and what the policy layer makes
+        # of it commit together (or neither does).
         with self._ledger.transaction():
             pending = self._ledger.state.pending_calls.get(cid or "")
             try:  # the engine records what the facade classified, with the caller's options
@@ -296,14 +305,14 @@ class Gatekeeper(Closing):
                 )
             except RecordRefused as exc:  # journaled by the engine: commit that, then raise
                 refused = exc
+            if refused is None:
+                if pending is not None and pending.get("grading"):
+                    # The user let a held edit of a grading file run: what it wrote is approved
+                    grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
+                self._track()
+                text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         if refused is not None:
             raise refused
-        with self._ledger.transaction():
-            if pending is not None and pending.get("grading"):
-                # The user let a held edit of a grading file run: what it wrote is approved
-                grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
-            self._track()
-            text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)

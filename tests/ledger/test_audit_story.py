@@ -19,7 +19,13 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import EvidenceClass, build_record, ref_for
 from infomark.ledger.keys import Key
-from infomark.ledger.timeline import SessionStory, finish_story, story_reader, summarize
+from infomark.ledger.timeline import (
+    READS,
+    SessionStory,
+    finish_story,
+    story_reader,
+    summarize,
+)
 
 KEY = Key.from_bytes(b"s" * 32)
 SESSION = "long"
@@ -62,7 +68,7 @@ def grow(home: Path, events: int) -> Ledger:
 def audit_story(led: Ledger, keep: int | None) -> SessionStory:
     """What ``infomark audit`` tells: the story fed from the audit's own pass."""
     reader = story_reader(SESSION, keep=keep, ledger=led)
-    report = build_audit(led, verify=True, feed=reader.take)
+    report = build_audit(led, verify=True, feed=reader.take, wants=READS)
     assert report.verified is True, report.problems
     return finish_story(reader)
 
