@@ -45,6 +45,8 @@ def glob_match(rel: str, pattern: str) -> bool:
     ``*`` and ``?`` stay within one name; a pattern without ``/`` matches a name at any depth."""
     if "/" not in pattern:
         return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern)
+    if pattern.startswith("**/") and "/" not in pattern[3:] and pattern[3:] != "**":
+        return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern[3:])  # a name at any depth
     return _match(rel.split("/"), pattern.split("/"))
 
 

@@ -149,7 +149,7 @@ def _run(
         source_globs=gk.config.grading_source,
         approved=approved,
     )
-    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments)
+    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments, carried.sources)
     ran, report, policy = done.ran, done.report, done.policy
     claim = state.claims[claim_id] if claim_id is not None else None
     expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS
