@@ -1,4 +1,5 @@
-"""``infomark audit --verify --json`` as a command: ``python -m bench.audit_cmd [PAIRS]``.
+"""``infomark audit --verify --json`` as a command: ``python -m bench.audit_cmd [PAIRS]``
+(or ``--icount``).
 
 The real command (a fresh process: its imports, the verification pass with the replay and
 the story, the streamed JSON report, read by this process through a pipe) on the bench's
@@ -8,6 +9,11 @@ this process), so both see the same load. The command is forked from a small mea
 interpreter (:func:`bench._timing.run_own_rss`), so its peak RSS is its own, not this
 process's (which grows the homes). On an idle machine the loop runs ~120k events/s, so
 the command's rate at idle is about that rate divided by the ratio.
+
+``--icount`` counts instructions instead (``valgrind --tool=callgrind``: load-independent,
+but valgrind's CPU has no SHA extensions, so hashing weighs more than on most hardware): the
+command, and the stdlib loop alone (a process that runs it, less one that only imports it),
+at 10⁵ events, for each tree.
 
 ``--base DIR`` runs another checkout's command too (``git worktree add DIR main``, run with
 ``PYTHONPATH=DIR`` by this interpreter), in each pair right after this tree's: ratios and
@@ -67,13 +73,32 @@ def stdlib_loop(home: str) -> float:
     return time.process_time() - t0
 
 
+def icount(home: str, trees: dict[str, Path | None]) -> None:
+    """Instructions of the command (per tree) and of the stdlib loop alone, at ``home``."""
+    from bench.icount import count
+
+    env = {**os.environ, "INFOMARK_HOME": home, "INFOMARK_KEY": _KEY_HEX}
+    loop = [sys.executable, "-c", f"from bench.audit_cmd import stdlib_loop; stdlib_loop({home!r})"]
+    imports = [sys.executable, "-c", "import bench.audit_cmd"]
+    own = count(loop, b"", env, str(ROOT)) - count(imports, b"", env, str(ROOT))
+    print(f"instructions (callgrind), 100,000 events: the stdlib loop alone {own / 1e9:.2f} G")
+    argv = [sys.executable, "-m", "infomark", "audit", "--verify", "--json", "--session", "bench"]
+    for name, tree in trees.items():
+        tree_env = env if tree is None else {**env, "PYTHONPATH": str(tree)}
+        took = count(argv, b"", tree_env, str(tree or ROOT))
+        print(f"  {name}: the command {took / 1e9:.2f} G = {took / own:.2f}× the loop")
+
+
 def main(argv: list[str]) -> int:
     base = Path(argv[argv.index("--base") + 1]).resolve() if "--base" in argv else None
     rest = [a for i, a in enumerate(argv) if a != "--base" and (i == 0 or argv[i - 1] != "--base")]
-    pairs = int(rest[0]) if rest else 5
     trees: dict[str, Path | None] = {"this": None}
     if base is not None:
         trees["base"] = base
+    if "--icount" in rest:
+        icount(str(grow(100_000)), trees)
+        return 0
+    pairs = int(rest[0]) if rest else 5
     big, small = str(grow(100_000)), str(grow(10_000))
     for tree in trees.values():
         run_command(big, tree)  # warm: bytecode, page cache

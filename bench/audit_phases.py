@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     from infomark.cli.jsonout import write_json
     from infomark.gatekeeper import Gatekeeper
     from infomark.ledger.audit import build_audit
-    from infomark.ledger.timeline import finish_story, story_reader
+    from infomark.ledger.timeline import READS, finish_story, story_reader
     from infomark.ledger.verify import _Replay, _verify, verify_session
 
     gk = Gatekeeper.open(home, "bench")
@@ -47,10 +47,11 @@ def main(argv: list[str]) -> int:
         replay = clock() - t
         reader = story_reader("bench", keep=STORY_KEPT, ledger=led)
         t = clock()
-        _verify(led, "bench", None, _Replay("bench", reader.take))
+        _verify(led, "bench", None, _Replay("bench", reader.take, READS))
         story = clock() - t
         t = clock()
-        report = build_audit(led, verify=True, feed=story_reader("bench", keep=STORY_KEPT).take)
+        feed = story_reader("bench", keep=STORY_KEPT).take
+        report = build_audit(led, verify=True, feed=feed, wants=READS)
         whole = clock() - t
         t = clock()
         data = report.to_dict()

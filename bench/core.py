@@ -87,8 +87,7 @@ def grow(events: int) -> Path:
                         evidence_class=EvidenceClass.EXECUTION,
                         key_id=key.key_id,
                         tool_class="execute",
-                        output_digest=digests[i],
-                        output_size=len(outputs[i]),
+                        output=(digests[i], len(outputs[i])),
                     )
                     ref, mac = ref_for(key, record)
                     led.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
@@ -495,6 +494,7 @@ def bench_authorize() -> None:
     from infomark.gatekeeper import Gatekeeper
     from infomark.gates.authorize import authorize_call
     from infomark.gates.config import Config
+    from infomark.kernel.tools import Classification, ToolClass
     from infomark.ledger.calls import ToolCall, ToolOutcome
 
     d = TMP / "authorize"
@@ -515,7 +515,7 @@ def bench_authorize() -> None:
     state, cfg = gk.store.state, Config()
 
     def pure() -> None:
-        authorize_call(state, tool="Edit", tool_class="modify", families=(), why=(),
+        authorize_call(state, tool="Edit", classified=Classification(ToolClass.MODIFY),
                        config=cfg, bypass=False)  # fmt: skip
 
     t = median_seconds(pure, repeat=n(2000, 500))

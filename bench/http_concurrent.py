@@ -7,18 +7,36 @@ Read, a PreToolUse Bash and the PostToolUse of that Bash call's output (a durabl
 a blob and a durable record), as a busy agent's hook does. The table gives the median and
 p99 round trip of every hook request. ``--base DIR`` serves from another checkout of
 infomark (``git worktree add DIR main``), alternated with this one (B A B A), so both see
-the same load. The goal (issue 28): p99 ≤ 10 ms.
+the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
+from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
+The goal (issue 28): p99 ≤ 10 ms.
+
+Wall-clock times on a loaded machine say little, so three load-independent measures of the
+server process cover the measured rounds (after the warm-up, which opens the sessions):
+
+- ``--cpu``: its CPU time (user + system, every thread, from ``/proc/PID/stat``) per request;
+- ``--strace``: ``strace -f -c`` attached to it: fsync + fdatasync and all system calls per
+  request (strace slows the server: its wall times are not reported);
+- ``--icount``: the server under ``valgrind --tool=callgrind``, counting only while the
+  measured rounds run: instructions per request (every thread; valgrind runs them one at a
+  time, ~50x slower, so its wall times are not reported);
+- ``--profile FILE``: the server under yappi (CPU clock, every thread), started when the
+  measured rounds start; the stats are written to ``FILE.LABEL.N`` (pstats format) when it
+  exits. ``yappi`` is not a dependency: ``pip install yappi`` first.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -29,6 +47,18 @@ from infomark.tools.serve import READY_PREFIX
 CLIENTS = 3
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
+_PROFILED = Path(__file__).with_name("_serve_profiled.py")
+
+
+@dataclass
+class Run:
+    """One run of the three clients: round trips (ms) and what the server spent on them."""
+
+    took: list[float] = field(default_factory=list)
+    requests: int = 0  # measured requests (after the warm-up)
+    cpu_s: float | None = None  # server user + system seconds over them
+    syscalls: dict[str, int] = field(default_factory=dict)  # strace -c: name -> calls
+    instructions: int | None = None  # callgrind, over the measured requests
 
 
 def _p(samples: list[float], q: float) -> float:
@@ -36,8 +66,21 @@ def _p(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(len(ordered) * q) - 1))]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system time of every thread of ``pid`` so far."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _client(
-    url: str, token: str, d: str, sid: str, out: list[float], go: threading.Barrier
+    url: str,
+    token: str,
+    d: str,
+    sid: str,
+    out: list[float],
+    go: threading.Barrier,
+    warm: threading.Barrier,
 ) -> None:
     def payload(
         event: str, tool: str, tool_input: dict[str, object], use: str
@@ -50,9 +93,12 @@ def _client(
                                      "interrupted": False}  # fmt: skip
         return data
 
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as c:
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, headers=auth, timeout=120) as c:
         go.wait()
         for i in range(WARMUP + ROUNDS):
+            if i == WARMUP:
+                warm.wait()  # the measurement of the server starts here
             use = f"{sid}-{i}"
             for body in (
                 payload("PreToolUse", "Read", {"file_path": "x.py"}, use + "r"),
@@ -67,34 +113,124 @@ def _client(
                     out.append(took)
 
 
-def run(tree: Path) -> list[float]:
-    """Every hook round trip (ms) of one run of the three clients on a fresh home."""
+def _strace_counts(path: Path) -> dict[str, int]:
+    """``strace -c``'s table: system call -> calls."""
+    counts: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and re.fullmatch(r"[\d.]+", parts[0]) and parts[-1] != "total":
+            counts[parts[-1]] = int(parts[3])
+    return counts
+
+
+def _callgrind_total(path: Path) -> int:
+    """The instructions of a callgrind dump (its ``totals:`` line)."""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {path}")
+
+
+def run(
+    tree: Path,
+    *,
+    cpu: bool = False,
+    strace: bool = False,
+    profile: str = "",
+    icount: bool = False,
+    pure: bool = False,
+) -> Run:
+    """One run of the three clients on a fresh home, served from the checkout ``tree``
+    (``pure``: with ``httptools`` and ``uvloop`` hidden, so uvicorn runs h11 on asyncio)."""
     with tempfile.TemporaryDirectory() as d:
         home = Path(d) / ".infomark"
         token = ensure_token(home)
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+        path = str(tree)
+        if pure:
+            hide = Path(d) / "pure"
+            hide.mkdir()
+            for name in ("httptools", "uvloop"):
+                (hide / f"{name}.py").write_text('raise ImportError("hidden by the bench")\n')
+            path = f"{hide}{os.pathsep}{tree}"
+        env = {**os.environ, "PYTHONPATH": path}
+        head = [sys.executable, str(_PROFILED), profile] if profile else [
+            sys.executable, "-m", "infomark.tools.serve"]  # fmt: skip
+        grind = Path(d) / "callgrind.out"
+        if icount:
+            head = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                    f"--callgrind-out-file={grind}", *head]  # fmt: skip
         proc = subprocess.Popen(
-            [sys.executable, "-m", "infomark.tools.serve", "--home", str(home), "--root", d,
-             "--port", "0", "--no-access-log"],
+            [*head, "--home", str(home), "--root", d, "--port", "0", "--no-access-log"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=d, env=env,
         )  # fmt: skip
+        tracer: subprocess.Popen[str] | None = None
+        result = Run()
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().split(READY_PREFIX, 1)[1].split("/v1")[0]
             outs: list[list[float]] = [[] for _ in range(CLIENTS)]
             go = threading.Barrier(CLIENTS)
+            warm = threading.Barrier(CLIENTS + 1)
             threads = [
-                threading.Thread(target=_client, args=(url, token, d, f"c{k}", outs[k], go))
+                threading.Thread(target=_client, args=(url, token, d, f"c{k}", outs[k], go, warm))
                 for k in range(CLIENTS)
             ]
             for t in threads:
                 t.start()
+            warm.wait()
+            if strace:
+                out = Path(d) / "strace.txt"
+                how = os.environ.get("BENCH_STRACE", "strace -f -c").split()  # or -e trace=…
+                tracer = subprocess.Popen(
+                    [*how, "-o", str(out), "-p", str(proc.pid)],
+                    stderr=subprocess.PIPE, text=True,
+                )  # fmt: skip
+                assert tracer.stderr is not None
+                tracer.stderr.readline()  # "Process N attached …": every thread is traced
+            if profile:
+                proc.send_signal(signal.SIGUSR1)  # _serve_profiled starts yappi
+            if icount:
+                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)],
+                               capture_output=True, check=True)  # fmt: skip
+            before = _cpu_seconds(proc.pid) if cpu else 0.0
             for t in threads:
                 t.join()
-            return [x for o in outs for x in o]
+            if cpu:
+                result.cpu_s = _cpu_seconds(proc.pid) - before
+            if tracer is not None:
+                tracer.send_signal(signal.SIGINT)  # detach and write the table
+                tracer.wait(30)
+                result.syscalls = _strace_counts(out)
+            if icount:
+                subprocess.run(["callgrind_control", "-d", str(proc.pid)],
+                               capture_output=True, check=True)  # fmt: skip
+                result.instructions = _callgrind_total(Path(f"{grind}.1"))
+            if profile:
+                proc.send_signal(signal.SIGUSR2)  # stop yappi, write the stats
+                for _ in range(600):
+                    if os.path.exists(profile) or proc.poll() is not None:
+                        break
+                    time.sleep(0.05)
+            result.took = [x for o in outs for x in o]
+            result.requests = len(result.took)
+            return result
         finally:
+            if tracer is not None and tracer.poll() is None:
+                tracer.kill()
             proc.terminate()
-            proc.wait(15)
+            proc.wait(30)
+
+
+def _per_request(runs: list[Run]) -> tuple[float | None, dict[str, float]]:
+    """CPU ms and system calls per measured request, over ``runs``."""
+    n = sum(r.requests for r in runs)
+    cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
+    cpu_ms = sum(cpus) * 1000 / n if cpus and n else None
+    calls: dict[str, int] = {}
+    for r in runs:
+        for name, count in r.syscalls.items():
+            calls[name] = calls.get(name, 0) + count
+    return cpu_ms, {name: count / n for name, count in calls.items()}
 
 
 def main(argv: list[str]) -> int:
@@ -103,15 +239,46 @@ def main(argv: list[str]) -> int:
     if "--base" in argv:
         trees = {"base": Path(argv[argv.index("--base") + 1]).resolve(), **trees}
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
-    samples: dict[str, list[float]] = {k: [] for k in trees}
-    for _ in range(runs):  # B A B A: both sides see the same load
+    cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
+    global ROUNDS
+    ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
+    profile = argv[argv.index("--profile") + 1] if "--profile" in argv else ""
+    done: dict[str, list[Run]] = {k: [] for k in trees}
+    for n in range(runs):  # B A B A: both sides see the same load
         for label, tree in trees.items():
-            samples[label] += run(tree)
-    print(f"| {CLIENTS} clients, hook requests | n | median ms | p99 ms | max ms |")
-    print("|---|---|---|---|---|")
-    for label, xs in samples.items():
-        print(f"| {label} | {len(xs)} | {statistics.median(xs):.2f} | {_p(xs, 0.99):.2f} | "
-              f"{max(xs):.2f} |")  # fmt: skip
+            out = f"{profile}.{label.replace(' ', '-')}.{n}" if profile else ""
+            pure = label == "base" and "--base-pure" in argv
+            done[label].append(
+                run(tree, cpu=cpu, strace=strace, profile=out, icount=icount, pure=pure)
+            )
+    if icount:
+        print("| server, per measured request | instructions (M) | runs |")
+        print("|---|---|---|")
+        for label, rs in done.items():
+            each = [r.instructions / r.requests / 1e6 for r in rs if r.instructions]
+            print(f"| {label} | {statistics.median(each):.2f} | "
+                  f"{', '.join(f'{x:.2f}' for x in each)} |")  # fmt: skip
+        return 0
+    if not strace:
+        print(f"| {CLIENTS} clients, hook requests | n | median ms | p99 ms | max ms |")
+        print("|---|---|---|---|---|")
+        for label, rs in done.items():
+            xs = [x for r in rs for x in r.took]
+            print(f"| {label} | {len(xs)} | {statistics.median(xs):.2f} | "
+                  f"{_p(xs, 0.99):.2f} | {max(xs):.2f} |")  # fmt: skip
+    if cpu or strace:
+        print()
+        print("| server, per measured request | CPU ms (user+sys) | fsync+fdatasync | "
+              "system calls | top calls |")  # fmt: skip
+        print("|---|---|---|---|---|")
+        for label, rs in done.items():
+            cpu_ms, calls = _per_request(rs)
+            syncs = calls.get("fsync", 0.0) + calls.get("fdatasync", 0.0)
+            top = ", ".join(f"{k} {v:.1f}" for k, v in
+                            sorted(calls.items(), key=lambda kv: -kv[1])[:6])  # fmt: skip
+            cpu_txt = "-" if cpu_ms is None or strace else f"{cpu_ms:.2f}"
+            sys_txt = f"{syncs:.2f} | {sum(calls.values()):.1f} | {top}" if strace else "- | - | -"
+            print(f"| {label} | {cpu_txt} | {sys_txt} |")
     return 0
 
 

@@ -33,6 +33,7 @@ from infomark.gates.classify import classify_tool, declare_class
 from infomark.gates.config import Config, ledger_rules, load_config
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.protect import guard_decision, protected, session_cwd
+from infomark.kernel.contexts import Closing
 from infomark.kernel.decisions import FinishCode
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import RecordRefused, UserError
@@ -40,11 +41,11 @@ from infomark.kernel.profiles import PROFILES, Profile
 from infomark.kernel.records import replace
 from infomark.kernel.session_id import check_session_id
 from infomark.kernel.tools import Classification, ToolClass
-from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.calls import RECORD_OPTIONS, ToolCall, ToolOutcome, check_options
 from infomark.ledger.engine import Ledger, call_digest
 from infomark.ledger.evidence import Evidence
 from infomark.ledger.home import default_home, default_home_dir, ensure_private_dir
-from infomark.ledger.report import IngestReport
+from infomark.ledger.report import INGEST_OPTIONS, IngestReport
 from infomark.ledger.state import SessionState, held_key
 from infomark.ledger.store.journal import EventRow
 from infomark.ledger.store.select import pick_store
@@ -52,7 +53,7 @@ from infomark.ledger.store.select import pick_store
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, Unpack
 
     from _typeshed import StrPath
 
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     from infomark.gates.views import GateView, LedgerView
     from infomark.gates.weakened import Finding as WeakFinding
     from infomark.ledger.audit import AuditReport
+    from infomark.ledger.calls import RecordOptions
+    from infomark.ledger.report import IngestOptions
     from infomark.ledger.stamps.source import Refetch
 
 __all__ = ["GateView", "Gatekeeper", "LedgerView", "default_home", "set_default_attester"]
@@ -77,7 +80,7 @@ def set_default_attester(factory: Callable[[Gatekeeper], None] | None) -> None:
     _default_attester[0] = factory
 
 
-class Gatekeeper:
+class Gatekeeper(Closing):
     """The gatekeeper of one agent session."""
 
     def __init__(self, ledger: Ledger, config: Config) -> None:
@@ -103,6 +106,9 @@ class Gatekeeper:
         # What the hook last verified of this session's journal tail (the Claude Code hook's own
         # cache, not API): a pooled session then checks only what is new (hooks/failsafe.py).
         self._tail_memo: object | None = None
+        # The hook's steering inbox of this session (hooks/inbox.py), opened on its first use
+        # and kept while the session is open: a pooled session does not reconnect per call.
+        self._inbox: object | None = None
         if _default_attester[0] is not None:  # the public API's: infomark.Gatekeeper
             _default_attester[0](self)
 
@@ -175,13 +181,11 @@ class Gatekeeper:
         return self._ledger.refresh()
 
     def close(self) -> None:
+        inbox, self._inbox = self._inbox, None
+        close = getattr(inbox, "close", None)
+        if close is not None:
+            close()
         self._ledger.close()
-
-    def __enter__(self) -> Gatekeeper:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _track(self, *, finished: bool = False) -> None:
         from infomark.gates import moves
@@ -189,18 +193,13 @@ class Gatekeeper:
         moves.track(self._ledger, self.config, finished=finished)
 
     # -- the API -------------------------------------------------------------------------
-    def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> IngestReport:
-        """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines."""
-        pre = self._ledger.preparse(text, dedupe=dedupe)  # outside the write lock
+    def ingest(self, text: str, **opts: Unpack[IngestOptions]) -> IngestReport:
+        """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines.
+        The options: :class:`~infomark.ledger.report.IngestOptions`."""
+        check_options("ingest", opts, INGEST_OPTIONS)
+        pre = self._ledger.preparse(text, dedupe=opts.get("dedupe", False))  # outside the lock
         with self._ledger.transaction():
-            report = self._ledger.ingest(text, source=source, cursor=cursor, dedupe=dedupe, pre=pre)
+            report = self._ledger.ingest(text, pre=pre, **opts)
             if report.ledger_updated:
                 grading_flow.declare(self._ledger, self.config)
             if report.gate_moves:
@@ -270,14 +269,7 @@ class Gatekeeper:
         return a.decision
 
     def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
-        call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
+        self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[RecordOptions]
     ) -> Evidence:
         """Record the result of an authorized call as signed evidence (ref and tag).
 
@@ -286,40 +278,41 @@ class Gatekeeper:
         :class:`~infomark.kernel.errors.RecordRefused`. A declared ``tool_class`` decides the
         evidence class too (``execute`` → execution, ``read``/``search`` → observation,
         ``web`` → web, others → ineligible); the configuration's ``[evidence_classes]`` entry
-        for the tool's name still wins.
+        for the tool's name still wins. The options: :class:`~infomark.ledger.calls.RecordOptions`.
         """
+        check_options("record", opts, RECORD_OPTIONS)
+        tool_class = opts.get("tool_class")
         c = self._recorded_classification(call, tool_class)
         declared = c.tool_class if tool_class is not None else None
         cov = watch.cover(
             self._ledger, self.config, call, c, declared=tool_class is not None, deciding=False
         )
         cls_ = cov.classification.tool_class.value
-        cid = call_id or call.tool_call_id
+        cid = opts.get("call_id") or call.tool_call_id
         refused: RecordRefused | None = None
         stored = self._ledger.store_output(outcome)  # before the lock: a big blob takes time
+        # One transaction, one durable commit: the evidence and what the policy layer makes
+        # of it commit together (or neither does).
         with self._ledger.transaction():
             pending = self._ledger.state.pending_calls.get(cid or "")
-            try:
+            try:  # the engine records what the facade classified, with the caller's options
                 evidence = self._ledger.record(
                     call,
                     outcome,
-                    tool_class=cls_,
+                    **opts | {"tool_class": cls_, "call_id": cid},
                     declared=declared,
-                    call_id=cid,
-                    cwd=cwd,
-                    background_id=background_id,
                     stored=stored,
                 )
             except RecordRefused as exc:  # journaled by the engine: commit that, then raise
                 refused = exc
+            if refused is None:
+                if pending is not None and pending.get("grading"):
+                    # The user let a held edit of a grading file run: what it wrote is approved
+                    grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
+                self._track()
+                text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         if refused is not None:
             raise refused
-        with self._ledger.transaction():
-            if pending is not None and pending.get("grading"):
-                # The user let a held edit of a grading file run: what it wrote is approved
-                grading_flow.approve_held(self._ledger, str(pending["grading"]), call)
-            self._track()
-            text = self._commit(self.policy.after_tool(self._ledger, call, outcome, evidence))
         grading_flow.check(self._ledger, self.config)
         notice = watch.after_record(self._ledger, self.config, call, cov)
         text = "\n".join(t for t in (notice, text) if t)
@@ -796,13 +789,11 @@ def _find_protected(gk: Gatekeeper, a: _Authorizing) -> None:
 def _grounding_gate(gk: Gatekeeper, a: _Authorizing) -> None:
     """The grounding gate decides on the session state as it is now."""
     watch.refresh(gk._ledger)
-    c, cov = a.c, a.cov
+    cov = a.cov
     a.decision = authorize_call(
         gk._ledger.state,
         tool=a.call.tool,
-        tool_class=c.tool_class,
-        families=tuple(c.families),
-        why=tuple(c.reasons),
+        classified=a.c,
         config=gk.config,
         bypass=a.bypass,
         scratch=cov.scratch,

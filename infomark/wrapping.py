@@ -23,12 +23,15 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack, overload
 
 from infomark.gates.decision import Decision, Verdict
 from infomark.kernel.environ import agent_env
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.evidence import Evidence, Outcome
+
+if TYPE_CHECKING:
+    from infomark.ledger.calls import RecordOptions
 
 __all__ = [
     "AsyncGatedSession",
@@ -52,9 +55,8 @@ class GatedSession(Protocol):
     def authorize(self, call: ToolCall, *, tool_class: str | None = None) -> Decision: ...
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None,
-        call_id: str | None = None,
-    ) -> Evidence: ...  # fmt: skip
+        self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[RecordOptions]
+    ) -> Evidence: ...
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
 
@@ -68,9 +70,8 @@ class AsyncGatedSession(Protocol):
     ) -> Awaitable[Decision]: ...
 
     def record(
-        self, call: ToolCall, outcome: ToolOutcome, *, tool_class: str | None = None,
-        call_id: str | None = None,
-    ) -> Awaitable[Evidence]: ...  # fmt: skip
+        self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[RecordOptions]
+    ) -> Awaitable[Evidence]: ...
 
     def after_tool_text(self, call: ToolCall, outcome: ToolOutcome, evidence: Evidence) -> str: ...
 

@@ -255,3 +255,37 @@ def test_install_refuses_to_clobber_broken_settings(tmp_path: Path) -> None:
     )
     assert p.returncode == 2 and "not valid JSON" in p.stderr
     assert settings.read_text() == "{broken"
+
+
+def test_the_lazy_command_table_names_what_each_module_registers() -> None:
+    """``COMMANDS`` (which module to import for a command) is exactly what registers."""
+    import importlib
+
+    import click
+
+    from infomark.cli.app import COMMANDS
+
+    found: dict[str, str] = {}
+    for module in sorted(set(COMMANDS.values())):
+        group = click.Group()
+        importlib.import_module(f"infomark.cli.commands_{module}").register(group)
+        found.update(dict.fromkeys(group.commands, module))
+    assert found == COMMANDS
+
+
+def test_audit_json_imports_neither_rich_nor_the_other_commands(home: Path) -> None:
+    """``audit --json`` loads its own command module only: no rich, no eval harness."""
+    assert cli(home, "ingest", "-", stdin=LEDGER).returncode == 0
+    code = (
+        "import sys, contextlib, io\n"
+        "from infomark.cli.entry import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['audit', '--json', '--home', sys.argv[1], '--session', 'cli'])\n"
+        "mods = sorted(m for m in sys.modules if m.split('.')[0] == 'rich'"
+        " or m.startswith('infomark.cli.commands_'))\n"
+        "print(code, mods)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(home)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0", "['infomark.cli.commands_audit']"]

@@ -18,31 +18,41 @@ from infomark.kernel.errors import InfomarkError
 __all__ = ["cli", "run"]  # the exit codes are infomark.cli.base's
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Each command's module, imported only when that command runs (``--help`` imports them
+#: all): ``infomark audit --json`` never loads the others' dependencies (rich, the eval
+#: harness). ``tests/test_cli.py`` pins this table to what the modules register.
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("init", "ingest", "record", "verify-bundle", "events"), "ledger"),
+    **dict.fromkeys(("sessions", "audit", "report", "key"), "audit"),
+    **dict.fromkeys(
+        ("authorize", "approve", "held", "check", "finish", "gate", "kernel", "demo"), "gates"
+    ),
+    **dict.fromkeys(("install", "doctor", "mcp-proxy", "serve", "state"), "tools"),
+    **dict.fromkeys(("run", "send"), "run"),
+    **dict.fromkeys(("fork", "merge"), "fork"),
+    **dict.fromkeys(("eval", "activate", "replay"), "eval"),
+}
+
+
+class _Commands(click.Group):
+    """The group of :data:`COMMANDS`: a command's module is imported when it is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            import importlib
+
+            importlib.import_module(f"infomark.cli.commands_{module}").register(self)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="infomark")
 def cli() -> None:
     """infomark: the runtime, not the model, grades the agent's claims."""
-
-
-def _register() -> None:
-    from infomark.cli import (
-        commands_audit,
-        commands_eval,
-        commands_fork,
-        commands_gates,
-        commands_ledger,
-        commands_run,
-        commands_tools,
-    )
-
-    if "init" not in cli.commands:
-        commands_ledger.register(cli)
-        commands_audit.register(cli)
-        commands_gates.register(cli)
-        commands_tools.register(cli)
-        commands_run.register(cli)
-        commands_fork.register(cli)
-        commands_eval.register(cli)
 
 
 def run(args: list[str]) -> int:
@@ -55,7 +65,6 @@ def run(args: list[str]) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    _register()
     as_json = "--json" in args
     otel = None
     try:

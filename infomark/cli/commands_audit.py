@@ -159,7 +159,7 @@ def audit(
     The session is named as with ``report``: ``infomark audit S`` or ``--session S``.
     """
     from infomark.ledger.audit import build_audit
-    from infomark.ledger.timeline import finish_story, story_reader
+    from infomark.ledger.timeline import READS, finish_story, story_reader
 
     _name_session(name)
     gk, session, chosen = _open_existing()
@@ -170,7 +170,9 @@ def audit(
         g.store.check_artifacts()  # what g.audit() does; the timeline comes from the same pass
         with g.store.journal.snapshot():  # the report and the story: one committed state
             feed = reader.take if checked else None
-            report = build_audit(g.store, verify=checked, progress=_tty_progress(), feed=feed)
+            report = build_audit(
+                g.store, verify=checked, progress=_tty_progress(), feed=feed, wants=READS
+            )
             if not checked:
                 for row in g.events():
                     reader.feed(row)

@@ -20,7 +20,7 @@ from infomark.kernel.digest import sha256
 from infomark.kernel.graph import DEFAULT_GRAPH
 from infomark.kernel.profiles import Profile
 from infomark.kernel.records import replace
-from infomark.kernel.tools import ToolClass
+from infomark.kernel.tools import Classification, ToolClass
 from infomark.ledger.calls import ToolCall
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.state import ClaimState, SessionState
@@ -138,21 +138,20 @@ def authorize_call(
     state: SessionState,
     *,
     tool: str,
-    tool_class: ToolClass,
-    families: tuple[str, ...],
-    why: tuple[str, ...],
+    classified: Classification,
     config: Config,
     bypass: bool,
     scratch: str | None = None,
     revert: bool = False,
 ) -> Decision:
-    """Decide allow / deny / ask for one classified call.
+    """Decide allow / deny / ask for one call, ``classified`` (its class, the destructive
+    families it touches, and why).
 
     ``scratch``: the reason when the call touches only the agent's own files (found by the
     facade with :mod:`infomark.gates.scratch`); ``revert``: the call restores files an
     unannounced mutation changed.
     """
-    call = (state, tool, tool_class, families, why, config)
+    call = (state, tool, classified, config)
     if not config.profile.enforcing:
         c = _Call(*call, Profile.LEDGER, False, scratch, revert)
         would = _decide(c)
@@ -203,17 +202,17 @@ class _Call:
         self,
         state: SessionState,
         tool: str,
-        tool_class: ToolClass,
-        families: tuple[str, ...],
-        why: tuple[str, ...],
+        classified: Classification,
         config: Config,
         profile: Profile,
         bypass: bool,
         scratch: str | None,
         revert: bool,
     ) -> None:
-        self.state, self.tool, self.tool_class, self.config = state, tool, tool_class, config
-        self.families, self.why, self.gate, self.profile = families, why, state.gate, profile
+        self.state, self.tool, self.config = state, tool, config
+        tool_class = self.tool_class = classified.tool_class
+        self.families, self.why = tuple(classified.families), tuple(classified.reasons)
+        self.gate, self.profile = state.gate, profile
         self.bypass, self.scratch, self.revert = bypass, scratch, revert
         self.strict = profile.walks_graph
         self.effective = ToolClass.MODIFY if tool_class == ToolClass.UNKNOWN else tool_class

@@ -9,7 +9,7 @@ re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from infomark.kernel.records import dataclass, field
@@ -88,25 +88,27 @@ def build_audit(
     verify: bool = True,
     progress: Callable[[int, int], None] | None = None,
     feed: RowFeed | None = None,
+    wants: Collection[str] = (),
 ) -> AuditReport:
     """The audit of the ledger's session; with ``verify``, one pass verifies and replays.
 
     ``feed``: called with every row of that pass, ``(seq, type, payload, timestamp)``, with
-    ``verify`` only, so a caller can build more from the same read (the CLI's story).
+    ``verify`` only, so a caller can build more from the same read (the CLI's story);
+    ``wants``: the types whose payload ``feed`` reads (any other may come unparsed, as an
+    empty mapping).
 
     The whole report is read in one snapshot of the store: a live session is reported as
     of one committed head, never half before and half after a concurrent write."""
     with ledger.journal.snapshot():
-        return _build_audit(ledger, verify, progress, feed)
+        return _build_audit(ledger, verify, progress, _Replay(ledger.session, feed, wants))
 
 
 def _build_audit(
     ledger: Ledger,
     verify: bool,
     progress: Callable[[int, int], None] | None,
-    feed: RowFeed | None,
+    rep: _Replay,
 ) -> AuditReport:
-    rep = _Replay(ledger.session, feed)
     if verify:  # the rows the report lists are taken on the way (no second read)
         problems = _verify(ledger, ledger.session, progress, rep)
         state = rep.state

@@ -7,12 +7,39 @@ from collections.abc import Mapping
 from infomark.kernel.records import dataclass, field, replace
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: typing costs a hook's start-up
+    from typing import Any, TypedDict
 
     from infomark.kernel.spooled import LargeText
 
-__all__ = ["ToolCall", "ToolOutcome"]
+    class RecordOptions(TypedDict, total=False):
+        """The keyword options of every ``record`` (the facade, the engine, the HTTP clients
+        and the protocols they satisfy), written once: ``**opts: Unpack[RecordOptions]``.
+
+        ``tool_class``: the class the integration declares for the tool (it decides the
+        evidence class); ``call_id``: the pending call the result pairs with (default: the
+        call's ``tool_call_id``); ``cwd``: the directory the tool ran in (default: the
+        project root); ``background_id``: the host's id of a run started in the background.
+        """
+
+        tool_class: str | None
+        call_id: str | None
+        cwd: str | None
+        background_id: str | None
+
+
+__all__ = ["RECORD_OPTIONS", "ToolCall", "ToolOutcome", "check_options"]
+
+#: The keys of :class:`RecordOptions` (a type only), for the run-time check of a public
+#: ``record``: ``**opts`` takes any keyword, and a misspelt one must still be a TypeError.
+RECORD_OPTIONS = ("tool_class", "call_id", "cwd", "background_id")
+
+
+def check_options(method: str, opts: Mapping[str, object], known: tuple[str, ...]) -> None:
+    """TypeError, as Python words it, for a keyword ``method`` does not take."""
+    for key in opts:
+        if key not in known:
+            raise TypeError(f"{method}() got an unexpected keyword argument {key!r}")
 
 
 @dataclass(frozen=True, slots=True)

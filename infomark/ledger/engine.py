@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 
-from infomark.kernel.contexts import contextmanager
+from infomark.kernel.contexts import Closing, contextmanager
 from infomark.kernel.digest import compare_digest, sha256
 from infomark.kernel.errors import RecordRefused, StoreError
 from infomark.kernel.reasons import RejectReason
@@ -40,11 +40,20 @@ from infomark.ledger.store.select import open_blobs, open_journal
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, Unpack
 
     from _typeshed import StrPath
 
     from infomark.ledger.blocks import ParsedMessage
+    from infomark.ledger.calls import RecordOptions
+    from infomark.ledger.report import IngestOptions
+
+    class EngineRecordOptions(RecordOptions, total=False):
+        """:class:`RecordOptions` and what the facade adds: the declared class, the output
+        already stored (:meth:`Ledger.record`)."""
+
+        declared: ToolClass | None
+        stored: tuple[str, int] | None
 
     #: :meth:`Ledger.preparse`'s answer: the text's digest, whether it may hold blocks,
     #: and its parse (None when it holds none or is a known duplicate).
@@ -73,7 +82,7 @@ def _read_only(call: ToolCall) -> bool:
     return ann.get("readOnlyHint") is True or ann.get("read_only_hint") is True
 
 
-class Ledger:
+class Ledger(Closing):
     """One session's ledger in a home directory."""
 
     def __init__(
@@ -244,30 +253,23 @@ class Ledger:
         return self.blobs.put_large(data)  # streamed from the hook's stdin: never held whole
 
     def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
-        declared: ToolClass | None = None,
-        call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
-        stored: tuple[str, int] | None = None,
+        self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[EngineRecordOptions]
     ) -> Evidence:
         """Record the result of an authorized call as signed evidence (with its ref and tag).
 
-        ``stored``: what :meth:`store_output` returned for this outcome, called before the
-        write transaction (a large output is then written without holding the home's lock).
+        The options are :class:`~infomark.ledger.calls.RecordOptions` and two of the facade's:
+        ``stored``, what :meth:`store_output` returned for this outcome, called before the
+        write transaction (a large output is then written without holding the home's lock);
+        ``declared``, the class the integration declared for this tool, which decides the
+        evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
 
         ``call_id`` (default: ``call.tool_call_id``) must name a pending call that was
         authorized with the same tool and input, and only once: anything else is journaled
         as ``record_refused`` and raises :class:`RecordRefused`; it never yields evidence.
-        ``declared``: the class the integration declared for this tool; it decides the
-        evidence class (see :func:`~infomark.ledger.evidence.evidence_class_for`).
         """
-        cid = call_id or call.tool_call_id
-        output = stored or self.store_output(outcome)
+        cid = opts.get("call_id") or call.tool_call_id
+        declared = opts.get("declared")
+        output = opts.get("stored") or self.store_output(outcome)
         eclass = evidence_class_for(call.tool, self.evidence_overrides, declared=declared)
         if eclass is EvidenceClass.INELIGIBLE and declared is None and _read_only(call):
             eclass = EvidenceClass.OBSERVATION  # an MCP tool that declares it only reads
@@ -293,9 +295,10 @@ class Ledger:
                     },
                 )
             else:
+                tool_class = opts.get("tool_class")  # as the caller declared or classified it
                 seq, record = self._next_record(call, outcome, eclass, tool_class, output)
                 record["call_id"] = cid
-                record["cwd"] = cwd or self.root_dir
+                record["cwd"] = opts.get("cwd") or self.root_dir
                 command = call.command
                 if command is not None:
                     record["oracle_key"] = shell_text(command)
@@ -305,7 +308,7 @@ class Ledger:
                     record["completes"] = finished.get("ref")
                 if background:
                     record["background"] = True
-                    record["background_id"] = background_id
+                    record["background_id"] = opts.get("background_id")
                 ref = self._sign(record, seq)
         if refused is not None:
             raise refused
@@ -330,8 +333,7 @@ class Ledger:
             evidence_class=eclass,
             key_id=self.key.key_id,
             tool_class=tool_class,
-            output_digest=output[0],
-            output_size=output[1],
+            output=output,
         )
         return seq, record
 
@@ -462,19 +464,16 @@ class Ledger:
         return digest, blocks, parsed
 
     def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-        pre: Preparsed | None = None,
+        self, text: str, *, pre: Preparsed | None = None, **opts: Unpack[IngestOptions]
     ) -> IngestReport:
         """Parse assistant text and apply every block in order (one transaction).
 
         ``pre`` is :meth:`preparse`'s answer for ``text``, computed by a caller that takes
         the write lock around this call (the facade), so the parse stays outside the lock.
+        The options: :class:`~infomark.ledger.report.IngestOptions`.
         """
+        source, cursor = opts.get("source", "assistant"), opts.get("cursor")
+        dedupe = opts.get("dedupe", False)
         report = IngestReport()
         digest, blocks, parsed = pre if pre is not None else self.preparse(text, dedupe=dedupe)
         with self.transaction():
@@ -581,12 +580,6 @@ class Ledger:
 
     def close(self) -> None:
         self.journal.close()
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _journaled_error(d: Mapping[str, Any], text: str) -> dict[str, Any]:

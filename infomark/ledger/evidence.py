@@ -134,16 +134,14 @@ def build_record(
     evidence_class: EvidenceClass,
     key_id: str,
     tool_class: str | None = None,
-    output_digest: str | None = None,
-    output_size: int | None = None,
+    output: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     """The canonical evidence record (everything the MAC covers).
 
     A caller that already hashed the output (the engine, while storing its blob) passes
-    ``output_digest`` and ``output_size``, so a large output is encoded and hashed once.
+    it as ``output``, ``(digest, size)``, so a large output is encoded and hashed once.
     """
-    if output_digest is None or output_size is None:
-        output_digest, output_size = _output_digest(outcome.output)
+    output_digest, output_size = output or _output_digest(outcome.output)
     inp = dict(call.input)
     record: dict[str, Any] = {
         "v": 1,

@@ -5,10 +5,27 @@ from __future__ import annotations
 from infomark.kernel.records import dataclass, field
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # types only: typing costs a hook's start-up
+    from typing import Any, TypedDict
 
-__all__ = ["IngestReport"]
+    class IngestOptions(TypedDict, total=False):
+        """The keyword options of every ``ingest`` (the facade, the engine, the HTTP
+        clients), written once: ``**opts: Unpack[IngestOptions]``.
+
+        ``source`` (default ``"assistant"``): where the text came from (``transcript``,
+        ``final``, ``mcp`` …); ``cursor``: ``(file, offset)`` of a transcript read up to
+        here, journaled with it; ``dedupe`` (default False): skip a text already ingested.
+        """
+
+        source: str
+        cursor: tuple[str, int] | None
+        dedupe: bool
+
+
+__all__ = ["INGEST_OPTIONS", "IngestReport"]
+
+#: The keys of :class:`IngestOptions` (a type only), for the run-time check of ``ingest``.
+INGEST_OPTIONS = ("source", "cursor", "dedupe")
 
 
 @dataclass(slots=True)

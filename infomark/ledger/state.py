@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
 __all__ = [
+    "REDUCERS",
     "ClaimState",
     "SessionState",
     "StampState",
@@ -198,6 +199,9 @@ def state_from_dict(data: Mapping[str, Any]) -> SessionState:
 
 Reducer: TypeAlias = "Callable[[SessionState, int, Mapping[str, Any]], None]"
 _REDUCERS: dict[str, Reducer] = {}
+#: event type -> its reducer, as :func:`apply` picks it (the audit's replay reduces a page
+#: of rows at a time with it, :class:`infomark.ledger.verify._Replay`)
+REDUCERS: Mapping[str, Reducer] = _REDUCERS
 
 
 def _reducer(*types: str) -> Callable[[Reducer], Reducer]:
@@ -346,7 +350,8 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         state.last_exec_seq = seq
         if record.get("outcome") != "PASS":
             state.last_exec_fail_seq = seq
-        _contradictions(state, seq, record)
+        if state.claims:  # only a stamped claim can be contradicted
+            _contradictions(state, seq, record)
         key = record.get("oracle_key") or record.get("command")
         if key and not record.get("background"):
             state.runs.pop(str(key), None)

@@ -25,6 +25,7 @@ from infomark.ledger.store.journal import EventRow
 __all__ = [
     "DEFAULT_FAIL_ON",
     "FAIL_ON",
+    "READS",
     "VERDICTS",
     "ClaimStep",
     "Entry",
@@ -267,7 +268,8 @@ class _Reader:
         self.take(row.seq, row.type, row.payload, row.timestamp)
 
     def take(self, seq: int, type_: str, payload: Mapping[str, Any], ts: str) -> None:
-        """One row, in seq order (the audit's verification pass calls this directly)."""
+        """One row, in seq order (the audit's verification pass calls this directly; the
+        payload of a type not in :data:`READS` may come unparsed, as an empty mapping)."""
         st = self.story
         if seq > st.events:
             st.events = seq
@@ -464,6 +466,10 @@ class _Reader:
 _HANDLERS: dict[str, Callable[[_Reader, int, str, Mapping[str, Any]], None]] = {
     name[3:]: fn for name, fn in vars(_Reader).items() if name.startswith("on_")
 }
+
+
+#: The event types whose payload the story reads (every other one only counts and dates).
+READS = frozenset(_HANDLERS)
 
 
 def _outcome(record: Mapping[str, Any]) -> str:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-from infomark.kernel.digest import hmac_hex_many
+from infomark.kernel.digest import hmac_hex_many, hmac_pads
+from infomark.kernel.jsonc import loads_compact
 from infomark.kernel.records import asdict, dataclass
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.lineage import issued_in
-from infomark.ledger.state import SessionState, apply
+from infomark.ledger.state import REDUCERS, SessionState
 from infomark.ledger.store.base import _STR, GENESIS, event_hash, loads_object
 
 __all__ = ["Problem", "verify_session"]
@@ -145,66 +146,69 @@ def _walk_rows(
 ) -> None:
     """Each row, in seq order: no seq missing or repeated, chained to the row before it, its
     hash recomputed, its MAC this key's (a foreign key id is noted for :func:`_one_key`),
-    then what it says of the evidence (:func:`_row_evidence`); the replay, when there is
-    one, takes the row parsed at most once."""
+    then what it says of the evidence (:func:`_row_evidence`). The rows come a page at a
+    time (:meth:`~BaseJournal.stream_pages`); the replay, when there is one, takes each
+    row once it is checked, with its payload if the checks parsed it."""
     ledger, sess, problems = p.ledger, p.sess, p.problems
     j = ledger.journal
-    ours_kid, mac_of = ledger.key.key_id, p.mac_of
+    ours_kid, (new_inner, new_outer) = ledger.key.key_id, hmac_pads(ledger.key.secret)
     prev, expected, last_seq, n, ours = GENESIS, 1, 0, 0, False
     other_key, foreign = p.other_key, p.foreign
     total = j.last_seq(sess) if progress is not None else 0
     pending = p.pending
     esc, sha256, compare = _ESC, hashlib.sha256, hmac.compare_digest
-    take = replay.apply if replay is not None else None
     escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
-    for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in j.stream_rows(sess):
-        n += 1
-        if progress is not None and not n & 4095:
+    take = replay.apply if replay is not None else None
+    for page in j.stream_pages(sess):
+        for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in page:
+            if seq != expected:
+                if seq > expected:
+                    msg = f"event {expected} is missing (deleted)"
+                    problems.append(Problem(sess, expected, "missing", msg))
+                else:
+                    problems.append(Problem(sess, seq, "inserted", f"event {seq} appears twice"))
+                expected = seq
+            if prev_hash != prev:
+                problems.append(Problem(sess, seq, "reordered", _UNCHAINED.format(seq)))
+            try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
+                if type(seq) is not int:
+                    raise TypeError(seq)
+                # session, type and key id repeat row after row: each is escaped once
+                e_s, e_t, e_k = escaped.get(s), escaped.get(type_), escaped.get(kid)
+                if e_s is None or e_t is None or e_k is None:
+                    e_s, e_t, e_k = esc(s), esc(type_), esc(kid)
+                    if len(escaped) < 256:  # a garbled journal's odd values stay uncached
+                        escaped.update(((s, e_s), (type_, e_t), (kid, e_k)))
+                text = f"{prev_hash}\n[{e_s},{seq},{e_t},{esc(payload)},{esc(ts)},{e_k}]"
+                recomputed = sha256(text.encode()).hexdigest()
+            except (UnicodeEncodeError, TypeError, ValueError):
+                recomputed = _safe_hash(prev_hash, s, seq, type_, payload, ts, kid)
+            if recomputed != h:  # a public hash: plain comparison
+                problems.append(Problem(sess, seq, "edited", f"event {seq} ({type_}) was edited"))
+            elif kid != ours_kid:
+                other_key.add(kid)
+                foreign.append((seq, kid))
+            else:  # HMAC-SHA256 of the hash, hmac_hex_many() inlined
+                inner, outer = new_inner(), new_outer()
+                inner.update(h.encode())
+                outer.update(inner.digest())
+                if compare(outer.hexdigest(), mac):
+                    ours = True
+                else:
+                    msg = f"event {seq} has a MAC this key did not make"
+                    problems.append(Problem(sess, seq, "bad_mac", msg))
+            here: list[tuple[Any, ...]] = _NONE
+            if pending is not None and pending[1] <= seq:
+                here, pending = _index_rows(p, seq, pending)
+            parsed: dict[str, Any] | None = None
+            if here or type_ == "evidence_recorded" or type_ == "merged_from":
+                parsed = _row_evidence(p, here, seq, type_, payload)
+            if take is not None:
+                take(seq, type_, payload, ts, parsed)
+            prev, expected, last_seq = h, seq + 1, seq
+        n += len(page)
+        if progress is not None:
             progress(n, total)
-        if seq != expected:
-            if seq > expected:
-                problems.append(
-                    Problem(sess, expected, "missing", f"event {expected} is missing (deleted)")
-                )
-            else:
-                problems.append(Problem(sess, seq, "inserted", f"event {seq} appears twice"))
-            expected = seq
-        if prev_hash != prev:
-            problems.append(Problem(sess, seq, "reordered", _UNCHAINED.format(seq)))
-        try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
-            if type(seq) is not int:
-                raise TypeError(seq)
-            # session, type and key id repeat row after row: each is escaped once
-            e_s, e_t, e_k = escaped.get(s), escaped.get(type_), escaped.get(kid)
-            if e_s is None or e_t is None or e_k is None:
-                e_s, e_t, e_k = esc(s), esc(type_), esc(kid)
-                if len(escaped) < 256:  # a garbled journal's odd values stay uncached
-                    escaped.update(((s, e_s), (type_, e_t), (kid, e_k)))
-            text = f"{prev_hash}\n[{e_s},{seq},{e_t},{esc(payload)},{esc(ts)},{e_k}]"
-            recomputed = sha256(text.encode()).hexdigest()
-        except (UnicodeEncodeError, TypeError, ValueError):
-            recomputed = _safe_hash(prev_hash, s, seq, type_, payload, ts, kid)
-        if recomputed != h:  # a public hash: plain comparison
-            problems.append(Problem(sess, seq, "edited", f"event {seq} ({type_}) was edited"))
-        elif kid != ours_kid:
-            other_key.add(kid)
-            foreign.append((seq, kid))
-        elif not compare(mac_of(h.encode()), mac):
-            msg = f"event {seq} has a MAC this key did not make"
-            problems.append(Problem(sess, seq, "bad_mac", msg))
-        else:
-            ours = True
-        here: list[tuple[Any, ...]] = _NONE
-        if pending is not None and pending[1] <= seq:
-            here, pending = _index_rows(p, seq, pending)
-        parsed: dict[str, Any] | None = None
-        if here or type_ == "evidence_recorded" or type_ == "merged_from":
-            parsed = _row_evidence(p, here, seq, type_, payload)
-        if take is not None:
-            take(seq, type_, loads_object(payload) if parsed is None else parsed, ts)
-        prev, expected, last_seq = h, seq + 1, seq
-    if progress is not None:
-        progress(n, total)
     p.prev, p.last_seq, p.n, p.ours, p.pending = prev, last_seq, n, ours, pending
 
 
@@ -449,19 +453,28 @@ LISTED = (
     "unannounced_mutation",
 )
 
-#: What the replay hands on, per row: ``(seq, type, payload, timestamp)``.
+#: What the replay hands on, per row: ``(seq, type, payload, timestamp)``; the payload of a
+#: type that neither the reducer, the listing nor the feed (its ``wants``) reads is left
+#: unparsed (an empty mapping).
 RowFeed = Callable[[int, str, dict[str, Any], str], None]
+
+_UNREAD: dict[str, Any] = {}  # the payload of a row no one reads (shared, never written)
+_REDUCED = frozenset(REDUCERS)
 
 
 class _Replay:
     """The projection rebuilt during the verification pass (the same reducer as live), the
     rows of the :data:`LISTED` types, and each row handed on to ``feed`` (the audit's story),
-    all from the one read."""
+    all from the one read. A payload is parsed at most once, and only when its type is one
+    the reducer, the listing or ``wants`` (the feed's types) reads."""
 
-    def __init__(self, session: str, feed: RowFeed | None = None) -> None:
+    def __init__(
+        self, session: str, feed: RowFeed | None = None, wants: Collection[str] = ()
+    ) -> None:
         self.state = SessionState(session=session)
         self.feed = feed  # each row, as read and parsed once (the audit's timeline)
         self.listed: dict[str, list[dict[str, Any]]] = {t: [] for t in LISTED}
+        self.read = _REDUCED | frozenset(LISTED) | frozenset(wants if feed is not None else ())
 
     @property
     def bypasses(self) -> list[dict[str, Any]]:
@@ -471,13 +484,35 @@ class _Replay:
     def rejections(self) -> list[dict[str, Any]]:
         return self.listed["stamp_rejected"]
 
-    def apply(self, seq: int, type_: str, payload: dict[str, Any], ts: str) -> None:
+    def apply(
+        self, seq: int, type_: str, payload: Any, ts: str, parsed: dict[str, Any] | None
+    ) -> None:
+        """One checked row, in seq order: ``payload`` as stored, ``parsed`` if the checks
+        parsed it (else None). Reduced as :func:`~infomark.ledger.state.apply` does."""
+        if parsed is None:
+            parsed = _parse(payload) if type_ in self.read else _UNREAD
         rows = self.listed.get(type_)
-        if rows is not None and (type_ != "files_written" or payload.get("scratch")):
-            rows.append({"seq": seq, **payload})
-        try:
-            apply(self.state, seq, type_, payload)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            self.state.seq = seq  # a garbled row: verification names it
+        if rows is not None and (type_ != "files_written" or parsed.get("scratch")):
+            rows.append({"seq": seq, **parsed})
+        state = self.state
+        fn = REDUCERS.get(type_)
+        if fn is not None:
+            # a fork's copied prefix is reduced at its origin's seq (as apply() does); a
+            # garbled row only advances seq (verification names it); suppress() would cost
+            # a context manager a row
+            try:  # noqa: SIM105
+                fn(state, seq - 1 if 1 < seq <= state.shift_until else seq, parsed)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass
+        state.seq = seq
         if self.feed is not None:
-            self.feed(seq, type_, payload, ts)
+            self.feed(seq, type_, parsed, ts)
+
+
+def _parse(payload: Any) -> dict[str, Any]:
+    """A stored payload (:func:`loads_object`): the C scanner's one call in the common case."""
+    try:
+        parsed = loads_compact(payload) if type(payload) is str else None
+    except (ValueError, RecursionError):
+        parsed = None
+    return parsed if type(parsed) is dict else loads_object(payload)

@@ -14,20 +14,23 @@ import base64
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
 from infomark.gates.decision import Decision, FinishDecision, Verdict
 from infomark.gates.views import GateView, LedgerView
 from infomark.kernel.errors import UserError
 from infomark.kernel.session_id import check_session_id
 from infomark.ledger.audit import AuditReport
-from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.calls import RECORD_OPTIONS, ToolCall, ToolOutcome, check_options
 from infomark.ledger.evidence import Evidence
-from infomark.ledger.report import IngestReport
+from infomark.ledger.report import INGEST_OPTIONS, IngestReport
 from infomark.tools.routes import operation
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+    from infomark.ledger.calls import RecordOptions
+    from infomark.ledger.report import IngestOptions
 
 __all__ = ["Call", "RemoteEvent", "Requests"]
 
@@ -37,25 +40,19 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class RemoteEvent:
-    """One journal event as the service streams it (``EventRow.public()`` shape)."""
+    """One journal event as the service streams it (``EventRow.public()`` shape); what a
+    line may leave out has its default."""
 
     session: str
     seq: int
     type: str
-    payload: dict[str, Any]
-    timestamp: str
-    hash: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    timestamp: str = ""
+    hash: str = ""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RemoteEvent:
-        return cls(
-            session=str(d["session"]),
-            seq=int(d["seq"]),
-            type=str(d["type"]),
-            payload=dict(d.get("payload") or {}),
-            timestamp=str(d.get("timestamp", "")),
-            hash=str(d.get("hash", "")),
-        )
+        return _build(cls, d)
 
     def public(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}  # the fields are the shape
@@ -100,10 +97,9 @@ def _record_body(call: ToolCall, outcome: ToolOutcome, tool_class: str | None) -
     return body
 
 
-def _ingest_body(
-    text: str, source: str, cursor: tuple[str, int] | None, dedupe: bool
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"text": text, "source": source, "dedupe": dedupe}
+def _ingest_body(text: str, opts: IngestOptions) -> dict[str, Any]:
+    source, cursor = opts.get("source", "assistant"), opts.get("cursor")
+    body: dict[str, Any] = {"text": text, "source": source, "dedupe": opts.get("dedupe", False)}
     if cursor is not None:
         body["cursor"] = [cursor[0], cursor[1]]
     return body
@@ -226,16 +222,10 @@ class Requests:
         """Sessions in the service's ledger home, with their event counts."""
         return self._call("sessions", lambda d: list(d["sessions"]))
 
-    def ingest(
-        self,
-        text: str,
-        *,
-        source: str = "assistant",
-        cursor: tuple[str, int] | None = None,
-        dedupe: bool = False,
-    ) -> Call[IngestReport]:
+    def ingest(self, text: str, **opts: Unpack[IngestOptions]) -> Call[IngestReport]:
         """Parse assistant text; apply claim_ledger, stamps, divergences and gate lines."""
-        return self._call("ingest", _ingest, _ingest_body(text, source, cursor, dedupe))
+        check_options("ingest", opts, INGEST_OPTIONS)
+        return self._call("ingest", _ingest, _ingest_body(text, opts))
 
     def classify(
         self, call: ToolCall, tool_class: str | None = None
@@ -250,23 +240,18 @@ class Requests:
         return self._call("authorize", _decision, _call_body(call, tool_class, bypass))
 
     def record(
-        self,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        tool_class: str | None = None,
-        call_id: str | None = None,
-        cwd: str | None = None,
-        background_id: str | None = None,
+        self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[RecordOptions]
     ) -> Call[Evidence]:
         """Record the result of an authorized call (``call_id`` from its decision)."""
-        body = _record_body(call, outcome, tool_class)
+        check_options("record", opts, RECORD_OPTIONS)
+        body = _record_body(call, outcome, opts.get("tool_class"))
+        call_id = opts.get("call_id")
         if call_id:  # the service pairs the record with the call authorize returned
             body["tool_call_id"] = call_id
-        if cwd is not None:
-            body["cwd"] = cwd
-        if background_id is not None:
-            body["background_id"] = background_id
+        for key in ("cwd", "background_id"):  # sent only when given
+            value = opts.get(key)
+            if value is not None:
+                body[key] = value
         return self._call("record", self._recorded, body)
 
     def _recorded(self, body: Mapping[str, Any]) -> Evidence:

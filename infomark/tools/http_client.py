@@ -32,6 +32,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
+from infomark.kernel.contexts import Closing
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.tools.client_base import (
     DEFAULT_URL,
@@ -87,7 +88,7 @@ def _async(
     return method
 
 
-class Client(ClientBase[httpx.Client]):
+class Client(ClientBase[httpx.Client], Closing):
     """A blocking client of one session on the infomark service (thread-safe).
 
     ``http`` shares an existing ``httpx.Client`` (its connection pool); a client
@@ -100,12 +101,6 @@ class Client(ClientBase[httpx.Client]):
     def close(self) -> None:
         if self._owns:
             self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _send(self, call: Call[R]) -> R:
         method, url, content, headers = self._request(call)

@@ -9,6 +9,10 @@ prints the client, request line and status only, never a request header.
 The home is created through ``ensure_private_dir`` (0700 and a ``.gitignore``) and the
 process runs with umask 077, so every file it writes there is 0600. It starts no other
 process (uvicorn serves in this one), so no ``INFOMARK_*`` variable is passed on.
+
+uvicorn parses HTTP with ``httptools`` and runs on ``uvloop`` (both dependencies; it falls
+back to ``h11`` and asyncio where they are missing): ~13% fewer instructions per hook
+request than the pure-Python pair (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ A gatekeeper is not safe for concurrent use, so each session's calls run one at 
 an ``anyio.Lock`` queues them in arrival order on the event loop, then the call runs in
 the threadpool under the slot's ``threading.Lock``. Different sessions run in parallel;
 their commits queue on one in-process write lock and share their WAL fsyncs (group commit,
-:mod:`~infomark.ledger.store.group_commit`). At most ``max_open`` stay open: past that, the
-least recently used idle ones are closed (and reopened on their next call), so SQLite
-connections stay bounded.
+:mod:`~infomark.ledger.store.group_commit`), and the durable commits of one call wait for
+the disk together, once, before the call returns (``Journal.sync_once``: a transcript's
+ingest and the decision after it, a record and the inbox's lease share one fsync). At most
+``max_open`` stay open: past that, the least recently used idle ones are closed (and
+reopened on their next call), so SQLite connections stay bounded.
 
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
@@ -148,7 +150,8 @@ class SessionPool:
                 if self.checkpointer is not None:
                     _defer_checkpoints(slot.gk)
             try:
-                return fn(slot.gk)
+                with slot.gk.store.journal.sync_once():  # one fsync for the request's commits
+                    return fn(slot.gk)
             finally:
                 if self.checkpointer is not None:
                     self.checkpointer.poke()

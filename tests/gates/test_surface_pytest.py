@@ -270,3 +270,19 @@ def test_a_source_packages_init_stays_source(tmp_path: Path) -> None:
     assert "__init__.py" in surface.files  # absent at the root: a new one would grade
     sources = source_set(surface, ["pkg/__init__.py", "pkg/core.py", "pkg/tests/test_core.py"])
     assert sources.carried("pkg/__init__.py") and not sources.carried("__init__.py")
+
+
+_PART = st.sampled_from(["a", "b", "", "test_a.py", "a_test.py", "conftest.py", ".x", "**", "[a]"])
+_NAME_PATTERN = st.sampled_from(
+    ["test_*.py", "*_test.py", "conftest.py", "*", "?", "[ab]", "", "**", "a*", "[!a]*"]
+)
+
+
+@given(st.lists(_PART, min_size=1, max_size=5), _NAME_PATTERN)
+def test_a_name_at_any_depth_matches_as_the_segment_walk_does(parts: list[str], name: str) -> None:
+    """``**/<name>`` (the runners' test and conftest globs) takes a fast path in
+    ``glob_match``: the same answer as matching segment by segment."""
+    from infomark.gates.surface.model import _match, glob_match
+
+    rel, pattern = "/".join(parts), f"**/{name}"
+    assert glob_match(rel, pattern) is _match(parts, pattern.split("/"))

@@ -19,7 +19,13 @@ from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.ledger.engine import Ledger
 from infomark.ledger.evidence import EvidenceClass, build_record, ref_for
 from infomark.ledger.keys import Key
-from infomark.ledger.timeline import SessionStory, finish_story, story_reader, summarize
+from infomark.ledger.timeline import (
+    READS,
+    SessionStory,
+    finish_story,
+    story_reader,
+    summarize,
+)
 
 KEY = Key.from_bytes(b"s" * 32)
 SESSION = "long"
@@ -36,8 +42,7 @@ def _run(led: Ledger, n: int, command: str) -> str:
         evidence_class=EvidenceClass.EXECUTION,
         key_id=KEY.key_id,
         tool_class="execute",
-        output_digest=led.blobs.put(output),
-        output_size=len(output),
+        output=(led.blobs.put(output), len(output)),
     )
     ref, mac = ref_for(KEY, record)
     led.emit("evidence_recorded", {"ref": ref, "record": record, "mac": mac})
@@ -63,7 +68,7 @@ def grow(home: Path, events: int) -> Ledger:
 def audit_story(led: Ledger, keep: int | None) -> SessionStory:
     """What ``infomark audit`` tells: the story fed from the audit's own pass."""
     reader = story_reader(SESSION, keep=keep, ledger=led)
-    report = build_audit(led, verify=True, feed=reader.take)
+    report = build_audit(led, verify=True, feed=reader.take, wants=READS)
     assert report.verified is True, report.problems
     return finish_story(reader)
 

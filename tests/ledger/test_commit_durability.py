@@ -100,3 +100,46 @@ def test_a_result_for_a_decision_lost_before_the_disk_is_refused(gk: Gatekeeper)
     decision = gk.authorize(READ)
     with pytest.raises(RecordRefused):
         gk.record(READ, ToolOutcome("text"), call_id=decision.call_id + "-lost")
+
+
+def test_a_result_and_the_policy_layers_bookkeeping_commit_once_and_together(
+    gk: Gatekeeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One durable commit per recorded result: the evidence and what the policy layer makes
+    of it are one transaction, so both are on the disk or neither is; a policy layer that
+    fails leaves no evidence behind the error, and the call can still be recorded."""
+    from helpers import pair
+
+    from infomark.gates.policies.runtime import PolicyRuntime
+
+    led = gk.store
+    commits: list[int] = []
+    real_write = type(led.journal).write
+
+    def write(journal: object, session: str | None = None) -> object:
+        commits.append(1)
+        return real_write(journal, session)  # type: ignore[arg-type]
+
+    call = ToolCall("bash", {"command": "make"}, tool_call_id="t1")
+    cid = pair(gk, call)
+    monkeypatch.setattr(type(led.journal), "write", write)
+    evidence = gk.record(call, ToolOutcome("ok", 0), call_id=cid)
+    assert len(commits) == 1 and led.journal.last_commit_synced is True
+    types = [r.type for r in gk.events()]
+    assert types[-1] == "policy_updated" and "evidence_recorded" in types
+    assert any(r.payload.get("ref") == evidence.ref for r in gk.events())
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the policy layer failed")
+
+    second = ToolCall("bash", {"command": "make test"}, tool_call_id="t2")
+    cid2 = pair(gk, second)
+    seen = len(list(gk.events()))
+    monkeypatch.setattr(PolicyRuntime, "after_tool", broken)
+    with pytest.raises(RuntimeError, match="policy layer failed"):
+        gk.record(second, ToolOutcome("ok", 0), call_id=cid2)
+    assert len(list(gk.events())) == seen  # rolled back whole: no evidence, no bookkeeping
+    assert cid2 in gk.state.pending_calls
+    monkeypatch.undo()
+    again = gk.record(second, ToolOutcome("ok", 0), call_id=cid2)
+    assert again.ref.startswith("ev_")

@@ -145,3 +145,67 @@ def test_a_wait_for_the_processs_write_lock_is_bounded(
         assert gk.store.journal.last_commit_synced is True
     finally:
         gk.close()
+
+
+def _on_disk(home: Path, session: str) -> int:
+    """The session's events as another connection sees them."""
+    import sqlite3
+
+    db = sqlite3.connect(home / "ledger.db")
+    try:
+        row = db.execute("SELECT count(*) FROM events WHERE session = ?", (session,)).fetchone()
+        return int(row[0])
+    finally:
+        db.close()
+
+
+def test_sync_once_syncs_a_scopes_durable_commits_once_when_it_ends(tmp_path: Path) -> None:
+    """The service's pooled sessions answer a request only after one fsync that covers every
+    durable commit the request made (the record and the policy layer's bookkeeping of a
+    PostToolUse, a transcript's ingest and a decision): each commit is visible at once, and
+    the scope ends (the answer goes out) only once the last of them is on the disk."""
+    home = tmp_path / ".infomark"
+    [gk] = _ledgers(home, tmp_path, 1)
+    led = gk.store
+    try:
+        gate = _gate(led)
+        before, seen = gate.fsyncs, _on_disk(home, gk.session)
+        with led.journal.sync_once():
+            for _ in range(3):
+                with led.transaction():  # durable, each visible to others at once
+                    led.emit("turn_started", {"prompt_digest": None})
+                assert led.journal.last_commit_synced is False
+            with led.journal.sync_once(), led.transaction():  # nested: the outermost syncs
+                led.emit("turn_started", {"prompt_digest": None})
+            assert gate.fsyncs == before
+            assert _on_disk(home, gk.session) == seen + 4
+        assert (gate.fsyncs, led.journal.last_commit_synced) == (before + 1, True)
+        assert gate._synced == gate._written  # every commit of the scope is on the disk
+
+        # a read's decision only: nothing to wait for
+        with led.journal.sync_once(), led.transaction(durable=False):
+            led.emit("turn_started", {"prompt_digest": None})
+        assert (gate.fsyncs, led.journal.last_commit_synced) == (before + 1, False)
+
+        with pytest.raises(RuntimeError), led.journal.sync_once():  # an error: still synced
+            with led.transaction():
+                led.emit("turn_started", {"prompt_digest": None})
+            raise RuntimeError("the request failed after it committed")
+        assert (gate.fsyncs, led.journal.last_commit_synced) == (before + 2, True)
+        assert gate._synced == gate._written
+    finally:
+        gk.close()
+
+
+def test_sync_once_without_group_commit_syncs_every_commit(tmp_path: Path) -> None:
+    """A journal that is not the service's (the command hook, the Python API): the scope
+    changes nothing, every durable commit waits for the disk when it returns."""
+    gk = Gatekeeper.open(tmp_path / ".infomark", "s", root=tmp_path)
+    try:
+        led = gk.store
+        with led.journal.sync_once():
+            with led.transaction():
+                led.emit("turn_started", {"prompt_digest": None})
+            assert led.journal.last_commit_synced is True
+    finally:
+        gk.close()

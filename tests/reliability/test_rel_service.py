@@ -224,3 +224,55 @@ def test_ten_megabyte_bodies(tmp_path: Path) -> None:
             _still_serving(h)
     finally:
         svc.stop()
+
+
+def test_a_sigkilled_service_keeps_every_acknowledged_result(tmp_path: Path) -> None:
+    """What the service answered as recorded is there after a ``kill -9``: three clients post
+    PreToolUse / PostToolUse rounds on three sessions (their commits share fsyncs, and a
+    request's commits wait for the disk once, before its answer); every evidence ref an
+    answer carried is in the journal when the home is opened again, and it verifies."""
+    import re
+    import threading
+
+    from infomark.gatekeeper import Gatekeeper
+
+    svc = start_service(tmp_path, "--no-access-log")
+    refs: dict[str, list[str]] = {}
+    errors: list[str] = []
+
+    def client(sid: str) -> None:
+        got = refs.setdefault(sid, [])
+        with httpx.Client(base_url=svc.url, headers=svc.headers, timeout=120) as h:
+            for i in range(6):
+                body: dict[str, Any] = {"session_id": sid, "transcript_path": "",
+                                        "cwd": str(svc.project), "tool_name": "Bash",
+                                        "tool_input": {"command": f"echo {i}"},
+                                        "tool_use_id": f"{sid}-{i}"}  # fmt: skip
+                pre = h.post("/v1/hooks/claude-code",
+                             json={**body, "hook_event_name": "PreToolUse"})  # fmt: skip
+                post = h.post("/v1/hooks/claude-code", json={
+                    **body, "hook_event_name": "PostToolUse",
+                    "tool_response": {"stdout": f"{sid} {i}\n", "stderr": ""}})  # fmt: skip
+                if pre.status_code != 200 or post.status_code != 200:
+                    errors.append(f"{pre.status_code} {post.status_code} {post.text[:200]}")
+                    return
+                said = post.json()["hookSpecificOutput"]["additionalContext"]
+                got.extend(re.findall(r"evidence_ref=(ev_[0-9a-f]+)", said))
+
+    try:
+        threads = [threading.Thread(target=client, args=(f"k{n}",)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+    finally:
+        svc.proc.kill()  # no shutdown: nothing is flushed or closed after the last answer
+        svc.proc.wait(20)
+        svc.stop()
+    assert errors == []
+    assert sorted(len(v) for v in refs.values()) == [6, 6, 6]
+    for sid, acknowledged in refs.items():
+        with Gatekeeper.open(svc.home, sid, root=svc.project) as gk:
+            recorded = {r.payload["ref"] for r in gk.events() if r.type == "evidence_recorded"}
+            assert set(acknowledged) <= recorded, sid
+            assert gk.audit(verify=True).verified is True

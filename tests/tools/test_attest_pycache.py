@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from infomark.tools import sandbox
-from infomark.tools.attest import pycache
+from infomark.tools.attest import pycache, rewrites
 from infomark.tools.attest.sandboxed import private_paths
 from tests.security.attested_project import need_bwrap
 
@@ -187,3 +187,98 @@ def test_a_sandboxed_run_cannot_write_the_cache(tmp_path: Path) -> None:
     assert ran.exit_code != 0
     assert sorted(os.listdir(cache)) == before
     assert _run(copy, "import m; print(m.X)").stdout.strip() == "1"
+
+
+def _written(copy: Path) -> dict[str, bytes]:
+    """The copy's pycs: their header (magic, flags, the source's hash) by path (the code
+    objects name each copy's own path)."""
+    return {
+        str(p.relative_to(copy)): p.read_bytes()[:16]
+        for p in sorted(copy.rglob("*.pyc"))
+        if not p.is_symlink() and p.parent.is_dir() and not p.parent.is_symlink()
+    }
+
+
+def test_the_bytes_in_hand_fill_the_copy_as_the_walk_does(tmp_path: Path) -> None:
+    """``sources`` (the bytes the copy was just written with) replace the walk and the reads:
+    the same pycs, none in a skipped directory or through a symlinked one (inside or out of
+    the copy), and the pass hook in a configuration file is still seen."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/m.py": "def f(x):\n    return x + 1\n",
+        "tests/test_m.py": "from pkg.m import f\n\n\ndef test_f():\n    assert f(1) == 2\n",
+        "tests/conftest.py": "X = 1\n",
+        ".git/hooks/h.py": "H = 1\n",
+        "pkg/__pycache__/old.py": "O = 1\n",
+        "setup.cfg": "[metadata]\nname = x\n",
+    }
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    copies = []
+    for name in ("walked", "in-hand"):
+        copy, home = _project(tmp_path / name, files)
+        (copy / "inner").symlink_to(copy / "pkg")
+        (copy / "out").symlink_to(outside)
+        copies.append((copy, home))
+    rw = [rewrites.rewriter(str(home)) for _copy, home in copies]
+    walked = pycache.fill(str(copies[0][0]), str(copies[0][1]), rw[0])
+    sources = {rel: text.encode() for rel, text in files.items()}
+    sources |= {"inner/m.py": sources["pkg/m.py"], "out/m.py": sources["pkg/m.py"]}
+    in_hand = pycache.fill(str(copies[1][0]), str(copies[1][1]), rw[1], sources)
+    assert (walked.written, walked.rewritten) == (in_hand.written, in_hand.rewritten)
+    assert walked.written == 2 and (walked.rewritten == 2 or rw[0] is None)
+    assert _written(copies[0][0]) == _written(copies[1][0])
+    assert list(outside.iterdir()) == []
+    hooked = dict(sources, **{"setup.cfg": b"[tool:pytest]\nenable_assertion_pass_hook = 1\n"})
+    copy, home = _project(tmp_path / "hooked", files)
+    done = pycache.fill(str(copy), str(home), rewrites.rewriter(str(home)), hooked)
+    assert done.rewritten == 0 and done.written == 2
+
+
+def test_the_copys_sources_are_the_bytes_it_holds(tmp_path: Path) -> None:
+    """``Carry.sources`` names every regular file of the copy the fill reads, with the bytes
+    the copy holds, after the carried changes (an edit, a deletion, a new module, a source
+    turned into a symlink) and nothing else."""
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.gates import baseline
+    from infomark.tools.attest import carry
+    from tests.security.attested_project import git
+
+    root = tmp_path / "proj"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "A = 1\n",
+        "pkg/b.py": "B = 1\n",
+        "pkg/c.py": "C = 1\n",
+        "tests/test_a.py": "def test_a():\n    assert True\n",
+        "setup.cfg": "[metadata]\n",
+        "README": "r\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    gk = Gatekeeper.open(tmp_path / "home", "s", root=root)
+    try:
+        baseline.ensure(gk.store)
+        (root / "pkg" / "a.py").write_text("A = 2\n")
+        (root / "pkg" / "b.py").unlink()
+        (root / "pkg" / "d.py").write_text("D = 1\n")
+        (root / "pkg" / "c.py").unlink()
+        (root / "pkg" / "c.py").symlink_to("a.py")
+        manifest = baseline.load(gk.store, gk.store.refresh().baseline)
+        copy = tmp_path / "copy" / "proj"
+        copy.mkdir(parents=True)
+        held, _surface = carry.build(gk.store, manifest, str(copy), "pytest -q")
+    finally:
+        gk.close()
+    on_disk = {
+        str(p.relative_to(copy)): p.read_bytes()
+        for p in copy.rglob("*")
+        if p.is_file() and not p.is_symlink() and pycache.reads(p.name)
+    }
+    assert held.sources == on_disk
+    assert on_disk["pkg/a.py"] == b"A = 2\n" and "pkg/b.py" not in on_disk
+    assert "pkg/d.py" in on_disk and "pkg/c.py" not in on_disk

@@ -32,8 +32,8 @@ SYNCS = {
     "PreToolUse Edit": (2, "an allowed mutation: one durable commit (WAL + its directory)"),
     "PreToolUse Bash": (2, "an allowed execute may mutate: one durable commit"),
     "PreToolUse after an applied stamp": (2, "the stamp's commit; the Read's allow: none"),
-    "PostToolUse Bash result": (4, "the blob's fsync, then the record's durable commits"),
-    "PostToolUse Read result": (4, "the blob's fsync, then the record's durable commits"),
+    "PostToolUse Bash result": (3, "the blob's fsync, then one durable commit (WAL + dir)"),
+    "PostToolUse Read result": (3, "the blob's fsync, then one durable commit (WAL + dir)"),
 }
 _SYNC = re.compile(r"\b(fsync|fdatasync|syncfs|sync_file_range)\(")
 _UNLINK = re.compile(r'\bunlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)"')

@@ -51,18 +51,21 @@ def test_three_sessions_commit_concurrently_without_busy_waits(
     pool = _pool(tmp_path)
     sessions = ("c0", "c1", "c2")
     synced: list[bool] = []
+    inside: list[bool] = []
 
     def no_busy_handler(gk: SessionLike) -> None:
         _journal(gk)._db.execute("PRAGMA busy_timeout=0")
 
-    def bash(gk: SessionLike, i: int) -> None:
+    def bash(gk: SessionLike, i: int) -> SessionLike:
         decision = gk.authorize(ToolCall("Bash", {"command": f"echo {i}"}))  # durable
         assert decision.allowed
-        synced.append(_journal(gk).last_commit_synced)
+        inside.append(_journal(gk).last_commit_synced)  # synced when the call returns
+        return gk
 
     async def client(s: str) -> None:
         for i in range(25):
-            await pool.run(s, lambda gk, i=i: bash(gk, i))
+            gk = await pool.run(s, lambda gk, i=i: bash(gk, i))
+            synced.append(_journal(gk).last_commit_synced)
 
     async def main() -> None:
         for s in sessions:
@@ -79,6 +82,7 @@ def test_three_sessions_commit_concurrently_without_busy_waits(
         assert all(j._db.execute("PRAGMA synchronous").fetchone()[0] == 1 for j in journals)
         assert pauses == [], "two of the pool's writers met on the SQLite lock"
         assert synced == [True] * 75
+        assert inside == [False] * 75
         assert 1 <= gate.fsyncs <= 75
     finally:
         pool.close()
@@ -86,3 +90,58 @@ def test_three_sessions_commit_concurrently_without_busy_waits(
         with Gatekeeper.open(tmp_path / ".infomark", s, root=tmp_path) as gk:
             assert gk.audit(verify=True).verified is True
             assert sum(1 for r in gk.events() if r.type == "decision") == 25
+
+
+def test_a_pooled_post_tool_use_waits_for_the_disk_once_before_it_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostToolUse on a pooled session: its output's blob is fsync'd before the record
+    that points to it commits, and the record and the policy layer's bookkeeping commit
+    together and wait for one WAL fsync, which has finished when the answer comes back."""
+    import os
+
+    from infomark.tools.hooks.claude_code import handle
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    pool = _pool(tmp_path)
+    home = tmp_path / ".infomark"
+
+    def hook(event: str, use: str) -> SessionLike:
+        def go(gk: SessionLike) -> SessionLike:
+            payload = {"session_id": "s1", "transcript_path": "", "cwd": str(tmp_path),
+                       "hook_event_name": event, "tool_name": "Bash",
+                       "tool_input": {"command": f"echo {use}"}, "tool_use_id": use,
+                       "tool_response": {"stdout": f"{use}\n", "stderr": ""}}  # fmt: skip
+            answer = handle(payload, home=home, root=tmp_path, gatekeeper=gk)  # type: ignore[arg-type]
+            if event == "PostToolUse":
+                context = answer.stdout["hookSpecificOutput"]["additionalContext"]
+                assert "evidence_ref=ev_" in context
+            return gk
+
+        return anyio.run(lambda: pool.run("s1", go))
+
+    try:
+        for i in range(3):
+            seen = sum(1 for _ in hook("PreToolUse", f"u{i}").events())
+            synced.clear()
+            gk = hook("PostToolUse", f"u{i}")
+            journal = _journal(gk)
+            gate = journal._gate
+            assert gate is not None
+            wal = [p for p in synced if p.endswith("ledger.db-wal")]
+            blobs = [p for p in synced if f"{os.sep}blobs{os.sep}" in p]
+            assert (len(wal), len(blobs)) == (1, 1), synced
+            assert synced.index(blobs[0]) < synced.index(wal[0])  # the blob first
+            assert gate._synced == gate._written and journal.last_commit_synced is True
+            rows = [r.type for r in gk.events()][seen:]
+            assert rows[0] == "evidence_recorded" and "policy_updated" in rows
+            assert ("inbox_opened" in rows) is (i == 0)  # a third commit, the same fsync
+    finally:
+        pool.close()

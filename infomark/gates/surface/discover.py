@@ -22,9 +22,6 @@ from infomark.kernel.runners import TEST_CONFIG_NAMES, RunnerKind
 __all__ = ["discover"]
 
 _Discoverer = Callable[[str, RunnerCall, dict[str, str]], GradingSurface]
-Nested = Callable[[str, str], GradingSurface]
-"""Discover a command a runner runs in its turn (a make recipe, a package script) from a
-directory relative to the root."""
 _MAX_DEPTH = 4
 # A command that runs the files it names (their content is the check); the files `grep`,
 # `cat` or `test -f` name are the subject under test, not grading.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from infomark.gates.surface.model import GradingSurface, RunnerCall
+from infomark.gates.surface.model import GradingSurface, Nested, RunnerCall
 from infomark.kernel.runners import MAKEFILE_NAMES, RunnerKind
 
 __all__ = ["make_surface", "makefiles"]
@@ -233,7 +233,7 @@ def make_surface(
     root: str,
     call: RunnerCall,
     environ: dict[str, str],
-    nested: Callable[[str, str], GradingSurface],
+    nested: Nested,
 ) -> GradingSurface:
     """GNU make's surface for ``call`` (its recipes' runners through ``nested``)."""
     root, directory = call.where(root)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -12,7 +12,7 @@ from infomark.kernel.runners import RunnerKind
 
 _T = TypeVar("_T")
 
-__all__ = ["GradingSurface", "RunnerCall", "glob_match"]
+__all__ = ["GradingSurface", "Nested", "RunnerCall", "glob_match"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,8 @@ def glob_match(rel: str, pattern: str) -> bool:
     ``*`` and ``?`` stay within one name; a pattern without ``/`` matches a name at any depth."""
     if "/" not in pattern:
         return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern)
+    if pattern.startswith("**/") and "/" not in pattern[3:] and pattern[3:] != "**":
+        return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern[3:])  # a name at any depth
     return _match(rel.split("/"), pattern.split("/"))
 
 
@@ -139,3 +141,9 @@ class GradingSurface:
 
 def _union(a: Iterable[_T], b: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys((*a, *b)))
+
+
+Nested = Callable[[str, str], GradingSurface]
+"""Discover a command a runner runs in its turn (a make recipe, a package script) from a
+directory relative to the root: what :func:`~infomark.gates.surface.discover.discover` gives
+the runners that run other commands (``make_surface``, ``package_surface``)."""

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 
-from infomark.gates.surface.model import GradingSurface, RunnerCall
+from infomark.gates.surface.model import GradingSurface, Nested, RunnerCall
 from infomark.kernel.runners import (
     JEST_CONFIGS,
     MOCHA_CONFIGS,
@@ -86,7 +85,7 @@ def package_surface(
     root: str,
     call: RunnerCall,
     environ: dict[str, str],
-    nested: Callable[[str, str], GradingSurface],
+    nested: Nested,
 ) -> GradingSurface:
     """A package manager running a ``package.json`` script (and its pre/post scripts)."""
     root, directory = call.where(root)

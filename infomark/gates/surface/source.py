@@ -55,9 +55,9 @@ def source_set(
     """The source rule: ``tracked`` are the files tracked at the baseline (root-relative),
     ``globs`` the operator's ``[grading] source`` (empty: the default rule)."""
     files = frozenset(tracked)
-    dirs = frozenset(
-        posixpath.dirname(rel)
-        for rel in files
-        if not surface.covers(rel) and not _hidden_tool_dir(rel)
-    )
-    return SourceSet(surface, files, tuple(globs), dirs)
+    dirs: set[str] = set()
+    for rel in files:  # a directory is asked about until one of its files is source
+        parent = posixpath.dirname(rel)
+        if parent not in dirs and not surface.covers(rel) and not _hidden_tool_dir(rel):
+            dirs.add(parent)
+    return SourceSet(surface, files, tuple(globs), frozenset(dirs))

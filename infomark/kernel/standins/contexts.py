@@ -80,13 +80,8 @@ class suppress:  # named as contextlib's
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self,
-        typ: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        return typ is not None and issubclass(typ, self._exceptions)
+    def __exit__(self, typ: type[BaseException] | None, *_value_traceback: object) -> bool:
+        return typ is not None and issubclass(typ, self._exceptions)  # by the type alone
 
 
 __all__ = ["contextmanager", "suppress"]

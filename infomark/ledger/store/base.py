@@ -140,6 +140,19 @@ def loads_object(text: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"__garbled__": True}
 
 
+class _NoScope:
+    """A context manager that does nothing (``contextlib.nullcontext`` without its import)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_SCOPE = _NoScope()
+
+
 def _now() -> str:
     """UTC, ISO 8601 with milliseconds (``datetime.isoformat``'s format; no datetime import)."""
     ns = time.time_ns()
@@ -193,6 +206,11 @@ class BaseJournal(ABC):
         """Share the write lock and the fsyncs of concurrent commits with this process's other
         handles of the store; True where the backend needs it (SQLite). Here: nothing to do."""
         return False
+
+    def sync_once(self) -> AbstractContextManager[None]:
+        """The durable commits inside wait for the disk once, when the scope ends (SQLite
+        under :meth:`group_commits`). Here every commit is durable when it returns."""
+        return _NO_SCOPE
 
     @property
     def store_url(self) -> str | None:
@@ -373,6 +391,19 @@ class BaseJournal(ABC):
             )
         )
         return iter(cur)
+
+    def stream_pages(self, session: str, size: int = 128) -> Iterator[list[tuple[Any, ...]]]:
+        """:meth:`stream_rows` in lists of at most ``size`` rows, from one cursor
+        (``fetchmany``): what a pass over every row takes, a page at a time."""
+        cur = self._retry(
+            lambda: self._db.execute(
+                "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
+                "FROM events WHERE session = ? ORDER BY seq, rowid",
+                (session,),
+            )
+        )
+        while page := cur.fetchmany(size):
+            yield page
 
     def evidence_stream(self, session: str) -> Iterator[tuple[Any, ...]]:
         """``(ref, seq, record, mac)`` of one session's evidence index, in seq order."""

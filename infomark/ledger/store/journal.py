@@ -161,6 +161,8 @@ class Journal(BaseJournal):
         self._sync_after = False  # ... unless it turns out to need one
         self.last_commit_synced = True  # whether the last commit waited for the disk
         self._gate: WriteGate | None = None  # set by group_commits()
+        self._deferring = 0  # inside sync_once() (nested uses count)
+        self._owed = 0  # the gate's ticket of the last durable commit not synced yet
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -330,9 +332,36 @@ class Journal(BaseJournal):
         if relaxed and not self._sync_after:
             self.last_commit_synced = ticket == 0  # nothing written: nothing to lose
             return
+        if ticket and self._deferring:  # sync_once(): synced when the scope ends
+            self._owed = ticket
+            self.last_commit_synced = False
+            return
         if ticket:
             gate.sync(ticket)  # concurrent commits share one fsync
         self.last_commit_synced = True
+
+    @contextmanager
+    def sync_once(self) -> Iterator[None]:
+        """The durable commits inside wait for the disk together, once, when the scope ends
+        (re-entrant; the outermost exit syncs, on an error too): the HTTP service's pooled
+        sessions answer a request only after that, so what a request acknowledged is on the
+        disk, for one fsync however many transactions it committed. Each commit is visible
+        to other connections at once, as any commit under group commit is a little before it
+        is durable; a crash before the fsync can lose only a suffix of them (the WAL is
+        replayed up to its last intact commit), never an earlier one and keep a later.
+        Without group commit (:meth:`group_commits`) every commit syncs as usual."""
+        if self._gate is None:
+            yield
+            return
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring and self._owed:
+                owed, self._owed = self._owed, 0
+                self._gate.sync(owed)
+                self.last_commit_synced = True
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:

@@ -453,15 +453,21 @@ class PgJournal(BaseJournal):
 
     def stream_rows(self, session: str) -> Iterator[tuple[Any, ...]]:
         """Pages of 1000 rows by seq: memory flat in the number of events."""
+        for page in self.stream_pages(session):
+            yield from page
+
+    def stream_pages(self, session: str, size: int = 1000) -> Iterator[list[tuple[Any, ...]]]:
+        """Lists of at most ``size`` rows by seq (one query each, keyed on the last seq)."""
         last = -1
         while True:
             page = self._all(
                 "SELECT rowid, session, seq, type, payload, ts, prev_hash, hash, mac, key_id "
-                "FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT 1000",
-                (session, last),
+                "FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session, last, size),
             )
-            yield from page
-            if len(page) < 1000:
+            if page:
+                yield page
+            if len(page) < size:
                 return
             last = int(page[-1][2])
 

@@ -140,7 +140,9 @@ def get(
         carried, grading = carry.build(
             gk.store, manifest, copy, oracle, approved=approved, carry_changes=False
         )
-        done = execute(gk, oracle, grading, copy, scratch, cfg, carried.environments)
+        done = execute(
+            gk, oracle, grading, copy, scratch, cfg, carried.environments, carried.sources
+        )
     finally:
         carry.remove(scratch)
     report = done.report

@@ -8,6 +8,8 @@ import contextlib
 import os
 import stat
 
+from infomark.tools.attest.fileio import read_fd
+
 __all__ = ["private_dir", "read_regular", "read_with_stat", "store"]
 
 
@@ -20,14 +22,18 @@ def read_regular(path: str) -> bytes | None:
 def read_with_stat(path: str) -> tuple[bytes, os.stat_result] | None:
     """The bytes and the stat of the regular file at ``path`` (not through a symlink)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        return fh.read(), st
+        return read_fd(fd, st), st
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def store(cache: str, name: str, pyc: bytes) -> None:

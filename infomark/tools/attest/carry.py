@@ -15,6 +15,7 @@ baseline did not fingerprint (:mod:`infomark.gates.envprint`: created after it) 
 
 from __future__ import annotations
 
+import errno
 import importlib.machinery
 import os
 import shutil
@@ -27,6 +28,7 @@ from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
 from infomark.kernel.errors import UserError
+from infomark.tools.attest import fileio, pycache
 from infomark.tools.attest.shadow import shadowed
 
 TYPE_CHECKING = False
@@ -61,6 +63,10 @@ class Carry:
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
     environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
+    #: the bytes of the regular files written into the copy that its byte-code fill reads
+    #: (copy-relative path -> bytes, :func:`infomark.tools.attest.pycache.reads`): the fill
+    #: takes them from here instead of walking the copy and reading each file again
+    sources: dict[str, bytes] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
@@ -181,9 +187,10 @@ def changes(
     # a tree without git skips them
     now = {p for p in now if p in baseline or not ENV_DIRS.intersection(p.split("/")[:-1])}
     out: dict[str, str | None] = {}
+    top = root.rstrip("/") + "/"
     for rel in sorted(now | set(baseline)):
         entry = baseline.get(rel)
-        got, data = _digest(os.path.join(root, rel), entry[0] if entry else "sha256:")
+        got, data = _digest(top + rel, entry[0] if entry else "sha256:")
         if entry is None:
             if got is not None:
                 out[rel] = got
@@ -198,15 +205,25 @@ def _digest(path: str, ref: str) -> tuple[str | None, bytes | None]:
     """:func:`infomark.gates.baseline.current_digest` and the bytes it hashed (a symlink: its
     target)."""
     try:
-        if os.path.islink(path):
+        data = fileio.read_path(path, os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:  # ELOOP: a symlink (not followed)
+            return None, None
+        try:
             data = os.readlink(path).encode("utf-8", "surrogateescape")
-        else:
-            data = _read_file(path)
-    except OSError:
-        return None, None
+        except OSError:
+            return None, None
     if ref.startswith("git:"):
         return "git:" + git_blob_id(data), data
     return "sha256:" + sha256(data).hexdigest(), data
+
+
+def _keep(sources: dict[str, bytes], rel: str, data: bytes | None, mode: str = "f") -> None:
+    """Note in ``sources`` what the copy now holds at ``rel`` (``data`` None: nothing)."""
+    if data is not None and mode != "l" and pycache.reads(rel):
+        sources[rel] = data
+    else:
+        sources.pop(rel, None)
 
 
 def _write(path: str, data: bytes, mode: str, made: set[str] | None = None) -> None:
@@ -218,8 +235,7 @@ def _write(path: str, data: bytes, mode: str, made: set[str] | None = None) -> N
     if mode == "l":
         os.symlink(data.decode("utf-8", "surrogateescape"), path)
         return
-    with open(path, "wb") as fh:
-        fh.write(data)
+    fileio.write_path(path, data)
     if mode == "x":
         os.chmod(path, 0o700)  # the copy is private: its owner runs it
 
@@ -270,6 +286,8 @@ def build(
     oids = sorted({r[4:] for p, (r, _) in files.items() if p not in unchanged and r[:4] == "git:"})
     objects = _git_objects(root, oids)
     made: set[str] = set()
+    carry = Carry()
+    top = dest.rstrip("/") + "/"
     for rel, (ref, mode) in files.items():
         data = unchanged.get(rel)
         if data is None and ref.startswith("git:"):
@@ -279,7 +297,8 @@ def build(
             if blob is None or "sha256:" + sha256(blob).hexdigest() != ref:
                 raise UserError(f"the baseline's copy of {rel} is missing from the blob store")
             data = blob
-        _write(os.path.join(dest, rel), data, mode, made)
+        _write(top + rel, data, mode, made)
+        _keep(carry.sources, rel, data, mode)
     for rel, blob_ref in (approved or {}).items():
         approved_data = ledger.blobs.get(blob_ref)
         if approved_data is not None:
@@ -287,6 +306,7 @@ def build(
             if os.path.lexists(target):
                 os.unlink(target)
             _write(target, approved_data, "f", made)
+            _keep(carry.sources, rel, approved_data)
             files[rel] = [blob_ref, "f"]
             changed.pop(rel, None)  # compared with the approved content, not the baseline's
             now, _ = _digest(os.path.join(root, rel), blob_ref)
@@ -299,7 +319,6 @@ def build(
         _write(os.path.normpath(os.path.join(dest, rel)), blob, mode, made)
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
-    carry = Carry()
     # environments first: a carried symlink into one leads out of the copy (:func:`_link_out`)
     recorded = ledger.state.baseline.get("environments")
     for name in ENVIRONMENTS:
@@ -336,6 +355,7 @@ def _carry(
         target = os.path.join(dest, rel)
         if os.path.lexists(target):
             os.unlink(target)
+        _keep(carry.sources, rel, None)
         if digest is None:
             carry.carried[rel] = "deleted"
             continue
@@ -346,6 +366,7 @@ def _carry(
         except OSError:
             continue
         _write(target, data, mode)
+        _keep(carry.sources, rel, data, mode)
         carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
 
 
@@ -390,8 +411,7 @@ def _link_out(dest: str, rel: str, full: str) -> str | None:
 
 
 def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return fileio.read_path(path)
 
 
 def remove(dest: str) -> None:

@@ -37,12 +37,14 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from infomark.tools.attest import rewrites
 from infomark.tools.attest.cachefiles import private_dir, read_regular, read_with_stat, store
+from infomark.tools.attest.fileio import write_fd
 
-__all__ = ["MAX_SOURCE", "Filled", "cache_dir", "compile_pyc", "fill"]
+__all__ = ["MAX_SOURCE", "Filled", "cache_dir", "compile_pyc", "fill", "reads"]
 
 #: sources larger than this are left to the run (compiling them here is not worth holding them)
 MAX_SOURCE = 1 << 20
@@ -112,7 +114,7 @@ def _valid(pyc: bytes, data: bytes) -> bool:
 def _entry(cache: str, data: bytes, filename: str, done: Filled) -> bytes | None:
     """The cached pyc of ``data`` (compiled and stored on a miss or a bad entry)."""
     name = hashlib.sha256(data).hexdigest() + ".pyc"
-    pyc = read_regular(os.path.join(cache, name))
+    pyc = read_regular(f"{cache}/{name}")
     if pyc is not None and _valid(pyc, data):
         return pyc
     pyc = compile_pyc(data, filename)
@@ -142,24 +144,40 @@ def _pycache(directory: str) -> str | None:
 
 
 def _write_pyc(pycache: str, name: str, pyc: bytes, tail: str = f".{_TAG}.pyc") -> bool:
-    target = os.path.join(pycache, name[:-3] + tail)
+    target = f"{pycache}/{name[:-3]}{tail}"
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pyc)
+        write_fd(fd, pyc)
     except OSError:  # never a truncated pyc: the import would fail on it
         with contextlib.suppress(OSError):
             os.unlink(target)
         return False
+    finally:
+        os.close(fd)
     return True
 
 
-def fill(copy: str, home: str, tests: rewrites.Rewriter | None = None) -> Filled:
+def reads(rel: str) -> bool:
+    """Whether :func:`fill` reads the file ``rel``: a module, or a file pytest may read its
+    ini options from (:data:`infomark.tools.attest.rewrites.CONFIG_SUFFIXES`)."""
+    return rel.endswith((".py", *rewrites.CONFIG_SUFFIXES))
+
+
+def fill(
+    copy: str,
+    home: str,
+    tests: rewrites.Rewriter | None = None,
+    sources: Mapping[str, bytes] | None = None,
+) -> Filled:
     """Write the cached byte code of each module of ``copy`` beside it (see the module), and
-    with ``tests`` pytest's rewritten test modules and ``conftest.py`` (:mod:`.rewrites`)."""
+    with ``tests`` pytest's rewritten test modules and ``conftest.py`` (:mod:`.rewrites`).
+
+    ``sources``: the bytes of the regular files the copy was just written with (copy-relative
+    path -> bytes, every file :func:`reads` names; :attr:`infomark.tools.attest.carry.Carry.
+    sources`), which are then not read again; without it the copy is walked and read."""
     done = Filled()
     cache = cache_dir(home)
     if cache is None:
@@ -167,7 +185,8 @@ def fill(copy: str, home: str, tests: rewrites.Rewriter | None = None) -> Filled
     done.cache = cache
     try:
         _bound(cache)
-        _walk(copy, cache, done, tests)
+        found = _walk(copy) if sources is None else _listed(copy, sources)
+        _serve(found, cache, done, tests)
     except OSError:
         pass  # a full disk, a file removed under it: the rest is left to the run
     return done
@@ -181,50 +200,100 @@ def _bound(cache: str) -> None:
                 os.unlink(os.path.join(cache, old))
 
 
-def _walk(copy: str, cache: str, done: Filled, tests: rewrites.Rewriter | None) -> None:
-    found: list[tuple[str, str]] = []  # the test files, served once the whole copy is seen
-    pass_hook = False
+#: one file :func:`fill` considers: its directory (absolute), its name, and its bytes (None:
+#: read it from the directory, not through a symlink)
+_Found = tuple[str, str, bytes | None]
+
+
+def _walk(copy: str) -> list[_Found]:
+    """The files of ``copy`` that :func:`reads` names (not through a symlinked directory)."""
+    found: list[_Found] = []
     for directory, dirs, files in os.walk(copy):
         dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
-        modules = [n for n in files if n.endswith(".py") and not _is_test(n)]
-        if tests is not None:
-            found += [(directory, n) for n in files if n.endswith(".py") and _is_test(n)]
-            for name in files:
-                if name.endswith(rewrites.CONFIG_SUFFIXES) and not pass_hook:
+        found += [(directory, n, None) for n in files if reads(n)]
+    return found
+
+
+def _listed(copy: str, sources: Mapping[str, bytes]) -> list[_Found]:
+    """The files of ``sources`` as :func:`_walk` would find them: none in a skipped directory
+    or in one reached through a symlink (the walk does not follow those)."""
+    real = os.path.realpath(copy)
+    plain: dict[str, str | None] = {}  # a directory of the copy -> its path (None: skipped)
+    found: list[_Found] = []
+    for rel, data in sources.items():
+        head, _, name = rel.rpartition("/")
+        if head not in plain:
+            directory = f"{real}/{head}" if head else real
+            skipped = _SKIPPED_DIRS.intersection(head.split("/"))
+            plain[head] = None if skipped or os.path.realpath(directory) != directory else directory
+        directory_or_none = plain[head]
+        if directory_or_none is not None:
+            found.append((directory_or_none, name, data))
+    return found
+
+
+def _serve(found: list[_Found], cache: str, done: Filled, tests: rewrites.Rewriter | None) -> None:
+    """Write the modules' byte code for ``found``, then (``tests``) pytest's rewritten test
+    modules, unless a configuration file names the assertion pass hook."""
+    pass_hook = False
+    test_files: list[_Found] = []  # served once the whole copy is seen
+    pycaches: dict[str, str | None] = {}
+    for directory, name, data in found:
+        if not name.endswith(".py"):
+            if tests is not None and not pass_hook:
+                if data is None:
                     data = read_regular(os.path.join(directory, name))
-                    pass_hook = data is not None and rewrites.mentions_pass_hook(data)
-        pycache = _pycache(directory) if modules else None
-        for name in modules:
-            path = os.path.join(directory, name)
+                pass_hook = data is not None and rewrites.mentions_pass_hook(data)
+            continue
+        if _is_test(name):
+            test_files.append((directory, name, data))
+            continue
+        if directory not in pycaches:
+            pycaches[directory] = _pycache(directory)
+        pycache = pycaches[directory]
+        path = f"{directory}/{name}"
+        if data is None:
             data = read_regular(path)  # a symlink is not followed: left to the run
-            pyc = None if data is None or pycache is None else _entry(cache, data, path, done)
-            if pyc is not None and pycache is not None and _write_pyc(pycache, name, pyc):
-                done.written += 1
-            else:
-                done.skipped += 1
+        pyc = None if data is None or pycache is None else _entry(cache, data, path, done)
+        if pyc is not None and pycache is not None and _write_pyc(pycache, name, pyc):
+            done.written += 1
+        else:
+            done.skipped += 1
     if tests is None:
         return
     if pass_hook:
         done.rewrites_skipped = "a configuration file names enable_assertion_pass_hook"
         return
-    _serve_tests(tests, found, done)
+    _serve_tests(tests, test_files, done, pycaches)
 
 
-def _serve_tests(rw: rewrites.Rewriter, found: list[tuple[str, str]], done: Filled) -> None:
-    for directory, name in found:
-        path = os.path.join(directory, name)
-        got = read_with_stat(path)
-        if got is None or len(got[0]) > MAX_SOURCE or not _plain_encoding(got[0]):
+def _serve_tests(
+    rw: rewrites.Rewriter,
+    found: list[_Found],
+    done: Filled,
+    pycaches: dict[str, str | None],
+) -> None:
+    for directory, name, data in found:
+        path = f"{directory}/{name}"
+        st: os.stat_result | None = None
+        if data is None:
+            got = read_with_stat(path)
+            if got is None:
+                continue
+            data, st = got
+        if len(data) > MAX_SOURCE or not _plain_encoding(data):
             continue
-        pyc, made = rewrites.entry(rw, got[0], path)
+        pyc, made = rewrites.entry(rw, data, path)
         if pyc is None:
             if not rw.cache:
                 done.rewrites_skipped = "no pytest of infomark's own to rewrite with"
                 return
             continue
-        pycache = _pycache(directory)
+        if directory not in pycaches:
+            pycaches[directory] = _pycache(directory)
+        pycache = pycaches[directory]
         if pycache is not None and _write_pyc(
-            pycache, name, rewrites.for_copy(rw, pyc, path, got[1]), rw.tail
+            pycache, name, rewrites.for_copy(rw, pyc, path, st), rw.tail
         ):
             done.rewritten += 1
             done.rewrites_made += made

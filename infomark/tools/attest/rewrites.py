@@ -273,7 +273,7 @@ def entry(rw: Rewriter, data: bytes, filename: str) -> tuple[bytes | None, bool]
     entry) and whether it was rewritten in this call."""
     name = hashlib.sha256(data).hexdigest() + ".pyc"
     if rw.cache:
-        pyc = read_regular(os.path.join(rw.cache, name))
+        pyc = read_regular(f"{rw.cache}/{name}")
         if pyc is not None and pyc[:16] == _MAGIC + _CHECKED + importlib.util.source_hash(data)[:8]:
             return pyc, False
     if not _load(rw):
@@ -285,10 +285,13 @@ def entry(rw: Rewriter, data: bytes, filename: str) -> tuple[bytes | None, bool]
     return pyc, True
 
 
-def for_copy(rw: Rewriter, pyc: bytes, path: str, st: os.stat_result) -> bytes:
-    """What to write into the copy for the source at ``path`` (stat ``st``)."""
+def for_copy(rw: Rewriter, pyc: bytes, path: str, st: os.stat_result | None = None) -> bytes:
+    """What to write into the copy for the source at ``path`` (stat ``st``; None: taken here,
+    not through a symlink, when the format needs it)."""
     if rw.fmt == "hash":
         return pyc  # pytest checks the hash itself and points the code at ``path``
+    if st is None:
+        st = os.lstat(path)
     code = marshal.loads(pyc[16:])  # noqa: S302 - an entry infomark wrote, in its 0700 home
     return _timestamp_header(st.st_mtime, st.st_size) + marshal.dumps(_moved(code, path))
 

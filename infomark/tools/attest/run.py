@@ -178,7 +178,17 @@ def _run(
         approved=approved,
     )
     written = [p for p, d in carried.carried.items() if d != "deleted"]
-    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments, written)
+    done = execute(
+        gk,
+        oracle,
+        grading,
+        copy,
+        workdir,
+        cfg,
+        carried.environments,
+        carried.sources,
+        carried=written,
+    )
     ran, report, policy = done.ran, done.report, done.policy
     claim = state.claims[claim_id] if claim_id is not None else None
     expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS

@@ -65,11 +65,14 @@ def execute(
     workdir: str,
     cfg: dict[str, Any],
     environments: Sequence[str] = (),
+    sources: Mapping[str, bytes] | None = None,
     carried: Collection[str] = (),
 ) -> Sandboxed:
     """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
-    its runner asked for its own report (``carried``: the copy's files the agent's change
-    wrote, which may not run before the report's plugin); nothing is recorded."""
+    its runner asked for its own report; nothing is recorded. ``sources``: the bytes the copy
+    was written with (:attr:`infomark.tools.attest.carry.Carry.sources`), for its byte code;
+    ``carried``: the copy's files the agent's change wrote, which may not run before the
+    report's plugin."""
     prepared = attest_report.prepare(
         oracle_argv(oracle), grading, workdir, copy=copy, carried=carried
     )
@@ -97,7 +100,7 @@ def execute(
     # infomark's own byte code (and pytest's rewritten tests), just before the run
     words = [*prepared.argv, *oracle.split(), *(w for v in env.values() for w in v.split())]
     tests = rewrites.rewriter(gk.store.home_dir) if rewrites.usable(words) else None
-    pycache.fill(copy, gk.store.home_dir, tests)
+    pycache.fill(copy, gk.store.home_dir, tests, sources)
     ran = sandbox.run(list(prepared.argv), policy)
     report = attest_report.read_report(prepared, ran.exit_code, ran.stdout)
     return Sandboxed(prepared, policy, ran, report)

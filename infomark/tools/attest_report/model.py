@@ -70,9 +70,10 @@ class RunnerReport:
 
     def to_dict(self) -> dict[str, object]:
         """The report as the evidence records it (JSON types only)."""
-        from dataclasses import asdict
+        from dataclasses import fields
 
-        data = asdict(self)
+        # the fields hold immutable values: no deep copy (``asdict`` walked every test's tuple)
+        data: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         data["format"] = self.format.value
         data["tests"] = [list(t) for t in self.tests]
         data["failed_tests"] = list(self.failed_tests)

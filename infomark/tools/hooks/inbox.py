@@ -43,36 +43,35 @@ def _steer(gk: Gatekeeper, event: str, stdout: dict[str, Any] | None) -> dict[st
 
     session = gk.session
     holder = f"claude-code:{session}"
-    inbox = Inbox(gk.store.journal)
-    try:
-        lease = inbox.lease(session)
-        mine = lease is not None and lease.holder == holder
-        if event == "SessionEnd":
-            if mine:
-                inbox.release(session, holder, "session_end")
-            return stdout
-        now = inbox.clock()
-        if mine and lease is not None and lease.state(now) == "live":
-            if now - lease.heartbeat > _BEAT_EVERY:  # a write (fsync) at most once a minute
-                inbox.heartbeat(session, holder)
-        elif lease is None or lease.state(now) != "live":
-            inbox.acquire(session, holder=holder, kind="claude-code", ttl=CLAUDE_TTL, pid=0)
-        else:
-            return stdout  # another runtime holds this session's inbox
-        if event not in _DELIVER:
-            return stdout
-        out = dict(stdout or {})
-        spec = dict(out.get("hookSpecificOutput") or {"hookEventName": event})
-        context = str(spec.get("additionalContext") or "")
-        room = _MAX_CONTEXT - len(context) - 200
-        if room <= 0 or not inbox.pending(session):
-            return stdout
-        got = inbox.read(session, holder, where=event, max_chars=room)
-        text = "\n\n".join(
-            f"[operator message from {m.sender} via infomark send, #{m.id}]\n{m.text}" for m in got
-        )
-        spec["additionalContext"] = (context + "\n\n" + text if context else text)[:_MAX_CONTEXT]
-        out["hookSpecificOutput"] = spec
-        return out
-    finally:
-        inbox.close()
+    inbox = gk._inbox
+    if not isinstance(inbox, Inbox):  # kept on the session (closed with it): one connection
+        inbox = gk._inbox = Inbox(gk.store.journal)
+    lease = inbox.lease(session)
+    mine = lease is not None and lease.holder == holder
+    if event == "SessionEnd":
+        if mine:
+            inbox.release(session, holder, "session_end")
+        return stdout
+    now = inbox.clock()
+    if mine and lease is not None and lease.state(now) == "live":
+        if now - lease.heartbeat > _BEAT_EVERY:  # a write (fsync) at most once a minute
+            inbox.heartbeat(session, holder)
+    elif lease is None or lease.state(now) != "live":
+        inbox.acquire(session, holder=holder, kind="claude-code", ttl=CLAUDE_TTL, pid=0)
+    else:
+        return stdout  # another runtime holds this session's inbox
+    if event not in _DELIVER:
+        return stdout
+    out = dict(stdout or {})
+    spec = dict(out.get("hookSpecificOutput") or {"hookEventName": event})
+    context = str(spec.get("additionalContext") or "")
+    room = _MAX_CONTEXT - len(context) - 200
+    if room <= 0 or not inbox.pending(session):
+        return stdout
+    got = inbox.read(session, holder, where=event, max_chars=room)
+    text = "\n\n".join(
+        f"[operator message from {m.sender} via infomark send, #{m.id}]\n{m.text}" for m in got
+    )
+    spec["additionalContext"] = (context + "\n\n" + text if context else text)[:_MAX_CONTEXT]
+    out["hookSpecificOutput"] = spec
+    return out

@@ -26,13 +26,14 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
+from infomark.kernel.contexts import Closing
 from infomark.kernel.errors import UserError
 from infomark.kernel.protocol import CONTEXT_HEADER, render_protocol
-from infomark.ledger.calls import ToolCall
+from infomark.ledger.calls import ToolCall, check_options
 from infomark.ledger.inbox import Inbox, new_holder
 from infomark.tools.attest_lazy import lazy_attester
 from infomark.tools.runner.agentfile import AgentSpec
@@ -91,7 +92,28 @@ def agent_config(spec: AgentSpec, config: Config) -> Config:
     return replace(config, policies=merged)
 
 
-class Runner(LeaseMixin, ToolsMixin, IdleMixin):
+class RunnerOptions(TypedDict, total=False):
+    """How a :class:`Runner` runs, besides its agent, home, session and root: the keyword
+    options of ``Runner(…)`` and :func:`~infomark.tools.runner.resume.resume_run`, written once.
+
+    ``client``: the model client (default: one made from the agent file's model);
+    ``clock``: the idle schedule's clock (default: the system's); ``parent``: the session
+    that forked this one; ``echo``: where progress lines go (default: nowhere);
+    ``profile`` and ``config``: the gatekeeper's, as in :meth:`Gatekeeper.open`.
+    """
+
+    client: ModelClient | None
+    clock: Clock | None
+    parent: str | None
+    echo: Callable[[str], None] | None
+    profile: str | None
+    config: Config | None
+
+
+RUNNER_OPTIONS = tuple(RunnerOptions.__optional_keys__)
+
+
+class Runner(LeaseMixin, ToolsMixin, IdleMixin, Closing):
     """One agent session driven natively, with the gatekeeper inside every step."""
 
     def __init__(
@@ -101,30 +123,27 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         home: Path,
         session: str,
         root: Path,
-        client: ModelClient | None = None,
-        clock: Clock | None = None,
-        parent: str | None = None,
-        echo: Callable[[str], None] | None = None,
-        profile: str | None = None,
-        config: Config | None = None,
+        **options: Unpack[RunnerOptions],
     ) -> None:
+        check_options("Runner", options, RUNNER_OPTIONS)
         self.spec = spec
         self.home = Path(home)
         self.root = Path(root)
         self.raw_session = session
+        config = options.get("config")
         if spec.policies:
             config = agent_config(spec, config or _project_config(self.root, self.home))
         self.gk = Gatekeeper.open(
-            self.home, session, root=self.root, profile=profile, config=config
+            self.home, session, root=self.root, profile=options.get("profile"), config=config
         )
         self.session = self.gk.session
         self.enforcing = self.gk.config.profile.enforcing
         self.inbox = Inbox(self.gk.store.journal)
         self.holder = new_holder("runner")
-        self.client = client
-        self.clock: Clock = clock or SystemClock()
-        self.parent = parent
-        self.echo = echo or (lambda _s: None)
+        self.client = options.get("client")
+        self.clock: Clock = options.get("clock") or SystemClock()
+        self.parent = options.get("parent")
+        self.echo = options.get("echo") or (lambda _s: None)
         self.schedule = IdleSchedule(
             base=spec.idle.base_seconds, cap=spec.idle.cap_seconds, hold=spec.idle.hold
         )
@@ -169,12 +188,6 @@ class Runner(LeaseMixin, ToolsMixin, IdleMixin):
         if self.client is not None:
             self.client.close()
         self.gk.close()
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _child(self, spec: AgentSpec, session: str) -> Runner:
         return Runner(

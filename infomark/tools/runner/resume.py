@@ -12,19 +12,20 @@ journals ``run_resumed``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from infomark.kernel.errors import UserError
+from infomark.ledger.calls import check_options
 from infomark.tools.runner.agentfile import AgentSpec, load_agent
-from infomark.tools.runner.loop import _INTERRUPTED, Runner
-from infomark.tools.runner.model import ModelClient
+from infomark.tools.runner.loop import _INTERRUPTED, RUNNER_OPTIONS, Runner, RunnerOptions
 from infomark.tools.runner.result import RunResult
-from infomark.tools.runner.schedule import Clock, interrupted_wake, schedule_from_events
+from infomark.tools.runner.schedule import interrupted_wake, schedule_from_events
 
 __all__ = ["resume_run", "run_record"]
+
+_RESUME_OPTIONS = tuple(k for k in RUNNER_OPTIONS if k != "parent")  # the journal's parent
 
 
 def run_record(runner: Runner) -> tuple[int, dict[str, Any], list[tuple[int, str, dict[str, Any]]]]:
@@ -48,11 +49,12 @@ def resume_run(
     spec: AgentSpec | None = None,
     model_url: str | None = None,
     model_name: str | None = None,
-    client: ModelClient | None = None,
-    clock: Clock | None = None,
-    echo: Callable[[str], None] | None = None,
+    **options: Unpack[RunnerOptions],
 ) -> RunResult:
-    """Continue the latest run of ``session``; its agent file and model come from the journal."""
+    """Continue the latest run of ``session``; its agent file, model (unless ``model_url`` or
+    ``model_name`` replace it) and parent come from the journal; ``options`` are the
+    :class:`~infomark.tools.runner.loop.RunnerOptions` but ``parent``."""
+    check_options("resume_run", options, _RESUME_OPTIONS)
     probe = Runner(spec or AgentSpec(), home=home, session=session, root=root)
     try:
         _, started, after = run_record(probe)
@@ -71,16 +73,8 @@ def resume_run(
         model_url or started.get("model_url") or None, model_name or started.get("model_name")
     )
     spec = replace(spec, idle=replace(spec.idle, persistent=bool(started.get("persistent"))))
-    runner = Runner(
-        spec,
-        home=home,
-        session=session,
-        root=root,
-        client=client,
-        clock=clock,
-        parent=started.get("parent"),
-        echo=echo,
-    )
+    options = options | {"parent": started.get("parent")}  # the journal's
+    runner = Runner(spec, home=home, session=session, root=root, **options)
     try:
         return _continue(runner, after)
     finally:
