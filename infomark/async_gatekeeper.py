@@ -219,6 +219,8 @@ class AsyncGatekeeper:
     approve = _off_loop(Gatekeeper.approve)
     record_sandbox = _off_loop(Gatekeeper.record_sandbox)
     approve_grading = _off_loop(Gatekeeper.approve_grading)
+    approve_baseline = _off_loop(Gatekeeper.approve_baseline)
+    record_baseline = _off_loop(Gatekeeper.record_baseline)
     new_turn = _off_loop(Gatekeeper.new_turn)
     move = _off_loop(Gatekeeper.move)
     ledger = _off_loop(Gatekeeper.ledger)

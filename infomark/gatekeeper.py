@@ -493,6 +493,26 @@ class Gatekeeper(Closing):
         """
         grading_flow.approve_path(self._ledger, self.config, path, by=by, note=note)
 
+    def record_baseline(self) -> None:
+        """Record the session's baseline now (the project's, taken now if infomark never saw
+        the project) when attested runs are required: the host's session start, the earliest
+        point, before any action; the first action does it otherwise."""
+        if self.config.attest_required and not self._ledger.state.baseline:
+            from infomark.gates import baseline
+
+            baseline.ensure(self._ledger, required=True)
+
+    def approve_baseline(self, *, by: str = "operator", note: str = "") -> str:
+        """The user accepts the project's tree as it is now as its baseline (the grading
+        surface attested runs use, here and in later sessions); returns the baseline id.
+
+        An operator act (``infomark approve --baseline`` in a terminal); no route or
+        agent-reachable integration exposes it.
+        """
+        from infomark.gates import baseline
+
+        return baseline.accept(self._ledger, by=by, note=note)
+
     def new_turn(self, prompt: str | None = None) -> str:
         """Start a user turn (resets the finish-refusal count); returns context for the model."""
         from infomark.gates import moves
@@ -749,7 +769,7 @@ def _seed_grading(gk: Gatekeeper, a: _Authorizing) -> None:
     if not gk._ledger.state.baseline and gk.config.attest_required:
         from infomark.gates import baseline  # once per session: before the first action
 
-        baseline.ensure(gk._ledger)
+        baseline.ensure(gk._ledger, required=True)
 
 
 def _find_protected(gk: Gatekeeper, a: _Authorizing) -> None:

@@ -63,6 +63,12 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
     help="Approve the changed grading file FILE (a test or its configuration) instead.",
 )
 @click.option(
+    "--baseline",
+    "baseline",
+    is_flag=True,
+    help="Accept the project's tree as it is now as the baseline attested runs grade with.",
+)
+@click.option(
     "--call",
     "decision_id",
     default=None,
@@ -70,9 +76,9 @@ def authorize(tool: str, input_json: str, profile: str | None, tool_call_id: str
     help="Approve this held call (from `infomark held`) once, instead of the G4 plan.",
 )
 @common
-def approve(note: str, grading: str | None, decision_id: str | None) -> None:
-    """Record the operator's G4 approval of the plan (or of a changed grading file, or of
-    one held call with --call).
+def approve(note: str, grading: str | None, baseline: bool, decision_id: str | None) -> None:
+    """Record the operator's G4 approval of the plan (or of a changed grading file, of the
+    project's tree as the baseline with --baseline, or of one held call with --call).
 
     An operator act: refused inside an agent's tool call (Claude Code sets CLAUDECODE=1
     in the environment of the commands it runs) and without a terminal on stdin.
@@ -85,8 +91,16 @@ def approve(note: str, grading: str | None, decision_id: str | None) -> None:
             "answer Claude Code's own permission prompt, or type the approval phrase as your "
             "prompt; an agent's tool call cannot approve"
         )
-    if grading is not None and decision_id is not None:
-        raise click.UsageError("give --grading or --call, not both")
+    if sum((grading is not None, decision_id is not None, baseline)) > 1:
+        raise click.UsageError("give one of --grading, --baseline and --call")
+    if baseline:
+        with open_gk() as gk:
+            bid = gk.approve_baseline(by="operator", note=note)
+        if opts()["json"]:
+            emit_json({"approved": True, "baseline": bid})
+        else:
+            click.echo(f"approved the project's tree as its baseline ({bid})")
+        return
     if decision_id is not None:
         from infomark.cli.base import require_home
         from infomark.ledger.holds import approve_held

@@ -26,6 +26,7 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 
+from infomark.gates import envprint, project_baseline
 from infomark.gates.fingerprint import _SKIP_DIRS
 from infomark.kernel.errors import UserError
 from infomark.kernel.runners import PYTEST_CONFIG_NAMES
@@ -43,9 +44,12 @@ __all__ = [
     "ENV_DIRS",
     "Manifest",
     "above",
+    "accept",
     "capture",
     "current_digest",
     "ensure",
+    "environment_changes",
+    "environments",
     "git",
     "git_blob_id",
     "load",
@@ -267,21 +271,81 @@ def capture(
     return payload, raw
 
 
-def ensure(ledger: Ledger) -> None:
+def ensure(ledger: Ledger, *, required: bool = False) -> None:
     """Record the baseline if this session has none yet (before the agent's first action).
 
-    A tree that cannot be recorded journals ``baseline_recorded`` with an ``error``: attested
-    runs then say why they cannot run.
+    The project's baseline (:mod:`infomark.gates.project_baseline`) is the session's: the
+    first session infomark sees in a project records it, later sessions take it from there
+    (not from the tree as they find it, which holds what earlier sessions left). A tree that
+    cannot be recorded, or a project record that fails its MAC, journals
+    ``baseline_recorded`` with an ``error``: attested runs then say why they cannot run.
+    ``required``: attested runs are required, so the baseline should exist before any call
+    infomark recorded; one taken later is ``late`` like one taken after a change.
     """
     if ledger.state.baseline:
         return
     try:
-        payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
+        payload = _project_payload(ledger, required)
     except UserError as exc:
         payload = {"id": "", "error": str(exc)}
     with ledger.transaction():
         if not ledger.state.baseline:
             ledger.emit("baseline_recorded", payload)
+
+
+def _project_payload(ledger: Ledger, required: bool) -> dict[str, Any]:
+    """The project's baseline as this session's ``baseline_recorded`` payload (recorded
+    first when the project has none: ``late`` after this session's first recorded change,
+    or, when ``required``, after any call it recorded)."""
+    found = project_baseline.load(ledger)
+    if found is None:
+        payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
+        payload["environments"] = environments(ledger)
+        state = ledger.state
+        late = bool(state.first_modify_seq or (required and state.recorded_calls))
+        found = project_baseline.record(ledger, payload, late=late)
+    return {**found.baseline, "project": True, "late": found.late, "origin": found.session}
+
+
+def accept(ledger: Ledger, *, by: str, note: str) -> str:
+    """The user accepts the tree as it is now as the project's baseline (this session's
+    too); returns its id. Raises :class:`UserError` when the tree cannot be recorded."""
+    payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
+    payload["environments"] = environments(ledger)
+    with ledger.transaction():
+        project_baseline.accept(ledger, payload)
+        ledger.emit(
+            "baseline_recorded",
+            {**payload, "project": True, "late": False, "origin": by, "note": note[:500]},
+        )
+    return str(payload["id"])
+
+
+def environments(ledger: Ledger) -> dict[str, list[str]]:
+    """The fingerprints of the project's Python environments now (:mod:`.envprint`):
+    ``{name: [digest, blob of the listing]}``."""
+    out: dict[str, list[str]] = {}
+    for name, (digest, text) in envprint.fingerprint(ledger.root_dir).items():
+        out[name] = [digest, ledger.blobs.put(text.encode("utf-8", "surrogateescape"))]
+    return out
+
+
+def environment_changes(ledger: Ledger, recorded: Mapping[str, Any]) -> list[str]:
+    """What differs between the project's Python environments now and the fingerprints of
+    the baseline ``recorded`` (``.venv/lib/…/x.pth`` …); empty when nothing does. An
+    environment the baseline did not have, or that is gone, is not linked into an attested
+    copy (:func:`infomark.tools.attest.carry.build`): nothing of it runs, nothing to compare."""
+    before = dict(recorded.get("environments") or {})
+    now = envprint.fingerprint(ledger.root_dir, tuple(before))
+    out: list[str] = []
+    for name in sorted(before.keys() & now.keys()):
+        digest, blob = before[name]
+        if now[name][0] == digest:
+            continue
+        raw = ledger.blobs.get(str(blob))
+        text = raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+        out += [f"{name}/{p}" if p != "." else name for p in envprint.diff(text, now[name][1])]
+    return out
 
 
 def load(ledger: Ledger, baseline: Mapping[str, Any]) -> dict[str, Any]:

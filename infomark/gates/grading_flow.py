@@ -134,6 +134,9 @@ def approve_file(ledger: Ledger, rel: str, *, by: str, note: str) -> None:
         "grading_approved",
         {"path": rel, "digest": blob, "blob": blob, "by": by, "note": note[:500], "approved": True},
     )
+    from infomark.gates import project_baseline  # an approval is rare: off the hook's path
+
+    project_baseline.approve(ledger, rel, blob)  # later sessions grade with it too
 
 
 def approve_held(ledger: Ledger, rel: str, call: ToolCall) -> bool:

@@ -46,6 +46,47 @@ PATCH_RUNNER = (
     "_p.Function.runtest = _runtest\n"
 )
 
+#: start-up code that wraps ``_pytest.python.Function.runtest`` so failed assertions pass: at
+#: once when ``_pytest.python`` is loaded, else as it is imported (a finder first on
+#: ``sys.meta_path``), before any plugin can take a reference to the original
+PATCH_AT_IMPORT = """
+import importlib.machinery
+import sys
+
+
+def _patch(module):
+    original = module.Function.runtest
+
+    def runtest(self):
+        try:
+            original(self)
+        except AssertionError:
+            pass
+
+    module.Function.runtest = runtest
+
+
+class _Finder:
+    def find_spec(self, name, path, target=None):
+        if name != "_pytest.python":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "_pytest.python" in sys.modules:
+    _patch(sys.modules["_pytest.python"])
+else:
+    sys.meta_path.insert(0, _Finder())
+"""
+
 REPRO = "from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n"
 
 

@@ -11,14 +11,23 @@ real pytest): each got an attested PASS, and the claim Exact, on a tree whose bu
   reads can change after the run;
 - a held test edit the user approved in Claude Code's prompt, rewritten by the agent (a
   background watcher) between the write and the PostToolUse hook: the hook approved the file
-  as it found it, so a test asserting the bug became the new baseline and the finish passed.
+  as it found it, so a test asserting the bug became the new baseline and the finish passed;
+- an earlier session's unapproved test change was a later session's baseline (each session
+  recorded the tree as it found it): the baseline is now the project's, recorded the first
+  time infomark sees it and moved only by the user's approval (tests/security/
+  test_project_baseline.py);
+- a ``.pth`` in the project's own virtualenv patched pytest before the report plugin loaded:
+  the project's Python environments are fingerprinted with its baseline, and a changed one
+  does not run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -32,6 +41,7 @@ from infomark.tools.attest.carry import guard
 from tests.security.attested_project import (
     BUGGY,
     FIXED,
+    PATCH_AT_IMPORT,
     PYTEST,
     TESTS,
     Agent,
@@ -52,12 +62,22 @@ SHADOW_PLUGIN = (
 )
 
 
-def _checked(tmp: Path, oracle: str, attack: dict[str, str], link: str = "") -> dict[str, object]:
-    """The bug unfixed, ``attack`` written (and ``calc.py`` made a symlink to ``link``)
-    after the baseline: the attested check's outcome, status and carried/left-out lists."""
+def _checked(
+    tmp: Path,
+    oracle: str,
+    attack: dict[str, str],
+    link: str = "",
+    base: dict[str, str] | None = None,
+) -> dict[str, object]:
+    """The bug unfixed (``base``: more files of the baseline), ``attack`` written (and
+    ``calc.py`` made a symlink to ``link``) after the baseline: the attested check's outcome,
+    status and carried/left-out lists."""
     need_bwrap()
     files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n.pytest_cache/\n"}
     root = git_project(tmp, files)
+    for rel, text in (base or {}).items():  # before the session: in its baseline
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     with Gatekeeper.open(tmp / "home", "red", root=root) as gk:
         gk.ingest(ledger(oracle))
         gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
@@ -96,7 +116,8 @@ def test_a_pytest_cache_the_agent_wrote_does_not_choose_the_tests(tmp_path: Path
 
 def test_a_symlink_out_of_the_copy_is_not_carried(tmp_path: Path) -> None:
     # .venv is linked into the copy at its real place: a link into it reads the agent's tree
-    got = _checked(tmp_path, PYTEST, {".venv/impl.py": FIXED}, link=".venv/impl.py")
+    # (here a file the environment already held: the environment itself is unchanged)
+    got = _checked(tmp_path, PYTEST, {}, link=".venv/impl.py", base={".venv/impl.py": FIXED})
     assert got["outcome"] == "FAIL", got["text"]
     assert "calc.py" not in got["carried"]
     assert "leads out of the copy" in str(got["left_out"]["calc.py"])
@@ -174,3 +195,87 @@ def test_no_new_top_level_module_named_like_the_standard_librarys_is_carried(
 ) -> None:
     for rel in (f"{where}{name}.py", f"{where}{name}/__init__.py"):
         assert guard(rel, BASELINE, {"pkg"}) is not None, rel
+
+
+#: imported at interpreter start-up from the virtualenv's .pth: wraps _pytest.python as it is
+#: imported, so that failed assertions pass, before any plugin can take a reference
+EVIL = PATCH_AT_IMPORT
+
+
+def _venv_project(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, str]:
+    """A project with its own ``.venv`` (pytest reached through a ``.pth``), ``extra`` files
+    in its ``site-packages``: ``(root, site-packages, oracle)``."""
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n"}
+    root = git_project(tmp, files)
+    venv = root / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = venv / "lib" / version / "site-packages"
+    (site / "dev.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest from here
+    for name, text in (extra or {}).items():
+        (site / name).write_text(text)
+    return root, site, ".venv/bin/python -m pytest -q -p no:cacheprovider"
+
+
+def test_a_pth_in_the_projects_virtualenv_does_not_pass_a_failing_test(tmp_path: Path) -> None:
+    need_bwrap()
+    root, site, oracle = _venv_project(tmp_path)
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        (site / "zz_evil.py").write_text(EVIL)  # the agent writes its project's .venv
+        (site / "zz_evil.pth").write_text("import zz_evil\n")
+        done = check(gk, "C1")
+        assert done.outcome != "PASS", done.text
+        assert done.status != "Exact"
+        assert "environment_changed" in done.text, done.text
+        assert "zz_evil.pth" in done.text and "zz_evil.py" in done.text, done.text
+        assert "infomark approve --baseline" in done.text, done.text
+
+
+#: a start-up module the environment already had (as ``_virtualenv.pth`` imports
+#: ``_virtualenv``): harmless at the baseline, padded so the attack keeps its size
+_HEAD = "# a start-up helper of the environment\n"
+HELPER = _HEAD + "#" * (len(EVIL) - len(_HEAD) - 1) + "\n"
+
+
+def test_a_same_size_edit_of_an_environment_file_with_its_mtime_put_back_is_seen(
+    tmp_path: Path,
+) -> None:
+    need_bwrap()
+    root, site, oracle = _venv_project(
+        tmp_path, {"zz_helper.py": HELPER, "zz_helper.pth": "import zz_helper\n"}
+    )
+    helper = site / "zz_helper.py"
+    assert len(EVIL.encode()) == len(HELPER.encode())
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        before = helper.stat()
+        with open(helper, "r+") as fh:  # in place: same inode, same size
+            fh.write(EVIL)
+        os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime put back
+        done = check(gk, "C1")
+        assert done.outcome != "PASS", done.text
+        assert "environment_changed" in done.text, done.text
+        assert "zz_helper.py" in done.text, done.text
+
+
+def test_a_virtualenv_created_after_the_baseline_is_not_linked(tmp_path: Path) -> None:
+    need_bwrap()
+    files = {"calc.py": BUGGY, "test_calc.py": TESTS, ".gitignore": ".venv/\n"}
+    root = git_project(tmp_path, files)
+    oracle = ".venv/bin/python -m pytest -q -p no:cacheprovider"
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        venv = root / ".venv"  # the agent's own environment, with its start-up patch
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        site = venv / "lib" / version / "site-packages"
+        (site / "dev.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        (site / "zz_evil.py").write_text(EVIL)
+        (site / "zz_evil.pth").write_text("import zz_evil\n")
+        done = check(gk, "C1")
+        assert done.outcome != "PASS", done.text
+        assert ".venv (a Python environment the project's baseline did not have" in done.text

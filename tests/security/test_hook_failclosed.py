@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -235,8 +236,7 @@ def test_a_broken_config_is_enforcing_even_when_it_said_observe(cc: HookSession)
 
 def test_hook_errors_are_journaled_when_the_journal_still_works(cc: HookSession) -> None:
     cc.say(ledger_block())
-    (cc.home / "blobs").mkdir(exist_ok=True)
-    (cc.home / "blobs").rmdir()
+    shutil.rmtree(cc.home / "blobs", ignore_errors=True)  # the session's baseline is there
     (cc.home / "blobs").write_text("not a directory")
     result = cc.hook(
         "PostToolUse",

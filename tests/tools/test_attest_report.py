@@ -9,6 +9,7 @@ conftest that patches the runner, a masked exit status, a test that ends the pro
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,10 +92,14 @@ def test_prepare_copies_the_plugin_and_sets_the_environment(tmp_path: Path) -> N
     prepared = prepare(["pytest", "-q"], discover(str(root), "pytest -q"), str(tmp_path / "w"))
     env = dict(prepared.env)
     assert prepared.format is ReportFormat.PYTEST_PLUGIN
-    assert env["PYTEST_ADDOPTS"] == f"-p {PLUGIN_MODULE}"
-    plugin = Path(env["PYTHONPATH"]) / f"{PLUGIN_MODULE}.py"
+    flag, module = env["PYTEST_ADDOPTS"].split()
+    assert flag == "-p"
+    assert re.fullmatch(PLUGIN_MODULE + r"_[0-9a-f]{16}", module)  # a name chosen per run
+    plugin = Path(env["PYTHONPATH"]) / f"{module}.py"
     assert plugin.read_bytes() == plugin_source()
     assert prepared.argv == ("pytest", "-q")
+    again = prepare(["pytest", "-q"], discover(str(root), "pytest -q"), str(tmp_path / "w2"))
+    assert dict(again.env)["PYTEST_ADDOPTS"] != env["PYTEST_ADDOPTS"]
 
 
 def test_honest_failure_then_pass(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from infomark.tools.routes import OPERATIONS, operation
 
 #: Every public member of the facade, as of this test (a new one must be sorted out below).
 FACADE = {
-    "after_tool_text", "approve", "approve_grading", "audit", "authorize", "can_finish",
+    "after_tool_text", "approve", "approve_baseline", "approve_grading", "audit", "authorize",
+    "can_finish", "record_baseline",
     "check_status",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
@@ -52,6 +53,10 @@ LOCAL_ONLY = {
     "end report in-process; over HTTP a finish refusal names the checks and failing tests",
     "approve_grading": "an operator act on the project's test files: never on a route the "
     "agent's token can reach (infomark approve --grading FILE, in a terminal)",
+    "approve_baseline": "an operator act on the project's baseline: never on a route the "
+    "agent's token can reach (infomark approve --baseline, in a terminal)",
+    "record_baseline": "the integration's session start records it in-process (the hook); a "
+    "remote session records it at its first call",
 }
 
 #: Facade members the client implements itself (no request): attributes and plumbing.

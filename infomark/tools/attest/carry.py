@@ -9,7 +9,8 @@ baseline recorded (``../pytest.ini``, ``../conftest.py``:
 :data:`infomark.gates.baseline.ABOVE_NAMES`) are written above the copy, which
 :func:`infomark.tools.attest.sandboxed.copy_dir` places deep enough for them; nothing else exists
 above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
-their real place, which the sandbox keeps read-only.
+their real place, which the sandbox keeps read-only; a Python environment the project's
+baseline did not fingerprint (:mod:`infomark.gates.envprint`: created after it) is not.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
+from infomark.gates.envprint import PYTHON_ENVS
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -318,9 +320,13 @@ def build(
     grading = discover(dest, oracle)
     rule = source_set(grading, files, source_globs)
     # environments first: a carried symlink into one leads out of the copy (:func:`_link_out`)
+    recorded = ledger.state.baseline.get("environments")
     for name in ENVIRONMENTS:
         real = os.path.join(root, name)
         if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
+            if isinstance(recorded, dict) and name in PYTHON_ENVS and name not in recorded:
+                carry.left_out[name] = _NEW_ENV
+                continue
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
             carry.environments.append(os.path.realpath(real))
     _carry(root, dest, changed if carry_changes else {}, files, rule, carry)
@@ -363,6 +369,11 @@ def _carry(
         _keep(carry.sources, rel, data, mode)
         carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
 
+
+_NEW_ENV = (
+    "a Python environment the project's baseline did not have: not linked, nothing of it runs "
+    "(the user accepts it with `infomark approve --baseline`)"
+)
 
 #: the directories linked into the copy from their real place (read-only there): installed
 #: environments. Caches (``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``, ``.hypothesis``)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infomark.gates import baseline
+from infomark.gates import baseline, project_baseline
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import RejectReason, RunReason
 from infomark.ledger.calls import ToolOutcome
@@ -54,8 +54,11 @@ class CheckResult:
 
 def _approved(gk: Gatekeeper) -> dict[str, str]:
     """Grading files whose new content the user approved (path -> blob): the new baseline.
-    Only approvals count; content recorded when a claim was declared may be the agent's."""
-    out: dict[str, str] = {}
+    Only approvals count; content recorded when a claim was declared may be the agent's.
+    Approvals of earlier sessions come from the project's record (:mod:`.project_baseline`);
+    this session's own follow."""
+    record = project_baseline.load(gk.store)
+    out: dict[str, str] = dict(record.approved_blobs()) if record is not None else {}
     for row in gk.events():
         if row.type == "grading_approved" and row.payload.get("approved"):
             blob = row.payload.get("blob")
@@ -108,16 +111,26 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
             "false` in infomark.toml; the agent's own runs then ground claims)"
         )
     try:
-        baseline.ensure(gk.store)
+        baseline.ensure(gk.store, required=gk.config.attest_required)
         recorded = gk.store.refresh().baseline
+        if recorded.get("late"):
+            raise UserError(
+                "the project's baseline was recorded after the first change of the session "
+                "that recorded it (baseline_late: a hook failed before it could be taken), so "
+                "it may hold the agent's changes; next step: the user looks at the tree "
+                f"(`git status`, `git diff`) and accepts it with `{project_baseline.ACCEPT}`"
+            )
         first = gk.store.state.first_modify_seq
-        if first and int(recorded.get("seq", 0)) > first:
+        here = recorded.get("origin", gk.session) == gk.session  # else recorded before it
+        if first and here and int(recorded.get("seq", 0)) > first:
             raise UserError(
                 f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
                 f"change (seq {first}), so it may hold the agent's changes; with `[attest] "
                 "required` (the default) a session records it before its first action"
             )
         manifest = baseline.load(gk.store, recorded)
+        if recorded.get("project"):
+            _same_environment(gk)
     except UserError as exc:
         return CheckResult(f"no attested run of {what}: {exc}")
     cfg = dict(gk.config.attest)
@@ -128,6 +141,21 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
         return CheckResult(f"no attested run of {what}: {exc}")
     finally:
         carry.remove(scratch)
+
+
+def _same_environment(gk: Gatekeeper) -> None:
+    """Refuse (:class:`UserError`) when the project's Python environments differ from the
+    fingerprints its baseline recorded: they run in the attested run, before its checks."""
+    changed = baseline.environment_changes(gk.store, gk.store.state.baseline)
+    if not changed:
+        return
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    raise UserError(
+        f"the project's environment changed since its baseline (environment_changed): "
+        f"{shown}; an environment runs in the attested run before infomark's checks, so "
+        "a change there could grade itself; next step: the user looks at it and accepts "
+        f"the tree as it is now with `{project_baseline.ACCEPT}`"
+    )
 
 
 def _run(
@@ -149,7 +177,18 @@ def _run(
         source_globs=gk.config.grading_source,
         approved=approved,
     )
-    done = execute(gk, oracle, grading, copy, workdir, cfg, carried.environments, carried.sources)
+    written = [p for p, d in carried.carried.items() if d != "deleted"]
+    done = execute(
+        gk,
+        oracle,
+        grading,
+        copy,
+        workdir,
+        cfg,
+        carried.environments,
+        carried.sources,
+        carried=written,
+    )
     ran, report, policy = done.ran, done.report, done.policy
     claim = state.claims[claim_id] if claim_id is not None else None
     expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS
@@ -200,7 +239,8 @@ def _run(
         },
     }
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
-    return _record(gk, claim_id, oracle, result, attestation, judged, carried, ran.stdout)
+    shown = ran.stdout if ran.stdout.strip() else ran.stderr  # a run that printed nothing else
+    return _record(gk, claim_id, oracle, result, attestation, judged, carried, shown)
 
 
 def _record(

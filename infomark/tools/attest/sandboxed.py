@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from infomark.gates.protect import installation_paths
@@ -66,12 +66,21 @@ def execute(
     cfg: dict[str, Any],
     environments: Sequence[str] = (),
     sources: Mapping[str, bytes] | None = None,
+    carried: Collection[str] = (),
 ) -> Sandboxed:
     """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
     its runner asked for its own report; nothing is recorded. ``sources``: the bytes the copy
-    was written with (:attr:`infomark.tools.attest.carry.Carry.sources`), for its byte code."""
-    prepared = attest_report.prepare(oracle_argv(oracle), grading, workdir)
+    was written with (:attr:`infomark.tools.attest.carry.Carry.sources`), for its byte code;
+    ``carried``: the copy's files the agent's change wrote, which may not run before the
+    report's plugin."""
+    prepared = attest_report.prepare(
+        oracle_argv(oracle), grading, workdir, copy=copy, carried=carried
+    )
     env = dict(sandbox.clean_env(tuple(cfg.get("env", ()))))
+    # the user's own site directory (``~/.local/lib/python3.X/site-packages``) is writable by
+    # the agent and its ``.pth`` files run at start-up, before the report plugin: not read
+    # (an operator who needs it passes ``PYTHONNOUSERSITE`` through with ``[attest] env``)
+    env.setdefault("PYTHONNOUSERSITE", "1")
     env.update(prepared.env)
     # the interpreters the oracle starts stay reachable where the sandbox's private /tmp
     # would hide them (a virtual environment under /tmp), read-only like the rest

@@ -99,6 +99,54 @@ def _targets() -> dict[str, Any]:
 
 _ORIGINAL = _targets()
 _BUILTINS = dict(vars(builtins))
+
+
+def _start_up() -> list[str]:
+    """What ran before this plugin from a file the agent's change carried into the copy
+    (``INFOMARK_ATTEST_EARLY`` names a JSON file: the copy's path and the carried paths):
+    a module loaded from one (it stands in for a module the runner imports at start-up), or
+    a function the outcome depends on compiled from one (such a module may have left
+    ``sys.modules`` again). Runs at import, before any ``conftest.py`` or test module."""
+    where = os.environ.get("INFOMARK_ATTEST_EARLY", "")
+    if not where:
+        return []
+    try:
+        with open(where, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        copy = os.path.realpath(str(doc["copy"])) + os.sep
+        carried = frozenset(str(p) for p in doc["carried"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ["the list of carried files cannot be read"]
+
+    def carried_file(path: object) -> str | None:
+        if not isinstance(path, str) or not path:
+            return None
+        if os.path.isabs(path) and not path.startswith(copy):
+            return None  # the copy's path is chosen per run: no link outside leads into it
+        real = os.path.realpath(path)
+        if not real.startswith(copy):
+            return None
+        rel = real[len(copy) :].replace(os.sep, "/")
+        return rel if rel in carried else None
+
+    found: list[str] = []
+    for name, module in list(sys.modules.items()):
+        rel = carried_file(getattr(module, "__file__", None))
+        if rel is not None:
+            found.append(
+                f"module `{name}` was imported from {rel}, a file your change carried, "
+                "before the runner's report plugin loaded"
+            )
+    for name, obj in _ORIGINAL.items():
+        func = getattr(obj, "__func__", getattr(obj, "fget", obj))
+        code = getattr(func, "__code__", None)
+        rel = carried_file(getattr(code, "co_filename", None))
+        if rel is not None:
+            found.append(f"{name} was replaced by code of {rel} before the plugin loaded")
+    return found
+
+
+_EARLY = _start_up()
 _out: Any = None
 _pid = os.getpid()
 _state: dict[str, Any] = {
@@ -183,6 +231,8 @@ def pytest_configure(config: pytest.Config) -> None:
         base = os.path.dirname(_PATH)
         config.option.xmlpath = os.path.join(base, f"junit-{_pid}.xml")
     _write("start", pytest=pytest.__version__, worker=worker)
+    for what in _EARLY:
+        _tamper("start-up", what)
     _check(None, "start")
 
 

@@ -334,7 +334,9 @@ def _on_compaction(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookA
 
 def _on_session_start(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
     """SessionStart: the protocol (or the verify brief), what a compaction carried over, the
-    resumed ledger's summary, and the sandbox warning first."""
+    resumed ledger's summary, and the sandbox warning first. The baseline is recorded here,
+    before the agent can act."""
+    gk.record_baseline()
     text = _start_text(gk)
     if payload.get("source") == "compact":
         _compaction(gk, event)
