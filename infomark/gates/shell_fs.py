@@ -21,6 +21,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import BinaryIO
 
 __all__ = [
@@ -70,24 +71,21 @@ def stat(path: str) -> os.stat_result:
     return os.stat(path)
 
 
-def isfile(path: str) -> bool:
-    read_any()
-    return os.path.isfile(path)
+def _probe(test: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``test`` (an ``os.path`` predicate), noting the read first."""
+
+    def probe(path: str) -> bool:
+        read_any()
+        return test(path)
+
+    probe.__name__ = probe.__qualname__ = test.__name__
+    return probe
 
 
-def isdir(path: str) -> bool:
-    read_any()
-    return os.path.isdir(path)
-
-
-def exists(path: str) -> bool:
-    read_any()
-    return os.path.exists(path)
-
-
-def lexists(path: str) -> bool:
-    read_any()
-    return os.path.lexists(path)
+isfile = _probe(os.path.isfile)
+isdir = _probe(os.path.isdir)
+exists = _probe(os.path.exists)
+lexists = _probe(os.path.lexists)
 
 
 def listdir(path: str) -> list[str]:

@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 from infomark.gates.shell.core import Env, ws
-from infomark.gates.shell.words import Arg, _first_positional, _is_sink, _names, _scan, _static
+from infomark.gates.shell.words import (
+    Arg,
+    Options,
+    _first_positional,
+    _is_sink,
+    _names,
+    _scan,
+    _static,
+)
 
 __all__ = ["_h_7z", "_h_compress", "_h_curl", "_h_rsync", "_h_tar", "_h_unzip", "_h_wget"]
 
 
-_CURL_VALUES = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
-_CURL_LONG_VALUES = ws(
+# the option grammars (which options take a value)
+_CURL = Options(
+    "AbcCdDeEFHKmoPQrtTuUwxXyYz",
     "--output --dump-header --cookie-jar --trace --trace-ascii --libcurl --etag-save --stderr "
     "--data --data-raw --data-binary --data-urlencode --json --header --user-agent --request "
     "--user --form --url --write-out --max-time --connect-timeout --proxy --referer --cookie "
-    "--config --range --upload-file --cert --key --retry --output-dir"
+    "--config --range --upload-file --cert --key --retry --output-dir",
 )
+_WGET = Options(
+    "OoaePUtTwiQlARDIXB",
+    "--output-document --output-file --append-output --directory-prefix --user-agent --tries "
+    "--timeout --wait --input-file --execute --header --level --accept --reject --domains --base "
+    "--post-data --user --password",
+)
+_TAR = Options("fCbgKLNTVXIH", "--file --directory --exclude --files-from --use-compress-program")
+
 _CURL_WRITES = ws(
     "-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --libcurl --etag-save "
     "--stderr"
@@ -22,7 +39,7 @@ _CURL_WRITES = ws(
 
 
 def _h_curl(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(args, _CURL_VALUES, _CURL_LONG_VALUES)
+    opts, _ = _CURL.scan(args)
     for opt, val in opts:
         if opt in ("-O", "--remote-name", "--remote-name-all"):
             env.modify("downloads to a file (-O)")
@@ -36,15 +53,7 @@ def _h_curl(name: str, args: list[Arg], env: Env) -> None:
 
 
 def _h_wget(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(
-        args,
-        "OoaePUtTwiQlARDIXB",
-        ws(
-            "--output-document --output-file --append-output --directory-prefix --user-agent "
-            "--tries --timeout --wait --input-file --execute --header --level --accept --reject "
-            "--domains --base --post-data --user --password"
-        ),
-    )
+    opts, _ = _WGET.scan(args)
     names = _names(opts)
     to_stdout = any(
         opt in ("-O", "--output-document") and _is_sink(val.value if val else None)
@@ -62,11 +71,6 @@ def _h_wget(name: str, args: list[Arg], env: Env) -> None:
         env.modify("downloads files")
 
 
-_TAR_LONG_VALUES = frozenset(
-    {"--file", "--directory", "--exclude", "--files-from", "--use-compress-program"}
-)
-
-
 def _h_tar(name: str, args: list[Arg], env: Env) -> None:
     modes: set[str] = set()
     archive: Arg | None = None
@@ -77,7 +81,7 @@ def _h_tar(name: str, args: list[Arg], env: Env) -> None:
         if "f" in first:
             archive = args[1] if len(args) > 1 else None
         rest = args[1:]
-    opts, _ = _scan(rest, "fCbgKLNTVXIH", _TAR_LONG_VALUES)
+    opts, _ = _TAR.scan(rest)
     for opt, val in opts:
         if opt in ("-f", "--file"):
             archive = val

@@ -6,6 +6,7 @@ from infomark.gates.shell.assembled import assembled_exec
 from infomark.gates.shell.core import Env, Handler
 from infomark.gates.shell.words import (
     Arg,
+    Options,
     _command_name,
     _first_positional,
     _is_sink,
@@ -30,6 +31,8 @@ __all__ = [
     "_h_tee",
     "_h_wipe",
 ]
+
+_SORT = Options("kotST", "--key --output --field-separator --buffer-size --temporary-directory")
 
 
 def _h_rm(name: str, args: list[Arg], env: Env) -> None:
@@ -139,13 +142,7 @@ def _h_tee(name: str, args: list[Arg], env: Env) -> None:
 
 
 def _h_sort(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(
-        args,
-        "kotST",
-        frozenset(
-            {"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory"}
-        ),
-    )
+    opts, _ = _SORT.scan(args)
     for opt, val in opts:
         if opt in ("-o", "--output") and not _is_sink(val.value if val else None):
             env.modify(f"writes {(val.value if val else None) or 'a computed path'}")

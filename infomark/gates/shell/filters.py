@@ -6,7 +6,7 @@ say they write (``sed`` ``w``/``e`` commands and ``-i``, awk's ``print > f``, ``
 from __future__ import annotations
 
 from infomark.gates.shell.core import Env, read_small, ws
-from infomark.gates.shell.words import Arg, _is_sink, _names, _scan
+from infomark.gates.shell.words import Arg, Options, _is_sink, _names, _scan
 from infomark.kernel.lazyre import lazy_compile
 
 __all__ = [
@@ -211,13 +211,11 @@ def _writes(env: Env, target: Arg | None, what: str) -> bool:
     return True
 
 
-_UNIQ_VALUES = ws("--skip-fields --skip-chars --check-chars --group --all-repeated")
+_UNIQ = Options("fsw", "--skip-fields --skip-chars --check-chars --group --all-repeated")
 
 
 def _h_uniq(name: str, args: list[Arg], env: Env) -> None:
-    _, pos = _scan(
-        args, "fsw", ws("--skip-fields --skip-chars --check-chars --group --all-repeated")
-    )
+    _, pos = _UNIQ.scan(args)
     if not (len(pos) >= 2 and _writes(env, pos[1], "writes its output file")):
         env.execute("filters text; not known to modify anything")
 

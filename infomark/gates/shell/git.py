@@ -7,10 +7,21 @@ from collections.abc import Callable
 from infomark.gates import shell_fs as fs
 from infomark.gates.shell.core import Env, ws
 from infomark.gates.shell.walks import note_git
-from infomark.gates.shell.words import Arg, _is_sink, _names, _option_value, _scan, _static
+from infomark.gates.shell.words import Arg, Options, _is_sink, _names, _option_value, _scan, _static
 from infomark.kernel.lazyre import lazy_compile
 
 __all__ = ["_h_git"]
+
+# the option grammars (which options take a value)
+_CHECKOUT = Options("bB", "--orphan --conflict --pathspec-from-file")
+_BRANCH = Options(
+    "u",
+    "--set-upstream-to --contains --no-contains --merged --no-merged --points-at --sort --format "
+    "--column",
+)
+_TAG = Options(
+    "mFun", "--message --file --contains --points-at --merged --no-merged --sort --format"
+)
 
 
 _GIT_GLOBAL_VALUES = frozenset(
@@ -149,11 +160,7 @@ _GIT_PATHLIKE = lazy_compile(r"^(\.{1,2}(/.*)?|\./.*|\.\./.*|:.*|.*[*?\[].*|.*/)
 
 
 def _git_checkout(sub: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(
-        args,
-        "bB",
-        frozenset({"--orphan", "--conflict", "--pathspec-from-file"}),
-    )
+    opts, pos = _CHECKOUT.scan(args)
     names = _names(opts)
     dashdash = any(a.value == "--" for a in args)
     if names & {"-f", "--force"}:
@@ -222,14 +229,7 @@ def _git_stash(sub: str, args: list[Arg], env: Env) -> None:
 
 
 def _git_branch(sub: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(
-        args,
-        "u",
-        ws(
-            "--set-upstream-to --contains --no-contains --merged --no-merged --points-at --sort "
-            "--format --column"
-        ),
-    )
+    opts, pos = _BRANCH.scan(args)
     names = _names(opts)
     delete = bool(names & {"-d", "--delete"})
     force = bool(names & {"-f", "--force"})
@@ -270,11 +270,7 @@ def _git_branch(sub: str, args: list[Arg], env: Env) -> None:
 
 
 def _git_tag(sub: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(
-        args,
-        "mFun",
-        ws("--message --file --contains --points-at --merged --no-merged --sort --format"),
-    )
+    opts, pos = _TAG.scan(args)
     names = _names(opts)
     if names & {"-d", "--delete", "-a", "-s", "-f", "-m", "-F", "--annotate", "--sign", "--force"}:
         env.modify("creates or deletes tags")

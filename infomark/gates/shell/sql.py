@@ -4,11 +4,19 @@ and destructive statements (``db``), from arguments, ``-f`` files, here-docs and
 from __future__ import annotations
 
 from infomark.gates.shell.core import SQL_FILE_LIMIT, Env, read_small, ws
-from infomark.gates.shell.words import Arg, _scan
+from infomark.gates.shell.words import Arg, Options
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass, field
 
 __all__ = ["_h_mysql", "_h_psql", "_h_sqlite"]
+
+# the option grammars (which options take a value)
+_PSQL = Options(
+    "cdfhpUvoLPTFR",
+    "--command --file --dbname --host --port --username --set --variable --output --log-file "
+    "--pset --field-separator --record-separator --table-attr",
+)
+_MYSQL = Options("euhPDSO", "--execute --user --host --port --database --socket")
 
 _MAX_SQL_INCLUDES = 3
 
@@ -195,40 +203,33 @@ def _sql_arg(env: Env, arg: Arg | None, label: str) -> None:
 
 
 def _h_psql(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(
-        args,
-        "cdfhpUvoLPTFR",
-        ws(
-            "--command --file --dbname --host --port --username --set --variable --output "
-            "--log-file --pset --field-separator --record-separator --table-attr"
-        ),
-    )
+    _sql_client(_PSQL.scan(args)[0], env, inline=("-c", "--command"), files=("-f", "--file"))
+
+
+def _h_mysql(name: str, args: list[Arg], env: Env) -> None:
+    _sql_client(_MYSQL.scan(args)[0], env, inline=("-e", "--execute"))
+
+
+def _sql_client(
+    opts: list[tuple[str, Arg | None]],
+    env: Env,
+    *,
+    inline: tuple[str, str],
+    files: tuple[str, ...] = (),
+) -> None:
+    """A SQL client's statements: given inline (``inline``: short, long), read from ``files``
+    (``-`` is stdin), or else read from stdin."""
     given = False
     for opt, val in opts:
-        if opt in ("-c", "--command"):
-            _sql_arg(env, val, "in -c")
+        if opt in inline:
+            _sql_arg(env, val, f"in {inline[0]}")
             given = True
-        elif opt in ("-f", "--file"):
+        elif opt in files:
             given = True
             if val is not None and val.value == "-":
                 _sql_stdin(env)
             else:
                 _sql_file(env, val.value if val else None)
-    if not given:
-        _sql_stdin(env)
-
-
-def _h_mysql(name: str, args: list[Arg], env: Env) -> None:
-    opts, _ = _scan(
-        args,
-        "euhPDSO",
-        ws("--execute --user --host --port --database --socket"),
-    )
-    given = False
-    for opt, val in opts:
-        if opt in ("-e", "--execute"):
-            _sql_arg(env, val, "in -e")
-            given = True
     if not given:
         _sql_stdin(env)
 

@@ -37,7 +37,7 @@ from infomark.gates.shell.walks_copy import (
     w_tar,
     w_zip,
 )
-from infomark.gates.shell.words import Arg, _command_name, _names, _scan
+from infomark.gates.shell.words import Arg, Options, _command_name, _names, _scan
 from infomark.kernel.tools import Walk
 
 __all__ = [
@@ -49,18 +49,34 @@ __all__ = [
     "walk_roots",
 ]
 
-# -- grep, ripgrep, ag, ack, diff --------------------------------------------------------------
-
-_GREP_SHORT_VALUES = "efmABCdD"
-_GREP_LONG_VALUES = ws(
+# the option grammars (which options take a value)
+_GREP = Options(
+    "efmABCdD",
     "--regexp --file --max-count --after-context --before-context --context --directories "
     "--devices --exclude --include --exclude-dir --exclude-from --label --binary-files --color "
-    "--colour --group-separator"
+    "--colour --group-separator",
 )
+_RG = Options(
+    "efgmABCtTEjMrd",
+    "--regexp --file --glob --iglob --max-count --after-context --before-context --context "
+    "--type --type-not --type-add --type-clear --encoding --threads --max-columns --replace "
+    "--max-depth --max-filesize --ignore-file --pre --pre-glob --sort --sortr --color --colors "
+    "--context-separator --field-match-separator --field-context-separator --path-separator "
+    "--dfa-size-limit --regex-size-limit --engine --hostname-bin --hyperlink-format --generate",
+)
+_AG = Options(
+    "ABCGgmpW",
+    "--ignore --ignore-dir --depth --pager --path-to-ignore --file-search-regex --context",
+)
+_XARGS = Options(
+    "adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"
+)
+
+# -- grep, ripgrep, ag, ack, diff --------------------------------------------------------------
 
 
 def _w_grep(name: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(args, _GREP_SHORT_VALUES, _GREP_LONG_VALUES)
+    opts, pos = _GREP.scan(args)
     names = _names(opts)
     directories = [v.value for o, v in opts if o in ("-d", "--directories") and v is not None]
     recursive = (
@@ -90,18 +106,8 @@ def _w_grep(name: str, args: list[Arg], env: Env) -> None:
     )
 
 
-_RG_SHORT_VALUES = "efgmABCtTEjMrd"
-_RG_LONG_VALUES = ws(
-    "--regexp --file --glob --iglob --max-count --after-context --before-context --context "
-    "--type --type-not --type-add --type-clear --encoding --threads --max-columns --replace "
-    "--max-depth --max-filesize --ignore-file --pre --pre-glob --sort --sortr --color --colors "
-    "--context-separator --field-match-separator --field-context-separator --path-separator "
-    "--dfa-size-limit --regex-size-limit --engine --hostname-bin --hyperlink-format --generate"
-)
-
-
 def _w_rg(name: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(args, _RG_SHORT_VALUES, _RG_LONG_VALUES)
+    opts, pos = _RG.scan(args)
     names = _names(opts)
     if names & {"--files", "--type-list", "--version", "-V", "--help", "-h", "--generate"}:
         return  # names only, or no search at all
@@ -127,11 +133,7 @@ def _w_rg(name: str, args: list[Arg], env: Env) -> None:
 
 
 def _w_ag(name: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(
-        args,
-        "ABCGgmpW",
-        ws("--ignore --ignore-dir --depth --pager --path-to-ignore --file-search-regex --context"),
-    )
+    opts, pos = _AG.scan(args)
     names = _names(opts)
     if name == "ag" and names & {"-g"}:
         return  # lists file names matching a pattern
@@ -247,11 +249,7 @@ def _find_files_excluded(expr: list[str | None]) -> tuple[str, ...]:
 
 
 def _w_xargs(name: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(
-        args,
-        "adEILnPs",
-        ws("--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
-    )
+    opts, pos = _XARGS.scan(args)
     inner = _command_name(pos[0].value) if pos and pos[0].value else None
     if inner in NAMES_ONLY:
         return

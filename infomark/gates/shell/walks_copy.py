@@ -16,7 +16,7 @@ from infomark.gates.shell.walkroots import (
     record,
     walk_roots,
 )
-from infomark.gates.shell.words import Arg, _names, _scan
+from infomark.gates.shell.words import Arg, Options, _names, _scan
 
 __all__ = [
     "w_aws",
@@ -27,6 +27,14 @@ __all__ = [
     "w_tar",
     "w_zip",
 ]
+
+_RSYNC = Options(
+    "efTBM",
+    "--exclude --include --exclude-from --include-from --files-from --filter --rsh --rsync-path "
+    "--temp-dir --compare-dest --link-dest --copy-dest --backup-dir --suffix --chmod --chown "
+    "--max-size --min-size --partial-dir --log-file --password-file --port --out-format "
+    "--timeout --remote-option --info --debug --usermap --groupmap",
+)
 
 
 def w_cp(name: str, args: list[Arg], env: Env) -> None:
@@ -44,16 +52,8 @@ def w_cp(name: str, args: list[Arg], env: Env) -> None:
     record(env, walk_roots(sources, env, default=False), "copies", follow=follow)
 
 
-_RSYNC_LONG_VALUES = ws(
-    "--exclude --include --exclude-from --include-from --files-from --filter --rsh "
-    "--rsync-path --temp-dir --compare-dest --link-dest --copy-dest --backup-dir --suffix "
-    "--chmod --chown --max-size --min-size --partial-dir --log-file --password-file --port "
-    "--out-format --timeout --remote-option --info --debug --usermap --groupmap"
-)
-
-
 def w_rsync(name: str, args: list[Arg], env: Env) -> None:
-    opts, pos = _scan(args, "efTBM", _RSYNC_LONG_VALUES)
+    opts, pos = _RSYNC.scan(args)
     names = _names(opts)
     if any(o == "--files-from" for o, _ in opts):
         from_list(env, [v for o, v in opts if o == "--files-from"], "copies")

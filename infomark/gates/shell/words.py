@@ -22,6 +22,7 @@ __all__ = [
     "NULL_SINKS",
     "PLACEHOLDER",
     "Arg",
+    "Options",
     "_command_name",
     "_first_positional",
     "_is_sink",
@@ -273,6 +274,25 @@ def _scan(
             opts.append(("-" + ch, None))
         i += 1
     return opts, pos
+
+
+class Options:
+    """A command's option grammar: the short letters and the long names that take a value (the
+    rest are flags), the long names written as one space-separated string.
+
+    ``Options("o", "--output --format").scan(args)`` is :func:`_scan` by that grammar; a
+    module names the grammars too long for one line, next to each other at its top.
+    """
+
+    __slots__ = ("long", "short")
+
+    def __init__(self, short: str = "", long: str = "") -> None:
+        self.short = short
+        self.long = ws(long)
+
+    def scan(self, args: Sequence[Arg]) -> tuple[list[tuple[str, Arg | None]], list[Arg]]:
+        """The options (``("-x", value)`` / ``("--long", value)``) and the positionals."""
+        return _scan(args, self.short, self.long)
 
 
 def _skip_options(

@@ -20,6 +20,7 @@ An ordered table of small checks; the first that speaks decides:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from infomark.kernel.reasons import RunReason
 from infomark.kernel.runners import ReportFormat
@@ -29,22 +30,15 @@ from infomark.tools.attest_report.model import Judgement, RunnerReport
 __all__ = ["judge", "named_in"]
 
 
+@dataclass(frozen=True, slots=True)
 class _Case:
-    __slots__ = ("baseline", "exit_code", "expect", "named", "report")
+    """One run under judgement: what the checks of :func:`judge` read."""
 
-    def __init__(
-        self,
-        report: RunnerReport,
-        exit_code: int,
-        baseline: RunnerReport | None,
-        expect: Outcome,
-        named: tuple[str, ...],
-    ) -> None:
-        self.report = report
-        self.exit_code = exit_code
-        self.baseline = baseline
-        self.expect = expect
-        self.named = named
+    report: RunnerReport
+    exit_code: int
+    baseline: RunnerReport | None
+    expect: Outcome
+    named: tuple[str, ...]
 
     @property
     def has_report(self) -> bool:

@@ -165,16 +165,7 @@ SPEC = HostSpec(
     step=_step,
     config_dir=".codex",
     config_file="hooks.json",
-    install=(
-        ("SessionStart", None),
-        ("UserPromptSubmit", None),
-        ("PreToolUse", "*"),
-        ("PostToolUse", "*"),
-        ("PreCompact", None),
-        ("PostCompact", None),
-        ("Stop", None),
-        ("SubagentStop", None),
-    ),
+    tool_matcher="*",
     timeout=30,  # s; the hook answers within 4 s
     project_dir_var=".",  # the hook runs in the session's working directory
 )

@@ -198,13 +198,7 @@ SPEC = HostSpec(
     rewrite=_rewrite,
     config_dir=".gemini",
     config_file="settings.json",
-    install=(
-        ("SessionStart", None),
-        ("BeforeAgent", None),
-        ("BeforeTool", ".*"),
-        ("AfterTool", ".*"),
-        ("AfterAgent", None),
-    ),
+    tool_matcher=".*",
     timeout=30_000,  # ms; the hook answers within 4 s
     project_dir_var="$GEMINI_PROJECT_DIR",  # expanded (quoted) by Gemini CLI itself
 )

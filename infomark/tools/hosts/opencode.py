@@ -134,12 +134,5 @@ SPEC = HostSpec(
     step=_step,
     config_dir=".opencode",
     config_file="plugins/infomark.js",
-    install=(
-        ("session.start", None),
-        ("chat.message", None),
-        ("tool.execute.before", None),
-        ("tool.execute.after", None),
-        ("text.complete", None),
-    ),
     timeout=30,  # s: the plugin kills the hook after this and fails closed
 )

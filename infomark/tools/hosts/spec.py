@@ -56,9 +56,23 @@ class HostSpec:
     # -- what `infomark install <name>` writes -------------------------------------------
     config_dir: str = ""  # ".gemini": in the project, and in the user's home
     config_file: str = ""  # "settings.json" / "hooks.json" beside it
-    install: tuple[tuple[str, str | None], ...] = ()  # (host event, matcher or None)
+    tool_matcher: str | None = None  # the tool events' hook matcher ("*"); None: no matcher
     timeout: int = 30  # in the host's unit (Gemini CLI: ms; Codex: s)
     project_dir_var: str | None = None  # what the host expands to the project directory
+
+    @property
+    def install(self) -> tuple[tuple[str, str | None], ...]:
+        """The hooks ``infomark install`` writes, ``(host event, matcher or None)``: every
+        event infomark uses, in the order of ``events``, the tool events with
+        ``tool_matcher`` (derived, so an event cannot be mapped and not installed)."""
+        return tuple(
+            (event, self.tool_matcher if ours in _TOOL_EVENTS else None)
+            for event, ours in self.events.items()
+            if ours is not None
+        )
+
+
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 
 
 def fill(template: Any, text: str, event: str) -> Any:
