@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,28 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (the modules, their strategies, 4,800 items): the cyclic
+    garbage collector never walks it again. Without this a worker's long-lived heap makes
+    every full collection slower as the run goes on, and an allocation-heavy test (a
+    Hypothesis property) pays for it: test_any_wrapper_chain_keeps_destructive took 16 s of
+    CPU late in a worker against 1 s alone."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test file's last test (its module fixtures torn down): collect its garbage,
+    then freeze what stays alive, as after collection. Only unreachable objects are ever
+    collected, so what a test asserts about collection (a weakref that dies) is unchanged;
+    the frozen objects are the previous files' survivors, which no later test can free."""
+    yield
+    if nextitem is None or nextitem.path != item.path:
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(autouse=True)
