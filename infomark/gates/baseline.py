@@ -344,7 +344,9 @@ def environment_changes(ledger: Ledger, recorded: Mapping[str, Any]) -> list[str
             continue
         raw = ledger.blobs.get(str(blob))
         text = raw.decode("utf-8", "surrogateescape") if raw is not None else ""
-        out += [f"{name}/{p}" if p != "." else name for p in envprint.diff(text, now[name][1])]
+        top = os.path.realpath(os.path.join(ledger.root_dir, name))
+        found = envprint.diff(text, now[name][1], top)
+        out += [f"{name}/{p}" if p != "." else name for p in found]
     return out
 
 

@@ -9,14 +9,39 @@ time in nanoseconds; a change time cannot be set back by the file's owner), and 
 run whose environment differs from that record does not run (``environment_changed``, naming
 the first files that differ) until the user accepts the tree (``infomark approve
 --baseline``). ``node_modules`` is not fingerprinted (see docs/security.md).
+
+**What an honest run changes is not a change.** Running the project's own tests writes byte
+code into an environment whose installer compiled none (``uv`` by default, ``pip
+--no-compile``): ``__pycache__/<module>.<tag>.pyc`` beside modules that did not change. Named as
+changes, they would trap an agent that only ran its tests. So :func:`diff`, given the
+environment's directory, passes over (:data:`SETTLED`, in order):
+
+- a directory's own row, when it is a directory before and after, and a new ``__pycache__``
+  directory (their entries are compared one by one: a file added, removed or changed in them
+  is still named);
+- a byte-code file that is gone (the interpreter compiles the source again);
+- a byte-code file that is new or changed, only when it is for **this** interpreter (its cache
+  tag), its source module is listed unchanged, the file is the one listed (same inode, size and
+  times, opened without following links), and the code it holds is equal to what ``compile()``
+  makes of that source (code objects compare their byte code, constants, names and line table,
+  nested functions included). A planted pyc whose header matches the source but whose code does
+  not is still named; so is one for another interpreter, which infomark cannot compile. The
+  comparison runs in one child ``python -I -S`` for all of them (``marshal`` is not safe against
+  crafted bytes): about 20 ms, paid only when the environment holds such files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
 
-__all__ = ["PYTHON_ENVS", "diff", "fingerprint", "listing"]
+__all__ = ["PYTHON_ENVS", "SETTLED", "diff", "faithful", "fingerprint", "listing"]
 
 #: the environment directories (of :data:`infomark.tools.attest.carry.ENVIRONMENTS`) that
 #: hold Python environments
@@ -67,7 +92,110 @@ def _rows(text: str) -> dict[str, str]:
     return dict(line.split("\0", 1) for line in text.split("\n") if "\0" in line)
 
 
-def diff(before: str, after: str) -> list[str]:
-    """The paths that were added, removed or changed between two listings (sorted)."""
+def diff(before: str, after: str, top: str | None = None) -> list[str]:
+    """The paths that were added, removed or changed between two listings (sorted); with
+    ``top`` (the environment's directory now), those an honest run makes are left out
+    (:data:`SETTLED`, then the byte code :func:`faithful` vouches for)."""
     old, new = _rows(before), _rows(after)
-    return sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+    changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+    if top is None:
+        return changed
+    left = [p for p in changed if not any(rule(p, old, new) for rule in SETTLED)]
+    asks = {p: ask for p in left if (ask := _pyc_question(top, p, old, new)) is not None}
+    vouched = {p for p, ok in zip(asks, faithful(list(asks.values())), strict=True) if ok}
+    return [p for p in left if p not in vouched]
+
+
+_Rows = dict[str, str]
+_PYC = re.compile(r"(?:(.*)/)?__pycache__/([^/.]+)\.([^/.]+)(?:\.opt-([12]))?\.pyc")
+
+
+def _mode(row: str | None) -> int:
+    return int(row.split(" ")[1]) if row else 0
+
+
+def _a_directory_row(path: str, old: _Rows, new: _Rows) -> bool:
+    return stat.S_ISDIR(_mode(old.get(path))) and stat.S_ISDIR(_mode(new.get(path)))
+
+
+def _a_new_pycache_dir(path: str, old: _Rows, new: _Rows) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name == "__pycache__" and path not in old and stat.S_ISDIR(_mode(new.get(path)))
+
+
+def _a_removed_pyc(path: str, old: _Rows, new: _Rows) -> bool:
+    return path not in new and _PYC.fullmatch(path) is not None
+
+
+#: what :func:`diff` passes over by the listings alone, in order
+SETTLED: tuple[Callable[[str, _Rows, _Rows], bool], ...] = (
+    _a_directory_row,
+    _a_new_pycache_dir,
+    _a_removed_pyc,
+)
+
+
+def _pyc_question(top: str, path: str, old: _Rows, new: _Rows) -> list[object] | None:
+    """``[pyc, its row, source, its row, optimize]`` for a new or changed byte-code file of this
+    interpreter beside an unchanged source; None for anything else (it stays named)."""
+    found = _PYC.fullmatch(path)
+    row = new.get(path)
+    if found is None or row is None or not stat.S_ISREG(_mode(row)):
+        return None
+    folder, name, tag, level = found.groups()
+    if tag != sys.implementation.cache_tag:
+        return None  # another interpreter's: infomark cannot compile it to compare
+    source = f"{folder}/{name}.py" if folder else f"{name}.py"
+    if source not in old or old.get(source) != new.get(source):
+        return None  # the source is new or changed: named on its own account
+    return [os.path.join(top, path), row, os.path.join(top, source), new[source], int(level or 0)]
+
+
+#: The judge of :func:`faithful`, run in a child ``python -I -S``: it reads the files the
+#: listing names (not through a link, only the very file listed), compiles the source and
+#: compares the code objects. ``marshal`` is not safe against crafted data, so the agent's
+#: bytes are unmarshalled only there: a crash there vouches for nothing.
+_JUDGE = """
+import json, marshal, os, sys
+from importlib.util import MAGIC_NUMBER
+def read(path, row):
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        s = os.fstat(fd)
+        if row != f"{s.st_ino} {s.st_mode} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}":
+            raise ValueError(path)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+def judge(pyc, pyc_row, src, src_row, level):
+    try:
+        data, text = read(pyc, pyc_row), read(src, src_row)
+        made = compile(text, src, "exec", dont_inherit=True, optimize=level)
+        return data[:4] == MAGIC_NUMBER and marshal.loads(data[16:]) == made
+    except Exception:
+        return False
+print(json.dumps([judge(*ask) for ask in json.load(sys.stdin)]))
+"""
+
+
+def faithful(asks: list[list[object]]) -> list[bool]:
+    """For each question of :func:`_pyc_question`: whether that byte-code file holds exactly
+    the code ``compile()`` makes of its source (all False when the judge fails)."""
+    if not asks:
+        return []
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _JUDGE],
+            input=json.dumps(asks),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        answers = json.loads(done.stdout) if done.returncode == 0 else []
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        answers = []
+    if not isinstance(answers, list) or len(answers) != len(asks):
+        return [False] * len(asks)
+    return [answer is True for answer in answers]

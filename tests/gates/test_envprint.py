@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from hypothesis import given
@@ -70,3 +74,74 @@ def test_diff_names_exactly_the_rows_that_differ(
     added = data.draw(_NAME.filter(lambda n: n not in rows))
     after[added] = (1, 2, 3, 4, 5)
     assert envprint.diff(text(rows), text(after)) == sorted({*touched, added})
+
+
+def _run_python(venv: Path, code: str) -> str:
+    """A real interpreter importing from ``venv/lib/site`` and writing byte code there."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(venv / "lib/site")
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_byte_code_an_honest_run_writes_is_not_a_change(tmp_path: Path) -> None:
+    """An installer that compiled nothing (uv's default): the agent's own test run writes
+    ``__pycache__`` beside unchanged modules. That must not refuse the attested run."""
+    venv = _venv(tmp_path, {"lib/site/mod.py": "x = 1\n", "lib/site/pkg/__init__.py": "y = 2\n"})
+    before = envprint.fingerprint(str(tmp_path))
+    assert _run_python(venv, "import mod, pkg; print(mod.x + pkg.y)") == "3"
+    assert (venv / "lib/site/__pycache__").is_dir()
+    raw = _changed(tmp_path, before)
+    assert any(p.endswith(".pyc") for p in raw)  # the listing does see them
+    after = envprint.fingerprint(str(tmp_path))[".venv"][1]
+    assert envprint.diff(before[".venv"][1], after, str(venv)) == []
+
+
+def test_a_planted_pyc_whose_header_matches_its_source_is_named(tmp_path: Path) -> None:
+    """The attack the pass-over must not let through: byte code with the source's mtime and
+    size in its header, holding other code. The interpreter loads it (checked here)."""
+    venv = _venv(tmp_path, {"lib/site/mod.py": "x = 1\n", "lib/site/other.py": "z = 3\n"})
+    before = envprint.fingerprint(str(tmp_path))
+    source = venv / "lib/site/mod.py"
+    st_src = source.stat()
+    evil = compile("x = 9\n", str(source), "exec", dont_inherit=True)
+    header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+    header += (int(st_src.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+    header += (st_src.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    cache = venv / "lib/site/__pycache__"
+    cache.mkdir()
+    (cache / f"mod.{sys.implementation.cache_tag}.pyc").write_bytes(header + marshal.dumps(evil))
+    assert _run_python(venv, "import mod; print(mod.x)") == "9"  # the attack is real
+    assert _run_python(venv, "import other; print(other.z)") == "3"  # an honest one beside it
+    after = envprint.fingerprint(str(tmp_path))[".venv"][1]
+    named = envprint.diff(before[".venv"][1], after, str(venv))
+    assert named == [f"lib/site/__pycache__/mod.{sys.implementation.cache_tag}.pyc"]
+
+
+def test_byte_code_of_a_changed_source_or_another_interpreter_stays_named(tmp_path: Path) -> None:
+    venv = _venv(tmp_path, {"lib/site/mod.py": "x = 1\n"})
+    before = envprint.fingerprint(str(tmp_path))
+    (venv / "lib/site/mod.py").write_text("x = 2\n")
+    (venv / "lib/site/__pycache__").mkdir()
+    (venv / "lib/site/__pycache__/mod.pypy-73.pyc").write_bytes(b"\0" * 32)
+    assert _run_python(venv, "import mod; print(mod.x)") == "2"
+    after = envprint.fingerprint(str(tmp_path))[".venv"][1]
+    named = envprint.diff(before[".venv"][1], after, str(venv))
+    tag = sys.implementation.cache_tag
+    assert named == sorted(
+        [
+            "lib/site/mod.py",
+            f"lib/site/__pycache__/mod.{tag}.pyc",
+            "lib/site/__pycache__/mod.pypy-73.pyc",
+        ]
+    )
+
+
+def test_a_judge_that_cannot_answer_vouches_for_nothing(tmp_path: Path) -> None:
+    """The child that unmarshals the agent's bytes fails or lies about its count: nothing is
+    passed over."""
+    assert envprint.faithful([[str(tmp_path / "nope.pyc"), "", str(tmp_path / "x.py"), "", 0]]) == [
+        False
+    ]

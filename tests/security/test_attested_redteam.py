@@ -279,3 +279,34 @@ def test_a_virtualenv_created_after_the_baseline_is_not_linked(tmp_path: Path) -
         done = check(gk, "C1")
         assert done.outcome != "PASS", done.text
         assert ".venv (a Python environment the project's baseline did not have" in done.text
+
+
+def test_byte_code_the_agents_own_test_run_writes_into_the_environment_is_not_a_change(
+    tmp_path: Path,
+) -> None:
+    """The honest flow beside the attacks above: an environment whose installer compiled
+    nothing (uv's default); the agent runs its own tests, which writes ``__pycache__`` into
+    ``.venv``, fixes the bug, and the attested check passes: no ``environment_changed``."""
+    need_bwrap()
+    helper = "# a start-up helper of the environment\nREADY = True\n"
+    root, site, oracle = _venv_project(
+        tmp_path, {"zz_helper.py": helper, "zz_helper.pth": "import zz_helper\n"}
+    )
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        own = subprocess.run(
+            [str(root / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert own.returncode == 1, own.stdout  # the bug, seen by the agent's own run
+        assert list((site / "__pycache__").glob("zz_helper.*.pyc"))  # it wrote byte code
+        (root / "calc.py").write_text(FIXED)
+        done = check(gk, "C1")
+        assert "environment_changed" not in done.text, done.text
+        assert done.outcome == "PASS", done.text
