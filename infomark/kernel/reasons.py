@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infomark.kernel.enums import StrEnum
 
-__all__ = ["RejectReason", "RunReason"]
+__all__ = ["AttestRefusal", "RejectReason", "RunReason"]
 
 
 class RejectReason(StrEnum):
@@ -119,4 +119,38 @@ _RUN_HINTS: dict[RunReason, str] = {
     RunReason.RUNNER_TAMPERED: (
         "remove the code that replaces the test runner's functions or hooks (named), then re-run"
     ),
+}
+
+
+class AttestRefusal(StrEnum):
+    """Why infomark would not start an attested run at all (``infomark.tools.attest.run``):
+    the run could not be trusted before it began. Exactly one code per refusal; its hint is
+    the one next step, which is the operator's or the user's, never the agent's alone."""
+
+    NO_SANDBOX = "no_sandbox"  # no sandbox can run on this machine
+    BASELINE_UNUSABLE = "baseline_unusable"  # none recorded, or its record is damaged
+    BASELINE_LATE = "baseline_late"  # the project's record was taken after a change
+    BASELINE_AFTER_CHANGE = "baseline_after_change"  # this session's, after its first change
+    ENVIRONMENT_CHANGED = "environment_changed"  # .venv & co differ from the baseline's
+
+    @property
+    def hint(self) -> str:
+        """One sentence: the next step that works."""
+        return _REFUSAL_HINTS[self]
+
+
+_ACCEPT = (
+    "the user looks at the tree (`git status`, `git diff`) and accepts it with "
+    "`infomark approve --baseline`"
+)
+_REFUSAL_HINTS: dict[AttestRefusal, str] = {
+    AttestRefusal.NO_SANDBOX: (
+        "ask the operator to install bubblewrap (`infomark doctor` says what is missing)"
+    ),
+    AttestRefusal.BASELINE_UNUSABLE: _ACCEPT,
+    AttestRefusal.BASELINE_LATE: _ACCEPT,
+    AttestRefusal.BASELINE_AFTER_CHANGE: (
+        "start a new session, which records its baseline before its first action"
+    ),
+    AttestRefusal.ENVIRONMENT_CHANGED: _ACCEPT,
 }

@@ -35,6 +35,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.kernel.reasons import AttestRefusal
 from infomark.ledger.calls import ToolCall
 from infomark.tools.attest import check
 from infomark.tools.attest.carry import guard
@@ -230,6 +231,7 @@ def test_a_pth_in_the_projects_virtualenv_does_not_pass_a_failing_test(tmp_path:
         assert done.status != "Exact"
         assert "environment_changed" in done.text, done.text
         assert "zz_evil.pth" in done.text and "zz_evil.py" in done.text, done.text
+        assert done.refused is AttestRefusal.ENVIRONMENT_CHANGED
         assert "infomark approve --baseline" in done.text, done.text
 
 
@@ -308,5 +310,5 @@ def test_byte_code_the_agents_own_test_run_writes_into_the_environment_is_not_a_
         assert list((site / "__pycache__").glob("zz_helper.*.pyc"))  # it wrote byte code
         (root / "calc.py").write_text(FIXED)
         done = check(gk, "C1")
-        assert "environment_changed" not in done.text, done.text
+        assert "environment_changed" not in done.text and done.refused is None, done.text
         assert done.outcome == "PASS", done.text

@@ -19,6 +19,7 @@ import pytest
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates import project_baseline
+from infomark.kernel.reasons import AttestRefusal
 from infomark.ledger.calls import ToolCall, ToolOutcome
 from infomark.tools.attest import check
 from tests.security.attested_project import (
@@ -147,5 +148,6 @@ def test_a_baseline_recorded_after_the_first_change_is_refused_until_accepted(
         done = check(gk, "C1")  # the project's first sight: after the change
         assert done.evidence is None, done.text
         assert "baseline_late" in done.text and "infomark approve --baseline" in done.text
+        assert done.refused is AttestRefusal.BASELINE_LATE
         gk.approve_baseline(by="operator", note="looked at it")
         assert check(gk, "C1").evidence is not None  # runs again

@@ -87,6 +87,7 @@ def test_no_sandbox_verify_refuses_the_agents_own_pass(
         assert not fin.allow and fin.code == "required_oracle"
         assert "Your run of `pytest -q`" in fin.reason and "sandbox" in fin.reason
         assert "no attested run of `pytest -q`: no sandbox can run here" in fin.reason
+        assert "no_sandbox" in fin.reason  # the refusal's code
 
 
 @pytest.mark.parametrize(

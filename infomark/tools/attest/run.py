@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from infomark.gates import baseline, project_baseline
 from infomark.kernel.errors import InfomarkError, UserError
-from infomark.kernel.reasons import RejectReason, RunReason
+from infomark.kernel.reasons import AttestRefusal, RejectReason, RunReason
 from infomark.ledger.calls import ToolOutcome
 from infomark.ledger.evidence import Outcome
 from infomark.tools import attest_report, sandbox
@@ -50,6 +50,15 @@ class CheckResult:
     evidence: Evidence | None = None
     outcome: str = "ERROR"
     status: str | None = None  # the claim's rank after it
+    refused: AttestRefusal | None = None  # why no run was started, when none was
+
+
+class _Refused(UserError):
+    """No attested run: ``refusal`` says why (its hint is the next step)."""
+
+    def __init__(self, code: AttestRefusal, text: str) -> None:
+        super().__init__(text)
+        self.refusal = code
 
 
 def _approved(gk: Gatekeeper) -> dict[str, str]:
@@ -106,33 +115,42 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
     status = sandbox.probe()
     if not status.available:
         return CheckResult(
-            f"no attested run of {what}: no sandbox can run here ({status.detail}); "
-            f"ask the operator to fix it: {status.fix} (or opt out: `[attest] required = "
-            "false` in infomark.toml; the agent's own runs then ground claims)"
+            f"no attested run of {what}: no sandbox can run here ({status.detail}; "
+            f"{AttestRefusal.NO_SANDBOX}); ask the operator to fix it: {status.fix} (or opt out: "
+            "`[attest] required = false` in infomark.toml; the agent's own runs then ground "
+            "claims)",
+            refused=AttestRefusal.NO_SANDBOX,
         )
     try:
         baseline.ensure(gk.store, required=gk.config.attest_required)
         recorded = gk.store.refresh().baseline
         if recorded.get("late"):
-            raise UserError(
+            raise _Refused(
+                AttestRefusal.BASELINE_LATE,
                 "the project's baseline was recorded after the first change of the session "
                 "that recorded it (baseline_late: a hook failed before it could be taken), so "
                 "it may hold the agent's changes; next step: the user looks at the tree "
-                f"(`git status`, `git diff`) and accepts it with `{project_baseline.ACCEPT}`"
+                f"(`git status`, `git diff`) and accepts it with `{project_baseline.ACCEPT}`",
             )
         first = gk.store.state.first_modify_seq
         here = recorded.get("origin", gk.session) == gk.session  # else recorded before it
         if first and here and int(recorded.get("seq", 0)) > first:
-            raise UserError(
+            raise _Refused(
+                AttestRefusal.BASELINE_AFTER_CHANGE,
                 f"the session's baseline was recorded (seq {recorded.get('seq')}) after its first "
-                f"change (seq {first}), so it may hold the agent's changes; with `[attest] "
-                "required` (the default) a session records it before its first action"
+                f"change (seq {first}), so it may hold the agent's changes "
+                f"({AttestRefusal.BASELINE_AFTER_CHANGE}); next step: "
+                f"{AttestRefusal.BASELINE_AFTER_CHANGE.hint} (with `[attest] required`, the "
+                "default, a session records it before its first action)",
             )
         manifest = baseline.load(gk.store, recorded)
         if recorded.get("project"):
             _same_environment(gk)
+    except _Refused as exc:
+        return CheckResult(f"no attested run of {what}: {exc}", refused=exc.refusal)
     except UserError as exc:
-        return CheckResult(f"no attested run of {what}: {exc}")
+        code = AttestRefusal.BASELINE_UNUSABLE
+        return CheckResult(f"no attested run of {what} ({code}): {exc}", refused=code)
     cfg = dict(gk.config.attest)
     scratch = workdir("infomark-attest-")
     try:
@@ -144,17 +162,19 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
 
 
 def _same_environment(gk: Gatekeeper) -> None:
-    """Refuse (:class:`UserError`) when the project's Python environments differ from the
+    """Refuse (:class:`_Refused`) when the project's Python environments differ from the
     fingerprints its baseline recorded: they run in the attested run, before its checks."""
     changed = baseline.environment_changes(gk.store, gk.store.state.baseline)
     if not changed:
         return
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-    raise UserError(
-        f"the project's environment changed since its baseline (environment_changed): "
+    raise _Refused(
+        AttestRefusal.ENVIRONMENT_CHANGED,
+        f"the project's environment changed since its baseline "
+        f"({AttestRefusal.ENVIRONMENT_CHANGED}): "
         f"{shown}; an environment runs in the attested run before infomark's checks, so "
         "a change there could grade itself; next step: the user looks at it and accepts "
-        f"the tree as it is now with `{project_baseline.ACCEPT}`"
+        f"the tree as it is now with `{project_baseline.ACCEPT}`",
     )
 
 
