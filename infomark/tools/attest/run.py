@@ -35,7 +35,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from infomark.gatekeeper import Gatekeeper
+    from infomark.gates.surface.model import GradingSurface
     from infomark.ledger.evidence import Evidence
+    from infomark.tools.attest.carry import Carry
+    from infomark.tools.attest.sandboxed import Sandboxed
 
 __all__ = ["CheckResult", "check", "check_command", "private_paths"]
 
@@ -209,7 +212,7 @@ def _run(
         carried.sources,
         carried=written,
     )
-    ran, report, policy = done.ran, done.report, done.policy
+    ran, report = done.ran, done.report
     claim = state.claims[claim_id] if claim_id is not None else None
     expect = Outcome.FAIL if claim is not None and claim.expect == "FAIL" else Outcome.PASS
     named = grading.named_tests()
@@ -229,9 +232,26 @@ def _run(
             f"the run was stopped: the {', '.join(ran.limits_hit)} limit was reached; "
             + judged.detail,
         )
-    attestation = {
+    attestation = _attestation(claim_id, state.baseline.get("id"), done, grading, carried, judged)
+    attestation["baseline_run"] = base.to_dict() if base is not None else None
+    result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
+    shown = ran.stdout if ran.stdout.strip() else ran.stderr  # a run that printed nothing else
+    return _record(gk, claim_id, oracle, result, attestation, judged, carried, shown)
+
+
+def _attestation(
+    claim_id: str | None,
+    baseline_id: object,
+    done: Sandboxed,
+    grading: GradingSurface,
+    carried: Carry,
+    judged: attest_report.Judgement,
+) -> dict[str, Any]:
+    """What the attested evidence records of one run (the baseline run is added by the caller)."""
+    ran, report, policy = done.ran, done.report, done.policy
+    return {
         "claim_id": claim_id,
-        "baseline": state.baseline.get("id"),
+        "baseline": baseline_id,
         "carried": carried.carried,
         "left_out": carried.left_out,
         "surface": {
@@ -250,7 +270,6 @@ def _run(
         "wall_ms": int(ran.wall_seconds * 1000),
         "cpu_ms": int(ran.cpu_seconds * 1000),  # the sandboxed program's, not bubblewrap's
         "report": report.to_dict(),
-        "baseline_run": base.to_dict() if base is not None else None,
         "judgement": {
             "outcome": judged.outcome.value,
             "code": judged.code.value if judged.code else None,
@@ -258,9 +277,6 @@ def _run(
             "exit_status_only": judged.exit_status_only,
         },
     }
-    result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
-    shown = ran.stdout if ran.stdout.strip() else ran.stderr  # a run that printed nothing else
-    return _record(gk, claim_id, oracle, result, attestation, judged, carried, shown)
 
 
 def _record(
