@@ -244,12 +244,20 @@ def decided_class(ledger: Ledger, config: Config, call: ToolCall) -> ToolClass |
     from infomark.gates.fingerprint import marker_classified
 
     found = marker_classified(_watch_dir(ledger), _key(ledger, call))
-    if found is None or found[0] != key:
-        return None
+    if found is None or not ledger.key.verify(_sealed(key, found[1]), found[0]):
+        return None  # none kept, another call's, or not written with this home's key
     try:
         return ToolClass(found[1])
     except ValueError:
         return None
+
+
+def _sealed(key: str, cls: str) -> bytes:
+    """What the marker's MAC covers: the digest of what the class depends on, and the class.
+    The marker sits in the home, which a sandboxed agent cannot reach; an agent whose
+    commands are not sandboxed runs as the same user, so a class it wrote there (a mutating
+    command kept as a read) must not be taken: only one this home's key signed is."""
+    return b"infomark-kept-class\x00" + key.encode() + b"\x00" + cls.encode()
 
 
 def after_decision(
@@ -281,6 +289,8 @@ def after_decision(
     if cov.watched:
         from infomark.gates.fingerprint import mark
 
+        if classified is not None:  # the class kept for the result, signed (decided_class)
+            classified = (ledger.key.mac(_sealed(*classified)), classified[1])
         mark(
             _watch_dir(ledger),
             _key(ledger, call),

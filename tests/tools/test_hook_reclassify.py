@@ -145,3 +145,37 @@ def test_the_key_changes_with_everything_the_class_depends_on(
     others.append(classification_key(Config(), call))
     assert None not in others and key not in others and len(set(others)) == len(others)
     assert classification_key(Config(), ToolCall("Read", {"file_path": "/p/x"})) is None
+
+
+def test_a_kept_class_the_home_key_did_not_sign_is_not_taken(tmp_path: Path) -> None:
+    """The attack: an agent whose commands are not sandboxed runs as the same user and can
+    write the watch marker in the home. A class it writes there, with the digest of what the
+    class depends on (public: infomark's code computes it), must not stand for the command's
+    own classification when its result is recorded; only a pair this home's key signed does."""
+    from infomark.gatekeeper import Gatekeeper
+    from infomark.gates.fingerprint import marker_classified
+    from infomark.gates.watch import _key, _watch_dir, classification_key, decided_class
+    from infomark.ledger.calls import ToolCall
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    with Gatekeeper.open(tmp_path / "home", "s1", root=root) as gk:
+        call = ToolCall("Bash", {"command": "ls"}, tool_call_id="t1", cwd=str(root))
+        assert gk.authorize(call).allowed
+        led, cfg = gk.store, gk.config
+        kept = decided_class(led, cfg, call)
+        assert kept is not None  # the decision kept its class, signed
+        found = marker_classified(_watch_dir(led), _key(led, call))
+        assert found is not None and found[0] != classification_key(cfg, call)  # a MAC
+        markers = list(Path(_watch_dir(led)).glob("*.mark"))
+        assert len(markers) == 1
+        data = json.loads(markers[0].read_text())
+        forged = "modify" if kept.value != "modify" else "read"
+        for pair in (
+            [classification_key(cfg, call), forged],  # what the unsigned marker took
+            [found[0], forged],  # the signed digest, another class
+        ):
+            markers[0].write_text(json.dumps({**data, "classified": pair}))
+            assert decided_class(led, cfg, call) is None, pair
+        markers[0].write_text(json.dumps(data))
+        assert decided_class(led, cfg, call) == kept
