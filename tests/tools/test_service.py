@@ -12,7 +12,6 @@ import json
 import logging
 import signal
 import socket
-import statistics
 import time
 import uuid
 from collections.abc import Iterator
@@ -548,13 +547,15 @@ def test_bound_socket_lets_asyncio_disable_nagle() -> None:
 
 
 def test_keep_alive_requests_do_not_wait_for_delayed_acks(http: httpx.Client) -> None:
-    # With Nagle on, every response on a kept-alive connection waited ~40 ms.
+    # With Nagle on, EVERY response on a kept-alive connection waited ~40 ms (the client's
+    # delayed ACK), so even the fastest of 30 did. The fastest, not the median: a loaded
+    # machine slows some requests for reasons of its own, never all 30 by 20 ms each.
     times = []
     for _ in range(30):
         t0 = time.perf_counter()
         assert http.get("/v1/health").status_code == 200
         times.append(time.perf_counter() - t0)
-    assert statistics.median(times) < 0.02, times
+    assert min(times) < 0.02, times
 
 
 # -- binding ----------------------------------------------------------------------------------
