@@ -51,8 +51,7 @@ PYTHON_ENVS = (".venv", "venv", ".tox", ".nox")
 def listing(top: str) -> str:
     """One sorted line per entry under ``top`` (``top`` itself as ``.``; symlinks not
     followed): ``path NUL inode mode size mtime_ns ctime_ns``."""
-    st = os.lstat(top)
-    lines = [f".\0{st.st_ino} {st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"]
+    lines = [".\0" + _row(os.lstat(top))]
     todo = [("", top)]
     while todo:
         rel_dir, path = todo.pop()
@@ -64,15 +63,18 @@ def listing(top: str) -> str:
                         s = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    lines.append(
-                        f"{rel}\0{s.st_ino} {s.st_mode} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}"
-                    )
+                    lines.append(rel + "\0" + _row(s))
                     if entry.is_dir(follow_symlinks=False):
                         todo.append((rel + "/", entry.path))
         except OSError:
             continue
     lines.sort()
     return "\n".join(lines)
+
+
+def _row(s: os.stat_result) -> str:
+    """An entry's line after its path (the judge of :func:`faithful` writes it the same way)."""
+    return f"{s.st_ino} {s.st_mode} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}"
 
 
 def fingerprint(root: str, names: tuple[str, ...] = PYTHON_ENVS) -> dict[str, tuple[str, str]]:

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 from infomark.kernel.digest import sha256_hex
 from infomark.kernel.errors import UserError
+from infomark.ledger.keys import write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,30 +109,16 @@ def load(ledger: Ledger) -> ProjectBaseline | None:
 
 
 def _write(ledger: Ledger, rec: ProjectBaseline, *, first: bool = False) -> bool:
-    """Write ``rec`` (complete, 0600, through a private temp file); ``first``: only when no
-    record exists (False when another process recorded one first)."""
+    """Write ``rec`` (complete, durable, 0600, through a private temp file); ``first``: only
+    when no record exists (False when another process recorded one first)."""
     body = json.dumps(rec.body(_root(ledger)), sort_keys=True, separators=(",", ":"))
     doc = json.dumps({"body": body, "mac": ledger.key.mac(_DOMAIN + body.encode())})
     where = path(ledger)
     folder = os.path.dirname(where)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
-    tmp = f"{where}.{os.getpid()}.{os.urandom(4).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(doc)
-        if not first:
-            os.replace(tmp, where)
-            return True
-        try:
-            os.link(tmp, where)  # the first recording wins, whoever else races it
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    # fsync'd, then linked (the first recording wins, whoever else races it) or renamed
+    return write_private(where, doc.encode(), replace=not first)
 
 
 def record(ledger: Ledger, payload: Mapping[str, Any], *, late: bool) -> ProjectBaseline:

@@ -62,11 +62,12 @@ def check_private(path: StrPath) -> None:
         )
 
 
-def write_private(path: StrPath, data: bytes) -> bool:
-    """Create ``path`` with mode 0600, atomically and complete; False if it already exists.
+def write_private(path: StrPath, data: bytes, *, replace: bool = False) -> bool:
+    """Create ``path`` with mode 0600, atomically and complete; False if it already exists
+    (with ``replace``: put it in place of what is there, and True).
 
-    Writes a private temp file, then links it into place, so a concurrent creator
-    loses cleanly and no reader ever sees a half-written secret.
+    Writes a private temp file, then links (or renames) it into place, so a concurrent
+    creator loses cleanly and no reader ever sees a half-written secret.
     """
     folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}")
@@ -76,6 +77,9 @@ def write_private(path: StrPath, data: bytes) -> bool:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if replace:
+            os.replace(tmp, path)
+            return True
         try:
             os.link(tmp, path)
         except FileExistsError:
