@@ -2,8 +2,10 @@
 
 A gatekeeper is not safe for concurrent use, so each session's calls run one at a time:
 an ``anyio.Lock`` queues them in arrival order on the event loop, then the call runs in
-the threadpool under the slot's ``threading.Lock``. Different sessions run in parallel;
-their commits queue on one in-process write lock and share their WAL fsyncs (group commit,
+the threadpool under the slot's ``threading.Lock``. Calls of different sessions take turns
+on the pool's :class:`~infomark.tools.service_lane.Lane` (one at a time, since they would
+only contend for the GIL, unless one runs long: then the next runs beside it); their
+commits queue on one in-process write lock and share their WAL fsyncs (group commit,
 :mod:`~infomark.ledger.store.group_commit`), and the durable commits of one call wait for
 the disk together, once, before the call returns (``Journal.sync_once``: a transcript's
 ingest and the decision after it, a record and the inbox's lease share one fsync). At most
@@ -23,6 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +40,7 @@ from infomark.ledger.store.base import BaseJournal
 from infomark.ledger.store.select import open_journal
 from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.protocol import SessionLike
+from infomark.tools.service_lane import LEASE, Lane
 
 __all__ = ["Opener", "SessionPool"]
 
@@ -99,6 +103,7 @@ class SessionPool:
         self._projects: dict[Path, _ProjectConfig] = {}
         self._projects_lock = threading.Lock()
         self.checkpointer: Checkpointer | None = None  # set by the service (SQLite)
+        self.lane = Lane(lease=LEASE if store == "sqlite" else None)
 
     def _slot(self, key: tuple[str, str]) -> _Slot:
         # Only called on the event loop thread: the dict needs no lock.
@@ -127,7 +132,7 @@ class SessionPool:
         slot = self._slot((str(root_p), session))
         try:
             async with slot.queue:
-                return await anyio.to_thread.run_sync(self._call, slot, session, root_p, cfg, fn)
+                return await self.lane.run(partial(self._call, slot, session, root_p, cfg, fn))
         finally:
             if sum(1 for s in self._slots.values() if s.gk is not None) > self.max_open:
                 await self._close_idle()
@@ -139,6 +144,7 @@ class SessionPool:
         root: Path,
         config: Config,
         fn: Callable[[SessionLike], T],
+        step_aside: Callable[[], None],
     ) -> T:
         with slot.lock:
             if slot.gk is not None and slot.config is not config:
@@ -150,7 +156,8 @@ class SessionPool:
                 if self.checkpointer is not None:
                     _defer_checkpoints(slot.gk)
             try:
-                with slot.gk.store.journal.sync_once():  # one fsync for the request's commits
+                # One fsync for the request's commits, waited for off the lane.
+                with slot.gk.store.journal.sync_once(before_wait=step_aside):
                     return fn(slot.gk)
             finally:
                 if self.checkpointer is not None:

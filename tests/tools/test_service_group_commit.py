@@ -145,3 +145,88 @@ def test_a_pooled_post_tool_use_waits_for_the_disk_once_before_it_answers(
             assert ("inbox_opened" in rows) is (i == 0)  # a third commit, the same fsync
     finally:
         pool.close()
+
+
+def test_a_call_waiting_for_the_disk_lets_another_session_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow disk (the gate has measured slow fsyncs): session A's durable commit waits in
+    the WAL's fsync. The lane (here with a lease no call reaches) must let session B's call
+    run and answer meanwhile, or the sessions' fsyncs would queue one behind the other
+    instead of sharing."""
+    import os
+    import threading
+
+    from infomark.tools.service_lane import Lane
+
+    in_fsync, disk_done = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("ledger.db-wal") and (
+            threading.current_thread().name != "MainThread"
+        ):
+            in_fsync.set()
+            assert disk_done.wait(30), "B never ran while A waited for the disk"
+        real_fsync(fd)
+
+    pool = _pool(tmp_path)
+    pool.lane = Lane(lease=30.0)
+    order: list[str] = []
+
+    def a(gk: SessionLike) -> None:
+        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
+        order.append("a committed")
+
+    def b(gk: SessionLike) -> None:
+        gk.gate()
+        order.append("b ran")
+        disk_done.set()
+
+    async def main() -> None:
+        await pool.run("sa", lambda gk: gk.gate())  # open both sessions first
+        gate = await pool.run("sb", lambda gk: _journal(gk)._gate)
+        assert gate is not None
+        gate.fsync_seconds = 0.05  # as measured on a slow disk
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pool.run, "sa", a)
+            assert await anyio.to_thread.run_sync(in_fsync.wait, 30)
+            await pool.run("sb", b)
+        order.append("a answered")
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert order == ["a committed", "b ran", "a answered"]
+
+
+def test_the_gate_measures_its_fsyncs_and_calls_a_slow_disk_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``WriteGate.slow`` follows how long the WAL's fsyncs take: instant ones keep it False
+    (the lane stays with the call); a disk whose fsync takes 5 ms turns it True within a
+    few. (The real fsync's time is the machine's, so both disks are simulated.)"""
+    import os
+    import time
+
+    from infomark.ledger.store.group_commit import SLOW_FSYNC, WriteGate
+
+    db = tmp_path / "x.db"
+    (tmp_path / "x.db-wal").write_bytes(b"frames")
+    gate = WriteGate(str(db))
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    for _ in range(3):
+        gate.sync(gate.committed())
+    assert gate.fsyncs == 3 and not gate.slow(), gate.fsync_seconds
+
+    def slow_disk(fd: int) -> None:
+        until = time.perf_counter() + 5 * SLOW_FSYNC
+        while time.perf_counter() < until:  # the disk, busy: no sleep, no GIL games
+            pass
+
+    monkeypatch.setattr(os, "fsync", slow_disk)
+    for _ in range(6):
+        gate.sync(gate.committed())
+    assert gate.slow(), gate.fsync_seconds

@@ -207,9 +207,12 @@ class BaseJournal(ABC):
         handles of the store; True where the backend needs it (SQLite). Here: nothing to do."""
         return False
 
-    def sync_once(self) -> AbstractContextManager[None]:
+    def sync_once(
+        self, *, before_wait: Callable[[], None] | None = None
+    ) -> AbstractContextManager[None]:
         """The durable commits inside wait for the disk once, when the scope ends (SQLite
-        under :meth:`group_commits`). Here every commit is durable when it returns."""
+        under :meth:`group_commits`; ``before_wait`` is called before that wait). Here every
+        commit is durable when it returns."""
         return _NO_SCOPE
 
     @property

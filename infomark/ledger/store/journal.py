@@ -341,7 +341,7 @@ class Journal(BaseJournal):
         self.last_commit_synced = True
 
     @contextmanager
-    def sync_once(self) -> Iterator[None]:
+    def sync_once(self, *, before_wait: Callable[[], None] | None = None) -> Iterator[None]:
         """The durable commits inside wait for the disk together, once, when the scope ends
         (re-entrant; the outermost exit syncs, on an error too): the HTTP service's pooled
         sessions answer a request only after that, so what a request acknowledged is on the
@@ -349,7 +349,10 @@ class Journal(BaseJournal):
         to other connections at once, as any commit under group commit is a little before it
         is durable; a crash before the fsync can lose only a suffix of them (the WAL is
         replayed up to its last intact commit), never an earlier one and keep a later.
-        Without group commit (:meth:`group_commits`) every commit syncs as usual."""
+        Without group commit (:meth:`group_commits`) every commit syncs as usual.
+        ``before_wait``: called just before that fsync when the disk has lately been slow
+        (:meth:`~infomark.ledger.store.group_commit.WriteGate.slow`): the service's lane
+        lets the next call run meanwhile."""
         if self._gate is None:
             yield
             return
@@ -360,6 +363,8 @@ class Journal(BaseJournal):
             self._deferring -= 1
             if not self._deferring and self._owed:
                 owed, self._owed = self._owed, 0
+                if before_wait is not None and self._gate.slow():
+                    before_wait()
                 self._gate.sync(owed)
                 self.last_commit_synced = True
 

@@ -1,0 +1,111 @@
+"""The HTTP service's lane: pooled calls run in worker threads one at a time, unless one
+overstays.
+
+A hook call is about 2 ms of Python that holds the GIL. Run in a thread each, as anyio's
+threadpool runs them, three sessions' calls contend for the one GIL: measured with three
+clients posting back to back (``python -m bench.http_concurrent --strace``), the server made
+358 ``futex`` calls per request and spent 2.6 ms of CPU on each, against 1.8 ms for the same
+requests from one client, and the p99 round trip was 16 ms. Queued so that one runs at a
+time, the same calls took 34 ``futex`` calls and 2.0 ms each, and the p99 fell to about
+10 ms: they ran no slower, since the GIL let only one of them run at a time anyway.
+
+But a call may be long: the finish runs the project's checks (minutes), a session's first
+call takes its baseline, a 100 MB result is hashed and stored. Queued behind one of those,
+every other session would wait. So a call holds the lane for at most :data:`LEASE`
+seconds: past that, the next waiting call takes the lane and the long one runs on beside
+it in its own thread (the GIL shares the CPU between them as before). When it ends, it
+does not free the lane it no longer holds.
+
+A call that is only waiting for a slow disk (its commits' fsync, which releases the GIL)
+steps aside (:meth:`Lane.run` hands it the function; the journal calls it when the WAL's
+fsyncs have lately been slow, :meth:`~infomark.ledger.store.group_commit.WriteGate.slow`):
+the next call runs while it waits, so on a slow disk the sessions' fsyncs still overlap and
+share (group commit). On a fast one the call keeps the lane through its fsync: handing it
+over would cost more than the wait.
+
+Only SQLite homes use a lane (:class:`~infomark.tools.service_pool.SessionPool`): a
+PostgreSQL commit waits for the server's disk inside the call, and sessions' commits must
+reach the server together for it to group them, so there every call runs at once, as
+before (``Lane(lease=None)``).
+
+Each session's own calls are already in arrival order (the pool's per-session queue); the
+lane orders calls of different sessions, first come first served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+__all__ = ["LEASE", "Lane"]
+
+T = TypeVar("T")
+
+LEASE = 0.02
+"""Seconds a call holds the lane before the next waiting call may run beside it: ten
+ordinary hook calls, so ordinary calls never overstay, and a long call delays the others by
+at most this much."""
+
+
+def _stay() -> None:
+    """``step_aside`` where there is no lane to leave."""
+
+
+class Lane:
+    """Run blocking calls in worker threads, one at a time; a call holding the lane longer
+    than ``lease`` seconds gives it up to the next one."""
+
+    def __init__(self, lease: float | None = LEASE) -> None:
+        self.lease = lease  # None: no lane, every call runs at once
+        # Only touched on the event loop's thread, between awaits: no lock needed.
+        self._holder: object | None = None  # the token of the call that holds the lane
+        self._since = 0.0  # when it took the lane (anyio.current_time())
+        self._freed: anyio.Event | None = None  # set when the holder leaves or is passed over
+        self.passed_over = 0  # calls that overstayed their lease (tests and benches read it)
+
+    async def run(self, fn: Callable[[Callable[[], None]], T]) -> T:
+        """``fn(step_aside)`` in a worker thread, once the lane is free or its holder
+        overstayed. ``step_aside()``, called from that thread, gives up the lane for the rest
+        of the call (it returns at once; the next call starts when the event loop gets to
+        it)."""
+        if self.lease is None:
+            return await anyio.to_thread.run_sync(fn, _stay)
+        while self._holder is not None:
+            left = self._since + self.lease - anyio.current_time()
+            if left <= 0:
+                self._pass_over()
+                break
+            freed = self._freed
+            assert freed is not None  # made with the holder, on the event loop
+            with anyio.move_on_after(left):
+                await freed.wait()
+        token = object()
+        self._holder, self._since, self._freed = token, anyio.current_time(), anyio.Event()
+        loop = asyncio.get_running_loop()
+
+        def step_aside() -> None:
+            loop.call_soon_threadsafe(self._step_aside, token)
+
+        try:
+            return await anyio.to_thread.run_sync(fn, step_aside)
+        finally:
+            if self._holder is token:  # not passed over: the lane is still this call's
+                self._release()
+
+    def _step_aside(self, token: object) -> None:
+        if self._holder is token:
+            self._release()
+
+    def _pass_over(self) -> None:
+        """The holder overstayed: it runs on without the lane."""
+        self.passed_over += 1
+        self._release()
+
+    def _release(self) -> None:
+        self._holder = None
+        if self._freed is not None:
+            self._freed.set()
