@@ -8,6 +8,7 @@ entry. Memory is pinned by tracemalloc's peak (deterministic), never by a clock.
 
 from __future__ import annotations
 
+import sqlite3
 import tracemalloc
 from pathlib import Path
 
@@ -130,6 +131,40 @@ def test_a_stamp_of_evidence_the_story_forgot_still_names_its_command(
     ran = [(s.command, s.outcome) for s in kept.history["C1"]]
     check, last = ("sh check.sh", "PASS"), ("sh last.sh", "PASS")
     assert ran == [check, last, (None, None), check]
+    led.close()
+
+
+@pytest.mark.parametrize(
+    "garbled", ["not json", "[1, 2]", '{"decision": "deny"} and more', "", "5", b"\x00{}"]
+)
+def test_a_garbled_payload_is_named_and_the_rest_is_still_told(
+    tmp_path: Path, garbled: str | bytes
+) -> None:
+    """The pass parses a payload with one call of the C scanner; whatever else a row holds
+    (not JSON, not an object, trailing text, not text) is read as garbled: the row is named
+    as edited and every other row is still reduced and told."""
+    home = tmp_path / ".infomark"
+    led = grow(home, 30)
+    clean = summarize(SESSION, led.journal.events(SESSION))
+    led.close()
+    db = sqlite3.connect(home / "ledger.db")
+    with db:
+        db.execute("UPDATE events SET payload = ? WHERE seq = 5", (garbled,))
+    db.close()
+    led = Ledger(home, SESSION, key=KEY, root=tmp_path)
+    reader = story_reader(SESSION, keep=100, ledger=led)
+    report = build_audit(led, verify=True, feed=reader.take, wants=READS)
+    story = finish_story(reader, tampered=True)
+    assert report.verified is False
+    assert report.first_problem == {
+        "session": SESSION,
+        "seq": 5,
+        "code": "edited",
+        "message": "event 5 (decision) was edited",
+    }
+    assert report.events == 30 and story.events == 30
+    assert [e for e in story.timeline if e.seq != 5] == [e for e in clean.timeline if e.seq != 5]
+    assert story.commands_run == clean.commands_run and story.denied == clean.denied - 1
     led.close()
 
 
