@@ -157,7 +157,8 @@ def _walk_rows(
     total = j.last_seq(sess) if progress is not None else 0
     pending = p.pending
     esc, sha256, compare = _ESC, hashlib.sha256, hmac.compare_digest
-    escaped: dict[Any, str] = {}  # bounded by the distinct sessions, types and key ids
+    escaped: dict[Any, str] = {}  # bounded by the distinct types
+    ours_head, ours_tail = f"[{esc(sess)},", f",{esc(ours_kid)}]"
     take = replay.apply if replay is not None else None
     for page in j.stream_pages(sess):
         for _rowid, s, seq, type_, payload, ts, prev_hash, h, mac, kid in page:
@@ -173,13 +174,17 @@ def _walk_rows(
             try:  # event_hash() and event_body(), inlined: this loop is the verification's cost
                 if type(seq) is not int:
                     raise TypeError(seq)
-                # session, type and key id repeat row after row: each is escaped once
-                e_s, e_t, e_k = escaped.get(s), escaped.get(type_), escaped.get(kid)
-                if e_s is None or e_t is None or e_k is None:
-                    e_s, e_t, e_k = esc(s), esc(type_), esc(kid)
+                # the session and this key's id open and close every row's body (each row
+                # is compared, not hashed again); a type is escaped once
+                e_t = escaped.get(type_)
+                if e_t is None or s != sess or kid != ours_kid:
+                    e_t = esc(type_)
                     if len(escaped) < 256:  # a garbled journal's odd values stay uncached
-                        escaped.update(((s, e_s), (type_, e_t), (kid, e_k)))
-                text = f"{prev_hash}\n[{e_s},{seq},{e_t},{esc(payload)},{esc(ts)},{e_k}]"
+                        escaped[type_] = e_t
+                    head, tail = f"[{esc(s)},", f",{esc(kid)}]"
+                else:
+                    head, tail = ours_head, ours_tail
+                text = f"{prev_hash}\n{head}{seq},{e_t},{esc(payload)},{esc(ts)}{tail}"
                 recomputed = sha256(text.encode()).hexdigest()
             except (UnicodeEncodeError, TypeError, ValueError):
                 recomputed = _safe_hash(prev_hash, s, seq, type_, payload, ts, kid)
