@@ -346,23 +346,27 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         state.last_modify_seq = seq
         if not state.first_modify_seq:
             state.first_modify_seq = seq
-    if record.get("evidence_class") in ("execution", "attested"):
+    ev_class = record.get("evidence_class")
+    if ev_class in ("execution", "attested"):
         state.last_exec_seq = seq
-        if record.get("outcome") != "PASS":
+        outcome = record.get("outcome")
+        if outcome != "PASS":
             state.last_exec_fail_seq = seq
         if state.claims:  # only a stamped claim can be contradicted
             _contradictions(state, seq, record)
         key = record.get("oracle_key") or record.get("command")
         if key and not record.get("background"):
-            state.runs.pop(str(key), None)
-            state.runs[str(key)] = {
+            runs, key = state.runs, str(key)
+            runs.pop(key, None)
+            runs[key] = {
                 "seq": seq,
-                "outcome": record.get("outcome"),
+                "outcome": outcome,
                 "ref": p["ref"],
                 "cwd": record.get("cwd"),
-                "class": record.get("evidence_class"),
+                "class": ev_class,
             }
-            _evict_oldest(state.runs)
+            if len(runs) > _PENDING_CAP:
+                _evict_oldest(runs)
 
 
 def _contradictions(state: SessionState, seq: int, record: Mapping[str, Any]) -> None:
