@@ -184,6 +184,12 @@ def _target(payload: Mapping[str, Any]) -> str:
     return ""
 
 
+#: An evidence event as the story remembers it: ``(ref, command, outcome, seq)``.
+_Seen = tuple[str, str, str, int]
+#: A timeline entry not made yet: ``(seq, timestamp, kind, text, arg)``, its text ``text(arg)``.
+_Later = tuple[int, str, str, Callable[[Any], str], Any]
+
+
 class _Reader:
     """Folds events into a story; one method per event type it understands.
 
@@ -213,17 +219,15 @@ class _Reader:
         self.entries: list[Entry | _Later] | deque[Entry | _Later] = (
             [] if keep is None else deque(maxlen=keep)
         )
-        self.runs: list[tuple[int, str, str]] | deque[tuple[int, str, str]] = (
-            [] if keep is None else deque(maxlen=keep)
-        )
+        self.runs: list[_Seen] | deque[_Seen] = [] if keep is None else deque(maxlen=keep)
         self.added = 0  # timeline entries, kept or not
         self.runs_seen = 0  # commands run, kept or not
-        # (ref, command, outcome) of the last evidence events, for the stamps that name them;
-        # None: every one is in ``evidence`` (ref -> (command, outcome))
-        self.recent: deque[tuple[str, str, str]] | None = (
+        # the last evidence events (remember()), for the stamps that name them; None: every
+        # one is in ``evidence``, by ref
+        self.recent: deque[_Seen] | None = (
             deque(maxlen=_EVIDENCE_KEPT) if keep is not None else None
         )
-        self.evidence: dict[str, tuple[str, str]] = {}
+        self.evidence: dict[str, _Seen] = {}
         self.earlier = earlier  # (type, payload) of this session's rows before a seq
         self.files: set[str] = set()  # what files_changed holds
         self.last_finish: str | None = None
@@ -254,12 +258,13 @@ class _Reader:
             self.files.add(target)
             self.story.files_changed.append(target)
 
-    def remember(self, ref: str, record: Mapping[str, Any]) -> tuple[str, str]:
-        """What a stamp naming ``ref`` shows of its evidence: the command and its outcome."""
-        seen = (str(record.get("command") or ""), _outcome(record))
+    def remember(self, ref: str, record: Mapping[str, Any], seq: int = 0) -> _Seen:
+        """What a stamp naming ``ref`` shows of its evidence: the command and its outcome
+        (``(ref, command, outcome, seq)``: the one tuple a command run keeps too)."""
+        seen = (ref, str(record.get("command") or ""), _outcome(record), seq)
         recent = self.recent
         if recent is not None:
-            recent.append((ref, *seen))  # the oldest is dropped first
+            recent.append(seen)  # the oldest is dropped first
         else:
             self.evidence[ref] = seen
         return seen
@@ -269,8 +274,8 @@ class _Reader:
         evidence event before ``seq`` read again, all kept from then on."""
         recent = self.recent
         if recent is None:
-            return self.evidence.get(ref)
-        for known, command, outcome in reversed(recent):  # the newest first
+            return self._seen(ref)
+        for known, command, outcome, _seq in reversed(recent):  # the newest first
             if known == ref:
                 return command, outcome
         if self.earlier is None or len(recent) < (recent.maxlen or 0):
@@ -280,7 +285,11 @@ class _Reader:
             record = p.get("record")
             if type_ == "evidence_recorded" and isinstance(record, Mapping):
                 self.remember(str(p.get("ref") or ""), record)
-        return self.evidence.get(ref)
+        return self._seen(ref)
+
+    def _seen(self, ref: str) -> tuple[str, str] | None:
+        found = self.evidence.get(ref)
+        return None if found is None else (found[1], found[2])
 
     def feed(self, row: EventRow) -> None:
         self.take(row.seq, row.type, row.payload, row.timestamp)
@@ -351,8 +360,8 @@ class _Reader:
         record = p.get("record")
         if type(record) is not dict and not isinstance(record, Mapping):
             return
-        ref = str(p.get("ref") or "")
-        command, outcome = self.remember(ref, record)
+        seen = self.remember(str(p.get("ref") or ""), record, seq)
+        _ref, command, outcome, _seq = seen
         cls = str(record.get("tool_class") or "")
         ev_cls = str(record.get("evidence_class") or "")
         if cls in _MUTATING:
@@ -370,9 +379,9 @@ class _Reader:
         elif ev_cls == "execution":
             self.ran = True
             self.runs_seen += 1
-            self.runs.append((seq, command, outcome))
+            self.runs.append(seen)
             self.added += 1
-            self.entries.append((seq, ts, "run", _ran, (command, outcome, ref)))
+            self.entries.append((seq, ts, "run", _ran, seen))
         elif ev_cls == "observation":
             tool = str(record.get("tool") or "")
             self.later("read", seq, ts, _edit, (tool, _target(record) or command))
@@ -482,12 +491,8 @@ class _Reader:
             self.add("finish", seq, ts, "the hook could not judge the stop: finished unverified")
 
 
-#: A timeline entry not made yet: ``(seq, timestamp, kind, text, arg)``, its text ``text(arg)``.
-_Later = tuple[int, str, str, Callable[[Any], str], Any]
-
-
-def _ran(arg: tuple[str, str, str]) -> str:
-    command, outcome, ref = arg
+def _ran(arg: _Seen) -> str:
+    ref, command, outcome, _seq = arg
     return f"ran `{_clip(command, 80)}` → {outcome} ({ref})"
 
 
@@ -608,7 +613,7 @@ def finish_story(reader: _Reader, *, tampered: bool = False) -> SessionStory:
     story.timeline = [_made(e) for e in reader.entries]
     story.commands_run = [
         {"seq": seq, "command": command, "outcome": outcome}
-        for seq, command, outcome in reader.runs
+        for _ref, command, outcome, seq in reader.runs
     ]
     if reader.keep is not None:
         story.timeline_omitted = reader.added - len(story.timeline)
