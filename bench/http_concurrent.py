@@ -5,9 +5,9 @@ uvicorn on 127.0.0.1) that each hook call is posted to. Three clients (threads, 
 httpx connection and one Claude Code session each) post, round after round, a PreToolUse
 Read, a PreToolUse Bash and the PostToolUse of that Bash call's output (a durable decision,
 a blob and a durable record), as a busy agent's hook does. The table gives the median and
-p99 round trip of every hook request. ``--base DIR`` serves from another checkout of
-infomark (``git worktree add DIR main``), alternated with this one (B A B A), so both see
-the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
+p99 round trip of every hook request, then of each kind. ``--base DIR`` serves from another
+checkout of infomark (``git worktree add DIR main``), alternated with this one (B A B A), so
+both see the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
 from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
 The goal (issue 28): p99 ≤ 10 ms.
 
@@ -55,6 +55,7 @@ class Run:
     """One run of the three clients: round trips (ms) and what the server spent on them."""
 
     took: list[float] = field(default_factory=list)
+    kinds: dict[str, list[float]] = field(default_factory=dict)  # "PreToolUse Read" -> ms
     requests: int = 0  # measured requests (after the warm-up)
     cpu_s: float | None = None  # server user + system seconds over them
     syscalls: dict[str, int] = field(default_factory=dict)  # strace -c: name -> calls
@@ -78,7 +79,7 @@ def _client(
     token: str,
     d: str,
     sid: str,
-    out: list[float],
+    out: list[tuple[str, float]],
     go: threading.Barrier,
     warm: threading.Barrier,
 ) -> None:
@@ -110,7 +111,7 @@ def _client(
                 took = (time.perf_counter() - t0) * 1000
                 assert r.status_code == 200, r.text
                 if i >= WARMUP:
-                    out.append(took)
+                    out.append((f"{body['hook_event_name']} {body['tool_name']}", took))
 
 
 def _strace_counts(path: Path) -> dict[str, int]:
@@ -168,7 +169,7 @@ def run(
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().split(READY_PREFIX, 1)[1].split("/v1")[0]
-            outs: list[list[float]] = [[] for _ in range(CLIENTS)]
+            outs: list[list[tuple[str, float]]] = [[] for _ in range(CLIENTS)]
             go = threading.Barrier(CLIENTS)
             warm = threading.Barrier(CLIENTS + 1)
             threads = [
@@ -211,7 +212,10 @@ def run(
                     if os.path.exists(profile) or proc.poll() is not None:
                         break
                     time.sleep(0.05)
-            result.took = [x for o in outs for x in o]
+            result.took = [x for o in outs for _, x in o]
+            for o in outs:
+                for kind, x in o:
+                    result.kinds.setdefault(kind, []).append(x)
             result.requests = len(result.took)
             return result
         finally:
@@ -266,6 +270,13 @@ def main(argv: list[str]) -> int:
             xs = [x for r in rs for x in r.took]
             print(f"| {label} | {len(xs)} | {statistics.median(xs):.2f} | "
                   f"{_p(xs, 0.99):.2f} | {max(xs):.2f} |")  # fmt: skip
+            kinds: dict[str, list[float]] = {}
+            for r in rs:
+                for kind, ks in r.kinds.items():
+                    kinds.setdefault(kind, []).extend(ks)
+            for kind, ks in kinds.items():
+                print(f"| {label}: {kind} | {len(ks)} | {statistics.median(ks):.2f} | "
+                      f"{_p(ks, 0.99):.2f} | {max(ks):.2f} |")  # fmt: skip
     if cpu or strace:
         print()
         print("| server, per measured request | CPU ms (user+sys) | fsync+fdatasync | "
