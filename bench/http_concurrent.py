@@ -11,6 +11,12 @@ both see the same load; ``--base-pure`` serves the base without ``httptools`` an
 from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
 The goal (issue 28): p99 ≤ 10 ms.
 
+``--think MS``: each client pauses between requests for a random time (exponential, mean
+``MS``, seeded per client), as an agent does while its tool runs and its model writes (real
+agents take seconds; 20 ms is an agent a hundred times busier). Without it the clients post
+back to back: the server never idles, which measures its throughput under saturation
+rather than what three agents see.
+
 Wall-clock times on a loaded machine say little, so three load-independent measures of the
 server process cover the measured rounds (after the warm-up, which opens the sessions):
 
@@ -28,6 +34,7 @@ server process cover the measured rounds (after the warm-up, which opens the ses
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import statistics
@@ -47,6 +54,7 @@ from infomark.tools.serve import READY_PREFIX
 CLIENTS = 3
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
+THINK_MS = 0.0  # mean pause between a client's requests (--think)
 _PROFILED = Path(__file__).with_name("_serve_profiled.py")
 
 
@@ -95,6 +103,7 @@ def _client(
         return data
 
     auth = {"Authorization": f"Bearer {token}"}
+    pace = random.Random(sid)  # the same pauses in every run
     with httpx.Client(base_url=url, headers=auth, timeout=120) as c:
         go.wait()
         for i in range(WARMUP + ROUNDS):
@@ -112,6 +121,8 @@ def _client(
                 assert r.status_code == 200, r.text
                 if i >= WARMUP:
                     out.append((f"{body['hook_event_name']} {body['tool_name']}", took))
+                if THINK_MS:
+                    time.sleep(pace.expovariate(1 / THINK_MS) / 1000)
 
 
 def _strace_counts(path: Path) -> dict[str, int]:
@@ -244,8 +255,9 @@ def main(argv: list[str]) -> int:
         trees = {"base": Path(argv[argv.index("--base") + 1]).resolve(), **trees}
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS
+    global ROUNDS, THINK_MS
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
+    THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS
     profile = argv[argv.index("--profile") + 1] if "--profile" in argv else ""
     done: dict[str, list[Run]] = {k: [] for k in trees}
     for n in range(runs):  # B A B A: both sides see the same load
@@ -264,7 +276,8 @@ def main(argv: list[str]) -> int:
                   f"{', '.join(f'{x:.2f}' for x in each)} |")  # fmt: skip
         return 0
     if not strace:
-        print(f"| {CLIENTS} clients, hook requests | n | median ms | p99 ms | max ms |")
+        pacing = f", think {THINK_MS:g} ms" if THINK_MS else ", back to back"
+        print(f"| {CLIENTS} clients{pacing}, hook requests | n | median ms | p99 ms | max ms |")
         print("|---|---|---|---|---|")
         for label, rs in done.items():
             xs = [x for r in rs for x in r.took]
