@@ -218,7 +218,8 @@ class Ledger(Closing):
                 # Whoever emitted the events: a process that finds the head too far from
                 # the last snapshot writes one, in the same transaction as its appends.
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
-                    self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
+                    view = self._state.snapshot_view()
+                    self.journal.save_snapshot(self.session, self._state.seq, view)
                     self._snap_seq = self._state.seq
             committed = True
             if self._steady:  # caught up under the lock, then our own events applied
