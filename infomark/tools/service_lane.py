@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import TypeVar
 
 __all__ = ["LEASE", "Lane"]
@@ -93,7 +94,8 @@ class Lane:
         self._holder, self._since = token, loop.time()
 
         def step_aside() -> None:
-            loop.call_soon_threadsafe(self._step_aside, token)
+            with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
+                loop.call_soon_threadsafe(self._step_aside, token)
 
         try:
             return await loop.run_in_executor(self._threads, fn, step_aside)
