@@ -5,11 +5,17 @@ uvicorn on 127.0.0.1) that each hook call is posted to. Three clients (threads, 
 httpx connection and one Claude Code session each) post, round after round, a PreToolUse
 Read, a PreToolUse Bash and the PostToolUse of that Bash call's output (a durable decision,
 a blob and a durable record), as a busy agent's hook does. The table gives the median and
-p99 round trip of every hook request. ``--base DIR`` serves from another checkout of
-infomark (``git worktree add DIR main``), alternated with this one (B A B A), so both see
-the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
+p99 round trip of every hook request, then of each kind. ``--base DIR`` serves from another
+checkout of infomark (``git worktree add DIR main``), alternated with this one (B A B A), so
+both see the same load; ``--base-pure`` serves the base without ``httptools`` and ``uvloop`` (hidden
 from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
 The goal (issue 28): p99 ≤ 10 ms.
+
+``--think MS``: each client pauses between requests for a random time (exponential, mean
+``MS``, seeded per client), as an agent does while its tool runs and its model writes (real
+agents take seconds; 20 ms is an agent a hundred times busier). Without it the clients post
+back to back: the server never idles, which measures its throughput under saturation
+rather than what three agents see.
 
 Wall-clock times on a loaded machine say little, so three load-independent measures of the
 server process cover the measured rounds (after the warm-up, which opens the sessions):
@@ -28,6 +34,7 @@ server process cover the measured rounds (after the warm-up, which opens the ses
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import statistics
@@ -47,6 +54,7 @@ from infomark.tools.serve import READY_PREFIX
 CLIENTS = 3
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
+THINK_MS = 0.0  # mean pause between a client's requests (--think)
 _PROFILED = Path(__file__).with_name("_serve_profiled.py")
 
 
@@ -55,6 +63,7 @@ class Run:
     """One run of the three clients: round trips (ms) and what the server spent on them."""
 
     took: list[float] = field(default_factory=list)
+    kinds: dict[str, list[float]] = field(default_factory=dict)  # "PreToolUse Read" -> ms
     requests: int = 0  # measured requests (after the warm-up)
     cpu_s: float | None = None  # server user + system seconds over them
     syscalls: dict[str, int] = field(default_factory=dict)  # strace -c: name -> calls
@@ -78,7 +87,7 @@ def _client(
     token: str,
     d: str,
     sid: str,
-    out: list[float],
+    out: list[tuple[str, float]],
     go: threading.Barrier,
     warm: threading.Barrier,
 ) -> None:
@@ -94,6 +103,7 @@ def _client(
         return data
 
     auth = {"Authorization": f"Bearer {token}"}
+    pace = random.Random(sid)  # the same pauses in every run
     with httpx.Client(base_url=url, headers=auth, timeout=120) as c:
         go.wait()
         for i in range(WARMUP + ROUNDS):
@@ -110,7 +120,9 @@ def _client(
                 took = (time.perf_counter() - t0) * 1000
                 assert r.status_code == 200, r.text
                 if i >= WARMUP:
-                    out.append(took)
+                    out.append((f"{body['hook_event_name']} {body['tool_name']}", took))
+                if THINK_MS:
+                    time.sleep(pace.expovariate(1 / THINK_MS) / 1000)
 
 
 def _strace_counts(path: Path) -> dict[str, int]:
@@ -168,7 +180,7 @@ def run(
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().split(READY_PREFIX, 1)[1].split("/v1")[0]
-            outs: list[list[float]] = [[] for _ in range(CLIENTS)]
+            outs: list[list[tuple[str, float]]] = [[] for _ in range(CLIENTS)]
             go = threading.Barrier(CLIENTS)
             warm = threading.Barrier(CLIENTS + 1)
             threads = [
@@ -211,7 +223,10 @@ def run(
                     if os.path.exists(profile) or proc.poll() is not None:
                         break
                     time.sleep(0.05)
-            result.took = [x for o in outs for x in o]
+            result.took = [x for o in outs for _, x in o]
+            for o in outs:
+                for kind, x in o:
+                    result.kinds.setdefault(kind, []).append(x)
             result.requests = len(result.took)
             return result
         finally:
@@ -240,8 +255,9 @@ def main(argv: list[str]) -> int:
         trees = {"base": Path(argv[argv.index("--base") + 1]).resolve(), **trees}
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS
+    global ROUNDS, THINK_MS
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
+    THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS
     profile = argv[argv.index("--profile") + 1] if "--profile" in argv else ""
     done: dict[str, list[Run]] = {k: [] for k in trees}
     for n in range(runs):  # B A B A: both sides see the same load
@@ -260,12 +276,20 @@ def main(argv: list[str]) -> int:
                   f"{', '.join(f'{x:.2f}' for x in each)} |")  # fmt: skip
         return 0
     if not strace:
-        print(f"| {CLIENTS} clients, hook requests | n | median ms | p99 ms | max ms |")
+        pacing = f", think {THINK_MS:g} ms" if THINK_MS else ", back to back"
+        print(f"| {CLIENTS} clients{pacing}, hook requests | n | median ms | p99 ms | max ms |")
         print("|---|---|---|---|---|")
         for label, rs in done.items():
             xs = [x for r in rs for x in r.took]
             print(f"| {label} | {len(xs)} | {statistics.median(xs):.2f} | "
                   f"{_p(xs, 0.99):.2f} | {max(xs):.2f} |")  # fmt: skip
+            kinds: dict[str, list[float]] = {}
+            for r in rs:
+                for kind, ks in r.kinds.items():
+                    kinds.setdefault(kind, []).extend(ks)
+            for kind, ks in kinds.items():
+                print(f"| {label}: {kind} | {len(ks)} | {statistics.median(ks):.2f} | "
+                      f"{_p(ks, 0.99):.2f} | {max(ks):.2f} |")  # fmt: skip
     if cpu or strace:
         print()
         print("| server, per measured request | CPU ms (user+sys) | fsync+fdatasync | "

@@ -107,6 +107,7 @@ class Ledger(Closing):
         self.root_dir = os.fspath(root) if root else os.getcwd()
         self.evidence_overrides = dict(evidence_overrides or {})
         self._in_tx = False
+        self._steady = 0  # 1: inside steady(), 2: and caught up there
         self._emitted: list[EventRow] = []
         #: Called with the events of each committed transaction (after the commit, in order;
         #: an exception in a listener is logged, never raised: the command has committed).
@@ -159,10 +160,31 @@ class Ledger(Closing):
         return self._state
 
     def refresh(self) -> SessionState:
-        """Catch the projection up with events appended by other processes."""
-        if not self._in_tx:
+        """Catch the projection up with events appended by other processes (inside
+        :meth:`steady`, only the first time)."""
+        if not self._in_tx and self._steady != 2:
             self._replay_into(self._state)
+            if self._steady:
+                self._steady = 2
         return self._state
+
+    @contextmanager
+    def steady(self) -> Iterator[None]:
+        """One view for one hook call: inside, :meth:`refresh` catches up once and then
+        returns the projection as it is (with this session's own events, applied as they are
+        emitted). A transaction still catches up under its lock, so what is written is judged
+        on every committed event; only what the call *reads* outside one stops following
+        other processes' appends (which any read could miss by a millisecond anyway). Saves
+        the journal query that each ``gk.state`` read repeated: four per PreToolUse.
+        Nested use joins the outer one."""
+        if self._steady:
+            yield
+            return
+        self._steady = 1
+        try:
+            yield
+        finally:
+            self._steady = 0
 
     def replay(self) -> SessionState:
         """A fresh projection from the whole journal, ignoring snapshots."""
@@ -196,9 +218,12 @@ class Ledger(Closing):
                 # Whoever emitted the events: a process that finds the head too far from
                 # the last snapshot writes one, in the same transaction as its appends.
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
-                    self.journal.save_snapshot(self.session, self._state.seq, self._state.to_dict())
+                    view = self._state.snapshot_view()
+                    self.journal.save_snapshot(self.session, self._state.seq, view)
                     self._snap_seq = self._state.seq
             committed = True
+            if self._steady:  # caught up under the lock, then our own events applied
+                self._steady = 2
         except BaseException:
             # The journal rolled back: rebuild the projection from what is committed.
             self._in_tx = False

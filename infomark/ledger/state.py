@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from infomark.kernel.infomark import InfoMark
-from infomark.kernel.records import asdict, dataclass, field
+from infomark.kernel.records import asdict, dataclass, field, fields
 from infomark.kernel.tools import ToolClass
 
 TYPE_CHECKING = False
@@ -184,9 +184,24 @@ class SessionState:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def snapshot_view(self) -> dict[str, Any]:
+        """What :meth:`to_dict` holds, for encoding at once: the claims as dicts, every
+        other field the state's own value (no deep copy: a snapshot is encoded before the
+        state changes again). ``canonical_json`` of it equals that of :meth:`to_dict`; it
+        is a third of the cost of a snapshot, paid every 64 events inside a hook call."""
+        out = {f.name: getattr(self, f.name) for f in _STATE_FIELDS}
+        out["claims"] = {cid: asdict(c) for cid, c in self.claims.items()}
+        return out
+
+
+_STATE_FIELDS = fields(SessionState)
+
 
 def state_from_dict(data: Mapping[str, Any]) -> SessionState:
     raw = dict(data)
+    for name in _SEQ_ORDERED:
+        if isinstance(raw.get(name), dict):
+            raw[name] = _by_seq(raw[name])
     claims = {}
     for cid, c in dict(raw.pop("claims", {})).items():
         c = dict(c)
@@ -336,6 +351,7 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
         if len(state.recorded_calls) > _PENDING_CAP:
             del state.recorded_calls[: len(state.recorded_calls) - _PENDING_CAP]
     if record.get("background_id"):
+        state.background.pop(str(record["background_id"]), None)  # newest last
         state.background[str(record["background_id"])] = {
             "ref": p["ref"],
             "command": record.get("command"),
@@ -401,9 +417,22 @@ def _decision(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
 
 
 def _evict_oldest(table: dict[str, dict[str, Any]]) -> None:
-    """Drop the oldest entries past the cap, by seq: snapshots do not keep dict order."""
+    """Drop the oldest entries past the cap: the first ones, since every entry is inserted
+    last (popped first when it is replaced) as the events come in seq order, and a state
+    loaded from a snapshot puts them back in that order (:func:`state_from_dict`). One step
+    per eviction, not a scan of the table for its oldest seq."""
     while len(table) > _PENDING_CAP:
-        del table[min(table, key=lambda k: (int(table[k].get("seq", 0)), k))]
+        del table[next(iter(table))]
+
+
+_SEQ_ORDERED = ("pending_calls", "background", "runs")
+"""The tables :func:`_evict_oldest` trims, kept in seq order."""
+
+
+def _by_seq(table: Mapping[str, Any]) -> dict[str, Any]:
+    """``table`` in the order its entries were inserted: by seq, then key (a snapshot's JSON
+    has its keys sorted by name)."""
+    return dict(sorted(table.items(), key=lambda kv: (int(kv[1].get("seq", 0)), kv[0])))
 
 
 @_reducer("record_refused")

@@ -84,6 +84,7 @@ from infomark.tools.operator_token import check_operator, operator_token
 from infomark.tools.protocol import SessionLike
 from infomark.tools.routes import API_PREFIX, API_VERSION, OPERATIONS, SESSION_PATTERN, Operation
 from infomark.tools.service_auth import BearerAuth, http_error, internal_error
+from infomark.tools.service_hook_route import HookRoute
 from infomark.tools.service_io import (
     ApiError,
     NdjsonStream,
@@ -91,6 +92,7 @@ from infomark.tools.service_io import (
     evidence_body,
     guarded,
     hook_http_body,
+    json_body,
     json_response,
     path_session,
     query_bool,
@@ -135,13 +137,13 @@ def _event_batch(gk: SessionLike, after: int) -> list[dict[str, Any]]:
             close()
 
 
-def _hook_root(request: Request, payload: Any, default: Path) -> Path:
+def _hook_root(project: str | None, payload: Any, default: Path) -> Path:
     """The project a hook payload belongs to: the project header, else ``cwd``, else ours.
 
     Only an absolute path to an existing directory counts; anything else falls back to
     the service's own root (whose configuration then applies).
     """
-    candidates: list[object] = [request.headers.get(PROJECT_HEADER)]
+    candidates: list[object] = [project]
     if isinstance(payload, dict):
         candidates.append(payload.get("cwd"))
     for value in candidates:
@@ -469,15 +471,22 @@ class _Service:
         return checked(MergeOut, result)
 
     async def claude_code_hook(self, request: Request) -> Response:
-        """Answer like the command hook, with the payload project's configuration and the
-        pooled session (a payload without a usable session id is answered unpooled)."""
+        """Answer like the command hook (:meth:`hook_answer`)."""
         raw = await read_body(request, self.limit)
+        body = await self.hook_answer(raw, request.headers.get(PROJECT_HEADER))
+        return Response(body, media_type="application/json")
+
+    async def hook_answer(self, raw: bytes, project: str | None) -> bytes:
+        """The Claude Code hook route's answer to the body ``raw`` (JSON bytes), like the
+        command hook's, with the payload project's configuration and the pooled session (a
+        payload without a usable session id is answered unpooled). ``project``: the
+        project header's value."""
         try:
             payload: Any = json.loads(raw.decode("utf-8")) if raw.strip() else None
         except (UnicodeDecodeError, ValueError, RecursionError):
             payload = None  # like the command hook: handle() answers a non-object payload
         pool = self.pool
-        root = _hook_root(request, payload, pool.root)
+        root = _hook_root(project, payload, pool.root)
         sid = payload.get("session_id") if isinstance(payload, dict) else None
         event = payload.get("hook_event_name") if isinstance(payload, dict) else None
         if not isinstance(event, str) or not is_session_id(sid):
@@ -499,7 +508,7 @@ class _Service:
                 )
 
             answer = await pool.run(str(sid), go, root=root, config=config)
-        return json_response(
+        return json_body(
             hook_http_body(payload, answer.stdout, int(answer.exit_code), str(answer.stderr))
         )
 
@@ -593,6 +602,8 @@ def create_app(
         exception_handlers={HTTPException: http_error, 500: internal_error},
     )
     app.add_middleware(BearerAuth, token=token)
+    # outermost: the hook route, called on every tool call, skips the rest of the stack
+    app.add_middleware(HookRoute, token=token, limit=max_body_bytes, answer=service.hook_answer)
     app.state.stopping = stopping
     return app
 

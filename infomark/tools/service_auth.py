@@ -17,7 +17,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from infomark.tools.routes import API_PREFIX
 from infomark.tools.service_io import INTERNAL, error_response
 
-__all__ = ["BearerAuth", "http_error", "internal_error"]
+__all__ = ["BearerAuth", "bearer_valid", "http_error", "internal_error"]
+
+
+def bearer_valid(headers: list[tuple[bytes, bytes]], token: bytes) -> bool:
+    """Whether the ASGI ``headers`` carry ``Authorization: Bearer <token>`` (constant time)."""
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, given = value.partition(b" ")
+            if scheme.lower() != b"bearer":
+                return False
+            return hmac.compare_digest(given.strip(), token)
+    return False
 
 
 class BearerAuth:
@@ -45,13 +56,7 @@ class BearerAuth:
         return scope["path"] == API_PREFIX + "/health" and scope["method"] in ("GET", "HEAD")
 
     def _valid(self, scope: Scope) -> bool:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                scheme, _, given = value.partition(b" ")
-                if scheme.lower() != b"bearer":
-                    return False
-                return hmac.compare_digest(given.strip(), self._token)
-        return False
+        return bearer_valid(scope["headers"], self._token)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -31,10 +31,13 @@ __all__ = [
     "ApiError",
     "NdjsonStream",
     "checked",
+    "error_body",
     "error_response",
     "evidence_body",
     "guarded",
     "hook_http_body",
+    "infomark_api_error",
+    "json_body",
     "json_response",
     "path_session",
     "query_bool",
@@ -62,10 +65,27 @@ class ApiError(Exception):
         self.details = details
 
 
+def json_body(data: Any) -> bytes:
+    """A response body: compact JSON, ASCII-escaped (a lone surrogate in a tool input must
+    not break the encoder)."""
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+
+
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    # ASCII-escaped: a lone surrogate in a tool input must not break the encoder.
-    body = json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+    body = json_body(data)
     return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def _error(code: str, message: str, details: list[dict[str, str]] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return {"error": body}
+
+
+def error_body(code: str, message: str, details: list[dict[str, str]] | None = None) -> bytes:
+    """The body of an error: ``{"error": {"code", "message"[, "details"]}}``."""
+    return json_body(_error(code, message, details))
 
 
 def error_response(
@@ -75,10 +95,7 @@ def error_response(
     details: list[dict[str, str]] | None = None,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        body["details"] = details
-    return json_response({"error": body}, status=status, headers=headers)
+    return json_response(_error(code, message, details), status=status, headers=headers)
 
 
 def _validation_error(exc: ValidationError) -> ApiError:
@@ -90,7 +107,8 @@ def _validation_error(exc: ValidationError) -> ApiError:
     return ApiError(400, "invalid_request", f"invalid request body: {summary}", details)
 
 
-def _infomark_error(exc: InfomarkError) -> ApiError:
+def infomark_api_error(exc: InfomarkError) -> ApiError:
+    """The HTTP status and code an infomark error answers with."""
     if isinstance(exc, UserError):
         return ApiError(400, exc.code, str(exc))
     if isinstance(exc, StoreBusyError):
@@ -111,7 +129,7 @@ def guarded(
         except ApiError as exc:
             return error_response(exc.status, exc.code, exc.message, exc.details)
         except InfomarkError as exc:
-            err = _infomark_error(exc)
+            err = infomark_api_error(exc)
             return error_response(err.status, err.code, err.message)
         except Exception as exc:
             log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)

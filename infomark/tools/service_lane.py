@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from typing import TypeVar
-
-import anyio
-import anyio.to_thread
 
 __all__ = ["LEASE", "Lane"]
 
 T = TypeVar("T")
+
+_THREADS = 40  # as many as anyio's threadpool: calls passed over, and stores without a lane
 
 LEASE = 0.02
 """Seconds a call holds the lane before the next waiting call may run beside it: ten
@@ -57,14 +58,18 @@ def _stay() -> None:
 
 class Lane:
     """Run blocking calls in worker threads, one at a time; a call holding the lane longer
-    than ``lease`` seconds gives it up to the next one."""
+    than ``lease`` seconds gives it up to the next one.
+
+    On asyncio's own primitives and executor (uvicorn's loop): anyio's thread dispatch,
+    cancel scopes and events cost about 0.1 M instructions per hook request more."""
 
     def __init__(self, lease: float | None = LEASE) -> None:
         self.lease = lease  # None: no lane, every call runs at once
         # Only touched on the event loop's thread, between awaits: no lock needed.
         self._holder: object | None = None  # the token of the call that holds the lane
-        self._since = 0.0  # when it took the lane (anyio.current_time())
-        self._freed: anyio.Event | None = None  # set when the holder leaves or is passed over
+        self._since = 0.0  # when it took the lane (the loop's clock)
+        self._freed: asyncio.Future[None] | None = None  # done when the holder leaves
+        self._threads: ThreadPoolExecutor | None = None
         self.passed_over = 0  # calls that overstayed their lease (tests and benches read it)
 
     async def run(self, fn: Callable[[Callable[[], None]], T]) -> T:
@@ -72,29 +77,37 @@ class Lane:
         overstayed. ``step_aside()``, called from that thread, gives up the lane for the rest
         of the call (it returns at once; the next call starts when the event loop gets to
         it)."""
+        loop = asyncio.get_running_loop()
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(_THREADS, thread_name_prefix="infomark-lane")
         if self.lease is None:
-            return await anyio.to_thread.run_sync(fn, _stay)
+            return await loop.run_in_executor(self._threads, fn, _stay)
         while self._holder is not None:
-            left = self._since + self.lease - anyio.current_time()
+            left = self._since + self.lease - loop.time()
             if left <= 0:
                 self._pass_over()
                 break
-            freed = self._freed
-            assert freed is not None  # made with the holder, on the event loop
-            with anyio.move_on_after(left):
-                await freed.wait()
+            if self._freed is None:
+                self._freed = loop.create_future()
+            await asyncio.wait((self._freed,), timeout=left)
         token = object()
-        self._holder, self._since, self._freed = token, anyio.current_time(), anyio.Event()
-        loop = asyncio.get_running_loop()
+        self._holder, self._since = token, loop.time()
 
         def step_aside() -> None:
-            loop.call_soon_threadsafe(self._step_aside, token)
+            with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
+                loop.call_soon_threadsafe(self._step_aside, token)
 
         try:
-            return await anyio.to_thread.run_sync(fn, step_aside)
+            return await loop.run_in_executor(self._threads, fn, step_aside)
         finally:
             if self._holder is token:  # not passed over: the lane is still this call's
                 self._release()
+
+    def close(self) -> None:
+        """Let the worker threads end (a call still running finishes first)."""
+        threads, self._threads = self._threads, None  # a later call makes new ones
+        if threads is not None:
+            threads.shutdown(wait=False)
 
     def _step_aside(self, token: object) -> None:
         if self._holder is token:
@@ -107,5 +120,6 @@ class Lane:
 
     def _release(self) -> None:
         self._holder = None
-        if self._freed is not None:
-            self._freed.set()
+        freed, self._freed = self._freed, None
+        if freed is not None and not freed.done():
+            freed.set_result(None)

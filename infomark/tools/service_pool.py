@@ -1,7 +1,7 @@
 """The HTTP service's session pool: one open gatekeeper per (project root, session id).
 
 A gatekeeper is not safe for concurrent use, so each session's calls run one at a time:
-an ``anyio.Lock`` queues them in arrival order on the event loop, then the call runs in
+an ``asyncio.Lock`` queues them in arrival order on the event loop, then the call runs in
 the threadpool under the slot's ``threading.Lock``. Calls of different sessions take turns
 on the pool's :class:`~infomark.tools.service_lane.Lane` (one at a time, since they would
 only contend for the GIL, unless one runs long: then the next runs beside it); their
@@ -21,6 +21,7 @@ configuration is the same object: the hook route and the API routes share the se
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -63,7 +64,7 @@ def _defer_checkpoints(gk: SessionLike) -> None:
 
 @dataclass
 class _Slot:
-    queue: anyio.Lock = field(default_factory=anyio.Lock)  # arrival order, on the loop
+    queue: asyncio.Lock = field(default_factory=asyncio.Lock)  # arrival order, on the loop
     lock: threading.Lock = field(default_factory=threading.Lock)  # the session itself
     gk: SessionLike | None = None
     config: Config | None = None  # what gk was opened with
@@ -246,6 +247,7 @@ class SessionPool:
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
+        self.lane.close()
 
 
 def _fingerprint(root: Path) -> tuple[Any, ...]:

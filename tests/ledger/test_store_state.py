@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import record_paired
+from helpers import ledger_text, record_paired, run, stamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_backends import Backend
@@ -18,6 +18,7 @@ from store_backends import Backend
 from infomark.ledger import engine as engine_mod
 from infomark.ledger.audit import build_audit, verify_session
 from infomark.ledger.calls import ToolCall, ToolOutcome
+from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
 from infomark.ledger.keys import Key
 from infomark.ledger.policy_patch import policy_delta
@@ -143,6 +144,7 @@ def test_live_state_equals_the_replay_from_zero(
             assert snap is not None and led.state.seq - snap[0] < 3
     live = led.state.to_dict()
     assert live == led.replay().to_dict()
+    assert canonical_json(led.state.snapshot_view()) == canonical_json(live)  # what snapshots hold
     led.close()
     again = Ledger(home, session, key=KEY, root=home)
     assert again.state.to_dict() == live
@@ -232,3 +234,25 @@ def test_a_large_text_is_hashed_and_stored_as_its_utf8(
     digest, n = blobs.put_text(text)
     assert (digest, n) == ("sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
     assert blobs.get(digest) == raw
+
+
+def test_a_snapshot_of_claims_holds_what_the_full_copy_holds(tmp_path: Path) -> None:
+    """The snapshot encodes the state without copying it (``snapshot_view``): with claims,
+    a stamp and their history, its bytes equal those of the deep copy, and a session
+    reopened from it has the same state."""
+    from infomark.gatekeeper import Gatekeeper
+
+    claims = ledger_text(
+        ("C1", "Hypothetical", "pytest -q"), ("C2", "Guess", None), premises=("C1",)
+    )
+    with Gatekeeper.open(tmp_path / "home", "snap", root=tmp_path) as gk:
+        gk.ingest(claims)
+        gk.ingest(stamp("C1", run(gk, "pytest -q").ref))
+        state = gk.state
+        assert set(state.claims) == {"C1", "C2"}
+        assert state.claims["C1"].stamp is not None and state.claims["C1"].history
+        view = canonical_json(state.snapshot_view())
+        assert view == canonical_json(state.to_dict())
+        gk.store.journal.save_snapshot("snap", state.seq, state.snapshot_view())
+    with Gatekeeper.open(tmp_path / "home", "snap", root=tmp_path) as again:
+        assert canonical_json(again.state.to_dict()) == view

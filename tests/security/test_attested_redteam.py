@@ -312,3 +312,49 @@ def test_byte_code_the_agents_own_test_run_writes_into_the_environment_is_not_a_
         done = check(gk, "C1")
         assert "environment_changed" not in done.text and done.refused is None, done.text
         assert done.outcome == "PASS", done.text
+
+
+def test_an_environment_file_swapped_during_the_run_and_put_back_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background process of the agent's (the environment is linked into the sandbox where
+    it is, read-only only inside) waits for the check to pass its first look, swaps the
+    environment's start-up helper for the patch in place (same inode, same size, mtime put
+    back), and puts the helper back, mtime too, once the run is over. The run saw the patch;
+    the change time that no owner can set back shows it, so the run does not count."""
+    import infomark.tools.attest.run as attest_run
+
+    need_bwrap()
+    root, site, oracle = _venv_project(
+        tmp_path, {"zz_helper.py": HELPER, "zz_helper.pth": "import zz_helper\n"}
+    )
+    helper = site / "zz_helper.py"
+    real_execute = attest_run.execute
+    swaps: list[str] = []
+
+    def write_back(text: str) -> None:
+        before = helper.stat()
+        with open(helper, "r+") as fh:
+            fh.write(text)
+        os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    def racing_execute(*args: object, **kwargs: object) -> object:
+        write_back(EVIL)  # after the first look: the run starts with the patch in place
+        swaps.append("swapped")
+        try:
+            return real_execute(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            write_back(HELPER)  # and leaves the helper as it was, bytes and mtime
+            swaps.append("restored")
+
+    monkeypatch.setattr(attest_run, "execute", racing_execute)
+    with Gatekeeper.open(tmp_path / "home", "venv", root=root) as gk:
+        gk.ingest(ledger(oracle))
+        gk.authorize(ToolCall("Read", {"file_path": str(root / "calc.py")}))
+        done = check(gk, "C1")
+        assert swaps[:2] == ["swapped", "restored"], swaps
+        assert helper.read_text() == HELPER
+        assert done.refused is AttestRefusal.ENVIRONMENT_CHANGED, done.text
+        assert "while the check ran" in done.text and "zz_helper.py" in done.text, done.text
+        assert done.outcome != "PASS" and done.status != "Exact", done.text
+        assert gk.state.claims["C1"].status != "Exact"

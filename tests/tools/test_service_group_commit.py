@@ -230,3 +230,23 @@ def test_the_gate_measures_its_fsyncs_and_calls_a_slow_disk_slow(
     for _ in range(6):
         gate.sync(gate.committed())
     assert gate.slow(), gate.fsync_seconds
+
+
+def test_a_failing_step_aside_never_skips_the_fsync(tmp_path: Path) -> None:
+    """``before_wait`` (the lane's step aside) runs before the WAL's fsync; if it raises (its
+    event loop closed at shutdown), the commits still reach the disk before the error does."""
+
+    def fail() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    with Gatekeeper.open(tmp_path / ".infomark", "s", root=tmp_path) as gk:
+        journal = _journal(gk)
+        journal.group_commits()
+        gate = journal._gate
+        assert gate is not None
+        gate.fsync_seconds = 1.0  # a slow disk: before_wait is called
+        before = gate.fsyncs
+        with pytest.raises(RuntimeError, match="closed"), journal.sync_once(before_wait=fail):
+            assert gk.authorize(ToolCall("Bash", {"command": "echo x"})).allowed
+            assert not journal.last_commit_synced  # owed, not yet on the disk
+        assert gate.fsyncs == before + 1 and journal.last_commit_synced

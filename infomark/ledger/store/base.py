@@ -270,6 +270,10 @@ class BaseJournal(ABC):
 
     # -- appends (inside write()) ------------------------------------------------
     def head(self, session: str) -> tuple[int, str]:
+        if self._in_tx:  # under the write lock, what this transaction appended is the head
+            touched = self._touched.get(session)
+            if touched is not None:
+                return touched[2], touched[3]
         row = self._one("SELECT seq, hash FROM heads WHERE session = ?", (session,))
         return (int(row[0]), str(row[1])) if row else (0, GENESIS)
 

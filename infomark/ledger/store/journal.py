@@ -363,10 +363,12 @@ class Journal(BaseJournal):
             self._deferring -= 1
             if not self._deferring and self._owed:
                 owed, self._owed = self._owed, 0
-                if before_wait is not None and self._gate.slow():
-                    before_wait()
-                self._gate.sync(owed)
-                self.last_commit_synced = True
+                try:
+                    if before_wait is not None and self._gate.slow():
+                        before_wait()
+                finally:  # whatever before_wait did, the commits reach the disk
+                    self._gate.sync(owed)
+                    self.last_commit_synced = True
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:

@@ -158,22 +158,31 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
     scratch = workdir("infomark-attest-")
     try:
         return _run(gk, claim_id, oracle, manifest, cfg, scratch)
+    except _Refused as exc:  # the environment changed while the check ran
+        return CheckResult(f"the attested run of {what} does not count: {exc}", refused=exc.refusal)
     except InfomarkError as exc:
         return CheckResult(f"no attested run of {what}: {exc}")
     finally:
         carry.remove(scratch)
 
 
-def _same_environment(gk: Gatekeeper) -> None:
+def _same_environment(gk: Gatekeeper, *, during: bool = False) -> None:
     """Refuse (:class:`_Refused`) when the project's Python environments differ from the
-    fingerprints its baseline recorded: they run in the attested run, before its checks."""
+    fingerprints its baseline recorded: they run in the attested run, before its checks.
+
+    Checked before the run and again after it (``during``): the environments are linked into
+    the sandbox where they are (read-only there, but not to the agent's other processes), so
+    a background process could swap a file in once the first check passed and put it back
+    before the run ends. Putting it back does not put back its change time, which the
+    fingerprint holds, so the second check sees it."""
     changed = baseline.environment_changes(gk.store, gk.store.state.baseline)
     if not changed:
         return
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    when = "while the check ran" if during else "since its baseline"
     raise _Refused(
         AttestRefusal.ENVIRONMENT_CHANGED,
-        f"the project's environment changed since its baseline "
+        f"the project's environment changed {when} "
         f"({AttestRefusal.ENVIRONMENT_CHANGED}): "
         f"{shown}; an environment runs in the attested run before infomark's checks, so "
         "a change there could grade itself; next step: the user looks at it and accepts "
@@ -232,6 +241,8 @@ def _run(
             f"the run was stopped: the {', '.join(ran.limits_hit)} limit was reached; "
             + judged.detail,
         )
+    if state.baseline.get("project"):
+        _same_environment(gk, during=True)  # what ran is what was fingerprinted
     attestation = _attestation(claim_id, state.baseline.get("id"), done, grading, carried, judged)
     attestation["baseline_run"] = base.to_dict() if base is not None else None
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)

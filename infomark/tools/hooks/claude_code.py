@@ -368,16 +368,19 @@ def _on_prompt(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswe
 def _on_pre_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
     """PreToolUse: ingest the transcript, then `infomark check` runs here, every other call
     is decided."""
-    _ingest_transcript(gk, payload)
-    gk.unattended = unattended_host(payload)
-    transcript = payload.get("transcript_path")
-    gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
     from infomark.tools.hooks.check_call import check_target, run_check
 
-    target = check_target(str(payload["tool_name"]), payload["tool_input"])
-    if target is not None:  # `infomark check C1`: run by infomark, not by the shell
-        return deny(run_check(gk, target))
-    return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
+    with gk.steady():  # one view of the session for the decision (one catch-up, not four)
+        _ingest_transcript(gk, payload)
+        gk.unattended = unattended_host(payload)
+        transcript = payload.get("transcript_path")
+        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
+        target = check_target(str(payload["tool_name"]), payload["tool_input"])
+        if target is None:
+            return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
+    # `infomark check C1`: run by infomark, not by the shell (following the journal again:
+    # the run's evidence may come from another process)
+    return deny(run_check(gk, target))
 
 
 def _on_post_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
@@ -388,17 +391,18 @@ def _on_post_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> Ho
     call = tool_call_from(payload)
     outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
     cwd = payload.get("cwd")
-    try:  # paired with its PreToolUse by tool_use_id
-        evidence = gk.record(
-            call,
-            outcome,
-            cwd=cwd if isinstance(cwd, str) and cwd else None,
-            background_id=_background_id(payload),
-        )
-    except RecordRefused as exc:  # journaled by record(); no evidence exists for it
-        return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
-    extra = gk.after_tool_text(call, outcome, evidence)
-    return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
+    with gk.steady():  # one view of the session for the record and what follows it
+        try:  # paired with its PreToolUse by tool_use_id
+            evidence = gk.record(
+                call,
+                outcome,
+                cwd=cwd if isinstance(cwd, str) and cwd else None,
+                background_id=_background_id(payload),
+            )
+        except RecordRefused as exc:  # journaled by record(); no evidence exists for it
+            return context(event, f"[infomark: no evidence for this result ({exc.code}): {exc}]")
+        extra = gk.after_tool_text(call, outcome, evidence)
+        return context(event, _head_tag(gk, evidence.tag) + ("\n" + extra if extra else ""))
 
 
 def _on_stop(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
