@@ -11,6 +11,8 @@ both see the same load; ``--base-pure`` serves the base without ``httptools`` an
 from its imports), as a checkout whose dependencies lack them (main before session 11) runs.
 The goal (issue 28): p99 ≤ 10 ms.
 
+``BENCH_CLIENTS=N`` runs N clients instead of three (one: the route alone, nothing queued).
+
 ``--think MS``: each client pauses between requests for a random time (exponential, mean
 ``MS``, seeded per client), as an agent does while its tool runs and its model writes (real
 agents take seconds; 20 ms is an agent a hundred times busier). Without it the clients post
@@ -51,7 +53,7 @@ import httpx
 from infomark.ledger.init import ensure_token
 from infomark.tools.serve import READY_PREFIX
 
-CLIENTS = 3
+CLIENTS = int(os.environ.get("BENCH_CLIENTS", "3"))
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
 THINK_MS = 0.0  # mean pause between a client's requests (--think)
