@@ -52,7 +52,6 @@ from infomark.ledger.store.select import pick_store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any, Unpack
 
@@ -180,10 +179,6 @@ class Gatekeeper(Closing):
     @property
     def state(self) -> SessionState:
         return self._ledger.refresh()
-
-    def steady(self) -> AbstractContextManager[None]:
-        """One view of the session for one hook call (:meth:`Ledger.steady`)."""
-        return self._ledger.steady()
 
     def close(self) -> None:
         inbox, self._inbox = self._inbox, None

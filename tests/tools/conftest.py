@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
 import pytest
 
 from infomark.tools.http_client import Client
@@ -196,6 +197,14 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Service]]:
     for svc in started:
         if svc.proc.poll() is None:
             stop_service(svc)
+
+
+@pytest.fixture
+def http(service: Service) -> Iterator[httpx.Client]:
+    """An httpx client of the module's service, with its token."""
+    headers = {"authorization": f"Bearer {service.token}"}
+    with httpx.Client(base_url=service.url, headers=headers, timeout=30) as h:
+        yield h
 
 
 @pytest.fixture

@@ -86,13 +86,6 @@ def spawn(tmp_path: Path, module_backend: Backend) -> Iterator[Callable[..., Ser
 
 
 @pytest.fixture
-def http(service: Service) -> Iterator[httpx.Client]:
-    headers = {"authorization": f"Bearer {service.token}"}
-    with httpx.Client(base_url=service.url, headers=headers, timeout=30) as h:
-        yield h
-
-
-@pytest.fixture
 def anon(service: Service) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=service.url, timeout=30) as h:
         yield h

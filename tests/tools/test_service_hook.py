@@ -11,7 +11,7 @@ import json
 import os
 import stat
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +26,6 @@ if TYPE_CHECKING:
     from conftest import Service
 
 HOOK = "/v1/hooks/claude-code"
-
-
-@pytest.fixture
-def http(service: Service) -> Iterator[httpx.Client]:
-    headers = {"authorization": f"Bearer {service.token}"}
-    with httpx.Client(base_url=service.url, headers=headers, timeout=30) as h:
-        yield h
 
 
 def _uuid() -> str:

@@ -25,13 +25,6 @@ if TYPE_CHECKING:
 TOKEN = "t0k3n"
 
 
-@pytest.fixture
-def http(service: Service) -> Iterator[httpx.Client]:
-    headers = {"authorization": f"Bearer {service.token}"}
-    with httpx.Client(base_url=service.url, headers=headers, timeout=30) as h:
-        yield h
-
-
 async def _never(scope: Any, receive: Any, send: Any) -> None:
     raise AssertionError("the hook route must not fall through to the app")
 

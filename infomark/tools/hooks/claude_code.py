@@ -370,7 +370,7 @@ def _on_pre_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> Hoo
     is decided."""
     from infomark.tools.hooks.check_call import check_target, run_check
 
-    with gk.steady():  # one view of the session for the decision (one catch-up, not four)
+    with gk.store.steady():  # one view of the session for the decision (one catch-up, not four)
         _ingest_transcript(gk, payload)
         gk.unattended = unattended_host(payload)
         transcript = payload.get("transcript_path")
@@ -391,7 +391,7 @@ def _on_post_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> Ho
     call = tool_call_from(payload)
     outcome = _outcome_from(payload, failed=event == "PostToolUseFailure")
     cwd = payload.get("cwd")
-    with gk.steady():  # one view of the session for the record and what follows it
+    with gk.store.steady():  # one view of the session for the record and what follows it
         try:  # paired with its PreToolUse by tool_use_id
             evidence = gk.record(
                 call,
