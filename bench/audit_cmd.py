@@ -16,8 +16,8 @@ command, and the stdlib loop alone (a process that runs it, less one that only i
 at 10⁵ events, for each tree.
 
 ``--base DIR`` runs another checkout's command too (``git worktree add DIR main``, run with
-``PYTHONPATH=DIR`` by this interpreter), in each pair right after this tree's: ratios and
-peaks per tree.
+``PYTHONPATH=DIR`` by this interpreter), in each pair beside this tree's (after it in even
+pairs, before it in odd ones, so that neither always runs first): ratios and peaks per tree.
 """
 
 from __future__ import annotations
@@ -115,10 +115,11 @@ def main(argv: list[str]) -> int:
     cpu: dict[str, list[float]] = {name: [] for name in trees}
     ratio: dict[str, list[float]] = {name: [] for name in trees}
     rss_big: dict[str, list[float]] = {name: [] for name in trees}
-    for _ in range(pairs):
+    for n in range(pairs):
         loop = stdlib_loop(big)
         loops.append(loop)
-        for name, tree in trees.items():
+        order = list(trees.items())
+        for name, tree in order if n % 2 == 0 else order[::-1]:  # neither always goes first
             took, rss = run_command(big, tree)
             cpu[name].append(took)
             ratio[name].append(took / loop)
