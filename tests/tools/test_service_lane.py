@@ -213,3 +213,21 @@ def test_the_pool_runs_different_sessions_through_its_lane(tmp_path: Path) -> No
     assert sorted(got) == ["s1", "s2", "s3", "s4"]
     assert seen.most == 1
     assert len(opened) == 4
+
+
+def test_a_call_that_raises_frees_the_lane_for_the_next() -> None:
+    lane = Lane(lease=GUARD)
+
+    def boom(_: object) -> None:
+        raise ValueError("the call failed")
+
+    async def main() -> str:
+        try:
+            await lane.run(boom)
+        except ValueError as exc:
+            assert str(exc) == "the call failed"
+        with anyio.fail_after(GUARD / 2):  # a lane left held would wait out the lease
+            return await lane.run(lambda _: "next")
+
+    assert anyio.run(main) == "next"
+    assert lane.passed_over == 0
