@@ -272,9 +272,32 @@ def _run(
         finally:
             if proc.poll() is None:
                 _kill_group(proc.pid)
+            _reap_orphans(str(cwd))
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _reap_orphans(marker: str) -> None:
+    """Kill what a host left running in a session of its own, now a child of init, that
+    names this run's directory: Codex's file-system helper (bubblewrap started with
+    ``--new-session``, outside the host's process group) outlived every run and slept on
+    until the machine stopped. A process the test itself started (a service) has the test
+    as its parent and is left alone."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode("utf-8", "replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == 1 and marker in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry), signal.SIGKILL)
