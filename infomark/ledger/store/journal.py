@@ -39,6 +39,7 @@ from infomark.ledger.store.base import (
     event_hash,
     loads_object,
 )
+from infomark.ledger.store.writer_queue import WriterQueue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,6 +165,7 @@ class Journal(BaseJournal):
         self._deferring = 0  # inside sync_once() (nested uses count)
         self._owed = 0  # the gate's ticket of the last durable commit not synced yet
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self._queue = WriterQueue(os.fspath(path))
         try:
             self._db = sqlite3.connect(
                 path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
@@ -275,6 +277,7 @@ class Journal(BaseJournal):
         return migrated
 
     def close(self) -> None:
+        self._queue.close()
         if _KEEP_WAL is not None and not self._db.in_transaction:
             _KEEP_WAL.append(self._db)  # a reference: garbage collection would close it
             return
@@ -372,7 +375,12 @@ class Journal(BaseJournal):
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT`` (the manifest flushed first), or ``ROLLBACK``."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (the manifest flushed first), or ``ROLLBACK``,
+        holding the cross-process writer queue (:mod:`.writer_queue`) throughout."""
+        try:
+            self._queue.acquire(_deadline())
+        except TimeoutError as exc:
+            raise self._busy_error(exc) from exc
         try:
             self._begin()
             self._in_tx = True
@@ -391,6 +399,7 @@ class Journal(BaseJournal):
             raise
         finally:
             self._in_tx = False
+            self._queue.release()
 
     def relax_next(self) -> None:
         """Commit the next transaction without an fsync (``synchronous=NORMAL`` for it).

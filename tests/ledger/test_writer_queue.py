@@ -1,0 +1,92 @@
+"""Writers of one SQLite ledger in different processes queue on ``<db>-writer``
+(:mod:`infomark.ledger.store.writer_queue`), never in SQLite's busy handler, whose sleeps
+(up to 100 ms a try) were the tail of parallel hook calls."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.kernel.errors import StoreBusyError
+from infomark.ledger.calls import ToolCall
+from infomark.ledger.store import journal as journal_mod
+from infomark.ledger.store.writer_queue import WriterQueue
+
+pytestmark = pytest.mark.sqlite_only
+
+PROCS, WRITES = 3, 60
+
+
+def _writer(home: Path, root: Path, k: int, go: Any, out: Any) -> None:
+    """One process: durable decisions on its own session; SQLite's busy handler off, so a
+    meeting on SQLite's lock would show as a back-off of the journal's retry."""
+    pauses: list[float] = []
+    journal_mod._pause = pauses.append  # this child's own module
+    with Gatekeeper.open(home, f"w{k}", root=root) as gk:
+        journal = gk.store.journal
+        journal._db.execute("PRAGMA busy_timeout=0")
+        go.wait()
+        for i in range(WRITES):
+            assert gk.authorize(ToolCall("Bash", {"command": f"echo {k} {i}"})).allowed
+        out.put((len(pauses), journal._queue.waits))
+
+
+def test_writers_in_other_processes_queue_instead_of_meeting_on_sqlites_lock(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / ".infomark"
+    Gatekeeper.open(home, "init", root=tmp_path).close()
+    ctx = mp.get_context("fork")
+    go, out = ctx.Barrier(PROCS), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(home, tmp_path, k, go, out)) for k in range(PROCS)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert sum(pauses for pauses, _ in results) == 0, results  # never in SQLite's handler
+    assert sum(waits for _, waits in results) > 0, results  # and they did meet, in the queue
+    for k in range(PROCS):
+        with Gatekeeper.open(home, f"w{k}", root=tmp_path) as gk:
+            assert gk.audit(verify=True).verified is True
+            assert sum(1 for r in gk.events() if r.type == "decision") == WRITES
+    mode = stat.S_IMODE(os.stat(home / "ledger.db-writer").st_mode)
+    assert mode == 0o600
+
+
+def test_the_wait_is_bounded_and_a_closed_holder_frees_the_lock(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    holder, waiter = WriterQueue(db), WriterQueue(db)  # two open files: as two processes
+    holder.acquire(time.monotonic() + 5)
+    with pytest.raises(TimeoutError, match="another writer"):
+        waiter.acquire(time.monotonic() + 0.02)
+    assert waiter.waits > 0
+    holder.close()  # a writer that dies: the kernel drops its lock with the file
+    waiter.acquire(time.monotonic() + 5)
+    waiter.release()
+    waiter.close()
+
+
+def test_a_ledger_whose_queue_stays_held_answers_busy_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / ".infomark"
+    with Gatekeeper.open(home, "s", root=tmp_path) as gk:
+        stuck = WriterQueue(str(home / "ledger.db"))  # a writer that holds it and hangs
+        stuck.acquire(time.monotonic() + 5)
+        monkeypatch.setattr(journal_mod, "_deadline", lambda: time.monotonic() + 0.05)
+        try:
+            with pytest.raises(StoreBusyError, match="stayed locked"), gk.store.transaction():
+                gk.store.emit("turn_started", {})
+        finally:
+            stuck.close()
+        with gk.store.transaction():  # free again: writes go through
+            gk.store.emit("turn_started", {})
