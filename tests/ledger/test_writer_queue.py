@@ -62,17 +62,35 @@ def test_writers_in_other_processes_queue_instead_of_meeting_on_sqlites_lock(
     assert mode == 0o600
 
 
-def test_the_wait_is_bounded_and_a_closed_holder_frees_the_lock(tmp_path: Path) -> None:
+def _hold(db: str, held: Any, done: Any) -> None:
+    """Another process: take the queue, say so, keep it until told, then exit."""
+    queue = WriterQueue(db)
+    queue.acquire(time.monotonic() + 30)
+    held.set()
+    done.wait(30)
+
+
+def _holder(db: str) -> tuple[Any, Any]:
+    ctx = mp.get_context("fork")
+    held, done = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_hold, args=(db, held, done))
+    proc.start()
+    assert held.wait(30)
+    return proc, done
+
+
+def test_the_wait_is_bounded_and_a_dead_holder_frees_the_lock(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
-    holder, waiter = WriterQueue(db), WriterQueue(db)  # two open files: as two processes
-    holder.acquire(time.monotonic() + 5)
+    proc, done = _holder(db)
+    waiter = WriterQueue(db)
     with pytest.raises(TimeoutError, match="another writer"):
         waiter.acquire(time.monotonic() + 0.02)
     assert waiter.waits > 0
-    holder.close()  # a writer that dies: the kernel drops its lock with the file
+    done.set()  # the holder exits without letting go: the kernel drops its lock
+    proc.join(30)
     waiter.acquire(time.monotonic() + 5)
     waiter.release()
-    waiter.close()
+    assert stat.S_IMODE(os.stat(db + "-writer").st_mode) == 0o600
 
 
 def test_a_ledger_whose_queue_stays_held_answers_busy_not_a_hang(
@@ -80,13 +98,13 @@ def test_a_ledger_whose_queue_stays_held_answers_busy_not_a_hang(
 ) -> None:
     home = tmp_path / ".infomark"
     with Gatekeeper.open(home, "s", root=tmp_path) as gk:
-        stuck = WriterQueue(str(home / "ledger.db"))  # a writer that holds it and hangs
-        stuck.acquire(time.monotonic() + 5)
+        proc, done = _holder(str(home / "ledger.db"))  # a writer that holds it and hangs
         monkeypatch.setattr(journal_mod, "_deadline", lambda: time.monotonic() + 0.05)
         try:
             with pytest.raises(StoreBusyError, match="stayed locked"), gk.store.transaction():
                 gk.store.emit("turn_started", {})
         finally:
-            stuck.close()
+            done.set()
+            proc.join(30)
         with gk.store.transaction():  # free again: writes go through
             gk.store.emit("turn_started", {})

@@ -173,6 +173,7 @@ PRETOOL_MODULES = {
     # which store a home uses (issue 19; PostgreSQL loads only for a URL)
     "infomark.ledger.store.select",
     "infomark.ledger.store.base",  # the journal seam both backends share (issue 19)
+    "infomark.ledger.store.writer_queue",  # writers of other processes queue on a flock
     "infomark.tools",
     "infomark.tools.hooks",
     "infomark.tools.hooks.answer",

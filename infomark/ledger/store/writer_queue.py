@@ -14,15 +14,21 @@ behind the others' fsyncs instead of a few waiting for all of them. Parallel hoo
 for together (Claude Code runs a batch's hooks at once and goes on when the last answers),
 so the worst is what an agent sees.
 
-A writer first takes an exclusive ``flock`` on ``<db>-writer`` (created 0600 beside the
-database), then ``BEGIN IMMEDIATE``, and lets the lock go after ``COMMIT`` or ``ROLLBACK``.
-A waiting writer polls the lock every 0.2 ms, doubling to 2 ms at most, so it starts within
-2 ms of the holder's release instead of up to 100 ms; the wait stays bounded (the caller's
-deadline, then :class:`TimeoutError`), where a blocking ``flock`` could hang behind a stuck
-process forever. The lock dies with its process (the kernel drops it when the file is
-closed), so a crashed writer never leaves it held. Writers that do not take it (an older
-infomark, the ``sqlite3`` shell) still meet the others on SQLite's own lock, as before.
-Where ``fcntl`` does not exist, there is no queue.
+A writer first takes a POSIX record lock (``lockf``) on ``<db>-writer`` (created 0600 beside
+the database), then ``BEGIN IMMEDIATE``, and lets the lock go after ``COMMIT`` or
+``ROLLBACK``. A waiting writer polls the lock every 0.2 ms, doubling to 2 ms at most, so it
+starts within 2 ms of the holder's release; the wait stays bounded (the caller's deadline,
+then :class:`TimeoutError`), where a blocking lock could hang behind a stuck process
+forever. The lock dies with its process, so a crashed writer never leaves it held. Writers
+that do not take it (an older infomark, the ``sqlite3`` shell) still meet the others on
+SQLite's own lock, as before.
+
+``lockf`` is the ``os`` module's (``flock`` would import ``fcntl``, a shared library: +0.7 M
+instructions and ~0.2 ms on every hook process). Its locks belong to the process, not to
+one open file, so a process keeps one descriptor per lock file for its lifetime (closing any
+descriptor of the file would drop the process's lock), and writers of one process do not
+exclude each other here: the HTTP service's go through its in-process gate first
+(:mod:`.group_commit`). Where ``os.lockf`` does not exist, there is no queue.
 """
 
 from __future__ import annotations
@@ -30,39 +36,46 @@ from __future__ import annotations
 import os
 import time
 
-try:
-    import fcntl
-except ImportError:  # not a POSIX system: writers meet on SQLite's lock only
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = ["WriterQueue"]
 
 _FIRST = 0.0002  # seconds between the first tries
 _MOST = 0.002  # ... doubling up to this
+_FDS: dict[str, int] = {}  # lock file -> this process's one descriptor of it
+
+
+def _fd(path: str) -> int:
+    fd = _FDS.get(path)
+    if fd is None:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o600)
+        kept = _FDS.setdefault(path, fd)
+        if kept != fd:  # another thread opened it first
+            os.close(fd)
+        fd = kept
+    return fd
 
 
 class WriterQueue:
-    """The cross-process write lock of one database file (one per journal handle)."""
+    """The cross-process write lock of one database file."""
 
     def __init__(self, db: str) -> None:
         self.path = db + "-writer"
-        self._fd: int | None = None
+        self._held = False
         self.waits = 0  # tries that found the lock taken (tests read it)
 
     def acquire(self, deadline: float) -> None:
         """Take the lock, trying until ``deadline`` (``time.monotonic()``), then raise
         :class:`TimeoutError`."""
-        if fcntl is None:
+        if not hasattr(os, "lockf"):
             return
-        if self._fd is None:
-            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-            self._fd = os.open(self.path, flags, 0o600)
+        fd = _fd(self.path)
         pause = _FIRST
         while True:
             try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.lockf(fd, os.F_TLOCK, 0)
+                self._held = True
                 return
-            except BlockingIOError:
+            except (BlockingIOError, PermissionError):  # EAGAIN, EACCES: another process's
                 self.waits += 1
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{self.path} stayed locked by another writer")
@@ -70,10 +83,10 @@ class WriterQueue:
             pause = min(pause * 2, _MOST)
 
     def release(self) -> None:
-        if fcntl is not None and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if self._held:
+            self._held = False
+            os.lockf(_fd(self.path), os.F_ULOCK, 0)
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        """Nothing to close: the descriptor stays open for the process (see above)."""
+        self.release()
