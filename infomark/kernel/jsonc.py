@@ -27,7 +27,15 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     _json = None  # type: ignore[assignment]
 
-__all__ = ["dumps", "encode_basestring", "encoder", "load_path", "loads", "loads_compact"]
+__all__ = [
+    "dumps",
+    "encode_basestring",
+    "encoder",
+    "load_path",
+    "loads",
+    "loads_compact",
+    "scan_once",
+]
 
 _SPACE = " \t\n\r"  # json's WHITESPACE
 
@@ -51,6 +59,16 @@ class _Context:
 _scan: Callable[[str, int], tuple[Any, int]] | None = (
     _json.make_scanner(_Context()) if _json is not None else None  # type: ignore[arg-type]
 )
+
+
+def _no_scan(s: str, i: int) -> tuple[Any, int]:
+    raise ValueError("no C scanner")  # pragma: no cover - CPython has it
+
+
+scan_once: Callable[[str, int], tuple[Any, int]] = _scan if _scan is not None else _no_scan
+"""``_json``'s scanner: ``(value, end)`` of the JSON value that starts at index ``i`` of
+``s`` (no whitespace skipped; anything else raises). One C call: what a hot loop that
+checks the end itself uses in place of :func:`loads_compact`."""
 
 
 def _slow_loads(s: str | bytes | bytearray) -> Any:

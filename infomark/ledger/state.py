@@ -381,8 +381,7 @@ def _evidence(state: SessionState, seq: int, p: Mapping[str, Any]) -> None:
                 "cwd": record.get("cwd"),
                 "class": ev_class,
             }
-            if len(runs) > _PENDING_CAP:
-                _evict_oldest(runs)
+            _evict_oldest(runs)
 
 
 def _contradictions(state: SessionState, seq: int, record: Mapping[str, Any]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from infomark.kernel.digest import hmac_hex_many, hmac_pads
-from infomark.kernel.jsonc import _scan, loads_compact
+from infomark.kernel.jsonc import loads_compact, scan_once
 from infomark.kernel.records import asdict, dataclass
 from infomark.ledger.canonical import canonical_json
 from infomark.ledger.engine import Ledger
@@ -463,12 +463,6 @@ LISTED = (
 #: unparsed (an empty mapping).
 RowFeed = Callable[[int, str, dict[str, Any], str], None]
 
-
-def _no_scan(s: str, i: int) -> tuple[Any, int]:
-    raise ValueError(s)  # pragma: no cover - CPython has the C scanner
-
-
-_SCAN = _scan if _scan is not None else _no_scan  # jsonc's C scanner: (value, end)
 _UNREAD: dict[str, Any] = {}  # the payload of a row no one reads (shared, never written)
 _REDUCED = frozenset(REDUCERS)
 
@@ -507,7 +501,7 @@ class _Replay:
                 parsed = _UNREAD
             else:  # _parse() inlined: the C scanner's one call in the common case
                 try:
-                    parsed, end = _SCAN(payload, 0)
+                    parsed, end = scan_once(payload, 0)
                 except Exception:  # not a str, not JSON: _parse() decides
                     end = -1
                 if end < 0 or end != len(payload) or type(parsed) is not dict:

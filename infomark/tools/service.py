@@ -84,7 +84,7 @@ from infomark.tools.operator_token import check_operator, operator_token
 from infomark.tools.protocol import SessionLike
 from infomark.tools.routes import API_PREFIX, API_VERSION, OPERATIONS, SESSION_PATTERN, Operation
 from infomark.tools.service_auth import BearerAuth, http_error, internal_error
-from infomark.tools.service_hook_route import HookRoute
+from infomark.tools.service_hook_route import PROJECT_HEADER, HookRoute
 from infomark.tools.service_io import (
     ApiError,
     NdjsonStream,
@@ -121,7 +121,6 @@ __all__ = [
 ]
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
-PROJECT_HEADER = "x-claude-project-dir"
 """An http hook may send ``$CLAUDE_PROJECT_DIR`` in this header; it wins over ``cwd``."""
 _EVENTS_BATCH = 500
 _guarded = guarded  # the name the tests (and older callers) use

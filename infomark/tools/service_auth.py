@@ -17,7 +17,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from infomark.tools.routes import API_PREFIX
 from infomark.tools.service_io import INTERNAL, error_response
 
-__all__ = ["BearerAuth", "bearer_valid", "http_error", "internal_error"]
+__all__ = ["UNAUTHORIZED", "BearerAuth", "bearer_valid", "http_error", "internal_error"]
+
+UNAUTHORIZED = (
+    "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
+    "with the token from <home>/token"
+)
 
 
 def bearer_valid(headers: list[tuple[bytes, bytes]], token: bytes) -> bool:
@@ -43,11 +48,7 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         response = error_response(
-            401,
-            "unauthorized",
-            "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-            "with the token from <home>/token",
-            headers={"www-authenticate": "Bearer"},
+            401, "unauthorized", UNAUTHORIZED, headers={"www-authenticate": "Bearer"}
         )
         await response(scope, receive, send)
 

@@ -17,22 +17,21 @@ description of it and any other method on the path).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from infomark.kernel.errors import InfomarkError
 from infomark.tools.routes import API_PREFIX
-from infomark.tools.service_auth import bearer_valid
-from infomark.tools.service_io import INTERNAL, ApiError, error_body, infomark_api_error
+from infomark.tools.service_auth import UNAUTHORIZED, bearer_valid
+from infomark.tools.service_io import api_error_of, error_body, read_capped
 
-__all__ = ["HOOK_PATH", "HookRoute"]
+__all__ = ["HOOK_PATH", "PROJECT_HEADER", "HookRoute"]
 
 HOOK_PATH = API_PREFIX + "/hooks/claude-code"
-PROJECT_HEADER = b"x-claude-project-dir"
-
-log = logging.getLogger("infomark.service")
+PROJECT_HEADER = "x-claude-project-dir"
+"""The header that names the hook's project (the forwarder sends it), over the payload's
+``cwd``."""
+_PROJECT = PROJECT_HEADER.encode("latin-1")
 
 Answer = Callable[[bytes, "str | None"], Awaitable[bytes]]
 """``answer(raw_body, project_header)``: the response body of one hook call."""
@@ -54,57 +53,40 @@ class HookRoute:
             return
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         if not bearer_valid(headers, self._token):
-            await _send(send, 401, _unauthorized(), ((b"www-authenticate", b"Bearer"),))
+            body = error_body("unauthorized", UNAUTHORIZED)
+            await _send(send, 401, body, ((b"www-authenticate", b"Bearer"),))
             return
         try:
             raw = await self._read(headers, receive)
             if raw is None:
                 return  # the client went away
-            project = next((v.decode("latin-1") for k, v in headers if k == PROJECT_HEADER), None)
+            project = next((v.decode("latin-1") for k, v in headers if k == _PROJECT), None)
             body = await self._answer(raw, project)
-        except ApiError as exc:
-            await _send(send, exc.status, error_body(exc.code, exc.message, exc.details))
-            return
-        except InfomarkError as exc:
-            err = infomark_api_error(exc)
-            await _send(send, err.status, error_body(err.code, err.message))
-            return
         except Exception as exc:
-            log.error("internal error on POST %s", HOOK_PATH, exc_info=exc)
-            await _send(send, 500, error_body("internal_error", INTERNAL))
+            err = api_error_of(exc, "POST", HOOK_PATH)
+            await _send(send, err.status, error_body(err.code, err.message, err.details))
             return
         await _send(send, 200, body)
 
     async def _read(self, headers: list[tuple[bytes, bytes]], receive: Receive) -> bytes | None:
-        """The whole body, or None when the client disconnected; 413 past the limit."""
-        for name, value in headers:
-            if name == b"content-length" and value.isdigit() and int(value) > self._limit:
-                raise ApiError(
-                    413, "body_too_large", f"the request body exceeds {self._limit} bytes"
-                )
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._limit:
-                raise ApiError(
-                    413, "body_too_large", f"the request body exceeds {self._limit} bytes"
-                )
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        """The whole body (:func:`~infomark.tools.service_io.read_capped`: 413 past the
+        limit), or None when the client disconnected."""
+        declared = next((v.decode("latin-1") for k, v in headers if k == b"content-length"), None)
+        gone = False
 
+        async def chunks() -> AsyncIterator[bytes]:
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone = True
+                    return
+                yield message.get("body", b"")
+                if not message.get("more_body", False):
+                    return
 
-def _unauthorized() -> bytes:
-    return error_body(
-        "unauthorized",
-        "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-        "with the token from <home>/token",
-    )
+        raw = await read_capped(declared, chunks(), self._limit)
+        return None if gone else raw
 
 
 async def _send(

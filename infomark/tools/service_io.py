@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -30,19 +30,20 @@ __all__ = [
     "INTERNAL",
     "ApiError",
     "NdjsonStream",
+    "api_error_of",
     "checked",
     "error_body",
     "error_response",
     "evidence_body",
     "guarded",
     "hook_http_body",
-    "infomark_api_error",
     "json_body",
     "json_response",
     "path_session",
     "query_bool",
     "query_int",
     "read_body",
+    "read_capped",
     "read_model",
     "record_outcome",
 ]
@@ -107,8 +108,7 @@ def _validation_error(exc: ValidationError) -> ApiError:
     return ApiError(400, "invalid_request", f"invalid request body: {summary}", details)
 
 
-def infomark_api_error(exc: InfomarkError) -> ApiError:
-    """The HTTP status and code an infomark error answers with."""
+def _infomark_error(exc: InfomarkError) -> ApiError:
     if isinstance(exc, UserError):
         return ApiError(400, exc.code, str(exc))
     if isinstance(exc, StoreBusyError):
@@ -116,6 +116,17 @@ def infomark_api_error(exc: InfomarkError) -> ApiError:
     if isinstance(exc, VerificationError):  # e.g. a merge of a fork that does not verify
         return ApiError(409, exc.code, str(exc))
     return ApiError(500, exc.code, str(exc))
+
+
+def api_error_of(exc: Exception, method: str, path: str) -> ApiError:
+    """What a failed request answers: its :class:`ApiError`, an infomark error's status and
+    code, else a 500 whose text says nothing of it (the error is logged with its traceback)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, InfomarkError):
+        return _infomark_error(exc)
+    log.error("internal error on %s %s", method, path, exc_info=exc)
+    return ApiError(500, "internal_error", INTERNAL)
 
 
 def guarded(
@@ -126,14 +137,9 @@ def guarded(
     async def endpoint(request: Request) -> Response:
         try:
             return await fn(request)
-        except ApiError as exc:
-            return error_response(exc.status, exc.code, exc.message, exc.details)
-        except InfomarkError as exc:
-            err = infomark_api_error(exc)
-            return error_response(err.status, err.code, err.message)
         except Exception as exc:
-            log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-            return error_response(500, "internal_error", INTERNAL)
+            err = api_error_of(exc, request.method, request.url.path)
+            return error_response(err.status, err.code, err.message, err.details)
 
     return endpoint
 
@@ -152,17 +158,26 @@ def _reject_constant(name: str) -> Any:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+    return await read_capped(request.headers.get("content-length"), request.stream(), limit)
+
+
+async def read_capped(declared: str | None, chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """A request body from its ``chunks``, refused with 413 when its declared length
+    (``content-length``) or what arrives passes ``limit``, before it is read whole."""
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "body_too_large", f"the request body exceeds {limit} bytes")
-    chunks: list[bytes] = []
+        raise _too_large(limit)
+    parts: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in chunks:
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, "body_too_large", f"the request body exceeds {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+            raise _too_large(limit)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"the request body exceeds {limit} bytes")
 
 
 def _parse_json(raw: bytes) -> Any:
