@@ -108,3 +108,36 @@ def test_a_ledger_whose_queue_stays_held_answers_busy_not_a_hang(
             proc.join(30)
         with gk.store.transaction():  # free again: writes go through
             gk.store.emit("turn_started", {})
+
+
+@pytest.mark.parametrize("tool", ["Read", "Edit"])
+def test_a_hook_call_facing_a_held_queue_fails_closed_in_the_default_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """An agent's process that takes the queue and keeps it (the attack a lock file invites,
+    as SQLite's own lock always did): the hook cannot journal its decision, so it answers as
+    the failsafe does for a store it cannot judge with (the default profile enforces): a
+    mutation is denied, naming why; a read, which changes nothing, goes on, and the user is
+    told why on stderr."""
+    from infomark.tools.hooks.claude_code import handle
+
+    home = tmp_path / ".infomark"
+    Gatekeeper.open(home, "s1", root=tmp_path).close()
+    payload = {"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": str(tmp_path),
+               "transcript_path": "", "tool_use_id": "u1", "tool_name": tool,
+               "tool_input": {"file_path": str(tmp_path / "a.py"), "old_string": "a",
+                              "new_string": "b"}}  # fmt: skip
+    proc, done = _holder(str(home / "ledger.db"))
+    monkeypatch.setattr(journal_mod, "_deadline", lambda: time.monotonic() + 0.05)
+    try:
+        answer = handle(payload, home=home, root=tmp_path)
+    finally:
+        done.set()
+        proc.join(30)
+    assert "stayed locked" in answer.stderr, answer
+    if tool == "Edit":
+        out = answer.stdout["hookSpecificOutput"] if answer.stdout else {}
+        assert out.get("permissionDecision") == "deny", answer
+        assert "stayed locked" in out["permissionDecisionReason"], answer
+    else:
+        assert answer.stdout is None and answer.exit_code == 0, answer
