@@ -13,6 +13,10 @@ The goal (issue 28): p99 ≤ 10 ms.
 
 ``BENCH_CLIENTS=N`` runs N clients instead of three (one: the route alone, nothing queued).
 
+``--workers N`` serves with ``infomark serve --workers N`` (N worker processes behind one
+listener, each connection to the least busy); ``--workers-vs N`` alternates this tree with
+one worker and with N. ``--cpu`` and ``--strace`` then cover the workers too.
+
 ``--think MS``: each client pauses between requests for a random time (exponential, mean
 ``MS``, seeded per client), as an agent does while its tool runs and its model writes (real
 agents take seconds; 20 ms is an agent a hundred times busier). Without it the clients post
@@ -35,10 +39,12 @@ server process cover the measured rounds (after the warm-up, which opens the ses
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +60,8 @@ from infomark.ledger.init import ensure_token
 from infomark.tools.serve import READY_PREFIX
 
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", "3"))
+RAW = False  # --raw: the light client (_RawPost) instead of httpx
+WORKERS = "1"  # infomark serve --workers (--workers N, or --workers-vs N: 1 and N alternated)
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
 THINK_MS = 0.0  # mean pause between a client's requests (--think)
@@ -77,11 +85,32 @@ def _p(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(len(ordered) * q) - 1))]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system time of every thread of ``pid`` so far."""
+def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _children(pid: int) -> list[str]:
+    """The processes whose parent is ``pid`` (the workers of ``serve --workers``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if int(_stat(int(entry))[1]) == pid:
+                    found.append(entry)
+            except OSError:  # gone meanwhile
+                pass
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system time of every thread of ``pid`` and of its children (``--workers``)
+    so far."""
+    ticks = 0
+    for p in [pid, *map(int, _children(pid))]:
+        fields = _stat(p)
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _client(
@@ -104,9 +133,9 @@ def _client(
                                      "interrupted": False}  # fmt: skip
         return data
 
-    auth = {"Authorization": f"Bearer {token}"}
     pace = random.Random(sid)  # the same pauses in every run
-    with httpx.Client(base_url=url, headers=auth, timeout=120) as c:
+    post = _RawPost(url, token) if RAW else _HttpxPost(url, token)
+    try:
         go.wait()
         for i in range(WARMUP + ROUNDS):
             if i == WARMUP:
@@ -117,14 +146,71 @@ def _client(
                 payload("PreToolUse", "Bash", {"command": f"echo {i}"}, use),
                 payload("PostToolUse", "Bash", {"command": f"echo {i}"}, use),
             ):
+                data = json.dumps(body).encode()
                 t0 = time.perf_counter()
-                r = c.post("/v1/hooks/claude-code", json=body)
+                status, text = post(data)
                 took = (time.perf_counter() - t0) * 1000
-                assert r.status_code == 200, r.text
+                assert status == 200, text
                 if i >= WARMUP:
                     out.append((f"{body['hook_event_name']} {body['tool_name']}", took))
                 if THINK_MS:
                     time.sleep(pace.expovariate(1 / THINK_MS) / 1000)
+    finally:
+        post.close()
+
+
+class _HttpxPost:
+    """The hook route over one kept-alive httpx connection (~1 ms of the client's CPU a
+    request, on the cores the server runs on)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.c = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}",
+                              "Content-Type": "application/json"}, timeout=120)  # fmt: skip
+
+    def __call__(self, data: bytes) -> tuple[int, str]:
+        r = self.c.post("/v1/hooks/claude-code", content=data)
+        return r.status_code, r.text
+
+    def close(self) -> None:
+        self.c.close()
+
+
+class _RawPost:
+    """The hook route over one kept-alive socket, the request written and the response read
+    by hand (``--raw``: ~0.05 ms of the client's CPU a request, so the clients take next to
+    nothing from the server's cores, as an agent's host waiting on its hook does)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.head = (f"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: {host}\r\n"
+                     f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                     "Content-Length: ").encode()  # fmt: skip
+        self.buf = b""
+
+    def __call__(self, data: bytes) -> tuple[int, str]:
+        self.sock.sendall(self.head + str(len(data)).encode() + b"\r\n\r\n" + data)
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self._recv()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        length = next(int(v) for k, _, v in (x.partition(":") for x in lines[1:])
+                      if k.strip().lower() == "content-length")  # fmt: skip
+        while len(self.buf) < length:
+            self.buf += self._recv()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        return status, body.decode("utf-8", "replace")
+
+    def _recv(self) -> bytes:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the service closed the connection")
+        return chunk
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def _strace_counts(path: Path) -> dict[str, int]:
@@ -153,6 +239,7 @@ def run(
     profile: str = "",
     icount: bool = False,
     pure: bool = False,
+    workers: str = "1",
 ) -> Run:
     """One run of the three clients on a fresh home, served from the checkout ``tree``
     (``pure``: with ``httptools`` and ``uvloop`` hidden, so uvicorn runs h11 on asyncio)."""
@@ -173,8 +260,10 @@ def run(
         if icount:
             head = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                     f"--callgrind-out-file={grind}", *head]  # fmt: skip
+        argv = [*head, "--home", str(home), "--root", d, "--port", "0", "--no-access-log",
+                *(["--workers", workers] if workers != "1" else [])]  # fmt: skip
         proc = subprocess.Popen(
-            [*head, "--home", str(home), "--root", d, "--port", "0", "--no-access-log"],
+            argv,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=d, env=env,
         )  # fmt: skip
         tracer: subprocess.Popen[str] | None = None
@@ -195,8 +284,9 @@ def run(
             if strace:
                 out = Path(d) / "strace.txt"
                 how = os.environ.get("BENCH_STRACE", "strace -f -c").split()  # or -e trace=…
+                traced = [str(proc.pid), *_children(proc.pid)]  # --workers: each worker
                 tracer = subprocess.Popen(
-                    [*how, "-o", str(out), "-p", str(proc.pid)],
+                    [*how, "-o", str(out), *(a for p in traced for a in ("-p", p))],
                     stderr=subprocess.PIPE, text=True,
                 )  # fmt: skip
                 assert tracer.stderr is not None
@@ -252,23 +342,31 @@ def _per_request(runs: list[Run]) -> tuple[float | None, dict[str, float]]:
 
 def main(argv: list[str]) -> int:
     ours = Path(__file__).resolve().parents[1]
-    trees = {"this tree": ours}
+    workers = argv[argv.index("--workers") + 1] if "--workers" in argv else WORKERS
+    trees = {"this tree": (ours, workers)}
     if "--base" in argv:
-        trees = {"base": Path(argv[argv.index("--base") + 1]).resolve(), **trees}
+        trees = {"base": (Path(argv[argv.index("--base") + 1]).resolve(), workers), **trees}
+    if "--workers-vs" in argv:  # this tree with one worker, then with N
+        many = argv[argv.index("--workers-vs") + 1]
+        trees = {"1 worker": (ours, "1"), f"{many} workers": (ours, many)}
+    if "--icount" in argv and any(w != "1" for _, w in trees.values()):
+        raise SystemExit("--icount counts one process: use it with one worker")
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS, THINK_MS
+    global ROUNDS, THINK_MS, RAW
+    RAW = "--raw" in argv
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
     THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS
     profile = argv[argv.index("--profile") + 1] if "--profile" in argv else ""
     done: dict[str, list[Run]] = {k: [] for k in trees}
     for n in range(runs):  # B A B A: both sides see the same load
-        for label, tree in trees.items():
+        for label, (tree, count) in trees.items():
             out = f"{profile}.{label.replace(' ', '-')}.{n}" if profile else ""
             pure = label == "base" and "--base-pure" in argv
             done[label].append(
-                run(tree, cpu=cpu, strace=strace, profile=out, icount=icount, pure=pure)
-            )
+                run(tree, cpu=cpu, strace=strace, profile=out, icount=icount, pure=pure,
+                    workers=count)
+            )  # fmt: skip
     if icount:
         print("| server, per measured request | instructions (M) | runs |")
         print("|---|---|---|")

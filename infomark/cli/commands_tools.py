@@ -365,6 +365,14 @@ def mcp_proxy(profile: str | None, sandbox: bool, server_cmd: tuple[str, ...]) -
     "which, in words). Without it, the agent's own runs recorded over HTTP ground nothing in "
     "the enforcing profiles (unsandboxed_run).",
 )
+@click.option(
+    "--workers",
+    default="1",
+    show_default=True,
+    metavar="N|auto",
+    help="Worker processes behind the one port, each connection to the least busy (auto: one "
+    "per CPU, at most 8). Several agents at once are answered on every core.",
+)
 @common
 def serve(
     host: str,
@@ -372,6 +380,7 @@ def serve(
     operator_token_file: Path | None,
     operator_token_fd: int | None,
     agent_sandbox: str | None,
+    workers: str,
 ) -> None:
     """Run the HTTP service (bearer token from <home>/token).
 
@@ -379,6 +388,7 @@ def serve(
     $INFOMARK_OPERATOR_TOKEN (removed from the environment once read) or
     ~/.config/infomark/operator-token, in that order; without one approvals are refused.
     """
+    from infomark.tools.serve import parse_workers
     from infomark.tools.serve import serve as run_serve
 
     run_serve(
@@ -388,6 +398,7 @@ def serve(
         operator_token_file=operator_token_file,
         operator_token_fd=operator_token_fd,
         agent_sandbox=agent_sandbox,
+        workers=parse_workers(workers),
     )
 
 

@@ -7,8 +7,11 @@ address to ``port_file`` as JSON (atomically). Logs go to stderr; the access log
 prints the client, request line and status only, never a request header.
 
 The home is created through ``ensure_private_dir`` (0700 and a ``.gitignore``) and the
-process runs with umask 077, so every file it writes there is 0600. It starts no other
-process (uvicorn serves in this one), so no ``INFOMARK_*`` variable is passed on.
+process runs with umask 077, so every file it writes there is 0600. With one worker (the
+default) it starts no other process: uvicorn serves in this one. ``workers=N`` starts N
+worker processes behind this one's listener (:mod:`infomark.tools.serve_workers`), each
+connection to the least busy; they inherit the environment but not the operator token's
+variable (it is read here and passed on a pipe).
 
 uvicorn parses HTTP with ``httptools`` and runs on ``uvloop`` (both dependencies; it falls
 back to ``h11`` and asyncio where they are missing): ~13% fewer instructions per hook
@@ -29,11 +32,12 @@ from typing import Any
 
 import uvicorn
 
-from infomark.kernel.errors import InfomarkError
+from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.profiles import PROFILES
+from infomark.tools.serve_log import log_config
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
-__all__ = ["READY_PREFIX", "is_loopback", "main", "serve"]
+__all__ = ["READY_PREFIX", "is_loopback", "main", "parse_workers", "serve"]
 
 READY_PREFIX = "infomark: serving "
 
@@ -46,44 +50,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _log_config(level: str) -> dict[str, Any]:
-    """Everything to stderr; the access line has no headers (so never a token)."""
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {
-            "default": {
-                "()": "uvicorn.logging.DefaultFormatter",
-                "fmt": "%(levelprefix)s %(name)s: %(message)s",
-                "use_colors": False,
-            },
-            "access": {
-                "()": "uvicorn.logging.AccessFormatter",
-                "fmt": '%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s',
-                "use_colors": False,
-            },
-        },
-        "handlers": {
-            "default": {
-                "formatter": "default",
-                "class": "logging.StreamHandler",
-                "stream": "ext://sys.stderr",
-            },
-            "access": {
-                "formatter": "access",
-                "class": "logging.StreamHandler",
-                "stream": "ext://sys.stderr",
-            },
-        },
-        "loggers": {
-            "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
-            "uvicorn.error": {"level": level.upper()},
-            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
-            "infomark": {"handlers": ["default"], "level": "INFO", "propagate": False},
-        },
-    }
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -130,6 +96,29 @@ class _Server(uvicorn.Server):
         shutdown_process_export()  # INFOMARK_OTEL: the batched spans, before uvicorn re-raises
 
 
+def parse_workers(text: str) -> int:
+    """``--workers``: a count, or ``auto`` (one per CPU this process may use, at most 8);
+    :class:`UserError` otherwise."""
+    from infomark.tools.serve_workers import MAX_WORKERS, auto_workers
+
+    if text.strip().lower() == "auto":
+        return auto_workers()
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_WORKERS:
+        raise UserError(f"--workers {text!r}: give a number from 1 to {MAX_WORKERS}, or auto")
+    return count
+
+
+def _workers_arg(text: str) -> int:
+    try:
+        return parse_workers(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _write_port_file(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
@@ -151,6 +140,7 @@ def serve(
     operator_token_file: Path | str | None = None,
     operator_token_fd: int | None = None,
     agent_sandbox: str | None = None,
+    workers: int = 1,
 ) -> None:
     """Serve the ledger home ``home`` on ``host:port`` until SIGINT/SIGTERM.
 
@@ -159,6 +149,7 @@ def serve(
     Raises :class:`InfomarkError` for a bad home/config and ``OSError`` when the
     address cannot be bound. ``agent_sandbox``: the operator's declaration that the agent's
     commands run in an OS sandbox hiding the home (:func:`~infomark.tools.service.create_app`).
+    ``workers``: worker processes (1: this process serves; see :mod:`.serve_workers`).
     """
     from infomark.ledger.home import default_home
 
@@ -166,6 +157,47 @@ def serve(
     # the config cache, the port file) is private: 0600 files, 0700 folders.
     os.umask(0o077)
     home_p = Path(home) if home is not None else default_home()
+    _warn(host, agent_sandbox)
+    if workers != 1:
+        _serve_workers(
+            home_p, host, port, workers, port_file=port_file,
+            options=dict(
+                root=root, profile=profile, access_log=access_log, log_level=log_level,
+                max_body_bytes=max_body_bytes, max_open_sessions=max_open_sessions,
+                operator_token_file=operator_token_file, operator_token_fd=operator_token_fd,
+                agent_sandbox=agent_sandbox,
+            ),
+        )  # fmt: skip
+        return
+    app = create_app(
+        home_p,
+        root=root,
+        profile=profile,
+        max_body_bytes=max_body_bytes,
+        max_open_sessions=max_open_sessions,
+        operator_token_file=operator_token_file,
+        operator_token_fd=operator_token_fd,
+        agent_sandbox=agent_sandbox,
+    )
+    sock = _bind(host, port)
+    ready = _announcer(host, sock, home_p, port_file)
+    config = uvicorn.Config(
+        app,
+        log_config=log_config(log_level),
+        access_log=access_log,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+    )
+    try:
+        _Server(config, ready, app.state.stopping.set).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _warn(host: str, agent_sandbox: str | None) -> None:
+    """What the operator must know before anything is served (to stderr)."""
     if not is_loopback(host):
         print(
             f"infomark: WARNING: binding {host}, which is not a loopback address: anyone who "
@@ -182,17 +214,12 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    app = create_app(
-        home_p,
-        root=root,
-        profile=profile,
-        max_body_bytes=max_body_bytes,
-        max_open_sessions=max_open_sessions,
-        operator_token_file=operator_token_file,
-        operator_token_fd=operator_token_fd,
-        agent_sandbox=agent_sandbox,
-    )
-    sock = _bind(host, port)
+
+
+def _announcer(
+    host: str, sock: socket.socket, home: Path, port_file: Path | str | None
+) -> Callable[[], None]:
+    """What to do once the service accepts connections: the port file, the readiness line."""
     bound = int(sock.getsockname()[1])
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"http://{shown}:{bound}"
@@ -201,19 +228,51 @@ def serve(
         if port_file is not None:
             info = {"host": host, "port": bound, "url": url, "pid": os.getpid()}
             _write_port_file(Path(port_file), info)
-        print(f"{READY_PREFIX}{url}/v1 (home {home_p}; token in {home_p / 'token'})", flush=True)
+        print(f"{READY_PREFIX}{url}/v1 (home {home}; token in {home / 'token'})", flush=True)
 
-    config = uvicorn.Config(
-        app,
-        log_config=_log_config(log_level),
-        access_log=access_log,
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=3,
-        lifespan="on",
+    return ready
+
+
+def _serve_workers(
+    home: Path,
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    port_file: Path | str | None,
+    options: dict[str, Any],
+) -> None:
+    """``serve(workers=N)``: check here what would fail in every worker (the home, the
+    configuration, the operator token), then hand the listener to :func:`run_workers`."""
+    from infomark.gates.config import load_config
+    from infomark.ledger.home import ensure_private_dir
+    from infomark.ledger.init import ensure_token
+    from infomark.tools.operator_token import operator_token
+    from infomark.tools.serve_workers import MAX_WORKERS, WorkerOptions, run_workers
+
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UserError(f"--workers {workers}: give 1 to {MAX_WORKERS}, or auto")
+    root = Path(options["root"]) if options["root"] is not None else Path.cwd()
+    ensure_private_dir(home)
+    ensure_token(home)
+    load_config(root, home)  # a broken config fails here, once, not in every worker
+    operator, _source = operator_token(
+        home, file=options["operator_token_file"], fd=options["operator_token_fd"]
     )
+    resolved = WorkerOptions(
+        home=home.resolve(),
+        root=root.resolve(),
+        profile=options["profile"],
+        access_log=options["access_log"],
+        log_level=options["log_level"],
+        max_body_bytes=options["max_body_bytes"],
+        max_open_sessions=options["max_open_sessions"],
+        operator_token=operator,
+        agent_sandbox=options["agent_sandbox"],
+    )
+    sock = _bind(host, port)
     try:
-        _Server(config, ready, app.state.stopping.set).run(sockets=[sock])
+        run_workers(sock, workers, resolved, _announcer(host, sock, home, port_file))
     finally:
         sock.close()
 
@@ -233,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator-token-file", type=Path, default=None)
     parser.add_argument("--operator-token-fd", type=int, default=None)
     parser.add_argument("--agent-sandbox", default=None, metavar="HOW")
+    parser.add_argument("--workers", type=_workers_arg, default=1, metavar="N|auto")
     args = parser.parse_args(argv)
     try:
         from infomark.tools.otel import start_process_export
@@ -251,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             operator_token_file=args.operator_token_file,
             operator_token_fd=args.operator_token_fd,
             agent_sandbox=args.agent_sandbox,
+            workers=args.workers,
         )
     except InfomarkError as exc:
         print(f"Error: {exc}", file=sys.stderr)

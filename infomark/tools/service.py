@@ -223,7 +223,13 @@ class _Service:
 
     async def health(self, request: Request) -> Response:
         return json_response(
-            {"status": "ok", "service": "infomark", "api": API_VERSION, "version": __version__}
+            {
+                "status": "ok",
+                "service": "infomark",
+                "api": API_VERSION,
+                "version": __version__,
+                "pid": os.getpid(),  # which process answered (``serve --workers``: which worker)
+            }
         )
 
     async def openapi(self, request: Request) -> Response:
