@@ -129,3 +129,31 @@ def claude_sandbox_on(project: object) -> None:
     data = json.loads(settings.read_text()) if settings.exists() else {}
     data.setdefault("sandbox", {}).update(SWITCHES)
     settings.write_text(json.dumps(data))
+
+
+def tamper_output(home: object, digest: str, how: str = "edit", data: bytes = b"forged") -> None:
+    """What an agent with a shell does to a stored tool output in a SQLite home: ``edit``
+    (write ``data`` in its place) or ``delete`` it, a row of ``ledger.db`` (a small output)
+    or a file under ``blobs/``, whichever holds it."""
+    import sqlite3
+    from pathlib import Path
+
+    hexd = digest.removeprefix("sha256:")
+    path = Path(str(home)) / "blobs" / hexd[:2] / hexd[2:]
+    if path.exists():
+        if how == "delete":
+            path.unlink()
+        else:
+            path.chmod(0o600)
+            path.write_bytes(data)
+        return
+    db = sqlite3.connect(Path(str(home)) / "ledger.db")
+    try:
+        if how == "delete":
+            cur = db.execute("DELETE FROM blobs WHERE digest = ?", (hexd,))
+        else:
+            cur = db.execute("UPDATE blobs SET data = ? WHERE digest = ?", (data, hexd))
+        assert cur.rowcount == 1, f"no stored output {digest}"
+        db.commit()
+    finally:
+        db.close()

@@ -215,6 +215,7 @@ class Ledger(Closing):
                 self._emitted = []
                 self._replay_into(self._state)
                 yield self
+                self.blobs.flush_staged()  # small outputs, with the events pointing to them
                 # Whoever emitted the events: a process that finds the head too far from
                 # the last snapshot writes one, in the same transaction as its appends.
                 if self._state.seq - self._snap_seq >= _SNAPSHOT_EVERY:
@@ -226,6 +227,7 @@ class Ledger(Closing):
                 self._steady = 2
         except BaseException:
             # The journal rolled back: rebuild the projection from what is committed.
+            self.blobs.drop_staged()
             self._in_tx = False
             self._state = self._load_state()
             raise
@@ -270,12 +272,7 @@ class Ledger(Closing):
     def store_output(self, outcome: ToolOutcome) -> tuple[str, int]:
         """The output's blob, stored: ``(digest, size)``. Hashed once (a large text chunk by
         chunk, never copied whole); durable (fsync'd) before any event points to it."""
-        data = outcome.output
-        if isinstance(data, bytes):
-            return self.blobs.put(data), len(data)
-        if isinstance(data, str):
-            return self.blobs.put_text(data)
-        return self.blobs.put_large(data)  # streamed from the hook's stdin: never held whole
+        return self.blobs.put_output(outcome.output)  # a small one: a row, with the event
 
     def record(
         self, call: ToolCall, outcome: ToolOutcome, **opts: Unpack[EngineRecordOptions]

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import tamper_output
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.ledger.carry import evidence_tag, summary_tag
@@ -66,7 +67,7 @@ def test_a_handle_whose_blob_is_gone_is_shown_gone(gk: Gatekeeper) -> None:
     ref = _stamp_c1(gk)
     ev = gk.evidence(ref)
     assert ev is not None
-    gk.store.blobs.path_for(ev.output_digest).unlink()
+    tamper_output(gk.store.home_dir, ev.output_digest, "delete")
     view = gk.context_view()
     assert f"[gone {ref} blob missing] bash PASS" in view
     assert f"C1 [Exact {ref}, its evidence blob missing]" in view
@@ -91,9 +92,8 @@ def test_a_tampered_blob_drops_the_claim_at_compaction(gk: Gatekeeper) -> None:
     ref = _stamp_c1(gk)
     ev = gk.evidence(ref)
     assert ev is not None
-    path = gk.store.blobs.path_for(ev.output_digest)
-    path.chmod(0o600)
-    path.write_bytes(b"1 failed")  # an agent with a shell rewrites the stored output
+    # an agent with a shell rewrites the stored output
+    tamper_output(gk.store.home_dir, ev.output_digest, "edit", b"1 failed")
     gk.host_report(compacted=True)
     assert gk.ledger().status("C1") == "Unknown"
     assert "blob altered" in gk.compaction_context()

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from helpers import record_paired
+from helpers import record_paired, tamper_output
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -109,6 +109,7 @@ def test_changed_key_is_reported_as_such(tmp_path: Path) -> None:
 
 def test_evidence_blob_tamper_is_caught(tmp_path: Path) -> None:
     _build(tmp_path)
-    victim = next(p for p in sorted((tmp_path / "blobs").rglob("*")) if p.is_file())
-    victim.write_bytes(b"forged output")
+    with sqlite3.connect(tmp_path / "ledger.db") as db:  # the outputs are small: rows
+        (digest,) = db.execute("SELECT digest FROM blobs ORDER BY digest LIMIT 1").fetchone()
+    tamper_output(tmp_path, digest, "edit", b"forged output")
     assert any(p["code"] == "blob" for p in _problems(tmp_path))

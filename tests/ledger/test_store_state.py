@@ -187,7 +187,7 @@ def _old_delta(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any]
 @pytest.mark.sqlite_only  # blob files; PostgreSQL's blobs are rows written in one statement
 def test_record_hashes_once_and_stores_the_blob_it_points_to(tmp_path: Path) -> None:
     led = Ledger(tmp_path, "s", key=KEY, root=tmp_path)
-    out = "résumé \ud800 done" * 1000  # a lone surrogate too
+    out = "résumé \ud800 done" * 3000  # a lone surrogate too; over SMALL: a blob file
     ev = record_paired(led, ToolCall("bash", {"command": "make"}), ToolOutcome(out, 0))
     raw = out.encode("utf-8", "surrogatepass")
     assert ev.output_digest == "sha256:" + hashlib.sha256(raw).hexdigest()

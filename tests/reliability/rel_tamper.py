@@ -265,18 +265,18 @@ def _evidence(db: RawDb, t: Tamper) -> None:
 
 def _blob(p: Pristine, home: Path, t: Tamper) -> None:
     digest = p.evidence[int(t.seq or 0)].removeprefix("sha256:")
-    if p.store is not None:  # PostgreSQL: the blobs are rows of the store
+    path = home / "blobs" / digest[:2] / digest[2:]
+    if p.store is not None or not path.exists():  # rows: PostgreSQL's, SQLite's small ones
         sql = {
             "edit": ("UPDATE blobs SET data = ? WHERE digest = ?", (b"forged output", digest)),
             "delete": ("DELETE FROM blobs WHERE digest = ?", (digest,)),
-            "truncate": ("UPDATE blobs SET data = substring(data from 1 for 3) "
-                         "WHERE digest = ?", (digest,)),
+            "truncate": ("UPDATE blobs SET data = substr(data, 1, 3) WHERE digest = ?",
+                         (digest,)),
         }[t.op]  # fmt: skip
         with raw_db(home) as db:
             assert db.execute(*sql).rowcount == 1
             db.commit()
         return
-    path = home / "blobs" / digest[:2] / digest[2:]
     if t.op == "edit":
         path.write_bytes(b"forged output")
     elif t.op == "delete":

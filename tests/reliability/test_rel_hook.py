@@ -21,6 +21,7 @@ from rel_hook import HookResult, HookSession, denial_reason
 from rel_support import examples, ledger_block
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.store.blobs import SMALL
 from infomark.tools.hooks.claude_code import handle
 
 EDIT = {"file_path": "p.py", "old_string": "a", "new_string": "b"}
@@ -136,8 +137,8 @@ def test_ledger_profile_internal_error_is_journaled(cc: HookSession) -> None:
         "PostToolUse",
         tool_name="Bash",
         tool_input={"command": "ls"},
-        tool_use_id="tu_e",
-        tool_response={"stdout": "x", "stderr": "", "interrupted": False},
+        tool_use_id="tu_e",  # an output too large for a row of the ledger: a blob file
+        tool_response={"stdout": "x" * (SMALL + 1), "stderr": "", "interrupted": False},
     )
     assert result.code == 0 and "cannot use its home" in result.err
     with Gatekeeper.open(cc.home, cc.sid, root=cc.project) as gk:
@@ -155,7 +156,7 @@ def test_regression_d8_hook_error_records_what_the_hook_did(cc: HookSession) -> 
     shutil.rmtree(cc.home / "blobs", ignore_errors=True)
     (cc.home / "blobs").write_text("not a directory")
     result = cc.hook("PostToolUse", tool_name="Bash", tool_input={"command": "ls"},
-                     tool_use_id="tu_e", tool_response={"stdout": "x"})  # fmt: skip
+                     tool_use_id="tu_e", tool_response={"stdout": "x" * (SMALL + 1)})  # fmt: skip
     assert result.code == 0
     with Gatekeeper.open(cc.home, cc.sid, root=cc.project) as gk:
         (error,) = [e.payload for e in gk.events() if e.type == "hook_error"]

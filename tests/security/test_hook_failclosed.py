@@ -23,6 +23,7 @@ from rel_hook import HookResult, HookSession, denial_reason
 from rel_support import ledger_block
 
 from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.store.blobs import SMALL
 
 WRITE = {"file_path": "app.py", "content": "x = 1\n"}
 RM = {"command": "rm -rf build"}
@@ -241,8 +242,8 @@ def test_hook_errors_are_journaled_when_the_journal_still_works(cc: HookSession)
     result = cc.hook(
         "PostToolUse",
         tool_name="Bash",
-        tool_input={"command": "ls"},
-        tool_response={"stdout": "x", "stderr": "", "interrupted": False},
+        tool_input={"command": "ls"},  # too large for a row of the ledger: a blob file
+        tool_response={"stdout": "x" * (SMALL + 1), "stderr": "", "interrupted": False},
     )
     assert result.code == 0 and "cannot use its home" in result.err
     with Gatekeeper.open(cc.home, cc.sid, root=cc.project) as gk:

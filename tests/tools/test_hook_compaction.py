@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import tamper_output
 from hook_session import ORACLE, Session
 
 from infomark.gatekeeper import Gatekeeper
@@ -143,7 +144,7 @@ def test_a_claim_whose_blob_is_gone_drops_to_unknown(cc: Session) -> None:
     with _gk(cc) as gk:
         ev = gk.evidence(seen)
         assert ev is not None
-        gk.store.blobs.path_for(ev.output_digest).unlink()  # the output is gone from the home
+        tamper_output(gk.store.home_dir, ev.output_digest, "delete")  # gone from the home
     cc.hook("SessionStart", source="compact")  # an older host: no PreCompact
     with _gk(cc) as gk:
         assert gk.ledger().status("C2") == "Unknown"

@@ -32,8 +32,9 @@ SYNCS = {
     "PreToolUse Edit": (2, "an allowed mutation: one durable commit (WAL + its directory)"),
     "PreToolUse Bash": (2, "an allowed execute may mutate: one durable commit"),
     "PreToolUse after an applied stamp": (2, "the stamp's commit; the Read's allow: none"),
-    "PostToolUse Bash result": (3, "the blob's fsync, then one durable commit (WAL + dir)"),
-    "PostToolUse Read result": (3, "the blob's fsync, then one durable commit (WAL + dir)"),
+    # a small output is a row committed with its evidence: no blob file to fsync first
+    "PostToolUse Bash result": (2, "one durable commit, the output in it (WAL + dir)"),
+    "PostToolUse Read result": (2, "one durable commit, the output in it (WAL + dir)"),
 }
 _SYNC = re.compile(r"\b(fsync|fdatasync|syncfs|sync_file_range)\(")
 _UNLINK = re.compile(r'\bunlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)"')

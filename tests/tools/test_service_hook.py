@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import uuid
 from collections.abc import Callable
@@ -154,7 +155,8 @@ def test_serve_creates_a_private_home(spawn: Callable[..., Service]) -> None:
     modes = _modes(svc.home)
     assert modes["."] == 0o700
     assert {"key", "token", "ledger.db", ".gitignore"} <= set(modes)
-    assert any(name.startswith("blobs/") for name in modes)  # the output was stored
+    with sqlite3.connect(svc.home / "ledger.db") as db:  # the output: a row, with its event
+        assert db.execute("SELECT data FROM blobs").fetchall() == [(b"3 passed",)]
     for name, mode in modes.items():
         path = svc.home / name
         expected = 0o700 if path.is_dir() else 0o600

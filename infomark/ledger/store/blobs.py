@@ -1,6 +1,15 @@
-"""Content-addressed storage of tool outputs under ``<home>/blobs`` (sha256).
+"""Content-addressed storage of tool outputs (sha256): small ones as rows of the ledger,
+the others as files under ``<home>/blobs``.
 
-A new blob is written to ``<home>/blobs/.tmp/<hex>.<pid>.<random>``, fsync'd, then renamed
+A tool output of at most :data:`SMALL` bytes (:meth:`BlobStore.put_output`) is staged and
+written by the next write transaction of the ledger (``insert_blobs``), the one that records
+the event pointing to it: one commit, one fsync for both. As a file it took a file created,
+fsync'd and renamed before that commit: on ext4 here a journal commit of its own, 1.2 ms of
+the 4.4 ms median of a PostToolUse over HTTP (measured in session 13; the WAL's fdatasync
+that follows takes 0.08 ms). Every other blob (a larger output, a baseline's files, a
+grading file's content) is a file, durable before its ``put`` returns.
+
+A new blob file is written to ``<home>/blobs/.tmp/<hex>.<pid>.<random>``, fsync'd, then renamed
 into place. :data:`PARTIAL` names the temp files this process is writing, so the hook's
 watchdog can remove them when it answers in the hook's place (a process that ends with
 ``os._exit`` leaves no other trace); every :class:`BlobStore` opened sweeps the temp files
@@ -25,7 +34,9 @@ if TYPE_CHECKING:
 
     from infomark.kernel.spooled import LargeText
 
-__all__ = ["PARTIAL", "BlobStore", "Blobs", "remove_partial"]
+__all__ = ["PARTIAL", "SMALL", "BlobRows", "BlobStore", "Blobs", "remove_partial"]
+
+SMALL = 32 << 10  # bytes: a tool output up to this size is a row of the ledger
 
 PARTIAL: set[str] = set()  # temp files this process is writing right now
 _TMP = ".tmp"
@@ -66,11 +77,29 @@ if TYPE_CHECKING:
 
         def exists(self, digest: str) -> bool: ...
 
+        def put_output(self, data: bytes | str | LargeText) -> tuple[str, int]: ...
+
+        def flush_staged(self) -> None: ...
+
+        def drop_staged(self) -> None: ...
+
+    class BlobRows(Protocol):
+        """The ledger's table of small outputs (the SQLite journal)."""
+
+        def insert_blobs(self, staged: dict[str, bytes]) -> None: ...
+
+        def blob(self, hexd: str) -> bytes | None: ...
+
+        def has_blob(self, hexd: str) -> bool: ...
+
 else:
 
     class Blobs:
         """Where tool outputs go (a ``typing.Protocol`` when type checking): files under the
         home (:class:`BlobStore`) or a store's table (``pg_blobs.PgBlobStore``)."""
+
+    class BlobRows:
+        """The ledger's table of small outputs (a ``typing.Protocol`` when type checking)."""
 
 
 def remove_partial() -> list[str]:
@@ -125,11 +154,43 @@ def _write_all(fd: int, chunks: Iterable[bytes]) -> None:
 
 
 class BlobStore:
-    def __init__(self, root: StrPath) -> None:
+    """Blob files under ``root``; with ``rows`` (the SQLite journal), small tool outputs as
+    rows of the ledger (see the module's docstring)."""
+
+    def __init__(self, root: StrPath, rows: BlobRows | None = None) -> None:
         self.root = root
         self._root = os.fspath(root)
         self._tmp = os.path.join(self._root, _TMP)
+        self._rows = rows
+        self._staged: dict[str, bytes] = {}  # hex digest -> a small output not committed yet
         sweep(self._tmp)
+
+    def put_output(self, data: bytes | str | LargeText) -> tuple[str, int]:
+        """Store a tool output: ``(digest, size)``. A small one (at most :data:`SMALL` bytes
+        of UTF-8) is staged for the ledger's next write transaction, which must be the one
+        that records the event pointing to it (:meth:`flush_staged`); any other is a file,
+        durable before this returns."""
+        if isinstance(data, str):
+            if self._rows is None or len(data) > SMALL:  # code points: at least as many bytes
+                return self.put_text(data)
+            data = data.encode("utf-8", "surrogatepass")
+        if not isinstance(data, bytes):
+            return self.put_large(data)  # streamed from the hook's stdin: over 1 MiB
+        if self._rows is None or len(data) > SMALL:
+            return self.put(data), len(data)
+        hexd = sha256(data).hexdigest()
+        self._staged[hexd] = data
+        return "sha256:" + hexd, len(data)
+
+    def flush_staged(self) -> None:
+        """Inside the ledger's write transaction: the staged outputs into its table."""
+        if self._staged and self._rows is not None:
+            staged, self._staged = self._staged, {}
+            self._rows.insert_blobs(staged)
+
+    def drop_staged(self) -> None:
+        """The transaction that was to store them rolled back (its events with them)."""
+        self._staged.clear()
 
     def _file(self, digest: str) -> str:
         hexd = digest.removeprefix("sha256:")
@@ -142,6 +203,9 @@ class BlobStore:
 
     def exists(self, digest: str) -> bool:
         """Whether the blob is there (not whether it is intact: :meth:`verify`)."""
+        hexd = digest.removeprefix("sha256:")
+        if hexd in self._staged or (self._rows is not None and self._rows.has_blob(hexd)):
+            return True
         return os.path.isfile(self._file(digest))
 
     def put(self, data: bytes) -> str:
@@ -223,6 +287,14 @@ class BlobStore:
             PARTIAL.discard(tmp)
 
     def get(self, digest: str) -> bytes | None:
+        hexd = digest.removeprefix("sha256:")
+        staged = self._staged.get(hexd)
+        if staged is not None:
+            return staged
+        if self._rows is not None:
+            row = self._rows.blob(hexd)
+            if row is not None:
+                return row
         try:
             with open(self._file(digest), "rb") as f:
                 return f.read()

@@ -72,7 +72,9 @@ __all__ = [
     "loads_object",
 ]
 
-SCHEMA_VERSION = 3  # 2: evidence_by_seq (streamed verification); 3: the home manifest
+# 2: evidence_by_seq (streamed verification); 3: the home manifest; 4: small tool outputs as
+# rows (``blobs``), committed with the event that points to them
+SCHEMA_VERSION = 4
 _BUSY_MS = 10_000
 _RETRIES = 5
 _OPEN = "cannot open the ledger at"
@@ -136,6 +138,9 @@ CREATE TABLE IF NOT EXISTS snapshots (
     session TEXT PRIMARY KEY, seq INTEGER NOT NULL, state TEXT NOT NULL, mac TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_by_seq ON evidence(session, seq);
+CREATE TABLE IF NOT EXISTS blobs (
+    digest TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL
+);
 """
     + manifest.SCHEMA
 )
@@ -445,6 +450,24 @@ class Journal(BaseJournal):
         finally:
             os.close(fd)
         self.last_commit_synced = True
+
+    # -- small tool outputs (blobs.BlobStore's rows) -------------------------------------
+    def insert_blobs(self, staged: dict[str, bytes]) -> None:
+        """Inside a write transaction: store outputs by their hex SHA-256 (a stored one is
+        left as it is), so they commit with the events that point to them."""
+        if not self._in_tx:
+            raise StoreError("tool outputs are stored inside a write transaction")
+        self._db.executemany(
+            "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)",
+            [(hexd, len(data), data) for hexd, data in staged.items()],
+        )
+
+    def blob(self, hexd: str) -> bytes | None:
+        row = self._one("SELECT data FROM blobs WHERE digest = ?", (hexd,))
+        return None if row is None else bytes(row[0])
+
+    def has_blob(self, hexd: str) -> bool:
+        return self._one("SELECT 1 FROM blobs WHERE digest = ?", (hexd,)) is not None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

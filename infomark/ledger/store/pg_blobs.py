@@ -43,6 +43,20 @@ class PgBlobStore:
         data = b"".join(text.chunks())
         return self.put(data), len(data)
 
+    def put_output(self, data: bytes | str | LargeText) -> tuple[str, int]:
+        """A tool output: a row whatever its size (each ``put`` is its own statement)."""
+        if isinstance(data, bytes):
+            return self.put(data), len(data)
+        if isinstance(data, str):
+            return self.put_text(data)
+        return self.put_large(data)
+
+    def flush_staged(self) -> None:
+        """Nothing is staged here: each ``put`` inserted its row already."""
+
+    def drop_staged(self) -> None:
+        """Nothing is staged here."""
+
     def get(self, digest: str) -> bytes | None:
         hexd = digest.removeprefix("sha256:")
         row = self._journal._one("SELECT data FROM blobs WHERE digest = ?", (hexd,))

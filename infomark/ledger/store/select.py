@@ -145,4 +145,5 @@ def open_blobs(home: StrPath, journal: BaseJournal) -> Blobs:
 
         assert isinstance(journal, PgJournal)
         return PgBlobStore(journal)
-    return BlobStore(os.path.join(home, "blobs"))
+    rows = journal if isinstance(journal, Journal) else None  # small outputs as its rows
+    return BlobStore(os.path.join(home, "blobs"), rows)
