@@ -13,6 +13,10 @@ The goal (issue 28): p99 ≤ 10 ms.
 
 ``BENCH_CLIENTS=N`` runs N clients instead of three (one: the route alone, nothing queued).
 
+``--raw``: each client writes its requests and reads the answers by hand on one kept-alive
+socket (~0.15 ms of the client's CPU a request) instead of httpx (~1.0–1.2 ms), so the
+clients take next to nothing from the two cores the server runs on.
+
 ``--workers N`` serves with ``infomark serve --workers N`` (N worker processes behind one
 listener, each connection to the least busy); ``--workers-vs N`` alternates this tree with
 one worker and with N. ``--cpu`` and ``--strace`` then cover the workers too.
