@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import new_session
+from helpers import claude_sandbox_on
 
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.tools.serve import parse_workers, serve
@@ -227,3 +228,25 @@ def test_the_cli_refuses_a_bad_count_before_it_binds(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--workers '0': give a number from 1 to" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_forwarding_hook_is_answered_by_the_workers_not_locally(spawn: Any) -> None:
+    # what `install claude-code --http` installs: one connection per call, handed to a worker
+    svc = spawn("--no-access-log", "--workers", "2")
+    claude_sandbox_on(svc.project)  # else the first decision carries the sandbox warning
+    sid = new_session("fwd")
+    hook = [str(Path(sys.executable).with_name("infomark")), "hook", "claude-code",
+            "--url", svc.url, "--home", str(svc.home), "--root", str(svc.project)]  # fmt: skip
+    answers = []
+    for i in range(4):
+        payload = _edit(sid, svc.project, f"toolu_f{i}")
+        done = subprocess.run(hook, input=json.dumps(payload).encode(), capture_output=True,
+                              timeout=60, check=True)  # fmt: skip
+        assert b"judged locally" not in done.stderr, done.stderr
+        out = json.loads(done.stdout)["hookSpecificOutput"]
+        answers.append((out["permissionDecision"], "no_ledger" in out["permissionDecisionReason"]))
+    assert answers == [("deny", True)] * 4  # no claim ledger yet: an edit is denied, named
+    with _client(svc) as h:
+        lines = h.get(f"/v1/sessions/{sid}/events").text.splitlines()
+    calls = [json.loads(x)["payload"].get("tool_call_id") for x in lines]
+    assert [c for c in calls if c] == [f"toolu_f{i}" for i in range(4)]
