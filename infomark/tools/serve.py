@@ -34,7 +34,7 @@ import uvicorn
 
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.profiles import PROFILES
-from infomark.tools.serve_log import log_config
+from infomark.tools.serve_config import uvicorn_config
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
 __all__ = ["READY_PREFIX", "is_loopback", "main", "parse_workers", "serve"]
@@ -181,15 +181,7 @@ def serve(
     )
     sock = _bind(host, port)
     ready = _announcer(host, sock, home_p, port_file)
-    config = uvicorn.Config(
-        app,
-        log_config=log_config(log_level),
-        access_log=access_log,
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=3,
-        lifespan="on",
-    )
+    config = uvicorn_config(app, log_level=log_level, access_log=access_log)
     try:
         _Server(config, ready, app.state.stopping.set).run(sockets=[sock])
     finally:

@@ -157,7 +157,7 @@ def run_worker(
     agent_sandbox: str | None,
 ) -> None:
     """Serve the connections handed over on ``channel`` until SIGTERM/SIGINT or its end."""
-    from infomark.tools.serve_log import log_config
+    from infomark.tools.serve_config import uvicorn_config
     from infomark.tools.service import create_app
 
     os.umask(0o077)
@@ -170,15 +170,7 @@ def run_worker(
         operator_token_fd=operator_token_fd,
         agent_sandbox=agent_sandbox,
     )
-    config = uvicorn.Config(
-        app,
-        log_config=log_config(log_level),
-        access_log=access_log,
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=3,
-        lifespan="on",
-    )
+    config = uvicorn_config(app, log_level=log_level, access_log=access_log)
     _WorkerServer(config, channel, app.state.stopping.set).run()
 
 

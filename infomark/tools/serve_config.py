@@ -1,11 +1,27 @@
-"""The service's logging: everything to stderr, and an access line without headers (so
-never a token). One configuration for ``infomark serve`` and each of its workers."""
+"""How uvicorn runs the service, one configuration for ``infomark serve`` and each of its
+workers: logging to stderr with an access line without headers (so never a token), no
+proxy headers, no server header, a 3 s graceful shutdown, the app's lifespan."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["log_config"]
+import uvicorn
+
+__all__ = ["log_config", "uvicorn_config"]
+
+
+def uvicorn_config(app: Any, *, log_level: str, access_log: bool) -> uvicorn.Config:
+    """uvicorn's configuration for the service's ASGI ``app``."""
+    return uvicorn.Config(
+        app,
+        log_config=log_config(log_level),
+        access_log=access_log,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+    )
 
 
 def log_config(level: str) -> dict[str, Any]:
