@@ -82,6 +82,23 @@ def test_a_tampered_or_deleted_row_is_named_by_verification(tmp_path: Path) -> N
             assert "blob" in {p.code for p in verify_session(led)}
 
 
+def test_a_row_planted_ahead_of_an_output_is_overwritten_by_the_output(tmp_path: Path) -> None:
+    # an agent that can write ledger.db and guesses what a check will print plants a row
+    # under that output's digest; the record stores the real bytes over it
+    real = b"2 failed, 1 passed"
+    hexd = hashlib.sha256(real).hexdigest()
+    with Ledger(tmp_path, "s", key=KEY, root=tmp_path) as led:
+        record_paired(led, ToolCall("bash", {"command": "warm"}), ToolOutcome("up"))
+    with sqlite3.connect(tmp_path / "ledger.db") as db:
+        db.execute("INSERT INTO blobs(digest, size, data) VALUES (?, ?, ?)",
+                   (hexd, len(real), b"3 passed"))  # fmt: skip
+    with Ledger(tmp_path, "s", key=KEY, root=tmp_path) as led:
+        ev = record_paired(led, ToolCall("bash", {"command": "pytest"}), ToolOutcome(real, 1))
+        assert led.blobs.get(ev.output_digest) == real
+        assert verify_session(led) == []
+    assert _rows(tmp_path)[hexd] == real
+
+
 def test_a_home_of_the_previous_schema_gains_the_table_and_keeps_its_files(
     tmp_path: Path,
 ) -> None:

@@ -453,12 +453,15 @@ class Journal(BaseJournal):
 
     # -- small tool outputs (blobs.BlobStore's rows) -------------------------------------
     def insert_blobs(self, staged: dict[str, bytes]) -> None:
-        """Inside a write transaction: store outputs by their hex SHA-256 (a stored one is
-        left as it is), so they commit with the events that point to them."""
+        """Inside a write transaction: store outputs by their hex SHA-256, so they commit
+        with the events that point to them. A row already under that digest is kept when it
+        holds the same bytes and overwritten when it does not: a row planted ahead of the
+        output it names (by anyone who can write ``ledger.db``) never stands for it."""
         if not self._in_tx:
             raise StoreError("tool outputs are stored inside a write transaction")
         self._db.executemany(
-            "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)",
+            "INSERT INTO blobs(digest, size, data) VALUES (?, ?, ?) ON CONFLICT(digest) DO "
+            "UPDATE SET size = excluded.size, data = excluded.data WHERE data != excluded.data",
             [(hexd, len(data), data) for hexd, data in staged.items()],
         )
 
