@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,8 +137,13 @@ class _Supervisor:
     # -- lifecycle ---------------------------------------------------------------------
 
     def run(self, on_ready: Callable[[], None]) -> None:
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        old_wake = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+        # Signals reach the main thread only (as uvicorn, elsewhere none are caught)
+        main = threading.current_thread() is threading.main_thread()
+        stops = (signal.SIGINT, signal.SIGTERM) if main else ()
+        old = {s: signal.signal(s, self._on_signal) for s in stops}
+        old_wake = (
+            signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False) if main else -1
+        )
         self.selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         try:
             for k in range(self._count):
@@ -150,7 +156,8 @@ class _Supervisor:
             while not self.stopping:
                 self._step()
         finally:
-            signal.set_wakeup_fd(old_wake)
+            if main:
+                signal.set_wakeup_fd(old_wake)
             for s, handler in old.items():
                 signal.signal(s, handler)
             self._stop_all()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -188,12 +189,24 @@ def test_the_operator_token_reaches_every_worker_on_a_pipe(spawn: Any, tmp_path:
     assert operator not in svc.log()
 
 
-def test_a_worker_that_cannot_start_stops_the_service_with_its_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["main thread", "another thread"])
+def test_a_worker_that_cannot_start_stops_the_service_with_its_reason(
+    tmp_path: Path, where: str
+) -> None:
     # the listener checks the home and the configuration itself; a worker that still fails
-    # (here: a profile no worker accepts) stops the start, named, and leaves no process
+    # (here: a profile no worker accepts) stops the start, named, and leaves no process;
+    # called from another thread (no signals there), the same
     home = tmp_path / ".infomark"
-    with pytest.raises(InfomarkError, match="exited with status 2 before it was ready"):
+
+    def start() -> None:
         serve(home, port=0, root=tmp_path, profile="no-such-profile", workers=2)
+
+    with pytest.raises(InfomarkError, match="exited with status 2 before it was ready"):
+        if where == "main thread":
+            start()
+        else:
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(start).result(120)
 
 
 def test_a_broken_configuration_fails_once_in_the_listener(tmp_path: Path) -> None:
