@@ -17,8 +17,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from infomark.gatekeeper import Gatekeeper
 from infomark.gates.shell import classify_shell
 from infomark.gates.shell.expand import expand_word
+from infomark.ledger.calls import ToolCall
 
 FILES = ["a.txt", "b.txt", "ab.py", ".hidden", "sub/x.py", "sub/y.txt", ".infomark/key", "c d"]
 
@@ -199,8 +201,13 @@ def test_classifier_paths_are_the_expansion(
         path.write_text("x")
     with _home(root):
         result = classify_shell("cat " + word, cwd=str(root))
-    if result.opaque:  # tree-sitter could not read it (e.g. `\\ ` at the end): fail closed
-        assert result.tool_class.mutates
+        fields = expand_word(word, str(root))
+    if result.opaque:  # fail closed: the protection gate denies it (protected_opaque)
+        # tree-sitter could not read it (e.g. `\\ ` at the end): also a modify; or the
+        # paths cannot all be listed: the expansion is over 1,000 fields (`/*/*` on a busy
+        # machine), or its fields and their resolved symlinks (two paths each at most)
+        # reach the classifier's cap of 1,000 paths
+        assert result.tool_class.mutates or fields is None or len(fields) >= 500, word
         return
     for field in _bash_fields(word, root):
         if field and not word.startswith("-"):  # options are not paths
@@ -209,6 +216,18 @@ def test_classifier_paths_are_the_expansion(
             want = os.path.normpath(os.path.join(str(root), field))
             want = "/" + want.lstrip("/") if want.startswith("//") else want
             assert want in result.paths, (word, field)
+
+
+def test_a_glob_too_wide_to_expand_is_denied_as_opaque(gk: Gatekeeper, project: Path) -> None:
+    # what Hypothesis found as `cat /*/*` on a machine with many files: a read whose fields
+    # cannot all be listed names no path, so the gate cannot rule out the home: denied
+    for i in range(1_001):
+        (project / f"f{i}.txt").write_text("x")
+    c = classify_shell("cat *.txt", cwd=str(project))
+    assert c.opaque and not c.tool_class.mutates and c.paths == ()
+    d = gk.authorize(ToolCall("Bash", {"command": "cat *.txt"}))
+    assert (d.verdict.value, d.code) == ("deny", "protected_opaque"), d
+    assert "spell the paths out literally" in d.reason
 
 
 @contextlib.contextmanager
