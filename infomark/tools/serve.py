@@ -27,6 +27,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ import uvicorn
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.profiles import PROFILES
 from infomark.tools.serve_config import uvicorn_config
+from infomark.tools.serve_workers import (
+    MAX_WORKERS,
+    WorkerOptions,
+    auto_workers,
+    check_count,
+    run_workers,
+)
 from infomark.tools.service import MAX_BODY_BYTES, create_app
 
 __all__ = ["READY_PREFIX", "is_loopback", "main", "parse_workers", "serve"]
@@ -99,8 +107,6 @@ class _Server(uvicorn.Server):
 def parse_workers(text: str) -> int:
     """``--workers``: a count, or ``auto`` (one per CPU this process may use, at most 8);
     :class:`UserError` otherwise."""
-    from infomark.tools.serve_workers import MAX_WORKERS, auto_workers
-
     if text.strip().lower() == "auto":
         return auto_workers()
     try:
@@ -159,15 +165,13 @@ def serve(
     home_p = Path(home) if home is not None else default_home()
     _warn(host, agent_sandbox)
     if workers != 1:
-        _serve_workers(
-            home_p, host, port, workers, port_file=port_file,
-            options=dict(
-                root=root, profile=profile, access_log=access_log, log_level=log_level,
-                max_body_bytes=max_body_bytes, max_open_sessions=max_open_sessions,
-                operator_token_file=operator_token_file, operator_token_fd=operator_token_fd,
-                agent_sandbox=agent_sandbox,
-            ),
+        options = WorkerOptions(
+            home=home_p.resolve(), root=Path(root or Path.cwd()).resolve(), profile=profile,
+            access_log=access_log, log_level=log_level, max_body_bytes=max_body_bytes,
+            max_open_sessions=max_open_sessions, operator_token=None, agent_sandbox=agent_sandbox,
         )  # fmt: skip
+        token = (operator_token_file, operator_token_fd)
+        _serve_workers(host, port, workers, options, token=token, port_file=port_file)
         return
     app = create_app(
         home_p,
@@ -226,45 +230,31 @@ def _announcer(
 
 
 def _serve_workers(
-    home: Path,
     host: str,
     port: int,
     workers: int,
+    options: WorkerOptions,
     *,
+    token: tuple[Path | str | None, int | None],
     port_file: Path | str | None,
-    options: dict[str, Any],
 ) -> None:
     """``serve(workers=N)``: check here what would fail in every worker (the home, the
-    configuration, the operator token), then hand the listener to :func:`run_workers`."""
+    configuration, the operator token from ``token``'s file or descriptor), then hand the
+    listener to :func:`run_workers`."""
     from infomark.gates.config import load_config
     from infomark.ledger.home import ensure_private_dir
     from infomark.ledger.init import ensure_token
     from infomark.tools.operator_token import operator_token
-    from infomark.tools.serve_workers import MAX_WORKERS, WorkerOptions, run_workers
 
-    if not 1 <= workers <= MAX_WORKERS:
-        raise UserError(f"--workers {workers}: give 1 to {MAX_WORKERS}, or auto")
-    root = Path(options["root"]) if options["root"] is not None else Path.cwd()
-    ensure_private_dir(home)
-    ensure_token(home)
-    load_config(root, home)  # a broken config fails here, once, not in every worker
-    operator, _source = operator_token(
-        home, file=options["operator_token_file"], fd=options["operator_token_fd"]
-    )
-    resolved = WorkerOptions(
-        home=home.resolve(),
-        root=root.resolve(),
-        profile=options["profile"],
-        access_log=options["access_log"],
-        log_level=options["log_level"],
-        max_body_bytes=options["max_body_bytes"],
-        max_open_sessions=options["max_open_sessions"],
-        operator_token=operator,
-        agent_sandbox=options["agent_sandbox"],
-    )
+    check_count(workers)
+    ensure_private_dir(options.home)
+    ensure_token(options.home)
+    load_config(options.root, options.home)  # a broken config fails here, not in every worker
+    operator, _source = operator_token(options.home, file=token[0], fd=token[1])
     sock = _bind(host, port)
     try:
-        run_workers(sock, workers, resolved, _announcer(host, sock, home, port_file))
+        ready = _announcer(host, sock, options.home, port_file)
+        run_workers(sock, workers, replace(options, operator_token=operator), ready)
     finally:
         sock.close()
 

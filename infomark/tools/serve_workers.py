@@ -39,10 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infomark.kernel.errors import InfomarkError
+from infomark.kernel.errors import InfomarkError, UserError
 from infomark.tools.serve_worker import CLOSED, HANDOVER, READY
 
-__all__ = ["WorkerOptions", "auto_workers", "run_workers"]
+__all__ = ["WorkerOptions", "auto_workers", "check_count", "run_workers"]
 
 READY_TIMEOUT = 120.0  # seconds a starting worker has to say it serves
 STOP_TIMEOUT = 10.0  # seconds the workers have to finish after SIGTERM (then SIGKILL)
@@ -293,13 +293,18 @@ class _Supervisor:
             return
 
 
+def check_count(count: int) -> None:
+    """:class:`UserError` unless ``count`` is a worker count this listener takes."""
+    if not 1 <= count <= MAX_WORKERS:
+        raise UserError(f"--workers {count}: give a number from 1 to {MAX_WORKERS}, or auto")
+
+
 def run_workers(
     sock: socket.socket, count: int, options: WorkerOptions, on_ready: Callable[[], None]
 ) -> None:
     """Serve ``sock`` with ``count`` worker processes until SIGINT/SIGTERM; ``on_ready``
     runs once every worker serves. Raises :class:`InfomarkError` when a worker cannot start."""
-    if not 1 <= count <= MAX_WORKERS:
-        raise InfomarkError(f"--workers {count}: give a number from 1 to {MAX_WORKERS}, or auto")
+    check_count(count)
     supervisor = _Supervisor(sock, count, options)
     supervisor.run(on_ready)
     for signum in supervisor.caught[:1]:  # as uvicorn does: the caller sees the signal
