@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from infomark.kernel.errors import InfomarkError, UserError
@@ -82,7 +82,6 @@ class _Worker:
     replacing: bool = False  # started in place of one that died
     open: int = 0  # connections handed over and not yet closed
     given: int = 0  # connections handed over in all (ties go to the one given fewer)
-    started: float = field(default_factory=time.monotonic)
 
 
 def _spawn(index: int, options: WorkerOptions) -> _Worker:
