@@ -35,7 +35,9 @@ server process cover the measured rounds (after the warm-up, which opens the ses
   request (strace slows the server: its wall times are not reported);
 - ``--icount``: the server under ``valgrind --tool=callgrind``, counting only while the
   measured rounds run: instructions per request (every thread; valgrind runs them one at a
-  time, ~50x slower, so its wall times are not reported);
+  time, ~50x slower, so its wall times are not reported); ``--keep-dumps DIR`` keeps each
+  run's callgrind dump as ``DIR/TREE.PID.NS.callgrind`` (TREE: the checkout's folder name)
+  for ``callgrind_annotate``;
 - ``--profile FILE``: the server under yappi (CPU clock, every thread), started when the
   measured rounds start; the stats are written to ``FILE.LABEL.N`` (pstats format) when it
   exits. ``yappi`` is not a dependency: ``pip install yappi`` first.
@@ -47,6 +49,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -69,6 +72,7 @@ WORKERS = "1"  # infomark serve --workers (--workers N, or --workers-vs N: 1 and
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
 THINK_MS = 0.0  # mean pause between a client's requests (--think)
+KEEP_DUMPS = ""  # --keep-dumps DIR: where --icount's callgrind dumps are kept
 _PROFILED = Path(__file__).with_name("_serve_profiled.py")
 
 
@@ -313,6 +317,10 @@ def run(
                 subprocess.run(["callgrind_control", "-d", str(proc.pid)],
                                capture_output=True, check=True)  # fmt: skip
                 result.instructions = _callgrind_total(Path(f"{grind}.1"))
+                if KEEP_DUMPS:
+                    os.makedirs(KEEP_DUMPS, exist_ok=True)
+                    kept = Path(KEEP_DUMPS) / f"{tree.name}.{os.getpid()}.{time.time_ns()}"
+                    shutil.copyfile(f"{grind}.1", f"{kept}.callgrind")
             if profile:
                 proc.send_signal(signal.SIGUSR2)  # stop yappi, write the stats
                 for _ in range(600):
@@ -357,7 +365,8 @@ def main(argv: list[str]) -> int:
         raise SystemExit("--icount counts one process: use it with one worker")
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS, THINK_MS, RAW
+    global ROUNDS, THINK_MS, RAW, KEEP_DUMPS
+    KEEP_DUMPS = argv[argv.index("--keep-dumps") + 1] if "--keep-dumps" in argv else ""
     RAW = "--raw" in argv
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
     THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS

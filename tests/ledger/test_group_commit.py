@@ -11,8 +11,10 @@ retry of the journal's own back-off, which the tests observe.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from sqlite3 import connect as sqlite_connect
 
 import pytest
 
@@ -209,3 +211,35 @@ def test_sync_once_without_group_commit_syncs_every_commit(tmp_path: Path) -> No
             assert led.journal.last_commit_synced is True
     finally:
         gk.close()
+
+
+def _open_files(home: Path) -> int:
+    """The process's open descriptors of the home's database, its WAL and its -shm (the
+    writer queue's lock file stays open for the process by design: writer_queue.py)."""
+    names = {str(home / "ledger.db") + end for end in ("", "-wal", "-shm")}
+    return sum(1 for fd in Path("/proc/self/fd").iterdir() if os.path.realpath(fd) in names)
+
+
+def test_the_gates_observer_lives_as_long_as_its_journals(tmp_path: Path) -> None:
+    """The gate's observer (the connection that tells the process's own commits from
+    anyone else's) opens with the first look and closes with the last gated journal: a
+    service that opens and closes many homes keeps no file of theirs open."""
+    home = tmp_path / ".infomark"
+    before = _open_files(home)
+    gks = _ledgers(home, tmp_path, 2)
+    with gks[0].store.transaction():
+        gks[0].store.emit("turn_started", {"prompt_digest": None})
+    gate = _gate(gks[0].store)
+    counted = gate.foreign_commits()
+    assert gate.foreign_commits() == counted  # nothing new: the count holds
+    for gk in gks:
+        gk.close()
+    assert _open_files(home) == before
+    with sqlite_connect(home / "ledger.db") as other:  # a commit while nobody watches
+        other.execute("UPDATE heads SET seq = seq")
+    again = _ledgers(home, tmp_path, 1)
+    try:
+        assert gate_for(str(home / "ledger.db")) is gate
+        assert gate.foreign_commits() != counted  # the gap is not taken for ours
+    finally:
+        again[0].close()

@@ -228,3 +228,153 @@ def test_the_pooled_check_fails_wherever_the_cold_check_fails(
             for _ in range(2):
                 with pytest.raises(VerificationError):
                     check_tail(journal, session, memo)
+
+
+# -- the HTTP service's sessions: siblings under one write gate ------------------------------
+# The pool's sessions of one home share the process's write gate (group commit), which tells
+# their appends from anyone else's commits (``WriteGate.foreign_commits``): a sibling's commit
+# does not make a session compare every row it verified; a commit from outside the gate, at any
+# moment, still does.
+
+
+def _siblings(root: Path, n: int) -> list[Gatekeeper]:
+    out = []
+    for i in range(n):
+        gk = Gatekeeper.open(root / ".infomark", f"sib{i}", root=root)
+        assert gk.store.journal.group_commits()
+        out.append(gk)
+    return out
+
+
+def _full_comparisons(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the checks that compare every verified row (the only path that reads the row
+    the chain continues from, ``_start_hash``, on a memo)."""
+    import infomark.tools.hooks.failsafe as failsafe
+
+    seen: list[int] = []
+    real = failsafe._start_hash
+
+    def counting(journal: Any, session: str, start: int) -> str:
+        seen.append(start)
+        return real(journal, session, start)
+
+    monkeypatch.setattr(failsafe, "_start_hash", counting)
+    return seen
+
+
+def test_a_siblings_commits_do_not_force_a_full_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = _siblings(tmp_path, 2)
+    try:
+        _grow(a, 5)
+        memo = check_tail(a.store.journal, a.session)
+        full = _full_comparisons(monkeypatch)
+        for _ in range(10):  # the sibling commits between every two checks of ``a``
+            _grow(b, 1)
+            _grow(a, 1)
+            memo = check_tail(a.store.journal, a.session, memo)
+        assert full == []
+        assert memo.last == a.store.journal.last_seq(a.session)
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("who", ["another process", "an ungated connection of this process"])
+def test_a_commit_from_outside_the_gate_forces_it_and_a_rewrite_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, who: str
+) -> None:
+    a, b = _siblings(tmp_path, 2)
+    db = tmp_path / ".infomark" / "ledger.db"
+    try:
+        _grow(a, 5)
+        memo = check_tail(a.store.journal, a.session)
+        full = _full_comparisons(monkeypatch)
+        _grow(b, 1)
+        sql = "UPDATE events SET ts = '2020-01-01' WHERE session = ? AND seq = ?"
+        if who == "another process":
+            _other_process(db, (sql, (a.session, 2)))
+        else:
+            with sqlite3.connect(db) as conn:
+                conn.execute(sql, (a.session, 2))
+        _grow(b, 1)  # a sibling's commit after it: the outside one is still counted
+        for _ in range(2):
+            with pytest.raises(TailRewrittenError):
+                check_tail(a.store.journal, a.session, memo)
+        assert full, "the outside commit did not force a comparison of every verified row"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_rewrite_that_lands_right_after_a_siblings_commit_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The narrowest window: another process commits between a sibling's ``COMMIT`` and the
+    gate's second look (which takes that commit as the sibling's). The sibling's own
+    ``data_version`` moved, so the commit is counted as foreign all the same."""
+    from infomark.ledger.store.group_commit import WriteGate
+
+    a, b = _siblings(tmp_path, 2)
+    db = tmp_path / ".infomark" / "ledger.db"
+    try:
+        _grow(a, 5)
+        memo = check_tail(a.store.journal, a.session)
+        real = WriteGate.ended
+        sql = "UPDATE events SET payload = payload || ' ' WHERE session = ? AND seq = ?"
+
+        def raced(gate: WriteGate, conn: sqlite3.Connection, version: int | None) -> None:
+            _other_process(db, (sql, (a.session, 3)))
+            real(gate, conn, version)
+
+        monkeypatch.setattr(WriteGate, "ended", raced)
+        _grow(b, 1)
+        monkeypatch.setattr(WriteGate, "ended", real)
+        for _ in range(2):
+            with pytest.raises(TailRewrittenError):
+                check_tail(a.store.journal, a.session, memo)
+    finally:
+        a.close()
+        b.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=st.lists(
+        st.sampled_from(["a", "b", "check", "outside", "outside edit"]), min_size=1, max_size=14
+    ),
+    edit=st.sampled_from(sorted(k for k in _EDITS if not k.startswith("head"))),
+)
+def test_siblings_interleaved_with_outside_commits(steps: list[str], edit: str) -> None:
+    """Any interleaving of the two siblings' appends, pooled checks of ``a`` and commits from
+    outside the gate (harmless, or an edit of a row ``a`` verified): once a row ``a`` verified
+    is edited, every later check raises; without an edit every check passes."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        a, b = _siblings(root, 2)
+        db = root / ".infomark" / "ledger.db"
+        try:
+            _grow(a, 3)
+            memo = check_tail(a.store.journal, a.session)
+            edited = False
+            for step in steps:
+                if step == "a":
+                    _grow(a, 1)
+                elif step == "b":
+                    _grow(b, 1)
+                elif step == "outside":
+                    _other_process(db, ("UPDATE heads SET seq = seq WHERE session = ?", ("x",)))
+                elif step == "outside edit" and not edited:
+                    target = memo.rows[0][0] if memo.rows else memo.last
+                    _other_process(db, (_EDITS[edit], (a.session, target)))
+                    edited = True
+                if step == "check" or step == steps[-1]:
+                    if edited:
+                        with pytest.raises(VerificationError):
+                            check_tail(a.store.journal, a.session, memo)
+                    else:
+                        memo = check_tail(a.store.journal, a.session, memo)
+        finally:
+            a.close()
+            b.close()

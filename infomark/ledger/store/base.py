@@ -207,6 +207,12 @@ class BaseJournal(ABC):
         handles of the store; True where the backend needs it (SQLite). Here: nothing to do."""
         return False
 
+    def foreign_commits(self) -> int | None:
+        """Under :meth:`group_commits`, a count that moves whenever something other than this
+        process's grouped writers committed; None where the backend cannot tell (then a
+        pooled tail check compares every row it verified)."""
+        return None
+
     def sync_once(
         self, *, before_wait: Callable[[], None] | None = None
     ) -> AbstractContextManager[None]:

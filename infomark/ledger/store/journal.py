@@ -283,6 +283,9 @@ class Journal(BaseJournal):
 
     def close(self) -> None:
         self._queue.close()
+        if self._gate is not None:
+            self._gate.detach()
+            self._gate = None
         if _KEEP_WAL is not None and not self._db.in_transaction:
             _KEEP_WAL.append(self._db)  # a reference: garbage collection would close it
             return
@@ -330,13 +333,19 @@ class Journal(BaseJournal):
         and a durable commit returns after the shared fsync, taken after the lock."""
         if not gate.lock.acquire(timeout=_RETRIES * _BUSY_MS / 1000):
             raise self._busy_error(TimeoutError("the process's write lock"))
+        looked: list[int | None] = []  # this connection's data_version, once SQLite's lock is held
         try:
             changes = self._db.total_changes
             with self._transaction() as conn:
+                looked.append(gate.begun(self._db))
                 yield conn
             ticket = gate.committed() if self._db.total_changes != changes else 0
         finally:
-            gate.lock.release()
+            try:
+                if looked:
+                    gate.ended(self._db, looked[0])
+            finally:
+                gate.lock.release()
         if relaxed and not self._sync_after:
             self.last_commit_synced = ticket == 0  # nothing written: nothing to lose
             return
@@ -431,8 +440,16 @@ class Journal(BaseJournal):
         from infomark.ledger.store.group_commit import gate_for
 
         self._retry(lambda: self._db.execute("PRAGMA synchronous=NORMAL"))
-        self._gate = gate_for(os.fspath(self.path))
+        if self._gate is None:
+            self._gate = gate_for(os.fspath(self.path))
+            self._gate.attach()
         return True
+
+    def foreign_commits(self) -> int | None:
+        """Under group commit, how many commits this process's gate has seen that none of
+        its writers made (:meth:`~infomark.ledger.store.group_commit.WriteGate.foreign_commits`);
+        None otherwise."""
+        return None if self._gate is None else self._gate.foreign_commits()
 
     def require_sync(self) -> None:
         """The open transaction turned out to need the disk: fsync the WAL after it."""

@@ -120,8 +120,8 @@ class TailMemo:
     keeps it between calls): the snapshot it started from, every row after it (as stored),
     the head, and SQLite's ``data_version`` when it began."""
 
-    __slots__ = ("anchor", "head", "journal", "key_id", "last", "prev", "rows", "session",
-                 "snap", "start", "version")  # fmt: skip
+    __slots__ = ("anchor", "foreign", "head", "journal", "key_id", "last", "prev", "rows",
+                 "session", "snap", "start", "version")  # fmt: skip
 
     def __init__(
         self,
@@ -134,9 +134,11 @@ class TailMemo:
         head: tuple[int, str, str] | None,
         last: int,
         prev: str,
+        foreign: int | None = None,
     ) -> None:
         self.journal, self.session, self.key_id = journal, session, journal.key.key_id
         self.version, self.snap, self.rows, self.head = version, snap, rows, head
+        self.foreign = foreign  # the journal's foreign_commits() when the check began
         self.start, self.anchor = start  # the row the chain continues from, and its hash
         self.last, self.prev = last, prev
 
@@ -163,23 +165,30 @@ def check_tail(journal: Any, session: str, memo: TailMemo | None = None) -> Tail
     pooled session). Then only the rows appended since are verified (chain, MAC, head);
     the rows it verified before are compared with what is stored now, byte for byte, unless
     SQLite's ``data_version`` says no other connection has committed since (this handle
-    never rewrites a row, so nothing it verified can have changed). A verified row that
+    never rewrites a row, so nothing it verified can have changed) or, under the HTTP
+    service's group commit, the process's write gate says every commit since was one of its
+    own sessions' appends (:meth:`~infomark.ledger.store.journal.Journal.foreign_commits`:
+    a commit by another process or another connection always moves that count). A verified row that
     changed or went missing, or a head behind it, raises :class:`TailRewrittenError`, and
     keeps raising: the memo is not replaced by a failed check. A new snapshot starts a
     full check (once per snapshot interval), which must still hold every verified row that
     is past it. Returns the memo of this check."""
     version = _data_version(journal)
+    foreign = journal.foreign_commits() if version is not None else None
     if memo is None or memo.journal is not journal or memo.session != session:
-        return _full_check(journal, session, version)
+        return _full_check(journal, session, version, foreign)
     if memo.key_id != journal.key.key_id:
-        return _full_check(journal, session, version)
+        return _full_check(journal, session, version, foreign)
     snap = _snapshot_id(journal, session)
     if snap != memo.snap:
-        fresh = _full_check(journal, session, version)
+        fresh = _full_check(journal, session, version, foreign)
         _still_there(memo, fresh)
         return fresh
-    if version is not None and version == memo.version:
-        # No other connection committed since: of the rows verified, re-read the last one
+    if version is not None and (
+        version == memo.version or (foreign is not None and foreign == memo.foreign)
+    ):
+        # No other connection committed since, or only this process's own sessions (which
+        # append, never rewrite): of the rows verified, re-read the last one
         known = memo.rows[-1:]
         after = memo.last - len(known)
     else:  # another connection committed: every row verified before must be unchanged
@@ -194,17 +203,21 @@ def check_tail(journal: Any, session: str, memo: TailMemo | None = None) -> Tail
     )
     rows_now = memo.rows + verified
     anchor = (memo.start, memo.anchor)
-    return TailMemo(journal, session, version, snap, anchor, rows_now, head, last, prev)
+    return TailMemo(journal, session, version, snap, anchor, rows_now, head, last, prev, foreign)
 
 
-def _full_check(journal: Any, session: str, version: int | None) -> TailMemo:
+def _full_check(
+    journal: Any, session: str, version: int | None, foreign: int | None = None
+) -> TailMemo:
     snap_id = _snapshot_id(journal, session)  # read first: a snapshot saved after it differs
     snap = journal.load_snapshot(session)
     start = snap[0] if snap is not None else 0
     anchor = _start_hash(journal, session, start)
     rows = journal._db.execute(_ROW_SQL, (session, start)).fetchall()
     prev, last, verified, head = _verify_tail(journal, session, rows, anchor, start, None)
-    return TailMemo(journal, session, version, snap_id, (start, anchor), verified, head, last, prev)
+    return TailMemo(
+        journal, session, version, snap_id, (start, anchor), verified, head, last, prev, foreign
+    )
 
 
 def _start_hash(journal: Any, session: str, start: int) -> str:
