@@ -12,6 +12,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PgBlobStore"]
 
+_STORED = "SELECT 1 FROM blobs WHERE digest = ? AND size = ?"
+_UPSERT = (
+    "INSERT INTO blobs(digest, size, data) VALUES (?, ?, ?) ON CONFLICT (digest) DO UPDATE "
+    "SET size = excluded.size, data = excluded.data WHERE blobs.data <> excluded.data "
+    "OR blobs.size <> excluded.size"
+)
+
 
 class PgBlobStore:
     """Tool outputs in the store's ``blobs`` table, content-addressed by SHA-256 as the
@@ -22,16 +29,15 @@ class PgBlobStore:
         self._journal = journal
 
     def put(self, data: bytes) -> str:
+        """Store ``data`` under its digest. A row already there is overwritten unless it
+        holds these bytes, as the SQLite store's rows are; a big one (over 64 KiB) of the
+        right size is kept without sending the payload again (other bytes in it read as
+        altered, as the files of the SQLite store do)."""
         hexd = hashlib.sha256(data).hexdigest()
         j = self._journal
-        if len(data) > 65536 and j._one("SELECT size FROM blobs WHERE digest = ?", (hexd,)):
+        if len(data) > 65536 and j._one(_STORED, (hexd, len(data))):
             return "sha256:" + hexd  # already stored: the big payload is not sent again
-        j._retry(
-            lambda: j._db.execute(
-                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)",
-                (hexd, len(data), data),
-            )
-        )
+        j._retry(lambda: j._db.execute(_UPSERT, (hexd, len(data), data)))
         return "sha256:" + hexd
 
     def put_text(self, text: str) -> tuple[str, int]:
