@@ -459,14 +459,19 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _profile(root: StrPath, home: StrPath) -> Profile:
-    """The configured profile; an enforcing one when the config cannot be read."""
+def _configured(root: StrPath, home: StrPath) -> tuple[Config | ConfigError | None, Profile]:
+    """The project's configuration, loaded once for the whole call, and its profile: the
+    configuration error instead when it is broken, None when loading failed otherwise (the
+    session's open then tries again and reports it), with an enforcing profile for both."""
     try:
         from infomark.gates.config import load_config
 
-        return load_config(root, home).profile
+        config = load_config(root, home)
+    except ConfigError as exc:
+        return exc, Profile.LEDGER
     except Exception:  # a broken config must not switch the gatekeeper off
-        return Profile.LEDGER
+        return None, Profile.LEDGER
+    return config, config.profile
 
 
 _where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
@@ -590,7 +595,9 @@ def handle(
     that goes to the model with the answer.
     """
     home, root = _where(payload, home, root)
-    profile = profile or _profile(root, home)
+    loaded: Config | ConfigError | None = None
+    if profile is None:
+        loaded, profile = _configured(root, home)
     LAST_PROFILE[0] = profile
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
         why = detail or "expected a JSON object with a string hook_event_name"
@@ -611,7 +618,7 @@ def handle(
             _check_pooled(gk)
         else:
             sid = session if isinstance(session, str) and session else "claude"
-            gk, config_error = _open(home, sid, root)
+            gk, config_error = _open(home, sid, root, loaded)
             if config_error is None:
                 profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
@@ -628,14 +635,19 @@ def handle(
                 gk.close()
 
 
-def _open(home: StrPath, sid: str, root: StrPath) -> tuple[Gatekeeper, ConfigError | None]:
+def _open(
+    home: StrPath, sid: str, root: StrPath, loaded: Config | ConfigError | None = None
+) -> tuple[Gatekeeper, ConfigError | None]:
     """A session of ``home`` to judge with, and the configuration error it runs despite: a
     broken config must not switch the gatekeeper off, so it judges with the defaults (and
-    :func:`_config_broken` denies every mutation until the file is fixed)."""
+    :func:`_config_broken` denies every mutation until the file is fixed). ``loaded``: what
+    :func:`_configured` found (the configuration is not read a second time)."""
     from infomark.gatekeeper import Gatekeeper
 
+    if isinstance(loaded, ConfigError):
+        return Gatekeeper.open(home, sid, root=root, config=Config()), loaded
     try:
-        return Gatekeeper.open(home, sid, root=root), None
+        return Gatekeeper.open(home, sid, root=root, config=loaded), None
     except ConfigError as exc:
         return Gatekeeper.open(home, sid, root=root, config=Config()), exc
 
