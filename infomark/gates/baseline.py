@@ -301,6 +301,7 @@ def _project_payload(ledger: Ledger, required: bool) -> dict[str, Any]:
     if found is None:
         payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
         payload["environments"] = environments(ledger)
+        payload["environments_checked"] = list(envprint.FINGERPRINTED)
         state = ledger.state
         late = bool(state.first_modify_seq or (required and state.recorded_calls))
         found = project_baseline.record(ledger, payload, late=late)
@@ -312,6 +313,7 @@ def accept(ledger: Ledger, *, by: str, note: str) -> str:
     too); returns its id. Raises :class:`UserError` when the tree cannot be recorded."""
     payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
     payload["environments"] = environments(ledger)
+    payload["environments_checked"] = list(envprint.FINGERPRINTED)
     with ledger.transaction():
         project_baseline.accept(ledger, payload)
         ledger.emit(
@@ -322,8 +324,10 @@ def accept(ledger: Ledger, *, by: str, note: str) -> str:
 
 
 def environments(ledger: Ledger) -> dict[str, list[str]]:
-    """The fingerprints of the project's Python environments now (:mod:`.envprint`):
-    ``{name: [digest, blob of the listing]}``."""
+    """The fingerprints of the project's environments now (:mod:`.envprint`, the names of
+    :data:`~infomark.gates.envprint.FINGERPRINTED`): ``{name: [digest, blob of the
+    listing]}``. The baseline records which names it looked for (``environments_checked``):
+    one recorded before ``node_modules`` was fingerprinted did not look for it."""
     out: dict[str, list[str]] = {}
     for name, (digest, text) in envprint.fingerprint(ledger.root_dir).items():
         out[name] = [digest, ledger.blobs.put(text.encode("utf-8", "surrogateescape"))]
@@ -331,8 +335,9 @@ def environments(ledger: Ledger) -> dict[str, list[str]]:
 
 
 def environment_changes(ledger: Ledger, recorded: Mapping[str, Any]) -> list[str]:
-    """What differs between the project's Python environments now and the fingerprints of
-    the baseline ``recorded`` (``.venv/lib/…/x.pth`` …); empty when nothing does. An
+    """What differs between the project's environments now and the fingerprints of the
+    baseline ``recorded`` (``.venv/lib/…/x.pth``, ``node_modules/jest-circus/…`` …); empty
+    when nothing does. An
     environment the baseline did not have, or that is gone, is not linked into an attested
     copy (:func:`infomark.tools.attest.carry.build`): nothing of it runs, nothing to compare."""
     before = dict(recorded.get("environments") or {})

@@ -1,4 +1,4 @@
-"""A fingerprint of the project's own Python environments, taken with the project's baseline.
+"""A fingerprint of the project's own environments, taken with the project's baseline.
 
 An attested copy links ``.venv`` and ``venv`` (and ``.tox``, ``.nox``) to their real place:
 whatever they hold runs in the attested run, before infomark's report plugin (a ``.pth`` that
@@ -8,7 +8,13 @@ for each of them, every entry's ``lstat`` (path, inode, mode, size, modification
 time in nanoseconds; a change time cannot be set back by the file's owner), and an attested
 run whose environment differs from that record does not run (``environment_changed``, naming
 the first files that differ) until the user accepts the tree (``infomark approve
---baseline``). ``node_modules`` is not fingerprinted (see docs/security.md).
+--baseline``). ``node_modules`` is fingerprinted the same way (:data:`FINGERPRINTED`): the
+test runner itself lives there (jest, vitest, mocha and their reporters), so an edit there
+could grade itself like a ``.pth`` could. Its caches (:data:`CACHES`: ``.cache``, where
+babel-loader and others keep transformed code, and ``.vite``, vite's pre-bundled
+dependencies and vitest's results) are written by the agent's honest runs of its own tests:
+they are not listed, and the attested run does not see them (hidden in the sandbox, as
+``.pytest_cache`` is left out of the copy), so what they hold cannot reach the run.
 
 **What an honest run changes is not a change.** Running the project's own tests writes byte
 code into an environment whose installer compiled none (``uv`` by default, ``pip
@@ -41,16 +47,42 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-__all__ = ["PYTHON_ENVS", "SETTLED", "diff", "faithful", "fingerprint", "listing"]
+__all__ = [
+    "CACHES",
+    "FINGERPRINTED",
+    "PYTHON_ENVS",
+    "SETTLED",
+    "caches",
+    "diff",
+    "faithful",
+    "fingerprint",
+    "listing",
+]
 
 #: the environment directories (of :data:`infomark.tools.attest.carry.ENVIRONMENTS`) that
 #: hold Python environments
 PYTHON_ENVS = (".venv", "venv", ".tox", ".nox")
 
+#: every environment directory a project's baseline fingerprints
+FINGERPRINTED = ("node_modules", *PYTHON_ENVS)
 
-def listing(top: str) -> str:
+#: directories at the top of an environment that are caches its tools write on every run:
+#: not fingerprinted, and hidden from the attested run (:func:`caches`)
+CACHES: dict[str, tuple[str, ...]] = {"node_modules": (".cache", ".vite")}
+
+
+def caches(name: str, real: str) -> list[str]:
+    """The cache directories of the environment ``name`` (at its real path ``real``) that
+    exist: what the attested run must not see."""
+    found = (os.path.join(real, c) for c in CACHES.get(name, ()))
+    return [p for p in found if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def listing(top: str, skip: tuple[str, ...] = ()) -> str:
     """One sorted line per entry under ``top`` (``top`` itself as ``.``; symlinks not
-    followed): ``path NUL inode mode size mtime_ns ctime_ns``."""
+    followed): ``path NUL inode mode size mtime_ns ctime_ns``. ``skip``: names at the top
+    that are left out with everything under them (an environment's caches); a symlink of
+    such a name is listed, as any entry is."""
     lines = [".\0" + _row(os.lstat(top))]
     todo = [("", top)]
     while todo:
@@ -59,6 +91,8 @@ def listing(top: str) -> str:
             with os.scandir(path) as entries:
                 for entry in entries:
                     rel = rel_dir + entry.name
+                    if not rel_dir and rel in skip and entry.is_dir(follow_symlinks=False):
+                        continue
                     try:
                         s = entry.stat(follow_symlinks=False)
                     except OSError:
@@ -77,14 +111,14 @@ def _row(s: os.stat_result) -> str:
     return f"{s.st_ino} {s.st_mode} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}"
 
 
-def fingerprint(root: str, names: tuple[str, ...] = PYTHON_ENVS) -> dict[str, tuple[str, str]]:
-    """``{env dir name: (digest, listing)}`` of the Python environments ``names`` in ``root``
-    now (a symlinked environment is followed to its real place)."""
+def fingerprint(root: str, names: tuple[str, ...] = FINGERPRINTED) -> dict[str, tuple[str, str]]:
+    """``{env dir name: (digest, listing)}`` of the environments ``names`` in ``root`` now (a
+    symlinked environment is followed to its real place; its :data:`CACHES` left out)."""
     out: dict[str, tuple[str, str]] = {}
     for name in names:
         real = os.path.realpath(os.path.join(root, name))
         if os.path.isdir(real):
-            text = listing(real)
+            text = listing(real, CACHES.get(name, ()))
             digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
             out[name] = ("sha256:" + digest, text)
     return out

@@ -145,3 +145,44 @@ def test_a_judge_that_cannot_answer_vouches_for_nothing(tmp_path: Path) -> None:
     assert envprint.faithful([[str(tmp_path / "nope.pyc"), "", str(tmp_path / "x.py"), "", 0]]) == [
         False
     ]
+
+
+def _node(root: Path, files: dict[str, str]) -> Path:
+    top = root / "node_modules"
+    for rel, text in files.items():
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text)
+    return top
+
+
+def _node_changes(root: Path, before: dict[str, tuple[str, str]]) -> list[str]:
+    now = envprint.fingerprint(str(root))
+    top = str(root / "node_modules")  # as the attested run compares: an honest run's rows settled
+    return envprint.diff(before["node_modules"][1], now["node_modules"][1], top)
+
+
+def test_node_modules_is_fingerprinted_but_its_caches_are_not(tmp_path: Path) -> None:
+    top = _node(tmp_path, {"jest-circus/build/run.js": "run()\n", ".vite/deps/x.js": "1\n"})
+    before = envprint.fingerprint(str(tmp_path))
+    assert "node_modules" in before
+    (top / ".vite" / "deps" / "x.js").write_text("2\n")  # vite re-optimized: no change
+    (top / ".cache" / "babel-loader").mkdir(parents=True)
+    (top / ".cache" / "babel-loader" / "y.json").write_text("{}")
+    assert _node_changes(tmp_path, before) == []
+    (top / "jest-circus" / "build" / "run.js").write_text("pass()\n")  # the runner: a change
+    assert _node_changes(tmp_path, before) == ["jest-circus/build/run.js"]
+    assert envprint.caches("node_modules", str(top)) == [str(top / ".cache"), str(top / ".vite")]
+
+
+def test_a_cache_name_deeper_down_or_a_link_under_a_cache_name_is_listed(tmp_path: Path) -> None:
+    """Only the environment's own top-level cache directories are passed over: a package's
+    ``.cache`` inside it is code like any other, and a symlink named ``.vite`` (to a folder
+    the agent writes) is an entry of the listing (and not hidden: it is no cache of ours)."""
+    top = _node(tmp_path, {"pkg/.cache/hook.js": "a\n"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = envprint.fingerprint(str(tmp_path))
+    (top / "pkg" / ".cache" / "hook.js").write_text("b\n")
+    (top / ".vite").symlink_to(elsewhere)
+    assert _node_changes(tmp_path, before) == [".vite", "pkg/.cache/hook.js"]
+    assert envprint.caches("node_modules", str(top)) == []

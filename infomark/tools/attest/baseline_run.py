@@ -141,7 +141,15 @@ def get(
             gk.store, manifest, copy, oracle, approved=approved, carry_changes=False
         )
         done = execute(
-            gk, oracle, grading, copy, scratch, cfg, carried.environments, carried.sources
+            gk,
+            oracle,
+            grading,
+            copy,
+            scratch,
+            cfg,
+            carried.environments,
+            carried.sources,
+            caches=carried.caches,
         )
     finally:
         carry.remove(scratch)

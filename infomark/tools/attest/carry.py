@@ -9,8 +9,9 @@ baseline recorded (``../pytest.ini``, ``../conftest.py``:
 :data:`infomark.gates.baseline.ABOVE_NAMES`) are written above the copy, which
 :func:`infomark.tools.attest.sandboxed.copy_dir` places deep enough for them; nothing else exists
 above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
-their real place, which the sandbox keeps read-only; a Python environment the project's
-baseline did not fingerprint (:mod:`infomark.gates.envprint`: created after it) is not.
+their real place, which the sandbox keeps read-only (their caches hidden:
+:func:`infomark.gates.envprint.caches`); an environment the project's baseline looked for and
+did not find (:mod:`infomark.gates.envprint`: created after it) is not.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
-from infomark.gates.envprint import PYTHON_ENVS
+from infomark.gates.envprint import PYTHON_ENVS, caches
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -63,6 +64,7 @@ class Carry:
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
     environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
+    caches: list[str] = field(default_factory=list)  # their caches, hidden from the run
     #: the bytes of the regular files written into the copy that its byte-code fill reads
     #: (copy-relative path -> bytes, :func:`infomark.tools.attest.pycache.reads`): the fill
     #: takes them from here instead of walking the copy and reading each file again
@@ -321,14 +323,16 @@ def build(
     rule = source_set(grading, files, source_globs)
     # environments first: a carried symlink into one leads out of the copy (:func:`_link_out`)
     recorded = ledger.state.baseline.get("environments")
+    checked = ledger.state.baseline.get("environments_checked") or PYTHON_ENVS  # an older one
     for name in ENVIRONMENTS:
         real = os.path.join(root, name)
         if os.path.isdir(real) and not os.path.lexists(os.path.join(dest, name)):
-            if isinstance(recorded, dict) and name in PYTHON_ENVS and name not in recorded:
-                carry.left_out[name] = _NEW_ENV
+            if isinstance(recorded, dict) and name in checked and name not in recorded:
+                carry.left_out[name] = _NEW_ENV if name in PYTHON_ENVS else _NEW_NODE
                 continue
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
             carry.environments.append(os.path.realpath(real))
+            carry.caches += caches(name, os.path.realpath(real))
     _carry(root, dest, changed if carry_changes else {}, files, rule, carry)
     return carry, grading
 
@@ -372,6 +376,10 @@ def _carry(
 
 _NEW_ENV = (
     "a Python environment the project's baseline did not have: not linked, nothing of it runs "
+    "(the user accepts it with `infomark approve --baseline`)"
+)
+_NEW_NODE = (
+    "a node_modules the project's baseline did not have: not linked, nothing of it runs "
     "(the user accepts it with `infomark approve --baseline`)"
 )
 

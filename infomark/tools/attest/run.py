@@ -167,8 +167,9 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
 
 
 def _same_environment(gk: Gatekeeper, *, during: bool = False) -> None:
-    """Refuse (:class:`_Refused`) when the project's Python environments differ from the
-    fingerprints its baseline recorded: they run in the attested run, before its checks.
+    """Refuse (:class:`_Refused`) when the project's environments (Python's, ``node_modules``)
+    differ from the fingerprints its baseline recorded: they run in the attested run, before
+    its checks.
 
     Checked before the run and again after it (``during``): the environments are linked into
     the sandbox where they are (read-only there, but not to the agent's other processes), so
@@ -220,6 +221,7 @@ def _run(
         carried.environments,
         carried.sources,
         carried=written,
+        caches=carried.caches,
     )
     ran, report = done.ran, done.report
     claim = state.claims[claim_id] if claim_id is not None else None

@@ -67,12 +67,13 @@ def execute(
     environments: Sequence[str] = (),
     sources: Mapping[str, bytes] | None = None,
     carried: Collection[str] = (),
+    caches: Sequence[str] = (),
 ) -> Sandboxed:
     """Run ``oracle`` in ``copy`` (inside the private ``workdir``) under the sandbox, with
     its runner asked for its own report; nothing is recorded. ``sources``: the bytes the copy
     was written with (:attr:`infomark.tools.attest.carry.Carry.sources`), for its byte code;
     ``carried``: the copy's files the agent's change wrote, which may not run before the
-    report's plugin."""
+    report's plugin; ``caches``: the linked environments' caches, hidden from the run."""
     prepared = attest_report.prepare(
         oracle_argv(oracle), grading, workdir, copy=copy, carried=carried
     )
@@ -92,7 +93,7 @@ def execute(
         cwd=copy,
         writable=(workdir,),
         read_only=(*prepared.readable, *python, *environments),
-        hidden=(*private_paths(gk.store.home_dir), *gk.host_files),
+        hidden=(*private_paths(gk.store.home_dir), *gk.host_files, *caches),
         network=bool(cfg.get("network", False)),
         env=tuple(sorted(env.items())),
         limits=_limits(cfg),
