@@ -19,12 +19,16 @@ _NAME = st.text(alphabet="abcdefghij_.-", min_size=1, max_size=8).filter(
 )
 
 
-def _venv(root: Path, files: dict[str, str]) -> Path:
-    venv = root / ".venv"
+def _env(root: Path, name: str, files: dict[str, str]) -> Path:
+    top = root / name
     for rel, text in files.items():
-        (venv / rel).parent.mkdir(parents=True, exist_ok=True)
-        (venv / rel).write_text(text)
-    return venv
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text)
+    return top
+
+
+def _venv(root: Path, files: dict[str, str]) -> Path:
+    return _env(root, ".venv", files)
 
 
 def _changed(root: Path, before: dict[str, tuple[str, str]]) -> list[str]:
@@ -148,11 +152,7 @@ def test_a_judge_that_cannot_answer_vouches_for_nothing(tmp_path: Path) -> None:
 
 
 def _node(root: Path, files: dict[str, str]) -> Path:
-    top = root / "node_modules"
-    for rel, text in files.items():
-        (top / rel).parent.mkdir(parents=True, exist_ok=True)
-        (top / rel).write_text(text)
-    return top
+    return _env(root, "node_modules", files)
 
 
 def _node_changes(root: Path, before: dict[str, tuple[str, str]]) -> list[str]:

@@ -462,16 +462,20 @@ def _config_broken(
 def _configured(root: StrPath, home: StrPath) -> tuple[Config | ConfigError | None, Profile]:
     """The project's configuration, loaded once for the whole call, and its profile: the
     configuration error instead when it is broken, None when loading failed otherwise (the
-    session's open then tries again and reports it), with an enforcing profile for both."""
+    session's open then tries again and reports it), with an enforcing profile for both.
+    Also None before the home exists (the first call): the open loads it again once it has
+    made the home, so that the validated configuration's cache is written there and later
+    calls do not validate it again."""
     try:
         from infomark.gates.config import load_config
 
+        existed = os.path.isdir(home)
         config = load_config(root, home)
     except ConfigError as exc:
         return exc, Profile.LEDGER
     except Exception:  # a broken config must not switch the gatekeeper off
         return None, Profile.LEDGER
-    return config, config.profile
+    return (config if existed else None), config.profile
 
 
 _where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
