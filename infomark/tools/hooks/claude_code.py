@@ -459,23 +459,14 @@ def _config_broken(
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
-def _configured(root: StrPath, home: StrPath) -> tuple[Config | ConfigError | None, Profile]:
-    """The project's configuration, loaded once for the whole call, and its profile: the
-    configuration error instead when it is broken, None when loading failed otherwise (the
-    session's open then tries again and reports it), with an enforcing profile for both.
-    Also None before the home exists (the first call): the open loads it again once it has
-    made the home, so that the validated configuration's cache is written there and later
-    calls do not validate it again."""
+def _profile(root: StrPath, home: StrPath) -> Profile:
+    """The configured profile; an enforcing one when the config cannot be read."""
     try:
         from infomark.gates.config import load_config
 
-        existed = os.path.isdir(home)
-        config = load_config(root, home)
-    except ConfigError as exc:
-        return exc, Profile.LEDGER
+        return load_config(root, home).profile
     except Exception:  # a broken config must not switch the gatekeeper off
-        return None, Profile.LEDGER
-    return (config if existed else None), config.profile
+        return Profile.LEDGER
 
 
 _where = hook_paths  # the forwarding hook shares it (tools/hooks/where.py)
@@ -599,9 +590,7 @@ def handle(
     that goes to the model with the answer.
     """
     home, root = _where(payload, home, root)
-    loaded: Config | ConfigError | None = None
-    if profile is None:
-        loaded, profile = _configured(root, home)
+    profile = profile or _profile(root, home)
     LAST_PROFILE[0] = profile
     if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
         why = detail or "expected a JSON object with a string hook_event_name"
@@ -622,7 +611,7 @@ def handle(
             _check_pooled(gk)
         else:
             sid = session if isinstance(session, str) and session else "claude"
-            gk, config_error = _open(home, sid, root, loaded)
+            gk, config_error = _open(home, sid, root)
             if config_error is None:
                 profile = LAST_PROFILE[0] = gk.config.profile
             check_key(gk.store.journal)
@@ -639,19 +628,14 @@ def handle(
                 gk.close()
 
 
-def _open(
-    home: StrPath, sid: str, root: StrPath, loaded: Config | ConfigError | None = None
-) -> tuple[Gatekeeper, ConfigError | None]:
+def _open(home: StrPath, sid: str, root: StrPath) -> tuple[Gatekeeper, ConfigError | None]:
     """A session of ``home`` to judge with, and the configuration error it runs despite: a
     broken config must not switch the gatekeeper off, so it judges with the defaults (and
-    :func:`_config_broken` denies every mutation until the file is fixed). ``loaded``: what
-    :func:`_configured` found (the configuration is not read a second time)."""
+    :func:`_config_broken` denies every mutation until the file is fixed)."""
     from infomark.gatekeeper import Gatekeeper
 
-    if isinstance(loaded, ConfigError):
-        return Gatekeeper.open(home, sid, root=root, config=Config()), loaded
     try:
-        return Gatekeeper.open(home, sid, root=root, config=loaded), None
+        return Gatekeeper.open(home, sid, root=root), None
     except ConfigError as exc:
         return Gatekeeper.open(home, sid, root=root, config=Config()), exc
 
