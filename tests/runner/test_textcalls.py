@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from infomark.tools.runner import AgentSpec, ModelSpec, Runner, ScriptedModelServer
@@ -105,9 +105,14 @@ def test_arguments_that_are_not_an_object_are_a_problem() -> None:
 _PROSE = st.text(
     alphabet=st.characters(blacklist_characters="`<{[", blacklist_categories=("Cs",)), max_size=40
 )
+#: text a call's arguments may hold that looks like the end of its block
+_MARKUP = st.sampled_from(["```", "\n```\n", "</tool_call>", "<tool_call>", "`"])
+_TEXT = st.one_of(
+    st.text(max_size=20), _MARKUP, st.builds(str.__add__, _MARKUP, st.text(max_size=8))
+)
 _ARGS = st.dictionaries(
-    st.text(min_size=1, max_size=8),
-    st.one_of(st.integers(), st.text(max_size=20), st.booleans(), st.none()),
+    st.one_of(st.text(min_size=1, max_size=8), _MARKUP),
+    st.one_of(st.integers(), _TEXT, st.booleans(), st.none()),
     max_size=3,
 )
 
@@ -120,6 +125,8 @@ _ARGS = st.dictionaries(
     before=_PROSE,
     after=_PROSE,
 )
+@example(name="bash", args={"```": None}, style="fence", before="", after="")  # found by CI
+@example(name="bash", args={"command": "echo </tool_call>"}, style="tag", before="", after="")
 def test_every_shape_round_trips(
     name: str, args: dict[str, object], style: str, before: str, after: str
 ) -> None:

@@ -16,6 +16,7 @@ model what is wrong (JSON's own message with line and column) instead of ending 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
@@ -25,6 +26,9 @@ _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FENCE = "```"
+#: a fence closes only where a line starts with it (after up to three spaces, as in
+#: CommonMark): three backticks inside the JSON (in a string: ``{"```": 1}``) do not close it
+_CLOSING = re.compile(r"^ {0,3}```", re.MULTILINE)
 _FENCE_LANGS = frozenset({"", "json", "tool_call", "tool", "javascript", "js"})
 
 
@@ -113,10 +117,25 @@ def _tags(text: str) -> Iterator[tuple[int, int, str]]:
     at = 0
     while (start := text.find(_OPEN, at)) != -1:
         body_at = start + len(_OPEN)
-        end = text.find(_CLOSE, body_at)
+        end = _tag_end(text, body_at)
         stop = len(text) if end == -1 else end + len(_CLOSE)
         yield start, stop, text[body_at : len(text) if end == -1 else end]
         at = stop
+
+
+def _tag_end(text: str, body_at: int) -> int:
+    """Where the tag opened before ``body_at`` closes: the first ``</tool_call>`` before which
+    the body is JSON (one inside a JSON string, ``{"command": "echo </tool_call>"}``, does not
+    close it), else the first one; -1 when there is none."""
+    first = end = text.find(_CLOSE, body_at)
+    while end != -1:
+        try:
+            json.loads(text[body_at:end])
+        except ValueError:
+            end = text.find(_CLOSE, end + len(_CLOSE))
+            continue
+        return end
+    return first
 
 
 def _fences(text: str) -> Iterator[tuple[int, int, str]]:
@@ -127,7 +146,8 @@ def _fences(text: str) -> Iterator[tuple[int, int, str]]:
         if line_end == -1:
             return
         lang = text[start + len(_FENCE) : line_end].strip().lower()
-        close = text.find(_FENCE, line_end + 1)
+        closing = _CLOSING.search(text, line_end + 1)
+        close = -1 if closing is None else closing.end() - len(_FENCE)
         stop = len(text) if close == -1 else close + len(_FENCE)
         if lang in _FENCE_LANGS:
             yield start, stop, text[line_end + 1 : len(text) if close == -1 else close]
@@ -137,28 +157,32 @@ def _fences(text: str) -> Iterator[tuple[int, int, str]]:
 def extract(text: str, tools: Collection[str]) -> TextCalls:
     """The tool calls written in ``text`` for the offered ``tools`` (see the module docstring).
 
-    Tags are read first, then fences; when neither holds a call, the whole reply may be one
-    bare JSON call. Never raises: what cannot be read is reported in ``problems``.
+    Fences are read first, then tags that do not overlap a fence that held a call (a
+    ``<tool_call>`` written inside a fenced call's JSON is text of that call, and a tag
+    wrapped around a fenced call is its wrapping); when neither holds a call, the whole reply
+    may be one bare JSON call (then a tag that only its text held is no problem). Never
+    raises: what cannot be read is reported in ``problems``.
     """
     calls: list[TextCall] = []
     problems: list[str] = []
     spans: list[tuple[int, int]] = []
-    for reader, tagged in ((_tags, True), (_fences, False)):
+    for reader, tagged in ((_fences, False), (_tags, True)):
         for start, stop, body in reader(text):
-            if any(s <= start < e for s, e in spans):
+            if any(s < stop and start < e for s, e in spans):
                 continue
             found, wrong = _calls_in(body.strip(), tools, tagged=tagged)
             if found or wrong:
                 spans.append((start, stop))
             calls += found
             problems += wrong
-    if not calls and not problems:
+    if not calls:  # the whole reply one JSON call: a tag seen inside it was text of the call
         stripped = text.strip()
         if stripped.startswith(("{", "[")):
             found, wrong = _calls_in(stripped, tools, tagged=False)
             if found:
                 return TextCalls(tuple(found), "", tuple(wrong))
-            problems += wrong
+            if not problems:
+                problems += wrong
     rest = text
     for start, stop in sorted(spans, reverse=True):
         rest = rest[:start] + rest[stop:]
