@@ -52,6 +52,8 @@ __all__ = [
     "FINGERPRINTED",
     "PYTHON_ENVS",
     "SETTLED",
+    "cache_mark",
+    "cache_marks",
     "caches",
     "diff",
     "faithful",
@@ -76,6 +78,22 @@ def caches(name: str, real: str) -> list[str]:
     exist: what the attested run must not see."""
     found = (os.path.join(real, c) for c in CACHES.get(name, ()))
     return [p for p in found if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def cache_marks(name: str, real: str) -> tuple[tuple[str, str | None], ...]:
+    """What each cache path of the environment is now: ``(path, "inode mode")`` or None when
+    nothing is there. The run hides the caches that were directories when it started; one
+    that appears, or is put in another's place, while it runs is not hidden from it, and is
+    not in the fingerprint either, so the run compares these marks again when it is over."""
+    return tuple((p, cache_mark(p)) for p in (os.path.join(real, c) for c in CACHES.get(name, ())))
+
+
+def cache_mark(path: str) -> str | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return f"{st.st_ino} {st.st_mode}"
 
 
 def listing(top: str, skip: tuple[str, ...] = ()) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
-from infomark.gates.envprint import PYTHON_ENVS, caches
+from infomark.gates.envprint import PYTHON_ENVS, cache_marks, caches
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -65,6 +65,7 @@ class Carry:
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
     environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
     caches: list[str] = field(default_factory=list)  # their caches, hidden from the run
+    cache_marks: list[tuple[str, str | None]] = field(default_factory=list)  # as they were
     #: the bytes of the regular files written into the copy that its byte-code fill reads
     #: (copy-relative path -> bytes, :func:`infomark.tools.attest.pycache.reads`): the fill
     #: takes them from here instead of walking the copy and reading each file again
@@ -333,6 +334,7 @@ def build(
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
             carry.environments.append(os.path.realpath(real))
             carry.caches += caches(name, os.path.realpath(real))
+            carry.cache_marks += cache_marks(name, os.path.realpath(real))
     _carry(root, dest, changed if carry_changes else {}, files, rule, carry)
     return carry, grading
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infomark.gates import baseline, project_baseline
+from infomark.gates import baseline, envprint, project_baseline
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import AttestRefusal, RejectReason, RunReason
 from infomark.ledger.calls import ToolOutcome
@@ -191,6 +191,23 @@ def _same_environment(gk: Gatekeeper, *, during: bool = False) -> None:
     )
 
 
+def _same_caches(carried: Carry) -> None:
+    """Refuse when an environment's cache (``node_modules/.vite`` …) appeared or was put in
+    another's place while the check ran: the run hid only the ones that were there when it
+    began, and the fingerprint leaves caches out, so such a one could have reached the run
+    unseen."""
+    moved = [p for p, mark in carried.cache_marks if envprint.cache_mark(p) != mark]
+    if not moved:
+        return
+    raise _Refused(
+        AttestRefusal.ENVIRONMENT_CHANGED,
+        f"an environment's cache changed while the check ran "
+        f"({AttestRefusal.ENVIRONMENT_CHANGED}): {', '.join(moved)} appeared or was replaced, "
+        "and the run could have read it; next step: leave the caches alone while an attested "
+        "check runs, and check again",
+    )
+
+
 def _run(
     gk: Gatekeeper,
     claim_id: str | None,
@@ -245,6 +262,7 @@ def _run(
         )
     if state.baseline.get("project"):
         _same_environment(gk, during=True)  # what ran is what was fingerprinted
+        _same_caches(carried)  # and what was hidden from it still is
     attestation = _attestation(claim_id, state.baseline.get("id"), done, grading, carried, judged)
     attestation["baseline_run"] = base.to_dict() if base is not None else None
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
