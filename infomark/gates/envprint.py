@@ -13,8 +13,9 @@ test runner itself lives there (jest, vitest, mocha and their reporters), so an 
 could grade itself like a ``.pth`` could. Its caches (:data:`CACHES`: ``.cache``, where
 babel-loader and others keep transformed code, and ``.vite``, vite's pre-bundled
 dependencies and vitest's results) are written by the agent's honest runs of its own tests:
-they are not listed, and the attested run does not see them (hidden in the sandbox, as
-``.pytest_cache`` is left out of the copy), so what they hold cannot reach the run.
+they are not listed, and the attested run does not see them (made empty where missing, then
+hidden in the sandbox, as ``.pytest_cache`` is left out of the copy; :func:`cache_marks` tells
+when one was swapped while the run ran), so what they hold cannot reach the run.
 
 **What an honest run changes is not a change.** Running the project's own tests writes byte
 code into an environment whose installer compiled none (``uv`` by default, ``pip
@@ -47,6 +48,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from infomark.kernel.contexts import suppress
+
 __all__ = [
     "CACHES",
     "FINGERPRINTED",
@@ -74,17 +77,27 @@ CACHES: dict[str, tuple[str, ...]] = {"node_modules": (".cache", ".vite")}
 
 
 def caches(name: str, real: str) -> list[str]:
-    """The cache directories of the environment ``name`` (at its real path ``real``) that
-    exist: what the attested run must not see."""
-    found = (os.path.join(real, c) for c in CACHES.get(name, ()))
-    return [p for p in found if os.path.isdir(p) and not os.path.islink(p)]
+    """The cache directories of the environment ``name`` (at its real path ``real``), made
+    (empty) where they are missing, so that the attested run can hide every one of them
+    (bubblewrap mounts an empty directory over each: it cannot make one inside the read-only
+    environment); those that are directories now: what the run must not see. An empty cache
+    directory is what a tool finds before its first run."""
+    out = []
+    for path in (os.path.join(real, c) for c in CACHES.get(name, ())):
+        with suppress(OSError):  # a read-only environment: nobody makes one there either
+            os.mkdir(path, 0o755)
+        if os.path.isdir(path) and not os.path.islink(path):
+            out.append(path)
+    return out
 
 
 def cache_marks(name: str, real: str) -> tuple[tuple[str, str | None], ...]:
-    """What each cache path of the environment is now: ``(path, "inode mode")`` or None when
-    nothing is there. The run hides the caches that were directories when it started; one
-    that appears, or is put in another's place, while it runs is not hidden from it, and is
-    not in the fingerprint either, so the run compares these marks again when it is over."""
+    """What each cache path of the environment is now: ``(path, "inode mode ctime")``, or
+    None when nothing is there. The run hides the caches that are directories when it
+    starts; a background process that removes or renames one while the run runs detaches
+    what hid it, and one put in its place reaches the run unhidden (the fingerprint leaves
+    caches out). Each of those moves the inode or the change time, which its owner cannot
+    set back, so the run compares these marks again when it is over."""
     return tuple((p, cache_mark(p)) for p in (os.path.join(real, c) for c in CACHES.get(name, ())))
 
 
@@ -93,7 +106,7 @@ def cache_mark(path: str) -> str | None:
         st = os.lstat(path)
     except OSError:
         return None
-    return f"{st.st_ino} {st.st_mode}"
+    return f"{st.st_ino} {st.st_mode} {st.st_ctime_ns}"
 
 
 def listing(top: str, skip: tuple[str, ...] = ()) -> str:

@@ -177,7 +177,8 @@ def test_node_modules_is_fingerprinted_but_its_caches_are_not(tmp_path: Path) ->
 def test_a_cache_name_deeper_down_or_a_link_under_a_cache_name_is_listed(tmp_path: Path) -> None:
     """Only the environment's own top-level cache directories are passed over: a package's
     ``.cache`` inside it is code like any other, and a symlink named ``.vite`` (to a folder
-    the agent writes) is an entry of the listing (and not hidden: it is no cache of ours)."""
+    the agent writes) is an entry of the listing (and not hidden: it is no cache of ours); a
+    missing cache is made, empty, so that the run can hide it."""
     top = _node(tmp_path, {"pkg/.cache/hook.js": "a\n"})
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -185,4 +186,5 @@ def test_a_cache_name_deeper_down_or_a_link_under_a_cache_name_is_listed(tmp_pat
     (top / "pkg" / ".cache" / "hook.js").write_text("b\n")
     (top / ".vite").symlink_to(elsewhere)
     assert _node_changes(tmp_path, before) == [".vite", "pkg/.cache/hook.js"]
-    assert envprint.caches("node_modules", str(top)) == []
+    assert envprint.caches("node_modules", str(top)) == [str(top / ".cache")]  # made, empty
+    assert (top / ".vite").is_symlink() and not list((top / ".cache").iterdir())

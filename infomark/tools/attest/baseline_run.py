@@ -151,6 +151,7 @@ def get(
             carried.sources,
             caches=carried.caches,
         )
+        carry.check_caches(carried)  # a cache that reached this run would be kept with it
     finally:
         carry.remove(scratch)
     report = done.report

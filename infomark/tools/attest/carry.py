@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
-from infomark.gates.envprint import PYTHON_ENVS, cache_marks, caches
+from infomark.gates.envprint import PYTHON_ENVS, cache_mark, cache_marks, caches
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -374,6 +374,27 @@ def _carry(
         _write(target, data, mode)
         _keep(carry.sources, rel, data, mode)
         carry.carried[rel] = "sha256:" + sha256(data).hexdigest()
+
+
+class CachesMoved(UserError):
+    """An environment's cache appeared, or was put in another's place, while a run ran: the
+    run hid only the ones there when it began, so what it read is not vouched for."""
+
+    def __init__(self, moved: list[str]) -> None:
+        super().__init__(
+            f"an environment's cache changed while the check ran: {', '.join(moved)} appeared "
+            "or was replaced, and the run could have read it; next step: leave the caches "
+            "alone while an attested check runs, and check again"
+        )
+        self.moved = moved
+
+
+def check_caches(carried: Carry) -> None:
+    """Raise :class:`CachesMoved` when a cache path of the environments linked into the run
+    is not what it was when the copy was built (:func:`infomark.gates.envprint.cache_marks`)."""
+    moved = [p for p, mark in carried.cache_marks if cache_mark(p) != mark]
+    if moved:
+        raise CachesMoved(moved)
 
 
 _NEW_ENV = (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infomark.gates import baseline, envprint, project_baseline
+from infomark.gates import baseline, project_baseline
 from infomark.kernel.errors import InfomarkError, UserError
 from infomark.kernel.reasons import AttestRefusal, RejectReason, RunReason
 from infomark.ledger.calls import ToolOutcome
@@ -160,6 +160,11 @@ def _attested(gk: Gatekeeper, claim_id: str | None, oracle: str, what: str) -> C
         return _run(gk, claim_id, oracle, manifest, cfg, scratch)
     except _Refused as exc:  # the environment changed while the check ran
         return CheckResult(f"the attested run of {what} does not count: {exc}", refused=exc.refusal)
+    except carry.CachesMoved as exc:  # this run's, or the baseline's run's
+        code = AttestRefusal.ENVIRONMENT_CHANGED
+        return CheckResult(
+            f"the attested run of {what} does not count ({code}): {exc}", refused=code
+        )
     except InfomarkError as exc:
         return CheckResult(f"no attested run of {what}: {exc}")
     finally:
@@ -188,23 +193,6 @@ def _same_environment(gk: Gatekeeper, *, during: bool = False) -> None:
         f"{shown}; an environment runs in the attested run before infomark's checks, so "
         "a change there could grade itself; next step: the user looks at it and accepts "
         f"the tree as it is now with `{project_baseline.ACCEPT}`",
-    )
-
-
-def _same_caches(carried: Carry) -> None:
-    """Refuse when an environment's cache (``node_modules/.vite`` …) appeared or was put in
-    another's place while the check ran: the run hid only the ones that were there when it
-    began, and the fingerprint leaves caches out, so such a one could have reached the run
-    unseen."""
-    moved = [p for p, mark in carried.cache_marks if envprint.cache_mark(p) != mark]
-    if not moved:
-        return
-    raise _Refused(
-        AttestRefusal.ENVIRONMENT_CHANGED,
-        f"an environment's cache changed while the check ran "
-        f"({AttestRefusal.ENVIRONMENT_CHANGED}): {', '.join(moved)} appeared or was replaced, "
-        "and the run could have read it; next step: leave the caches alone while an attested "
-        "check runs, and check again",
     )
 
 
@@ -262,7 +250,7 @@ def _run(
         )
     if state.baseline.get("project"):
         _same_environment(gk, during=True)  # what ran is what was fingerprinted
-        _same_caches(carried)  # and what was hidden from it still is
+        carry.check_caches(carried)  # and what was hidden from it still is
     attestation = _attestation(claim_id, state.baseline.get("id"), done, grading, carried, judged)
     attestation["baseline_run"] = base.to_dict() if base is not None else None
     result = ToolOutcome(ran.stdout + ran.stderr, exit_code=ran.exit_code)
