@@ -9,6 +9,7 @@ pooled check must fail wherever the cold hook's full check fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -378,3 +379,38 @@ def test_siblings_interleaved_with_outside_commits(steps: list[str], edit: str) 
         finally:
             a.close()
             b.close()
+
+
+def test_an_outside_rewrite_between_the_checks_two_reads_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check reads this connection's ``data_version``, then asks the gate for its count of
+    outside commits. Another process rewrites a verified row between the two reads (nothing
+    else committed since the last check): the count takes that commit in, the
+    ``data_version`` read before it does not. Neither read alone may then vouch for the rows:
+    the rewrite is caught at the latest by the next check, and keeps being caught."""
+    from infomark.ledger.store.group_commit import WriteGate
+
+    a, b = _siblings(tmp_path, 2)
+    db = tmp_path / ".infomark" / "ledger.db"
+    try:
+        _grow(a, 5)
+        memo = check_tail(a.store.journal, a.session)
+        memo = check_tail(a.store.journal, a.session, memo)  # nothing committed since
+        real = WriteGate.foreign_commits
+        sql = "UPDATE events SET payload = payload || ' ' WHERE session = ? AND seq = ?"
+
+        def raced(gate: WriteGate) -> int:
+            _other_process(db, (sql, (a.session, 2)))
+            return real(gate)
+
+        monkeypatch.setattr(WriteGate, "foreign_commits", raced)
+        with contextlib.suppress(TailRewrittenError):  # caught at once, or by the next
+            memo = check_tail(a.store.journal, a.session, memo)
+        monkeypatch.setattr(WriteGate, "foreign_commits", real)
+        for _ in range(2):
+            with pytest.raises(TailRewrittenError):
+                check_tail(a.store.journal, a.session, memo)
+    finally:
+        a.close()
+        b.close()

@@ -166,9 +166,10 @@ def check_tail(journal: Any, session: str, memo: TailMemo | None = None) -> Tail
     the rows it verified before are compared with what is stored now, byte for byte, unless
     SQLite's ``data_version`` says no other connection has committed since (this handle
     never rewrites a row, so nothing it verified can have changed) or, under the HTTP
-    service's group commit, the process's write gate says every commit since was one of its
-    own sessions' appends (:meth:`~infomark.ledger.store.journal.Journal.foreign_commits`:
-    a commit by another process or another connection always moves that count). A verified row that
+    service's group commit (instead of ``data_version``), the process's write gate says
+    every commit since was one of its own sessions' appends
+    (:meth:`~infomark.ledger.store.journal.Journal.foreign_commits`: a commit by another
+    process or another connection always moves that count). A verified row that
     changed or went missing, or a head behind it, raises :class:`TailRewrittenError`, and
     keeps raising: the memo is not replaced by a failed check. A new snapshot starts a
     full check (once per snapshot interval), which must still hold every verified row that
@@ -184,9 +185,12 @@ def check_tail(journal: Any, session: str, memo: TailMemo | None = None) -> Tail
         fresh = _full_check(journal, session, version, foreign)
         _still_there(memo, fresh)
         return fresh
-    if version is not None and (
-        version == memo.version or (foreign is not None and foreign == memo.foreign)
-    ):
+    # Either signal alone vouches for the rows verified, never the two mixed: they are read
+    # at different moments, and an outside commit between them would be in one memo's count
+    # and not its data_version (tests/security/test_pooled_tail.py). Under the write gate its
+    # count alone; without it, data_version.
+    same = version == memo.version if foreign is None else foreign == memo.foreign
+    if version is not None and same:
         # No other connection committed since, or only this process's own sessions (which
         # append, never rewrite): of the rows verified, re-read the last one
         known = memo.rows[-1:]
