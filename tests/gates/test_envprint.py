@@ -171,6 +171,16 @@ def test_node_modules_is_fingerprinted_but_its_caches_are_not(tmp_path: Path) ->
     assert _node_changes(tmp_path, before) == []
     (top / "jest-circus" / "build" / "run.js").write_text("pass()\n")  # the runner: a change
     assert _node_changes(tmp_path, before) == ["jest-circus/build/run.js"]
+    # the caches are two names; a cache of any other name (a tool's, or the agent's own
+    # hiding place) is listed like any entry: the names only spare honest runs, they never
+    # let anything reach the run unlisted
+    (top / ".vitest").mkdir()
+    (top / ".vitest" / "results.json").write_text("{}")
+    assert _node_changes(tmp_path, before) == [
+        ".vitest",
+        ".vitest/results.json",
+        "jest-circus/build/run.js",
+    ]
     assert envprint.caches("node_modules", str(top)) == [str(top / ".cache"), str(top / ".vite")]
 
 

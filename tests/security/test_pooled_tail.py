@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,13 +239,30 @@ def test_the_pooled_check_fails_wherever_the_cold_check_fails(
 # moment, still does.
 
 
-def _siblings(root: Path, n: int) -> list[Gatekeeper]:
-    out = []
-    for i in range(n):
-        gk = Gatekeeper.open(root / ".infomark", f"sib{i}", root=root)
-        assert gk.store.journal.group_commits()
-        out.append(gk)
-    return out
+@contextlib.contextmanager
+def _siblings(root: Path) -> Iterator[tuple[Gatekeeper, Gatekeeper]]:
+    """Two pooled sessions of one home under the process's write gate."""
+    a, b = (Gatekeeper.open(root / ".infomark", f"sib{i}", root=root) for i in range(2))
+    try:
+        assert a.store.journal.group_commits() and b.store.journal.group_commits()
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+_APPEND_SPACE = "UPDATE events SET payload = payload || ' ' WHERE session = ? AND seq = ?"
+
+
+def _rewrite_from_outside(gk: Gatekeeper, seq: int) -> None:
+    """Another process edits row ``seq`` of ``gk``'s session (its payload, one space more)."""
+    _other_process(gk.home / "ledger.db", (_APPEND_SPACE, (gk.session, seq)))
+
+
+def _caught_from_now_on(gk: Gatekeeper, memo: TailMemo) -> None:
+    for _ in range(2):  # and again: a failed check does not replace the memo
+        with pytest.raises(TailRewrittenError):
+            check_tail(gk.store.journal, gk.session, memo)
 
 
 def _full_comparisons(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -266,8 +284,7 @@ def _full_comparisons(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_siblings_commits_do_not_force_a_full_comparison(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = _siblings(tmp_path, 2)
-    try:
+    with _siblings(tmp_path) as (a, b):
         _grow(a, 5)
         memo = check_tail(a.store.journal, a.session)
         full = _full_comparisons(monkeypatch)
@@ -277,36 +294,25 @@ def test_a_siblings_commits_do_not_force_a_full_comparison(
             memo = check_tail(a.store.journal, a.session, memo)
         assert full == []
         assert memo.last == a.store.journal.last_seq(a.session)
-    finally:
-        a.close()
-        b.close()
 
 
 @pytest.mark.parametrize("who", ["another process", "an ungated connection of this process"])
 def test_a_commit_from_outside_the_gate_forces_it_and_a_rewrite_is_caught(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, who: str
 ) -> None:
-    a, b = _siblings(tmp_path, 2)
-    db = tmp_path / ".infomark" / "ledger.db"
-    try:
+    with _siblings(tmp_path) as (a, b):
         _grow(a, 5)
         memo = check_tail(a.store.journal, a.session)
         full = _full_comparisons(monkeypatch)
         _grow(b, 1)
-        sql = "UPDATE events SET ts = '2020-01-01' WHERE session = ? AND seq = ?"
         if who == "another process":
-            _other_process(db, (sql, (a.session, 2)))
+            _rewrite_from_outside(a, 2)
         else:
-            with sqlite3.connect(db) as conn:
-                conn.execute(sql, (a.session, 2))
+            with sqlite3.connect(a.home / "ledger.db") as conn:
+                conn.execute(_APPEND_SPACE, (a.session, 2))
         _grow(b, 1)  # a sibling's commit after it: the outside one is still counted
-        for _ in range(2):
-            with pytest.raises(TailRewrittenError):
-                check_tail(a.store.journal, a.session, memo)
+        _caught_from_now_on(a, memo)
         assert full, "the outside commit did not force a comparison of every verified row"
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_rewrite_that_lands_right_after_a_siblings_commit_is_caught(
@@ -317,27 +323,19 @@ def test_a_rewrite_that_lands_right_after_a_siblings_commit_is_caught(
     ``data_version`` moved, so the commit is counted as foreign all the same."""
     from infomark.ledger.store.group_commit import WriteGate
 
-    a, b = _siblings(tmp_path, 2)
-    db = tmp_path / ".infomark" / "ledger.db"
-    try:
+    with _siblings(tmp_path) as (a, b):
         _grow(a, 5)
         memo = check_tail(a.store.journal, a.session)
         real = WriteGate.ended
-        sql = "UPDATE events SET payload = payload || ' ' WHERE session = ? AND seq = ?"
 
         def raced(gate: WriteGate, conn: sqlite3.Connection, version: int | None) -> None:
-            _other_process(db, (sql, (a.session, 3)))
+            _rewrite_from_outside(a, 3)
             real(gate, conn, version)
 
         monkeypatch.setattr(WriteGate, "ended", raced)
         _grow(b, 1)
         monkeypatch.setattr(WriteGate, "ended", real)
-        for _ in range(2):
-            with pytest.raises(TailRewrittenError):
-                check_tail(a.store.journal, a.session, memo)
-    finally:
-        a.close()
-        b.close()
+        _caught_from_now_on(a, memo)
 
 
 @settings(max_examples=25, deadline=None)
@@ -353,9 +351,8 @@ def test_siblings_interleaved_with_outside_commits(steps: list[str], edit: str) 
     is edited, every later check raises; without an edit every check passes."""
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        a, b = _siblings(root, 2)
         db = root / ".infomark" / "ledger.db"
-        try:
+        with _siblings(root) as (a, b):
             _grow(a, 3)
             memo = check_tail(a.store.journal, a.session)
             edited = False
@@ -376,9 +373,6 @@ def test_siblings_interleaved_with_outside_commits(steps: list[str], edit: str) 
                             check_tail(a.store.journal, a.session, memo)
                     else:
                         memo = check_tail(a.store.journal, a.session, memo)
-        finally:
-            a.close()
-            b.close()
 
 
 def test_an_outside_rewrite_between_the_checks_two_reads_is_caught(
@@ -391,26 +385,18 @@ def test_an_outside_rewrite_between_the_checks_two_reads_is_caught(
     the rewrite is caught at the latest by the next check, and keeps being caught."""
     from infomark.ledger.store.group_commit import WriteGate
 
-    a, b = _siblings(tmp_path, 2)
-    db = tmp_path / ".infomark" / "ledger.db"
-    try:
+    with _siblings(tmp_path) as (a, _b):
         _grow(a, 5)
         memo = check_tail(a.store.journal, a.session)
         memo = check_tail(a.store.journal, a.session, memo)  # nothing committed since
         real = WriteGate.foreign_commits
-        sql = "UPDATE events SET payload = payload || ' ' WHERE session = ? AND seq = ?"
 
         def raced(gate: WriteGate) -> int:
-            _other_process(db, (sql, (a.session, 2)))
+            _rewrite_from_outside(a, 2)
             return real(gate)
 
         monkeypatch.setattr(WriteGate, "foreign_commits", raced)
         with contextlib.suppress(TailRewrittenError):  # caught at once, or by the next
             memo = check_tail(a.store.journal, a.session, memo)
         monkeypatch.setattr(WriteGate, "foreign_commits", real)
-        for _ in range(2):
-            with pytest.raises(TailRewrittenError):
-                check_tail(a.store.journal, a.session, memo)
-    finally:
-        a.close()
-        b.close()
+        _caught_from_now_on(a, memo)
