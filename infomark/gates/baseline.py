@@ -300,8 +300,7 @@ def _project_payload(ledger: Ledger, required: bool) -> dict[str, Any]:
     found = project_baseline.load(ledger)
     if found is None:
         payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
-        payload["environments"] = environments(ledger)
-        payload["environments_checked"] = list(envprint.FINGERPRINTED)
+        payload |= _environment_fields(ledger)
         state = ledger.state
         late = bool(state.first_modify_seq or (required and state.recorded_calls))
         found = project_baseline.record(ledger, payload, late=late)
@@ -312,8 +311,7 @@ def accept(ledger: Ledger, *, by: str, note: str) -> str:
     """The user accepts the tree as it is now as the project's baseline (this session's
     too); returns its id. Raises :class:`UserError` when the tree cannot be recorded."""
     payload, _ = capture(ledger.root_dir, ledger.home_dir, ledger.blobs.put)
-    payload["environments"] = environments(ledger)
-    payload["environments_checked"] = list(envprint.FINGERPRINTED)
+    payload |= _environment_fields(ledger)
     with ledger.transaction():
         project_baseline.accept(ledger, payload)
         ledger.emit(
@@ -321,6 +319,12 @@ def accept(ledger: Ledger, *, by: str, note: str) -> str:
             {**payload, "project": True, "late": False, "origin": by, "note": note[:500]},
         )
     return str(payload["id"])
+
+
+def _environment_fields(ledger: Ledger) -> dict[str, Any]:
+    """A baseline's environment fields: the fingerprints, and the names it looked for."""
+    return {"environments": environments(ledger),
+            "environments_checked": list(envprint.FINGERPRINTED)}  # fmt: skip
 
 
 def environments(ledger: Ledger) -> dict[str, list[str]]:

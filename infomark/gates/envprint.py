@@ -14,7 +14,7 @@ could grade itself like a ``.pth`` could. Its caches (:data:`CACHES`: ``.cache``
 babel-loader and others keep transformed code, and ``.vite``, vite's pre-bundled
 dependencies and vitest's results) are written by the agent's honest runs of its own tests:
 they are not listed, and the attested run does not see them (made empty where missing, then
-hidden in the sandbox, as ``.pytest_cache`` is left out of the copy; :func:`cache_marks` tells
+hidden in the sandbox, as ``.pytest_cache`` is left out of the copy; :func:`ready_caches` tells
 when one was swapped while the run ran), so what they hold cannot reach the run.
 
 **What an honest run changes is not a change.** Running the project's own tests writes byte
@@ -46,7 +46,7 @@ import re
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from infomark.kernel.contexts import suppress
 
@@ -55,13 +55,14 @@ __all__ = [
     "FINGERPRINTED",
     "PYTHON_ENVS",
     "SETTLED",
+    "CacheMark",
     "cache_mark",
-    "cache_marks",
-    "caches",
     "diff",
     "faithful",
     "fingerprint",
+    "hidden",
     "listing",
+    "ready_caches",
 ]
 
 #: the environment directories (of :data:`infomark.tools.attest.carry.ENVIRONMENTS`) that
@@ -72,41 +73,44 @@ PYTHON_ENVS = (".venv", "venv", ".tox", ".nox")
 FINGERPRINTED = ("node_modules", *PYTHON_ENVS)
 
 #: directories at the top of an environment that are caches its tools write on every run:
-#: not fingerprinted, and hidden from the attested run (:func:`caches`)
+#: not fingerprinted, and hidden from the attested run (:func:`ready_caches`)
 CACHES: dict[str, tuple[str, ...]] = {"node_modules": (".cache", ".vite")}
 
 
-def caches(name: str, real: str) -> list[str]:
-    """The cache directories of the environment ``name`` (at its real path ``real``), made
-    (empty) where they are missing, so that the attested run can hide every one of them
-    (bubblewrap mounts an empty directory over each: it cannot make one inside the read-only
-    environment); those that are directories now: what the run must not see. An empty cache
-    directory is what a tool finds before its first run."""
+#: what is at a cache path: ``(inode, mode, change time in ns)``, or None for nothing
+CacheMark = tuple[int, int, int] | None
+
+
+def ready_caches(name: str, real: str) -> tuple[tuple[str, CacheMark], ...]:
+    """The cache paths of the environment ``name`` (at its real path ``real``) and what is at
+    each (:func:`cache_mark`), once the missing ones are made (empty directories), so that
+    the attested run can hide every one (bubblewrap mounts an empty directory over each: it
+    cannot make one inside the read-only environment). An empty cache directory is what a
+    tool finds before its first run.
+
+    A background process that removes or renames a hidden cache while the run runs
+    detaches what hid it, and one put in its place reaches the run unhidden (the
+    fingerprint leaves caches out). Each of those moves the inode or the change time, which
+    its owner cannot set back, so the run compares the marks again when it is over."""
     out = []
     for path in (os.path.join(real, c) for c in CACHES.get(name, ())):
         with suppress(OSError):  # a read-only environment: nobody makes one there either
             os.mkdir(path, 0o755)
-        if os.path.isdir(path) and not os.path.islink(path):
-            out.append(path)
-    return out
+        out.append((path, cache_mark(path)))
+    return tuple(out)
 
 
-def cache_marks(name: str, real: str) -> tuple[tuple[str, str | None], ...]:
-    """What each cache path of the environment is now: ``(path, "inode mode ctime")``, or
-    None when nothing is there. The run hides the caches that are directories when it
-    starts; a background process that removes or renames one while the run runs detaches
-    what hid it, and one put in its place reaches the run unhidden (the fingerprint leaves
-    caches out). Each of those moves the inode or the change time, which its owner cannot
-    set back, so the run compares these marks again when it is over."""
-    return tuple((p, cache_mark(p)) for p in (os.path.join(real, c) for c in CACHES.get(name, ())))
-
-
-def cache_mark(path: str) -> str | None:
+def cache_mark(path: str) -> CacheMark:
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return f"{st.st_ino} {st.st_mode} {st.st_ctime_ns}"
+    return st.st_ino, st.st_mode, st.st_ctime_ns
+
+
+def hidden(marks: Sequence[tuple[str, CacheMark]]) -> list[str]:
+    """The cache paths of ``marks`` that were directories (not links): what the run hides."""
+    return [p for p, mark in marks if mark is not None and stat.S_ISDIR(mark[1])]
 
 
 def listing(top: str, skip: tuple[str, ...] = ()) -> str:

@@ -333,17 +333,17 @@ class Journal(BaseJournal):
         and a durable commit returns after the shared fsync, taken after the lock."""
         if not gate.lock.acquire(timeout=_RETRIES * _BUSY_MS / 1000):
             raise self._busy_error(TimeoutError("the process's write lock"))
-        looked: list[int | None] = []  # this connection's data_version, once SQLite's lock is held
+        began, version = False, None  # the gate looked, with SQLite's lock held (and saw this)
         try:
             changes = self._db.total_changes
             with self._transaction() as conn:
-                looked.append(gate.begun(self._db))
+                version, began = gate.begun(self._db), True
                 yield conn
             ticket = gate.committed() if self._db.total_changes != changes else 0
         finally:
             try:
-                if looked:
-                    gate.ended(self._db, looked[0])
+                if began:
+                    gate.ended(self._db, version)
             finally:
                 gate.lock.release()
         if relaxed and not self._sync_after:

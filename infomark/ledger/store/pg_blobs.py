@@ -15,8 +15,7 @@ __all__ = ["PgBlobStore"]
 _STORED = "SELECT 1 FROM blobs WHERE digest = ? AND size = ?"
 _UPSERT = (
     "INSERT INTO blobs(digest, size, data) VALUES (?, ?, ?) ON CONFLICT (digest) DO UPDATE "
-    "SET size = excluded.size, data = excluded.data WHERE blobs.data <> excluded.data "
-    "OR blobs.size <> excluded.size"
+    "SET size = excluded.size, data = excluded.data WHERE blobs.data <> excluded.data"
 )
 
 

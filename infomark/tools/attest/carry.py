@@ -10,7 +10,7 @@ baseline recorded (``../pytest.ini``, ``../conftest.py``:
 :func:`infomark.tools.attest.sandboxed.copy_dir` places deep enough for them; nothing else exists
 above it. Directories that hold an environment (``.venv``, ``node_modules`` …) are linked to
 their real place, which the sandbox keeps read-only (their caches hidden:
-:func:`infomark.gates.envprint.caches`); an environment the project's baseline looked for and
+:func:`infomark.gates.envprint.ready_caches`); an environment the project's baseline looked for and
 did not find (:mod:`infomark.gates.envprint`: created after it) is not.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infomark.gates.baseline import ENV_DIRS, git, git_blob_id, walk_files
-from infomark.gates.envprint import PYTHON_ENVS, cache_mark, cache_marks, caches
+from infomark.gates.envprint import PYTHON_ENVS, CacheMark, cache_mark, hidden, ready_caches
 from infomark.gates.grading import CONFIG_NAMES, DEFAULT_TEST_GLOBS
 from infomark.gates.surface import GradingSurface, SourceSet, discover, glob_match, source_set
 from infomark.kernel.digest import sha256
@@ -64,12 +64,17 @@ class Carry:
     carried: dict[str, str] = field(default_factory=dict)  # path -> digest (or "deleted")
     left_out: dict[str, str] = field(default_factory=dict)  # path -> why it was not carried
     environments: list[str] = field(default_factory=list)  # env dirs linked in (real paths)
-    caches: list[str] = field(default_factory=list)  # their caches, hidden from the run
-    cache_marks: list[tuple[str, str | None]] = field(default_factory=list)  # as they were
+    #: their caches' paths and what was at each when the copy was built (ready_caches)
+    cache_marks: list[tuple[str, CacheMark]] = field(default_factory=list)
     #: the bytes of the regular files written into the copy that its byte-code fill reads
     #: (copy-relative path -> bytes, :func:`infomark.tools.attest.pycache.reads`): the fill
     #: takes them from here instead of walking the copy and reading each file again
     sources: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def caches(self) -> list[str]:
+        """The environments' caches the run hides."""
+        return hidden(self.cache_marks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"carried": dict(self.carried), "left_out": dict(self.left_out)}
@@ -333,8 +338,7 @@ def build(
                 continue
             os.symlink(os.path.realpath(real), os.path.join(dest, name))
             carry.environments.append(os.path.realpath(real))
-            carry.caches += caches(name, os.path.realpath(real))
-            carry.cache_marks += cache_marks(name, os.path.realpath(real))
+            carry.cache_marks += ready_caches(name, os.path.realpath(real))
     _carry(root, dest, changed if carry_changes else {}, files, rule, carry)
     return carry, grading
 
@@ -377,21 +381,22 @@ def _carry(
 
 
 class CachesMoved(UserError):
-    """An environment's cache appeared, or was put in another's place, while a run ran: the
-    run hid only the ones there when it began, so what it read is not vouched for."""
+    """An environment's cache moved while a run ran (:func:`infomark.gates.envprint.
+    ready_caches`): what the run read is not vouched for."""
 
     def __init__(self, moved: list[str]) -> None:
         super().__init__(
-            f"an environment's cache changed while the check ran: {', '.join(moved)} appeared "
-            "or was replaced, and the run could have read it; next step: leave the caches "
-            "alone while an attested check runs, and check again"
+            f"an environment's cache changed while the check ran: {', '.join(moved)} was "
+            "made, removed, renamed or replaced, so the run could have read what was put "
+            "there; next step: leave the caches alone while an attested check runs, and "
+            "check again"
         )
         self.moved = moved
 
 
 def check_caches(carried: Carry) -> None:
     """Raise :class:`CachesMoved` when a cache path of the environments linked into the run
-    is not what it was when the copy was built (:func:`infomark.gates.envprint.cache_marks`)."""
+    is not what it was when the copy was built (:func:`infomark.gates.envprint.ready_caches`)."""
     moved = [p for p, mark in carried.cache_marks if cache_mark(p) != mark]
     if moved:
         raise CachesMoved(moved)
