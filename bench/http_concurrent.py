@@ -64,10 +64,12 @@ from pathlib import Path
 import httpx
 
 from infomark.ledger.init import ensure_token
+from infomark.tools.hooks import forward
 from infomark.tools.serve import READY_PREFIX
 
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", "3"))
 RAW = False  # --raw: the light client (_RawPost) instead of httpx
+FORWARD = False  # --forward: the forwarding hook's own post (_ForwardPost), a connection a call
 WORKERS = "1"  # infomark serve --workers (--workers N, or --workers-vs N: 1 and N alternated)
 ROUNDS = 60  # per client and run: 3 requests each
 WARMUP = 5
@@ -142,7 +144,8 @@ def _client(
         return data
 
     pace = random.Random(sid)  # the same pauses in every run
-    post = _RawPost(url, token) if RAW else _HttpxPost(url, token)
+    post = (_ForwardPost(url, token, d) if FORWARD else _RawPost(url, token) if RAW
+            else _HttpxPost(url, token))  # fmt: skip
     try:
         go.wait()
         for i in range(WARMUP + ROUNDS):
@@ -219,6 +222,24 @@ class _RawPost:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class _ForwardPost:
+    """What the installed hook does (``infomark hook claude-code --url``,
+    :func:`infomark.tools.hooks.forward._post`): one connection per call, ``Connection:
+    close``, the answer read to its end (``--forward``; with ``serve --workers`` the
+    listener hands each call to the least busy worker, where a kept-alive client stays with
+    one)."""
+
+    def __init__(self, url: str, token: str, root: str) -> None:
+        self.url, self.token, self.root = url, token, root
+
+    def __call__(self, data: bytes) -> tuple[int, str]:
+        answer = forward._post(self.url, data, self.token, self.root)  # raises unless 2xx
+        return 200, json.dumps(answer)
+
+    def close(self) -> None:
+        """Nothing stays open between calls."""
 
 
 def _strace_counts(path: Path) -> dict[str, int]:
@@ -365,9 +386,10 @@ def main(argv: list[str]) -> int:
         raise SystemExit("--icount counts one process: use it with one worker")
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS, THINK_MS, RAW, KEEP_DUMPS
+    global ROUNDS, THINK_MS, RAW, FORWARD, KEEP_DUMPS
     KEEP_DUMPS = argv[argv.index("--keep-dumps") + 1] if "--keep-dumps" in argv else ""
     RAW = "--raw" in argv
+    FORWARD = "--forward" in argv
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
     THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS
     profile = argv[argv.index("--profile") + 1] if "--profile" in argv else ""

@@ -493,11 +493,17 @@ class Gatekeeper(Closing):
         """
         grading_flow.approve_path(self._ledger, self.config, path, by=by, note=note)
 
+    @property
+    def baseline_pending(self) -> bool:
+        """Whether the session's next action takes its baseline (attested runs are required
+        and none is recorded): a copy of the project, which can take seconds."""
+        return self.config.attest_required and not self._ledger.state.baseline
+
     def record_baseline(self) -> None:
         """Record the session's baseline now (the project's, taken now if infomark never saw
         the project) when attested runs are required: the host's session start, the earliest
         point, before any action; the first action does it otherwise."""
-        if self.config.attest_required and not self._ledger.state.baseline:
+        if self.baseline_pending:
             from infomark.gates import baseline
 
             baseline.ensure(self._ledger, required=True)

@@ -40,6 +40,7 @@ from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
 from infomark.ledger.home import ensure_private_dir
 from infomark.ledger.init import ensure_token
+from infomark.ledger.store.blobs import SMALL
 from infomark.ledger.store.select import pick_store, resolve_store
 from infomark.tools.api_models import (
     ApproveRequest,
@@ -76,6 +77,7 @@ from infomark.tools.api_models import (
     TurnRequest,
 )
 from infomark.tools.checkpointer import Checkpointer
+from infomark.tools.hooks.check_call import check_target
 from infomark.tools.hooks.claude_code import handle as handle_hook
 from infomark.tools.hooks.sandboxed import WARNED_CURSOR, AgentSandbox, warning
 from infomark.tools.openapi import main as _openapi_main
@@ -151,6 +153,31 @@ def _hook_root(project: str | None, payload: Any, default: Path) -> Path:
         if os.path.isabs(value) and os.path.isdir(value):
             return Path(os.path.realpath(value))
     return default
+
+
+_SHORT_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+
+
+def _short_hook_call(event: str, payload: dict[str, Any], size: int) -> bool:
+    """Whether a hook call is one of the few-millisecond kind the pool may run on the event
+    loop (:meth:`SessionPool.run`'s ``short``): a PreToolUse or PostToolUse whose body is no
+    larger than a tool output stored as a row (a larger one is hashed and written as a file,
+    with an fsync), other than ``infomark check`` (an attested run: minutes). The finish, a
+    session's start and everything else run in the lane's threads."""
+    if event not in _SHORT_EVENTS or size > SMALL:
+        return False
+    tool, tool_input = payload.get("tool_name"), payload.get("tool_input")
+    if isinstance(tool, str) and isinstance(tool_input, dict):
+        return check_target(tool, tool_input) is None
+    return True
+
+
+def _small(request: Request) -> bool:
+    """Whether an API call (classify, authorize, record) is short in the sense of
+    :func:`_short_hook_call`: its body, by its ``Content-Length``, no larger than a tool
+    output stored as a row. A chunked body (no length) runs in the lane's threads."""
+    length = request.headers.get("content-length", "")
+    return length.isascii() and length.isdigit() and int(length) <= SMALL
 
 
 HTTP_HOST = "http"
@@ -263,7 +290,7 @@ class _Service:
         body = await read_model(request, ClassifyRequest, self.limit)
         call = body.call()
         cls_, families, reasons = await self.pool.run(
-            s, lambda gk: gk.classify(call, body.tool_class)
+            s, lambda gk: gk.classify(call, body.tool_class), short=_small(request)
         )
         data = {"tool_class": cls_, "families": list(families), "reasons": list(reasons)}
         return checked(ClassifyOut, data)
@@ -280,7 +307,7 @@ class _Service:
                 out["instructions"] = "\n\n".join(t for t in (said, out["instructions"]) if t)
             return out
 
-        return checked(DecisionOut, await self.pool.run(s, go))
+        return checked(DecisionOut, await self.pool.run(s, go, short=_small(request)))
 
     async def record(self, request: Request) -> Response:
         s = path_session(request)
@@ -300,7 +327,7 @@ class _Service:
             text = "\n\n".join(t for t in (said, text) if t)
             return {**evidence_body(evidence), "instructions": text}
 
-        return checked(RecordOut, await self.pool.run(s, go))
+        return checked(RecordOut, await self.pool.run(s, go, short=_small(request)))
 
     async def evidence(self, request: Request) -> Response:
         s = path_session(request)
@@ -512,7 +539,8 @@ class _Service:
                     profile=config.profile if error is None else Profile.LEDGER,
                 )
 
-            answer = await pool.run(str(sid), go, root=root, config=config)
+            short = _short_hook_call(event, payload, len(raw))
+            answer = await pool.run(str(sid), go, root=root, config=config, short=short)
         return json_body(
             hook_http_body(payload, answer.stdout, int(answer.exit_code), str(answer.stderr))
         )

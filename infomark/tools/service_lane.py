@@ -30,11 +30,23 @@ before (``Lane(lease=None)``).
 
 Each session's own calls are already in arrival order (the pool's per-session queue); the
 lane orders calls of different sessions, first come first served.
+
+**A short call skips the thread.** Handing a call to a worker thread and back (a queue, a
+wake-up, the answer posted back to the loop, and the GIL passed between the loop and the
+worker whenever another client's bytes arrive meanwhile) was about a quarter of the
+service's CPU under three clients. So when the lane is :meth:`Lane.idle` (no holder, and no
+call of :meth:`Lane.run` still running in a thread, passed over or not: counted by the
+thread itself, so a call whose waiter was cancelled counts until it ends), the pool runs a
+call its caller says is short on the event loop's own thread
+(:meth:`~infomark.tools.service_pool.SessionPool.run`); nothing else then runs Python in
+this process, so it meets no other call on the write lock. Its fsync on a slow disk is
+waited for in a worker thread (:meth:`Lane.off_loop`), without the lane.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -70,7 +82,27 @@ class Lane:
         self._since = 0.0  # when it took the lane (the loop's clock)
         self._freed: asyncio.Future[None] | None = None  # done when the holder leaves
         self._threads: ThreadPoolExecutor | None = None
+        # calls of run() begun in a worker thread (on the loop) and ended there (counted by
+        # the thread itself, so a call whose waiter was cancelled still counts until it ends)
+        self._started = 0
+        self._ended = 0
+        self._ended_lock = threading.Lock()
         self.passed_over = 0  # calls that overstayed their lease (tests and benches read it)
+
+    def idle(self) -> bool:
+        """Whether no call holds the lane or runs in a worker thread: a short call may then
+        run on the event loop's own thread (:meth:`SessionPool.run`), where it meets no
+        other call on the process's locks. False where there is no lane (``lease=None``)."""
+        return self.lease is not None and self._holder is None and self._started == self._ended
+
+    async def off_loop(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a worker thread, without the lane (a wait for the disk)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), fn)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(_THREADS, thread_name_prefix="infomark-lane")
+        return self._threads
 
     async def run(self, fn: Callable[[Callable[[], None]], T]) -> T:
         """``fn(step_aside)`` in a worker thread, once the lane is free or its holder
@@ -78,10 +110,9 @@ class Lane:
         of the call (it returns at once; the next call starts when the event loop gets to
         it)."""
         loop = asyncio.get_running_loop()
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(_THREADS, thread_name_prefix="infomark-lane")
+        threads = self._executor()
         if self.lease is None:
-            return await loop.run_in_executor(self._threads, fn, _stay)
+            return await loop.run_in_executor(threads, fn, _stay)
         while self._holder is not None:
             left = self._since + self.lease - loop.time()
             if left <= 0:
@@ -97,11 +128,19 @@ class Lane:
             with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
                 loop.call_soon_threadsafe(self._step_aside, token)
 
+        self._started += 1
         try:
-            return await loop.run_in_executor(self._threads, fn, step_aside)
+            return await loop.run_in_executor(threads, self._counted, fn, step_aside)
         finally:
             if self._holder is token:  # not passed over: the lane is still this call's
                 self._release()
+
+    def _counted(self, fn: Callable[[Callable[[], None]], T], step_aside: Callable[[], None]) -> T:
+        try:
+            return fn(step_aside)
+        finally:
+            with self._ended_lock:
+                self._ended += 1
 
     def close(self) -> None:
         """Let the worker threads end (a call still running finishes first)."""

@@ -2,15 +2,28 @@
 
 A gatekeeper is not safe for concurrent use, so each session's calls run one at a time:
 an ``asyncio.Lock`` queues them in arrival order on the event loop, then the call runs in
-the threadpool under the slot's ``threading.Lock``. Calls of different sessions take turns
-on the pool's :class:`~infomark.tools.service_lane.Lane` (one at a time, since they would
-only contend for the GIL, unless one runs long: then the next runs beside it); their
+the threadpool (or, if short, on the loop) under the slot's ``threading.Lock``. Calls of
+different sessions take turns on the pool's :class:`~infomark.tools.service_lane.Lane`
+(one at a time, since they would only contend for the GIL, unless one runs long: then the
+next runs beside it); their
 commits queue on one in-process write lock and share their WAL fsyncs (group commit,
 :mod:`~infomark.ledger.store.group_commit`), and the durable commits of one call wait for
 the disk together, once, before the call returns (``Journal.sync_once``: a transcript's
 ingest and the decision after it, a record and the inbox's lease share one fsync). At most
 ``max_open`` stay open: past that, the least recently used idle ones are closed (and
 reopened on their next call), so SQLite connections stay bounded.
+
+A call its caller says is short (the hook route: a PreToolUse or PostToolUse of at most a
+row-sized body, other than ``infomark check``; the API's classify, authorize and record of
+such a body) runs on the event loop's own thread instead, when :meth:`SessionPool._on_loop`
+allows: its session is open under the same configuration, the lane is idle, its next action
+takes no baseline, and no call of its session overran the lease in the last
+:data:`THREADED_FOR` seconds. A short call that overruns anyway (another process holding the
+write lock, a huge project scanned) delays the other sessions once, by its own length, and
+its session's calls then run in the threads. Measured with three clients posting back to
+back through the forwarding hook's own client (``python -m bench.http_concurrent --forward
+--cpu``, docs/performance.md): the server's CPU a request fell by about a quarter, and the
+p99 round trip with it.
 
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
@@ -43,7 +56,13 @@ from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.protocol import SessionLike
 from infomark.tools.service_lane import LEASE, Lane
 
-__all__ = ["Opener", "SessionPool"]
+__all__ = ["THREADED_FOR", "Opener", "SessionPool"]
+
+THREADED_FOR = 30.0
+"""Seconds a session's calls run in the lane's threads after one of them, run on the event
+loop, overran the lease: whatever made it long (a big project scanned, another process
+holding the ledger's write lock) likely lasts a while, and in a thread a long call delays
+the other sessions by at most the lease."""
 
 T = TypeVar("T")
 Opener = Callable[[str, Path, Config], SessionLike]
@@ -69,6 +88,7 @@ class _Slot:
     gk: SessionLike | None = None
     config: Config | None = None  # what gk was opened with
     used: int = 0  # a logical clock, for closing the least recently used
+    threaded_until: float = 0.0  # by the pool's clock: its calls run in the threads until
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +125,9 @@ class SessionPool:
         self._projects_lock = threading.Lock()
         self.checkpointer: Checkpointer | None = None  # set by the service (SQLite)
         self.lane = Lane(lease=LEASE if store == "sqlite" else None)
+        self.clock: Callable[[], float] = time.monotonic  # how long a call on the loop took
+        self.ran_on_loop = 0  # calls run on the event loop's thread (tests and benches read them)
+        self.sent_back = 0  # ... that overran the lease, sending their session to the threads
 
     def _slot(self, key: tuple[str, str]) -> _Slot:
         # Only called on the event loop thread: the dict needs no lock.
@@ -122,17 +145,23 @@ class SessionPool:
         *,
         root: Path | None = None,
         config: Config | None = None,
+        short: bool = False,
     ) -> T:
         """Run ``fn(session)`` in the threadpool, one call per session at a time.
 
         ``root`` / ``config`` default to the service's own; a session already open under
-        another configuration is closed and reopened under this one.
+        another configuration is closed and reopened under this one. ``short``: the caller
+        expects a call of a few milliseconds (the module's docstring): it runs on the event
+        loop's thread when :meth:`_on_loop` allows.
         """
         root_p = root if root is not None else self.root
         cfg = config if config is not None else self.config
         slot = self._slot((str(root_p), session))
         try:
             async with slot.queue:
+                gk = self._on_loop(slot, cfg) if short else None
+                if gk is not None:
+                    return await self._call_on_loop(slot, gk, fn)
                 return await self.lane.run(partial(self._call, slot, session, root_p, cfg, fn))
         finally:
             if sum(1 for s in self._slots.values() if s.gk is not None) > self.max_open:
@@ -160,6 +189,49 @@ class SessionPool:
                 # One fsync for the request's commits, waited for off the lane.
                 with slot.gk.store.journal.sync_once(before_wait=step_aside):
                     return fn(slot.gk)
+            finally:
+                if self.checkpointer is not None:
+                    self.checkpointer.poke()
+
+    def _on_loop(self, slot: _Slot, config: Config) -> SessionLike | None:
+        """The open session a short call of ``slot`` may run on the event loop's thread, if it
+        may: its session is open under ``config`` (opening one replays its journal), nothing
+        else runs in the lane (so the process's write lock is free), its next action takes
+        no baseline (a copy of the project), and none of its calls overran the lease
+        lately."""
+        gk = slot.gk
+        if (
+            gk is None
+            or slot.config is not config
+            or not self.lane.idle()
+            or self.clock() < slot.threaded_until
+            or gk.baseline_pending
+        ):
+            return None
+        return gk
+
+    async def _call_on_loop(
+        self, slot: _Slot, gk: SessionLike, fn: Callable[[SessionLike], T]
+    ) -> T:
+        """``fn`` on this thread. Its commits' fsync is waited for here on a fast disk (less
+        than handing over would cost), in a worker thread on a disk lately slow, while the
+        loop serves the other sessions; the answer goes out only after it either way. A call
+        that overran the lease sends the session's calls back to the threads for
+        :data:`THREADED_FOR` seconds."""
+        self.ran_on_loop += 1
+        owed: list[Callable[[], None]] = []
+        began = self.clock()
+        try:
+            with slot.lock, gk.store.journal.sync_once(settle=owed.append):
+                return fn(gk)
+        finally:
+            lease, now = self.lane.lease, self.clock()
+            if lease is not None and now - began > lease:
+                slot.threaded_until = now + THREADED_FOR
+                self.sent_back += 1
+            try:
+                for wait in owed:
+                    await self.lane.off_loop(wait)
             finally:
                 if self.checkpointer is not None:
                     self.checkpointer.poke()

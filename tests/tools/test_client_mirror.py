@@ -22,7 +22,7 @@ from infomark.tools.routes import OPERATIONS, operation
 #: Every public member of the facade, as of this test (a new one must be sorted out below).
 FACADE = {
     "after_tool_text", "approve", "approve_baseline", "approve_grading", "audit", "authorize",
-    "can_finish", "record_baseline",
+    "can_finish", "record_baseline", "baseline_pending",
     "check_status",
     "classify", "close", "compaction_context", "context_view", "events", "evidence", "fork",
     "gate", "home", "host_report", "ingest", "ledger", "merge_from", "move", "new_turn",
@@ -34,6 +34,10 @@ FACADE = {
 
 #: Facade members a remote client cannot have, and why.
 LOCAL_ONLY = {
+    "baseline_pending": (
+        "the HTTP service's pool reads it in-process to keep a call that copies the project "
+        "off its event loop; a remote caller has nothing to schedule"
+    ),
     "record_sandbox": (
         "the integration that starts the agent's commands records it in-process (the hook, "
         "the HTTP service's hook route, the MCP proxy); a remote caller vouching for its own "

@@ -214,11 +214,15 @@ class BaseJournal(ABC):
         return None
 
     def sync_once(
-        self, *, before_wait: Callable[[], None] | None = None
+        self,
+        *,
+        before_wait: Callable[[], None] | None = None,
+        settle: Callable[[Callable[[], None]], None] | None = None,
     ) -> AbstractContextManager[None]:
         """The durable commits inside wait for the disk once, when the scope ends (SQLite
-        under :meth:`group_commits`; ``before_wait`` is called before that wait). Here every
-        commit is durable when it returns."""
+        under :meth:`group_commits`; ``before_wait`` is called before that wait, or the wait
+        is handed to ``settle`` to run later). Here every commit is durable when it returns:
+        nothing is owed, ``settle`` is never called."""
         return _NO_SCOPE
 
     @property

@@ -358,7 +358,12 @@ class Journal(BaseJournal):
         self.last_commit_synced = True
 
     @contextmanager
-    def sync_once(self, *, before_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    def sync_once(
+        self,
+        *,
+        before_wait: Callable[[], None] | None = None,
+        settle: Callable[[Callable[[], None]], None] | None = None,
+    ) -> Iterator[None]:
         """The durable commits inside wait for the disk together, once, when the scope ends
         (re-entrant; the outermost exit syncs, on an error too): the HTTP service's pooled
         sessions answer a request only after that, so what a request acknowledged is on the
@@ -369,7 +374,10 @@ class Journal(BaseJournal):
         Without group commit (:meth:`group_commits`) every commit syncs as usual.
         ``before_wait``: called just before that fsync when the disk has lately been slow
         (:meth:`~infomark.ledger.store.group_commit.WriteGate.slow`): the service's lane
-        lets the next call run meanwhile."""
+        lets the next call run meanwhile. ``settle``: on a disk lately slow, the scope does
+        not wait; it hands ``settle`` the function that waits for the disk, and the caller
+        must run it before it acknowledges anything (the service runs it in a worker thread
+        while its event loop goes on)."""
         if self._gate is None:
             yield
             return
@@ -380,12 +388,21 @@ class Journal(BaseJournal):
             self._deferring -= 1
             if not self._deferring and self._owed:
                 owed, self._owed = self._owed, 0
-                try:
-                    if before_wait is not None and self._gate.slow():
-                        before_wait()
-                finally:  # whatever before_wait did, the commits reach the disk
-                    self._gate.sync(owed)
-                    self.last_commit_synced = True
+                gate = self._gate
+                if not gate.slow():  # a fast disk: waiting costs less than handing over
+                    self._settle(gate, owed)
+                elif settle is not None:
+                    settle(lambda: self._settle(gate, owed))
+                else:
+                    try:
+                        if before_wait is not None:
+                            before_wait()
+                    finally:  # whatever before_wait did, the commits reach the disk
+                        self._settle(gate, owed)
+
+    def _settle(self, gate: WriteGate, ticket: int) -> None:
+        gate.sync(ticket)
+        self.last_commit_synced = True
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:

@@ -1,0 +1,444 @@
+"""Short pooled calls run on the service's event loop thread (issue 28, the warm path).
+
+A hook call handed to a worker thread and back cost the service about a quarter of its CPU
+under three clients (``python -m bench.http_concurrent --forward --cpu``); a short call of an
+open session now runs on the loop itself, when nothing else runs in the lane. What must hold
+whichever thread runs it: the same answers and the same journal; a slow disk's fsync never
+holds the loop; no call runs on the loop while another runs in a thread (they would meet on
+the process's write lock); a session that takes its baseline, or whose call overran the
+lease, runs in the threads. Real gatekeepers on a real SQLite home, the pool's own threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infomark.gatekeeper import Gatekeeper
+from infomark.gates.config import Config, load_config
+from infomark.ledger.calls import ToolCall
+from infomark.ledger.store.blobs import SMALL
+from infomark.ledger.store.journal import Journal
+from infomark.tools.checkpointer import Checkpointer
+from infomark.tools.hooks.claude_code import handle
+from infomark.tools.protocol import SessionLike
+from infomark.tools.service import _Service, _short_hook_call, declared_sandbox
+from infomark.tools.service_lane import Lane
+from infomark.tools.service_pool import THREADED_FOR, SessionPool
+
+pytestmark = pytest.mark.sqlite_only
+
+GUARD = 30.0  # seconds: only a broken pool waits this long
+
+
+def _pool(root: Path, lease: float = GUARD) -> SessionPool:
+    home = root / ".infomark"
+
+    def opener(session: str, at: Path, config: Config) -> SessionLike:
+        return Gatekeeper.open(home, session, root=at, config=config)
+
+    pool = SessionPool(home, root, load_config(root, home), opener, max_open=8)
+    pool.checkpointer = Checkpointer(home / "ledger.db", every=10**9)  # never runs here
+    pool.lane = Lane(lease=lease)
+    return pool
+
+
+def _journal(gk: SessionLike) -> Journal:
+    journal = gk.store.journal
+    assert isinstance(journal, Journal)
+    return journal
+
+
+def _payload(root: Path, sid: str, event: str, tool: str, arg: str, use: str) -> dict[str, Any]:
+    tool_input: dict[str, Any] = (
+        {"command": arg} if tool == "Bash" else {"file_path": str(root / arg)}
+    )
+    payload: dict[str, Any] = {"session_id": sid, "transcript_path": "", "cwd": str(root),
+                               "hook_event_name": event, "tool_name": tool,
+                               "tool_input": tool_input, "tool_use_id": use}  # fmt: skip
+    if event == "PostToolUse":
+        payload["tool_response"] = {"stdout": f"{use}: ok\n", "stderr": "", "interrupted": False}
+    return payload
+
+
+class Where:
+    """Which thread ran each call: the loop's (the test's main coroutine runs on it) or
+    another."""
+
+    def __init__(self) -> None:
+        self.loop: int | None = None
+        self.ran: list[str] = []
+
+    def mark(self) -> None:
+        self.loop = threading.get_ident()
+
+    def __call__(
+        self, name: str, then: Callable[[SessionLike], Any] = lambda gk: gk.gate()
+    ) -> Callable[[SessionLike], Any]:
+        def go(gk: SessionLike) -> Any:
+            on_loop = threading.get_ident() == self.loop
+            self.ran.append(f"{name} {'loop' if on_loop else 'thread'}")
+            return then(gk)
+
+        return go
+
+
+# -- the same answers and journal on either thread ------------------------------------------
+_CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(["PreToolUse", "PostToolUse"]),
+        st.sampled_from(
+            [
+                ("Bash", "echo hi"),
+                ("Bash", "rm -rf build"),
+                ("Read", "a.py"),
+                ("Edit", "a.py"),
+                ("Bash", "infomark check C1"),
+            ]
+        ),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _drive(
+    root: Path, calls: list[tuple[str, tuple[str, str]]], short: bool
+) -> tuple[list[Any], list[str], int]:
+    (root / "a.py").write_text("x = 1\n")
+    pool = _pool(root)
+    answers: list[Any] = []
+
+    async def main() -> None:
+        # opened, its baseline taken: the later calls may run on the loop
+        await pool.run("s1", lambda gk: gk.authorize(ToolCall("Read", {})))
+        for k, (event, (tool, arg)) in enumerate(calls):
+            payload = _payload(root, "s1", event, tool, arg, f"u{k}")
+
+            def go(gk: SessionLike, payload: dict[str, Any] = payload) -> Any:
+                return handle(payload, home=root / ".infomark", root=root, gatekeeper=gk)
+
+            answer = await pool.run("s1", go, short=short)
+            answers.append((answer.exit_code, _decision(answer.stdout)))
+
+    try:
+        anyio.run(main)
+        with Gatekeeper.open(root / ".infomark", "s1", root=root) as gk:
+            kinds = [e.type for e in gk.events()]
+    finally:
+        pool.close()
+    return answers, kinds, pool.ran_on_loop
+
+
+def _decision(stdout: Any) -> Any:
+    """The answer without what differs between two homes (ids, digests, MACs, times)."""
+    if not isinstance(stdout, dict):
+        return stdout
+    out = stdout.get("hookSpecificOutput", {})
+    return (
+        out.get("permissionDecision"),
+        out.get("hookEventName"),
+        bool(out.get("additionalContext")),
+    )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=_CALLS)
+def test_a_call_answers_and_journals_the_same_on_the_loop_as_in_a_thread(
+    calls: list[tuple[str, tuple[str, str]]],
+) -> None:
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        threaded = _drive(Path(a), calls, short=False)
+        looped = _drive(Path(b), calls, short=True)
+    assert looped[:2] == threaded[:2]
+    assert (threaded[2], looped[2]) == (0, len(calls))
+
+
+def test_a_short_call_of_an_open_session_runs_on_the_loop_and_others_in_threads(
+    tmp_path: Path,
+) -> None:
+    pool, where = _pool(tmp_path), Where()
+
+    async def main() -> None:
+        where.mark()
+        await pool.run("s1", where("open"), short=True)  # not open yet: a thread opens it
+        await pool.run("s1", where("act", lambda gk: gk.authorize(ToolCall("Read", {}))))
+        await pool.run("s1", where("short"), short=True)
+        await pool.run("s1", where("long"))  # not said to be short
+        await pool.run("s2", where("other open"), short=True)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["open thread", "act thread", "short loop", "long thread",
+                         "other open thread"]  # fmt: skip
+    assert pool.ran_on_loop == 1
+
+
+# -- the disk ------------------------------------------------------------------------------
+def test_on_a_fast_disk_the_fsync_is_done_on_the_loop_before_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handing a 0.1 ms fsync to a thread costs more than it: on a fast disk the loop waits
+    for it itself, before the call returns."""
+    pool, where = _pool(tmp_path), Where()
+    synced: list[bool] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("ledger.db-wal"):
+            synced.append(threading.get_ident() == where.loop)
+        real_fsync(fd)
+
+    async def main() -> None:
+        where.mark()
+        await pool.run("s1", lambda gk: gk.authorize(ToolCall("Read", {})))
+        gate = await pool.run("s1", lambda gk: _journal(gk)._gate)
+        assert gate is not None and not gate.slow()
+        monkeypatch.setattr(os, "fsync", fsync)
+        durable = where("bash", lambda gk: gk.authorize(ToolCall("Bash", {"command": "echo"})))
+        await pool.run("s1", durable, short=True)
+        assert synced == [True]  # on the loop, and done when the call returned
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["bash loop"]
+
+
+def test_a_slow_disk_fsync_is_waited_off_the_loop_and_the_answer_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow disk: session A's durable commit, made on the loop, waits for the WAL's fsync
+    in a worker thread; session B's short call runs on the loop meanwhile; A answers only
+    once the fsync has finished."""
+    pool, where = _pool(tmp_path), Where()
+    in_fsync, b_ran = threading.Event(), threading.Event()
+    order: list[str] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("ledger.db-wal") and not in_fsync.is_set():
+            assert threading.get_ident() != where.loop, "the loop waited for a slow disk"
+            in_fsync.set()
+            assert b_ran.wait(GUARD), "B never ran while A waited for the disk"
+            real_fsync(fd)
+            order.append("a on the disk")
+            return
+        real_fsync(fd)
+
+    def a(gk: SessionLike) -> None:
+        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
+        order.append("a committed")
+
+    def b(gk: SessionLike) -> None:
+        gk.gate()
+        order.append("b ran")
+        b_ran.set()
+
+    async def main() -> None:
+        where.mark()
+        for sid in ("sa", "sb"):  # open both sessions, their baselines taken
+            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        gate = await pool.run("sa", lambda gk: _journal(gk)._gate)
+        assert gate is not None
+        gate.fsync_seconds = 0.05  # as measured on a slow disk
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        async with anyio.create_task_group() as tg:
+
+            async def run_a() -> None:
+                await pool.run("sa", where("a", a), short=True)
+                order.append("a answered")
+
+            tg.start_soon(run_a)
+            assert await anyio.to_thread.run_sync(in_fsync.wait, GUARD)
+            await pool.run("sb", where("b", b), short=True)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["a loop", "b loop"]
+    assert order == ["a committed", "b ran", "a on the disk", "a answered"]
+
+
+# -- what keeps a call off the loop --------------------------------------------------------
+def test_no_call_runs_on_the_loop_while_another_runs_in_a_thread(tmp_path: Path) -> None:
+    """Session A's call (not short) runs in a thread; session B's short call, arriving
+    meanwhile, must not run on the loop beside it (both would take the write lock): it waits
+    for the lane and runs in a thread."""
+    pool, where = _pool(tmp_path), Where()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(gk: SessionLike) -> None:
+        inside.set()
+        assert release.wait(GUARD)
+
+    async def main() -> None:
+        where.mark()
+        for sid in ("sa", "sb"):
+            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pool.run, "sa", where("a", hold))
+            assert await anyio.to_thread.run_sync(inside.wait, GUARD)
+            tg.start_soon(partial(pool.run, "sb", where("b"), short=True))
+            await anyio.wait_all_tasks_blocked()
+            assert where.ran == ["a thread"]  # B waits: not on the loop beside A
+            release.set()
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["a thread", "b thread"]
+    assert pool.ran_on_loop == 0
+
+
+def test_a_thread_call_whose_waiter_was_cancelled_still_keeps_calls_off_the_loop(
+    tmp_path: Path,
+) -> None:
+    """The lane counts a thread's call as running until the thread itself ends it, not until
+    its waiter stops waiting: a cancelled request's call still runs."""
+    pool, where = _pool(tmp_path), Where()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(gk: SessionLike) -> None:
+        inside.set()
+        assert release.wait(GUARD)
+
+    async def main() -> None:
+        where.mark()
+        for sid in ("sa", "sb"):
+            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pool.run, "sa", where("a", hold))
+                assert await anyio.to_thread.run_sync(inside.wait, GUARD)
+                scope.cancel()  # the client went away; A's thread runs on
+        assert not pool.lane.idle()
+        await pool.run("sb", where("b"), short=True)
+        release.set()
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["a thread", "b thread"]
+
+
+def test_a_session_that_still_takes_its_baseline_runs_in_a_thread(tmp_path: Path) -> None:
+    pool, where = _pool(tmp_path), Where()
+
+    async def main() -> None:
+        where.mark()
+        pending = await pool.run("s1", lambda gk: gk.baseline_pending)  # opened, no action yet
+        assert pending is True  # the default profile requires attested runs
+        await pool.run("s1", where("first action", lambda gk: gk.authorize(ToolCall("Read", {}))),
+                       short=True)  # fmt: skip
+        assert await pool.run("s1", lambda gk: gk.baseline_pending) is False
+        await pool.run("s1", where("second"), short=True)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["first action thread", "second loop"]
+
+
+def test_a_call_that_overran_the_lease_sends_its_session_to_the_threads(tmp_path: Path) -> None:
+    """A call on the loop that took longer than the lease (here: a lease of a microsecond,
+    which every call overruns) sends its session's calls to the threads for
+    :data:`THREADED_FOR` seconds; other sessions still run on the loop, and the session
+    comes back once the time is over."""
+    pool, where = _pool(tmp_path, lease=1e-6), Where()
+    now = [1000.0]
+    pool.clock = lambda: now[0]
+
+    def slow(gk: SessionLike) -> None:
+        gk.gate()
+        now[0] += 0.5  # the call took half a second by the pool's clock
+
+    async def main() -> None:
+        where.mark()
+        for sid in ("s1", "s2"):
+            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        await pool.run("s1", where("s1 slow", slow), short=True)
+        await pool.run("s1", where("s1 next"), short=True)
+        await pool.run("s2", where("s2"), short=True)
+        now[0] += THREADED_FOR
+        await pool.run("s1", where("s1 later"), short=True)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["s1 slow loop", "s1 next thread", "s2 loop", "s1 later loop"]
+    assert pool.sent_back == 1
+
+
+# -- which hook calls the route calls short ------------------------------------------------
+@pytest.mark.parametrize(
+    ("event", "tool_input", "size", "short"),
+    [
+        ("PreToolUse", {"command": "echo hi"}, 400, True),
+        ("PostToolUse", {"command": "echo hi"}, SMALL, True),
+        ("PostToolUse", {"command": "echo hi"}, SMALL + 1, False),  # a blob file, an fsync
+        ("PreToolUse", {"command": "infomark check C1"}, 400, False),  # an attested run
+        ("PreToolUse", {"command": "infomark  check  C1 "}, 400, False),
+        ("PreToolUse", {"command": "echo infomark check C1"}, 400, True),  # denied, at once
+        ("Stop", {}, 400, False),  # the finish runs the checks
+        ("SessionStart", {}, 400, False),  # the baseline
+        ("UserPromptSubmit", {}, 400, False),
+    ],
+)
+def test_the_hook_route_calls_short_only_what_is_short(
+    event: str, tool_input: dict[str, Any], size: int, short: bool
+) -> None:
+    payload = {"hook_event_name": event, "tool_name": "Bash", "tool_input": tool_input}
+    assert _short_hook_call(event, payload, size) is short
+
+
+def test_the_hook_route_runs_a_tool_call_on_the_loop_and_infomark_check_in_a_thread(
+    tmp_path: Path,
+) -> None:
+    """Through the route's own answer (what uvicorn calls): a PreToolUse of an open session
+    runs on the loop; ``infomark check C1`` (the hook runs the attested check itself, which
+    can take minutes) runs in a thread."""
+    pool = _pool(tmp_path)
+    service = _Service(
+        pool,
+        max_body_bytes=1 << 20,
+        poll_seconds=1.0,
+        stopping=threading.Event(),
+        agent_sandbox=declared_sandbox(None),
+    )
+    counted: list[int] = []
+    answers: list[str] = []
+
+    async def main() -> None:
+        for k, command in enumerate(["echo 1", "echo 2", "infomark check C1", "echo 3"]):
+            raw = json.dumps(_payload(tmp_path, "s1", "PreToolUse", "Bash", command, f"u{k}"))
+            body = json.loads(await service.hook_answer(raw.encode(), str(tmp_path)))
+            answers.append(body.get("hookSpecificOutput", {}).get("permissionDecisionReason", ""))
+            counted.append(pool.ran_on_loop)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    # the first opens the session; the check runs in a thread; the others on the loop
+    assert counted == [0, 1, 1, 2]
+    assert answers[2].startswith("infomark ran this check itself"), answers
