@@ -34,25 +34,36 @@ lane orders calls of different sessions, first come first served.
 **A short call skips the thread.** Handing a call to a worker thread and back (a queue, a
 wake-up, the answer posted back to the loop, and the GIL passed between the loop and the
 worker whenever another client's bytes arrive meanwhile) was about a quarter of the
-service's CPU under three clients. So when the lane is :meth:`Lane.idle` (no holder, and no
-call of :meth:`Lane.run` still running in a thread, passed over or not: counted by the
-thread itself, so a call whose waiter was cancelled counts until it ends), the pool runs a
-call its caller says is short on the event loop's own thread
-(:meth:`~infomark.tools.service_pool.SessionPool.run`); nothing else then runs Python in
+service's CPU under three clients. So a call whose turn has come may run on the event
+loop's own thread instead (the pool decides which:
+:meth:`~infomark.tools.service_pool.SessionPool.run`) when no call runs in a worker thread
+any more (:meth:`Lane.threads_idle`: passed over or not, counted by the thread itself, so a
+call whose waiter was cancelled counts until it ends): nothing else then runs Python in
 this process, so it meets no other call on the write lock. Its fsync on a slow disk is
 waited for in a worker thread (:meth:`Lane.off_loop`), without the lane.
+
+**Turns are taken in arrival order, and one ends only after the loop has read its
+sockets.** A call run on the loop holds it for its whole length, so requests that arrive
+meanwhile are read only when it returns. Left at that, asyncio reads every waiting socket
+in one go and then runs the calls it found back to back; a client that sends its next
+request just after that read waits for the whole batch, and with three clients posting back
+to back one of them was served every other time while the other two each waited for three
+calls (the p99). So the lane is a first-come, first-served queue for every call, and a turn
+is handed on at the loop's next iteration (``call_soon``), after the loop has polled its
+sockets: a request that arrived during a call queues behind those that arrived before it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import asynccontextmanager, suppress
 from typing import TypeVar
 
-__all__ = ["LEASE", "Lane"]
+__all__ = ["LEASE", "Lane", "Turn"]
 
 T = TypeVar("T")
 
@@ -64,13 +75,48 @@ ordinary hook calls, so ordinary calls never overstay, and a long call delays th
 at most this much."""
 
 
+class Turn:
+    """One call's hold on the lane (:meth:`Lane.turn`): the call runs on the loop's thread
+    while it holds it, or in a worker thread (:meth:`in_thread`)."""
+
+    def __init__(self, lane: Lane, token: object | None) -> None:
+        self._lane = lane
+        self._token = token  # None: no lane (every call runs at once)
+
+    async def in_thread(self, fn: Callable[[Callable[[], None]], T]) -> T:
+        """``fn(step_aside)`` in a worker thread. Past :data:`LEASE` seconds the next waiting
+        call may take the lane and run beside it. ``step_aside()``, called from that thread,
+        gives up the lane for the rest of the call (it returns at once)."""
+        lane, token = self._lane, self._token
+        loop = asyncio.get_running_loop()
+        threads = lane._executor()
+        if token is None or lane.lease is None:
+            return await loop.run_in_executor(threads, fn, _stay)
+        lane._lease_timer(loop, token, lane.lease)
+
+        def step_aside() -> None:
+            with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
+                loop.call_soon_threadsafe(lane._give, token)
+
+        lane._started += 1
+        return await loop.run_in_executor(threads, lane._counted, fn, step_aside)
+
+    def leave(self) -> None:
+        """Hand the lane on at the loop's next iteration, after it has read its sockets
+        (idempotent; the turn's end does it)."""
+        if self._token is not None:
+            token, self._token = self._token, None
+            with suppress(RuntimeError):  # the loop closed (shutdown)
+                asyncio.get_running_loop().call_soon(self._lane._give, token)
+
+
 def _stay() -> None:
     """``step_aside`` where there is no lane to leave."""
 
 
 class Lane:
-    """Run blocking calls in worker threads, one at a time; a call holding the lane longer
-    than ``lease`` seconds gives it up to the next one.
+    """Turns for blocking calls, one at a time, first come first served; a call holding the
+    lane in a worker thread longer than ``lease`` seconds gives it up to the next one.
 
     On asyncio's own primitives and executor (uvicorn's loop): anyio's thread dispatch,
     cancel scopes and events cost about 0.1 M instructions per hook request more."""
@@ -79,68 +125,44 @@ class Lane:
         self.lease = lease  # None: no lane, every call runs at once
         # Only touched on the event loop's thread, between awaits: no lock needed.
         self._holder: object | None = None  # the token of the call that holds the lane
-        self._since = 0.0  # when it took the lane (the loop's clock)
-        self._freed: asyncio.Future[None] | None = None  # done when the holder leaves
+        self._waiters: deque[tuple[object, asyncio.Future[None]]] = deque()  # arrival order
+        self._timer: asyncio.TimerHandle | None = None  # the holder's lease, in a thread
+        self._overdue = False  # the holder overstayed with no one waiting: the next passes it
         self._threads: ThreadPoolExecutor | None = None
-        # calls of run() begun in a worker thread (on the loop) and ended there (counted by
-        # the thread itself, so a call whose waiter was cancelled still counts until it ends)
+        # calls begun in a worker thread (on the loop) and ended there (counted by the
+        # thread itself, so a call whose waiter was cancelled still counts until it ends)
         self._started = 0
         self._ended = 0
         self._ended_lock = threading.Lock()
         self.passed_over = 0  # calls that overstayed their lease (tests and benches read it)
 
-    def idle(self) -> bool:
-        """Whether no call holds the lane or runs in a worker thread: a short call may then
-        run on the event loop's own thread (:meth:`SessionPool.run`), where it meets no
-        other call on the process's locks. False where there is no lane (``lease=None``)."""
-        return self.lease is not None and self._holder is None and self._started == self._ended
+    def threads_idle(self) -> bool:
+        """Whether no call of this lane runs in a worker thread (passed over, stepped aside
+        or not)."""
+        return self._started == self._ended
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[Turn]:
+        """Wait for the lane in arrival order; hold it until the block ends (or
+        :meth:`Turn.leave`, or a thread's call overstays its lease)."""
+        if self.lease is None:
+            yield Turn(self, None)
+            return
+        turn = Turn(self, await self._take())
+        try:
+            yield turn
+        finally:
+            turn.leave()
+
+    async def run(self, fn: Callable[[Callable[[], None]], T]) -> T:
+        """``fn(step_aside)`` in a worker thread, once the lane is this call's (or its holder
+        overstayed): :meth:`Turn.in_thread`."""
+        async with self.turn() as turn:
+            return await turn.in_thread(fn)
 
     async def off_loop(self, fn: Callable[[], T]) -> T:
         """``fn()`` in a worker thread, without the lane (a wait for the disk)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor(), fn)
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(_THREADS, thread_name_prefix="infomark-lane")
-        return self._threads
-
-    async def run(self, fn: Callable[[Callable[[], None]], T]) -> T:
-        """``fn(step_aside)`` in a worker thread, once the lane is free or its holder
-        overstayed. ``step_aside()``, called from that thread, gives up the lane for the rest
-        of the call (it returns at once; the next call starts when the event loop gets to
-        it)."""
-        loop = asyncio.get_running_loop()
-        threads = self._executor()
-        if self.lease is None:
-            return await loop.run_in_executor(threads, fn, _stay)
-        while self._holder is not None:
-            left = self._since + self.lease - loop.time()
-            if left <= 0:
-                self._pass_over()
-                break
-            if self._freed is None:
-                self._freed = loop.create_future()
-            await asyncio.wait((self._freed,), timeout=left)
-        token = object()
-        self._holder, self._since = token, loop.time()
-
-        def step_aside() -> None:
-            with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
-                loop.call_soon_threadsafe(self._step_aside, token)
-
-        self._started += 1
-        try:
-            return await loop.run_in_executor(threads, self._counted, fn, step_aside)
-        finally:
-            if self._holder is token:  # not passed over: the lane is still this call's
-                self._release()
-
-    def _counted(self, fn: Callable[[Callable[[], None]], T], step_aside: Callable[[], None]) -> T:
-        try:
-            return fn(step_aside)
-        finally:
-            with self._ended_lock:
-                self._ended += 1
 
     def close(self) -> None:
         """Let the worker threads end (a call still running finishes first)."""
@@ -148,17 +170,72 @@ class Lane:
         if threads is not None:
             threads.shutdown(wait=False)
 
-    def _step_aside(self, token: object) -> None:
-        if self._holder is token:
-            self._release()
+    # -- the queue ------------------------------------------------------------------------
+    async def _take(self) -> object:
+        token = object()
+        if self._holder is not None and self._overdue:
+            self._pass_over()
+        if self._holder is None and not self._waiters:
+            self._holder = token
+            return token
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (token, waiter)
+        self._waiters.append(entry)
+        try:
+            await waiter
+        except BaseException:  # cancelled: handed the lane meanwhile, or still queued
+            if self._holder is token:
+                self._give(token)
+            else:
+                with suppress(ValueError):
+                    self._waiters.remove(entry)
+            raise
+        return token
+
+    def _give(self, token: object) -> None:
+        """``token`` leaves the lane: the first call still waiting takes it."""
+        if self._holder is not token:
+            return  # passed over, or stepped aside, already
+        self._holder, self._overdue = None, False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._waiters:
+            nxt, waiter = self._waiters.popleft()
+            if not waiter.done():  # not cancelled
+                self._holder = nxt
+                waiter.set_result(None)
+                return
+
+    def _lease_timer(self, loop: asyncio.AbstractEventLoop, token: object, lease: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(lease, self._lease_over, token)
+
+    def _lease_over(self, token: object) -> None:
+        self._timer = None
+        if self._holder is not token:
+            return
+        if self._waiters:
+            self._pass_over()
+        else:
+            self._overdue = True  # the next call to come passes it over
 
     def _pass_over(self) -> None:
         """The holder overstayed: it runs on without the lane."""
         self.passed_over += 1
-        self._release()
+        holder = self._holder
+        if holder is not None:
+            self._give(holder)
 
-    def _release(self) -> None:
-        self._holder = None
-        freed, self._freed = self._freed, None
-        if freed is not None and not freed.done():
-            freed.set_result(None)
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(_THREADS, thread_name_prefix="infomark-lane")
+        return self._threads
+
+    def _counted(self, fn: Callable[[Callable[[], None]], T], step_aside: Callable[[], None]) -> T:
+        try:
+            return fn(step_aside)
+        finally:
+            with self._ended_lock:
+                self._ended += 1

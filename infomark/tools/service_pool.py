@@ -16,14 +16,15 @@ reopened on their next call), so SQLite connections stay bounded.
 A call its caller says is short (the hook route: a PreToolUse or PostToolUse of at most a
 row-sized body, other than ``infomark check``; the API's classify, authorize and record of
 such a body) runs on the event loop's own thread instead, when :meth:`SessionPool._on_loop`
-allows: its session is open under the same configuration, the lane is idle, its next action
-takes no baseline, and no call of its session overran the lease in the last
-:data:`THREADED_FOR` seconds. A short call that overruns anyway (another process holding the
-write lock, a huge project scanned) delays the other sessions once, by its own length, and
-its session's calls then run in the threads. Measured with three clients posting back to
-back through the forwarding hook's own client (``python -m bench.http_concurrent --forward
---cpu``, docs/performance.md): the server's CPU a request fell by about a quarter, and the
-p99 round trip with it.
+allows: its session is open under the same configuration, no call runs in a thread, its
+next action takes no baseline, and no call of its session overran the lease in the last
+:data:`THREADED_FOR` seconds. A short call that overruns anyway (another process holding
+the write lock, a huge project scanned) delays the other sessions once, by its own length,
+and its session's calls then run in the threads. Either way a call waits for its turn on
+the lane, first come first served (:mod:`~infomark.tools.service_lane`). Measured with
+three clients posting back to back through the forwarding hook's own client (``python -m
+bench.http_concurrent --forward --cpu``, docs/performance.md): the server's CPU a request
+fell by about a quarter, and the p99 round trip with it.
 
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
@@ -54,7 +55,7 @@ from infomark.ledger.store.base import BaseJournal
 from infomark.ledger.store.select import open_journal
 from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.protocol import SessionLike
-from infomark.tools.service_lane import LEASE, Lane
+from infomark.tools.service_lane import LEASE, Lane, Turn
 
 __all__ = ["THREADED_FOR", "Opener", "SessionPool"]
 
@@ -158,11 +159,11 @@ class SessionPool:
         cfg = config if config is not None else self.config
         slot = self._slot((str(root_p), session))
         try:
-            async with slot.queue:
+            async with slot.queue, self.lane.turn() as turn:
                 gk = self._on_loop(slot, cfg) if short else None
                 if gk is not None:
-                    return await self._call_on_loop(slot, gk, fn)
-                return await self.lane.run(partial(self._call, slot, session, root_p, cfg, fn))
+                    return await self._call_on_loop(slot, gk, fn, turn)
+                return await turn.in_thread(partial(self._call, slot, session, root_p, cfg, fn))
         finally:
             if sum(1 for s in self._slots.values() if s.gk is not None) > self.max_open:
                 await self._close_idle()
@@ -203,7 +204,7 @@ class SessionPool:
         if (
             gk is None
             or slot.config is not config
-            or not self.lane.idle()
+            or not self.lane.threads_idle()
             or self.clock() < slot.threaded_until
             or gk.baseline_pending
         ):
@@ -211,7 +212,7 @@ class SessionPool:
         return gk
 
     async def _call_on_loop(
-        self, slot: _Slot, gk: SessionLike, fn: Callable[[SessionLike], T]
+        self, slot: _Slot, gk: SessionLike, fn: Callable[[SessionLike], T], turn: Turn
     ) -> T:
         """``fn`` on this thread. Its commits' fsync is waited for here on a fast disk (less
         than handing over would cost), in a worker thread on a disk lately slow, while the
@@ -225,6 +226,7 @@ class SessionPool:
             with slot.lock, gk.store.journal.sync_once(settle=owed.append):
                 return fn(gk)
         finally:
+            turn.leave()  # the next call's turn, once the loop has read its sockets
             lease, now = self.lane.lease, self.clock()
             if lease is not None and now - began > lease:
                 slot.threaded_until = now + THREADED_FOR

@@ -3,6 +3,8 @@ overstays its lease is passed over instead of holding up every other session."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -231,3 +233,89 @@ def test_a_call_that_raises_frees_the_lane_for_the_next() -> None:
 
     assert anyio.run(main) == "next"
     assert lane.passed_over == 0
+
+
+# -- turns: first come first served, handed on after the loop has read its sockets ----------
+def test_a_turn_is_handed_on_only_after_the_loop_has_read_what_arrived_meanwhile() -> None:
+    """A runs on the loop while B waits; bytes reach a socket during A (a client's next
+    request). The loop must read them before B's turn starts: handed on at once, B would run
+    in the same pass, and a request arriving during A would queue behind every call the loop
+    had already read (with three clients posting back to back, one was served every other
+    time and the other two waited for three calls each)."""
+    lane, order = Lane(lease=GUARD), []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        inbound, client = socket.socketpair()
+        loop.add_reader(inbound, lambda: order.append(f"read {inbound.recv(64).decode()}"))
+
+        async def a() -> None:
+            async with lane.turn():
+                order.append("a")
+                client.send(b"next")  # arrives while A holds the loop
+
+        async def b() -> None:
+            async with lane.turn():
+                order.append("b")
+
+        try:
+            await asyncio.gather(a(), b())
+        finally:
+            loop.remove_reader(inbound)
+            inbound.close()
+            client.close()
+
+    asyncio.run(main())
+    assert order == ["a", "read next", "b"]
+
+
+def test_turns_are_taken_in_arrival_order_not_by_who_asks_right_after_a_release() -> None:
+    """Calls that wait are served first come first served: one that asks for a turn just
+    as the holder leaves queues behind them instead of taking the lane."""
+    lane, order = Lane(lease=GUARD), []
+
+    async def main() -> None:
+        async def call(name: str, then: Callable[[], object] = lambda: None) -> None:
+            async with lane.turn():
+                order.append(name)
+                then()
+
+        late: list[asyncio.Task[None]] = []
+        first = asyncio.create_task(
+            call("first", lambda: late.append(asyncio.create_task(call("late"))))
+        )
+        waiting = [asyncio.create_task(call(f"w{k}")) for k in range(3)]
+        await asyncio.gather(first, *waiting)
+        await asyncio.gather(*late)
+
+    asyncio.run(main())
+    assert order == ["first", "w0", "w1", "w2", "late"]
+
+
+def test_a_call_handed_the_lane_as_it_is_cancelled_passes_it_on() -> None:
+    """B is handed the lane, then cancelled before it runs (its client went away): C must get
+    the lane, not wait behind a holder that will never leave."""
+    lane, order = Lane(lease=GUARD), []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def call(name: str) -> None:
+            async with lane.turn():
+                order.append(name)
+
+        tasks: dict[str, asyncio.Task[None]] = {}
+
+        async def a() -> None:
+            async with lane.turn():
+                order.append("a")
+            loop.call_soon(tasks["b"].cancel)  # after the hand-over A's end scheduled
+
+        tasks["a"] = asyncio.create_task(a())
+        tasks["b"] = asyncio.create_task(call("b"))
+        tasks["c"] = asyncio.create_task(call("c"))
+        await asyncio.wait_for(asyncio.gather(*tasks.values(), return_exceptions=True), GUARD)
+        assert tasks["b"].cancelled()
+
+    asyncio.run(main())
+    assert order == ["a", "c"]
