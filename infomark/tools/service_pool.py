@@ -203,6 +203,7 @@ class SessionPool:
         gk = slot.gk
         if (
             gk is None
+            or self.lane.lease is None  # no lane (PostgreSQL: a commit waits for the server)
             or slot.config is not config
             or not self.lane.threads_idle()
             or self.clock() < slot.threaded_until

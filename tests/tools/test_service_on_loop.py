@@ -339,6 +339,25 @@ def test_a_thread_call_whose_waiter_was_cancelled_still_keeps_calls_off_the_loop
     assert where.ran == ["a thread", "b thread"]
 
 
+def test_without_a_lane_no_call_runs_on_the_loop(tmp_path: Path) -> None:
+    """A pool without a lane (a PostgreSQL home: a commit waits for the server inside the
+    call) runs every call in a thread, short or not."""
+    pool, where = _pool(tmp_path), Where()
+    pool.lane = Lane(lease=None)
+
+    async def main() -> None:
+        where.mark()
+        await pool.run("s1", lambda gk: gk.authorize(ToolCall("Read", {})))
+        await pool.run("s1", where("short"), short=True)
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert where.ran == ["short thread"]
+    assert pool.ran_on_loop == 0
+
+
 def test_a_session_that_still_takes_its_baseline_runs_in_a_thread(tmp_path: Path) -> None:
     pool, where = _pool(tmp_path), Where()
 
