@@ -17,6 +17,11 @@ The goal (issue 28): p99 ≤ 10 ms.
 socket (~0.15 ms of the client's CPU a request) instead of httpx (~1.0–1.2 ms), so the
 clients take next to nothing from the two cores the server runs on.
 
+``--forward``: each client posts as the installed hook does
+(:func:`infomark.tools.hooks.forward._post`, what ``infomark hook claude-code --url`` runs):
+one connection per call, ``Connection: close``, so the listener of ``serve --workers`` hands
+each call to the least busy worker and the server accepts a connection a call, as in real use.
+
 ``--workers N`` serves with ``infomark serve --workers N`` (N worker processes behind one
 listener, each connection to the least busy); ``--workers-vs N`` alternates this tree with
 one worker and with N. ``--cpu`` and ``--strace`` then cover the workers too.
@@ -30,7 +35,8 @@ rather than what three agents see.
 Wall-clock times on a loaded machine say little, so three load-independent measures of the
 server process cover the measured rounds (after the warm-up, which opens the sessions):
 
-- ``--cpu``: its CPU time (user + system, every thread, from ``/proc/PID/stat``) per request;
+- ``--cpu``: its CPU time (user + system, every thread, from ``/proc/PID/stat``) and its
+  threads' context switches (``/proc/PID/task/*/status``) per request;
 - ``--strace``: ``strace -f -c`` attached to it: fsync + fdatasync and all system calls per
   request (strace slows the server: its wall times are not reported);
 - ``--icount``: the server under ``valgrind --tool=callgrind``, counting only while the
@@ -86,6 +92,7 @@ class Run:
     kinds: dict[str, list[float]] = field(default_factory=dict)  # "PreToolUse Read" -> ms
     requests: int = 0  # measured requests (after the warm-up)
     cpu_s: float | None = None  # server user + system seconds over them
+    switches: int | None = None  # the server's threads' context switches over them
     syscalls: dict[str, int] = field(default_factory=dict)  # strace -c: name -> calls
     instructions: int | None = None  # callgrind, over the measured requests
 
@@ -121,6 +128,22 @@ def _cpu_seconds(pid: int) -> float:
         fields = _stat(p)
         ticks += int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _switches(pid: int) -> int:
+    """Context switches (voluntary and not) of every thread of ``pid`` and of its children
+    so far: each hand-over between the event loop and a worker thread costs some."""
+    total = 0
+    for p in [pid, *map(int, _children(pid))]:
+        for task in os.listdir(f"/proc/{p}/task"):
+            try:
+                with open(f"/proc/{p}/task/{task}/status", encoding="ascii") as f:
+                    for line in f:
+                        if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")):
+                            total += int(line.split()[1])
+            except OSError:  # the thread ended meanwhile
+                pass
+    return total
 
 
 def _client(
@@ -326,10 +349,12 @@ def run(
                 subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)],
                                capture_output=True, check=True)  # fmt: skip
             before = _cpu_seconds(proc.pid) if cpu else 0.0
+            switched = _switches(proc.pid) if cpu else 0
             for t in threads:
                 t.join()
             if cpu:
                 result.cpu_s = _cpu_seconds(proc.pid) - before
+                result.switches = _switches(proc.pid) - switched
             if tracer is not None:
                 tracer.send_signal(signal.SIGINT)  # detach and write the table
                 tracer.wait(30)
@@ -361,16 +386,18 @@ def run(
             proc.wait(30)
 
 
-def _per_request(runs: list[Run]) -> tuple[float | None, dict[str, float]]:
-    """CPU ms and system calls per measured request, over ``runs``."""
+def _per_request(runs: list[Run]) -> tuple[float | None, float | None, dict[str, float]]:
+    """CPU ms, context switches and system calls per measured request, over ``runs``."""
     n = sum(r.requests for r in runs)
     cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
     cpu_ms = sum(cpus) * 1000 / n if cpus and n else None
+    switched = [r.switches for r in runs if r.switches is not None]
+    switches = sum(switched) / n if switched and n else None
     calls: dict[str, int] = {}
     for r in runs:
         for name, count in r.syscalls.items():
             calls[name] = calls.get(name, 0) + count
-    return cpu_ms, {name: count / n for name, count in calls.items()}
+    return cpu_ms, switches, {name: count / n for name, count in calls.items()}
 
 
 def main(argv: list[str]) -> int:
@@ -427,15 +454,16 @@ def main(argv: list[str]) -> int:
                       f"{_p(ks, 0.99):.2f} | {max(ks):.2f} |")  # fmt: skip
     if cpu or strace:
         print()
-        print("| server, per measured request | CPU ms (user+sys) | fsync+fdatasync | "
-              "system calls | top calls |")  # fmt: skip
-        print("|---|---|---|---|---|")
+        print("| server, per measured request | CPU ms (user+sys) | context switches | "
+              "fsync+fdatasync | system calls | top calls |")  # fmt: skip
+        print("|---|---|---|---|---|---|")
         for label, rs in done.items():
-            cpu_ms, calls = _per_request(rs)
+            cpu_ms, switches, calls = _per_request(rs)
             syncs = calls.get("fsync", 0.0) + calls.get("fdatasync", 0.0)
             top = ", ".join(f"{k} {v:.1f}" for k, v in
                             sorted(calls.items(), key=lambda kv: -kv[1])[:6])  # fmt: skip
             cpu_txt = "-" if cpu_ms is None or strace else f"{cpu_ms:.2f}"
+            cpu_txt += " | -" if switches is None or strace else f" | {switches:.1f}"
             sys_txt = f"{syncs:.2f} | {sum(calls.values()):.1f} | {top}" if strace else "- | - | -"
             print(f"| {label} | {cpu_txt} | {sys_txt} |")
     return 0
