@@ -94,6 +94,31 @@ class Where:
         return go
 
 
+async def _opened(pool: SessionPool, *sessions: str) -> None:
+    """Open ``sessions``, each with its first action (its baseline taken): their later short
+    calls may run on the loop."""
+    for sid in sessions:
+        await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+
+
+class Hold:
+    """A call that holds its thread until released."""
+
+    def __init__(self) -> None:
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, gk: SessionLike) -> None:
+        self.inside.set()
+        assert self.release.wait(GUARD)
+
+
+def _serve(pool: SessionPool, main: Callable[[], Any]) -> None:
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+
+
 # -- the same answers and journal on either thread ------------------------------------------
 _CALLS = st.lists(
     st.tuples(
@@ -121,8 +146,7 @@ def _drive(
     answers: list[Any] = []
 
     async def main() -> None:
-        # opened, its baseline taken: the later calls may run on the loop
-        await pool.run("s1", lambda gk: gk.authorize(ToolCall("Read", {})))
+        await _opened(pool, "s1")
         for k, (event, (tool, arg)) in enumerate(calls):
             payload = _payload(root, "s1", event, tool, arg, f"u{k}")
 
@@ -178,10 +202,7 @@ def test_a_short_call_of_an_open_session_runs_on_the_loop_and_others_in_threads(
         await pool.run("s1", where("long"))  # not said to be short
         await pool.run("s2", where("other open"), short=True)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["open thread", "act thread", "short loop", "long thread",
                          "other open thread"]  # fmt: skip
     assert pool.ran_on_loop == 1
@@ -212,10 +233,7 @@ def test_on_a_fast_disk_the_fsync_is_done_on_the_loop_before_the_answer(
         await pool.run("s1", durable, short=True)
         assert synced == [True]  # on the loop, and done when the call returned
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["bash loop"]
 
 
@@ -251,8 +269,7 @@ def test_a_slow_disk_fsync_is_waited_off_the_loop_and_the_answer_waits_for_it(
 
     async def main() -> None:
         where.mark()
-        for sid in ("sa", "sb"):  # open both sessions, their baselines taken
-            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        await _opened(pool, "sa", "sb")
         gate = await pool.run("sa", lambda gk: _journal(gk)._gate)
         assert gate is not None
         gate.fsync_seconds = 0.05  # as measured on a slow disk
@@ -267,10 +284,7 @@ def test_a_slow_disk_fsync_is_waited_off_the_loop_and_the_answer_waits_for_it(
             assert await anyio.to_thread.run_sync(in_fsync.wait, GUARD)
             await pool.run("sb", where("b", b), short=True)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["a loop", "b loop"]
     assert order == ["a committed", "b ran", "a on the disk", "a answered"]
 
@@ -280,29 +294,20 @@ def test_no_call_runs_on_the_loop_while_another_runs_in_a_thread(tmp_path: Path)
     """Session A's call (not short) runs in a thread; session B's short call, arriving
     meanwhile, must not run on the loop beside it (both would take the write lock): it waits
     for its turn, which comes when A has ended."""
-    pool, where = _pool(tmp_path), Where()
-    inside, release = threading.Event(), threading.Event()
-
-    def hold(gk: SessionLike) -> None:
-        inside.set()
-        assert release.wait(GUARD)
+    pool, where, hold = _pool(tmp_path), Where(), Hold()
 
     async def main() -> None:
         where.mark()
-        for sid in ("sa", "sb"):
-            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        await _opened(pool, "sa", "sb")
         async with anyio.create_task_group() as tg:
             tg.start_soon(pool.run, "sa", where("a", hold))
-            assert await anyio.to_thread.run_sync(inside.wait, GUARD)
+            assert await anyio.to_thread.run_sync(hold.inside.wait, GUARD)
             tg.start_soon(partial(pool.run, "sb", where("b"), short=True))
             await anyio.wait_all_tasks_blocked()
             assert where.ran == ["a thread"]  # B waits: not on the loop beside A
-            release.set()
+            hold.release.set()
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["a thread", "b loop"]
     assert pool.ran_on_loop == 1
 
@@ -312,30 +317,21 @@ def test_a_thread_call_whose_waiter_was_cancelled_still_keeps_calls_off_the_loop
 ) -> None:
     """The lane counts a thread's call as running until the thread itself ends it, not until
     its waiter stops waiting: a cancelled request's call still runs."""
-    pool, where = _pool(tmp_path), Where()
-    inside, release = threading.Event(), threading.Event()
-
-    def hold(gk: SessionLike) -> None:
-        inside.set()
-        assert release.wait(GUARD)
+    pool, where, hold = _pool(tmp_path), Where(), Hold()
 
     async def main() -> None:
         where.mark()
-        for sid in ("sa", "sb"):
-            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        await _opened(pool, "sa", "sb")
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pool.run, "sa", where("a", hold))
-                assert await anyio.to_thread.run_sync(inside.wait, GUARD)
+                assert await anyio.to_thread.run_sync(hold.inside.wait, GUARD)
                 scope.cancel()  # the client went away; A's thread runs on
         assert not pool.lane.threads_idle()
         await pool.run("sb", where("b"), short=True)
-        release.set()
+        hold.release.set()
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["a thread", "b thread"]
 
 
@@ -350,10 +346,7 @@ def test_without_a_lane_no_call_runs_on_the_loop(tmp_path: Path) -> None:
         await pool.run("s1", lambda gk: gk.authorize(ToolCall("Read", {})))
         await pool.run("s1", where("short"), short=True)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["short thread"]
     assert pool.ran_on_loop == 0
 
@@ -370,10 +363,7 @@ def test_a_session_that_still_takes_its_baseline_runs_in_a_thread(tmp_path: Path
         assert await pool.run("s1", lambda gk: gk.baseline_pending) is False
         await pool.run("s1", where("second"), short=True)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["first action thread", "second loop"]
 
 
@@ -392,18 +382,14 @@ def test_a_call_that_overran_the_lease_sends_its_session_to_the_threads(tmp_path
 
     async def main() -> None:
         where.mark()
-        for sid in ("s1", "s2"):
-            await pool.run(sid, lambda gk: gk.authorize(ToolCall("Read", {})))
+        await _opened(pool, "s1", "s2")
         await pool.run("s1", where("s1 slow", slow), short=True)
         await pool.run("s1", where("s1 next"), short=True)
         await pool.run("s2", where("s2"), short=True)
         now[0] += THREADED_FOR
         await pool.run("s1", where("s1 later"), short=True)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     assert where.ran == ["s1 slow loop", "s1 next thread", "s2 loop", "s1 later loop"]
     assert pool.sent_back == 1
 
@@ -454,10 +440,7 @@ def test_the_hook_route_runs_a_tool_call_on_the_loop_and_infomark_check_in_a_thr
             answers.append(body.get("hookSpecificOutput", {}).get("permissionDecisionReason", ""))
             counted.append(pool.ran_on_loop)
 
-    try:
-        anyio.run(main)
-    finally:
-        pool.close()
+    _serve(pool, main)
     # the first opens the session; the check runs in a thread; the others on the loop
     assert counted == [0, 1, 1, 2]
     assert answers[2].startswith("infomark ran this check itself"), answers
