@@ -174,6 +174,10 @@ class AsyncGatekeeper:
     )
 
     policy: _Read[PolicyRuntime] = _Read("policy")
+    baseline_pending: _Read[bool] = _Read(
+        "baseline_pending",
+        "Whether the session's next action takes its baseline (from what is in memory).",
+    )
     store: _Read[Ledger] = _Read(
         "store", "The underlying ledger engine; call it through :meth:`run_sync` from the loop."
     )
