@@ -17,14 +17,15 @@ A call its caller says is short (the hook route: a PreToolUse or PostToolUse of 
 row-sized body, other than ``infomark check``; the API's classify, authorize and record of
 such a body) runs on the event loop's own thread instead, when :meth:`SessionPool._on_loop`
 allows: its session is open under the same configuration, no call runs in a thread, its
-next action takes no baseline, and no call of its session overran the lease in the last
-:data:`THREADED_FOR` seconds. A short call that overruns anyway (another process holding
-the write lock, a huge project scanned) delays the other sessions once, by its own length,
-and its session's calls then run in the threads. Either way a call waits for its turn on
-the lane, first come first served (:mod:`~infomark.tools.service_lane`). Measured with
-three clients posting back to back through the forwarding hook's own client (``python -m
-bench.http_concurrent --forward --cpu``, docs/performance.md): the server's CPU a request
-fell by about a quarter, and the p99 round trip with it.
+next action takes no baseline, no other process holds the ledger's writer queue, and no
+call of its session overran the lease in the last :data:`THREADED_FOR` seconds. A short
+call that overruns anyway (another process taking the write lock just after that look, a
+huge project scanned) delays the other sessions once, by its own length, and its session's
+calls then run in the threads. Either way a call waits for its turn on the lane, first come
+first served (:mod:`~infomark.tools.service_lane`). Measured with three clients posting
+back to back through the forwarding hook's own client (``python -m bench.http_concurrent
+--forward --cpu``, docs/performance.md): the server's CPU a request fell by about a fifth,
+and the p99 round trip with it.
 
 The API routes serve the service's own project root and configuration. The Claude Code
 hook route serves the project a payload names (``cwd``): :meth:`SessionPool.project_config`
@@ -195,11 +196,13 @@ class SessionPool:
                     self.checkpointer.poke()
 
     def _on_loop(self, slot: _Slot, config: Config) -> SessionLike | None:
-        """The open session a short call of ``slot`` may run on the event loop's thread, if it
-        may: its session is open under ``config`` (opening one replays its journal), nothing
-        else runs in the lane (so the process's write lock is free), its next action takes
-        no baseline (a copy of the project), and none of its calls overran the lease
-        lately."""
+        """The open session a short call of ``slot`` may run on the event loop's thread (its
+        turn on the lane has come), if it may: there is a lane (not PostgreSQL), its session
+        is open under ``config`` (opening one replays its journal), no call runs in a worker
+        thread (so the process's write lock is free), its next action takes no baseline (a
+        copy of the project), no other process holds the ledger's writer queue now (the
+        call's commits would wait for it on the loop), and none of its calls overran the
+        lease lately."""
         gk = slot.gk
         if (
             gk is None
@@ -208,6 +211,7 @@ class SessionPool:
             or not self.lane.threads_idle()
             or self.clock() < slot.threaded_until
             or gk.baseline_pending
+            or gk.store.journal.writer_busy()  # its commits would wait on the loop
         ):
             return None
         return gk

@@ -93,6 +93,22 @@ def test_the_wait_is_bounded_and_a_dead_holder_frees_the_lock(tmp_path: Path) ->
     assert stat.S_IMODE(os.stat(db + "-writer").st_mode) == 0o600
 
 
+def test_held_elsewhere_tells_another_processs_hold_from_this_ones(tmp_path: Path) -> None:
+    """``held_elsewhere`` (the service's look before it runs a call on its loop): this
+    process's own hold is not "elsewhere"; another process's is, until it dies."""
+    db = str(tmp_path / "x.db")
+    mine = WriterQueue(db)
+    assert not mine.held_elsewhere()
+    mine.acquire(time.monotonic() + 5)
+    assert not mine.held_elsewhere()  # F_TEST: a lock of this process does not count
+    mine.release()
+    proc, done = _holder(db)
+    assert WriterQueue(db).held_elsewhere()
+    done.set()
+    proc.join(30)
+    assert not WriterQueue(db).held_elsewhere()
+
+
 def test_a_ledger_whose_queue_stays_held_answers_busy_not_a_hang(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -367,6 +367,46 @@ def test_a_session_that_still_takes_its_baseline_runs_in_a_thread(tmp_path: Path
     assert where.ran == ["first action thread", "second loop"]
 
 
+def test_while_another_process_holds_the_writer_queue_calls_run_in_threads(
+    tmp_path: Path,
+) -> None:
+    """Another process (a command hook, the CLI) holds the ledger's writer queue: a call's
+    commits would wait for it, and on the loop every session would wait with it. The call
+    runs in a thread instead; once the other process lets go, calls come back to the loop.
+    A real second process holds the real lock file."""
+    import subprocess
+    import sys
+
+    pool, where = _pool(tmp_path), Where()
+    holder = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "os.lockf(fd, os.F_LOCK, 0)\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"  # until the test closes stdin
+    )
+
+    async def main() -> None:
+        where.mark()
+        await _opened(pool, "s1")
+        lock = str(tmp_path / ".infomark" / "ledger.db-writer")
+        other = subprocess.Popen(
+            [sys.executable, "-c", holder, lock],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert other.stdout is not None and other.stdout.readline() == "held\n"
+            await pool.run("s1", where("held elsewhere", lambda gk: gk.session), short=True)
+        finally:
+            assert other.stdin is not None
+            other.stdin.close()
+            assert other.wait(GUARD) == 0
+        await pool.run("s1", where("let go"), short=True)
+
+    _serve(pool, main)
+    assert where.ran == ["held elsewhere thread", "let go loop"]
+
+
 def test_a_call_that_overran_the_lease_sends_its_session_to_the_threads(tmp_path: Path) -> None:
     """A call on the loop that took longer than the lease (here: a lease of a microsecond,
     which every call overruns) sends its session's calls to the threads for

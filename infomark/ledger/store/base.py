@@ -207,6 +207,11 @@ class BaseJournal(ABC):
         handles of the store; True where the backend needs it (SQLite). Here: nothing to do."""
         return False
 
+    def writer_busy(self) -> bool:
+        """Whether another process holds the store's write lock now, as far as this backend
+        can tell without waiting (SQLite: its writer queue); here it cannot: False."""
+        return False
+
     def foreign_commits(self) -> int | None:
         """Under :meth:`group_commits`, a count that moves whenever something other than this
         process's grouped writers committed; None where the backend cannot tell (then a

@@ -462,6 +462,11 @@ class Journal(BaseJournal):
             self._gate.attach()
         return True
 
+    def writer_busy(self) -> bool:
+        """Whether another process holds the ledger's writer queue now
+        (:meth:`~infomark.ledger.store.writer_queue.WriterQueue.held_elsewhere`)."""
+        return self._queue.held_elsewhere()
+
     def foreign_commits(self) -> int | None:
         """Under group commit, how many commits this process's gate has seen that none of
         its writers made (:meth:`~infomark.ledger.store.group_commit.WriteGate.foreign_commits`);

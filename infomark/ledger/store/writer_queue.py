@@ -82,6 +82,20 @@ class WriterQueue:
             time.sleep(pause)
             pause = min(pause * 2, _MOST)
 
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lock now (``F_TEST``: one ``fcntl``, no wait):
+        the HTTP service keeps a call off its event loop then, where the wait would hold up
+        every session. A moment's answer: the lock may be taken just after."""
+        if not hasattr(os, "lockf"):
+            return False
+        try:
+            os.lockf(_fd(self.path), os.F_TEST, 0)
+        except (BlockingIOError, PermissionError):  # EAGAIN, EACCES: another process's
+            return True
+        except OSError:  # cannot tell: say busy, which only costs a thread
+            return True
+        return False
+
     def release(self) -> None:
         if self._held:
             self._held = False
