@@ -638,6 +638,7 @@ def create_app(
     # outermost: the hook route, called on every tool call, skips the rest of the stack
     app.add_middleware(HookRoute, token=token, limit=max_body_bytes, answer=service.hook_answer)
     app.state.stopping = stopping
+    app.state.pool = pool  # in-process introspection (tests, benches): which calls ran where
     return app
 
 

@@ -5,8 +5,8 @@ an ``asyncio.Lock`` queues them in arrival order on the event loop, then the cal
 the threadpool (or, if short, on the loop) under the slot's ``threading.Lock``. Calls of
 different sessions take turns on the pool's :class:`~infomark.tools.service_lane.Lane`
 (one at a time, since they would only contend for the GIL, unless one runs long: then the
-next runs beside it); their
-commits queue on one in-process write lock and share their WAL fsyncs (group commit,
+next runs beside it); their commits queue on one in-process write lock and share their WAL
+fsyncs (group commit,
 :mod:`~infomark.ledger.store.group_commit`), and the durable commits of one call wait for
 the disk together, once, before the call returns (``Journal.sync_once``: a transcript's
 ingest and the decision after it, a record and the inbox's lease share one fsync). At most
@@ -149,7 +149,8 @@ class SessionPool:
         config: Config | None = None,
         short: bool = False,
     ) -> T:
-        """Run ``fn(session)`` in the threadpool, one call per session at a time.
+        """Run ``fn(session)`` in its turn on the lane (in the threadpool, or on the loop),
+        one call per session at a time.
 
         ``root`` / ``config`` default to the service's own; a session already open under
         another configuration is closed and reopened under this one. ``short``: the caller

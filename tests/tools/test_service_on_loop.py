@@ -24,6 +24,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.requests import Request
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
@@ -33,7 +34,7 @@ from infomark.ledger.store.journal import Journal
 from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.hooks.claude_code import handle
 from infomark.tools.protocol import SessionLike
-from infomark.tools.service import _Service, _short_hook_call, declared_sandbox
+from infomark.tools.service import _Service, _short_hook_call, _small, declared_sandbox
 from infomark.tools.service_lane import Lane
 from infomark.tools.service_pool import THREADED_FOR, SessionPool
 
@@ -454,6 +455,56 @@ def test_the_hook_route_calls_short_only_what_is_short(
 ) -> None:
     payload = {"hook_event_name": event, "tool_name": "Bash", "tool_input": tool_input}
     assert _short_hook_call(event, payload, size) is short
+
+
+@pytest.mark.parametrize(
+    ("length", "short"),
+    [
+        ("120", True),
+        (str(SMALL), True),
+        (str(SMALL + 1), False),
+        (None, False),  # chunked: no length to go by
+        ("\u00b2", False),  # a digit to str.isdigit, latin-1 in a header, not to int()
+        ("-1", False),
+        ("1e3", False),
+    ],
+)
+def test_an_api_call_is_short_by_its_content_length(length: str | None, short: bool) -> None:
+    headers = [] if length is None else [(b"content-length", length.encode("latin-1"))]
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": headers})
+    assert _small(request) is short
+
+
+def test_the_api_runs_a_small_authorize_on_the_loop(tmp_path: Path) -> None:
+    """Through the whole app (the bearer check, the router, the route): the second
+    ``authorize`` of a session, a small body, runs on the loop; one over 32 KiB does not."""
+    import httpx
+
+    from infomark.ledger.init import ensure_token
+    from infomark.tools.service import create_app
+
+    home = tmp_path / ".infomark"
+    app = create_app(home, root=tmp_path)
+    token = ensure_token(home)
+    counted: list[int] = []
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as h:
+            for command in ("echo 1", "echo 2", "echo " + "x" * SMALL):
+                r = await h.post(
+                    "/v1/sessions/s1/authorize",
+                    json={"tool": "Bash", "input": {"command": command}},
+                    headers={"authorization": f"Bearer {token}"},
+                )
+                assert r.status_code == 200, r.text
+                counted.append(app.state.pool.ran_on_loop)
+
+    try:
+        anyio.run(main)
+    finally:
+        app.state.pool.close()
+    assert counted == [0, 1, 1]
 
 
 def test_the_hook_route_runs_a_tool_call_on_the_loop_and_infomark_check_in_a_thread(
