@@ -98,8 +98,9 @@ class Turn:
             with suppress(RuntimeError):  # the loop closed (shutdown): no one waits for it
                 loop.call_soon_threadsafe(lane._give, token)
 
-        lane._started += 1
-        return await loop.run_in_executor(threads, lane._counted, fn, step_aside)
+        done = loop.run_in_executor(threads, lane._counted, fn, step_aside)
+        lane._started += 1  # once submitted: a refused submission (shutdown) never ends
+        return await done
 
     def leave(self) -> None:
         """Hand the lane on at the loop's next iteration, after it has read its sockets
