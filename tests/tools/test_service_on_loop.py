@@ -290,6 +290,35 @@ def test_a_slow_disk_fsync_is_waited_off_the_loop_and_the_answer_waits_for_it(
     assert order == ["a committed", "b ran", "a on the disk", "a answered"]
 
 
+def test_a_call_that_fails_on_the_loop_still_reaches_the_disk_and_frees_the_lane(
+    tmp_path: Path,
+) -> None:
+    """A call on the loop commits a durable decision, then fails: the error reaches the
+    caller only after the commit is on the disk (as in a thread), and the next call takes
+    the lane and runs on the loop."""
+    pool, where = _pool(tmp_path), Where()
+
+    def commit_then_fail(gk: SessionLike) -> None:
+        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
+        assert not _journal(gk).last_commit_synced  # owed until the call ends
+        raise ValueError("the call failed after its commit")
+
+    async def main() -> None:
+        where.mark()
+        await _opened(pool, "s1", "s2")
+        with pytest.raises(ValueError, match="after its commit"):
+            await pool.run("s1", where("fails", commit_then_fail), short=True)
+        gk = await pool.run("s1", lambda gk: gk)
+        gate = _journal(gk)._gate
+        assert gate is not None and gate._synced == gate._written
+        assert _journal(gk).last_commit_synced
+        with anyio.fail_after(GUARD / 2):  # a lane left held would never hand on
+            await pool.run("s2", where("next"), short=True)
+
+    _serve(pool, main)
+    assert where.ran == ["fails loop", "next loop"]
+
+
 # -- what keeps a call off the loop --------------------------------------------------------
 def test_no_call_runs_on_the_loop_while_another_runs_in_a_thread(tmp_path: Path) -> None:
     """Session A's call (not short) runs in a thread; session B's short call, arriving
