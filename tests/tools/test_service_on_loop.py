@@ -35,7 +35,7 @@ from infomark.tools.checkpointer import Checkpointer
 from infomark.tools.hooks.claude_code import handle
 from infomark.tools.protocol import SessionLike
 from infomark.tools.service import _Service, _short_hook_call, _small, declared_sandbox
-from infomark.tools.service_lane import Lane
+from infomark.tools.service_lane import LEASE, Lane
 from infomark.tools.service_pool import THREADED_FOR, SessionPool
 
 pytestmark = pytest.mark.sqlite_only
@@ -435,6 +435,69 @@ def test_while_another_process_holds_the_writer_queue_calls_run_in_threads(
 
     _serve(pool, main)
     assert where.ran == ["held elsewhere thread", "let go loop"]
+
+
+def test_a_call_meeting_sqlites_own_lock_held_elsewhere_fails_closed_then_leaves_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack the writer-queue look does not see: another process (the agent's, where
+    the home is reachable) takes SQLite's own write lock with ``BEGIN IMMEDIATE``, not the
+    queue. An Edit's PreToolUse on the loop cannot journal its decision: it is denied (the
+    default profile enforces), not allowed, and since it overran the lease its session's
+    calls go to the threads, where a wait holds up no other session."""
+    import subprocess
+    import sys
+
+    from infomark.ledger.store import journal as journal_mod
+
+    monkeypatch.setattr(journal_mod, "_BUSY_MS", 20)  # the store's wait: 0.1 s, not 50 s
+    (tmp_path / "a.py").write_text("a = 1\n")
+    pool = _pool(tmp_path, lease=LEASE)  # the service's own lease
+    service = _Service(
+        pool,
+        max_body_bytes=1 << 20,
+        poll_seconds=1.0,
+        stopping=threading.Event(),
+        agent_sandbox=declared_sandbox(None),
+    )
+    holder = (
+        "import sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN IMMEDIATE')\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    edit = _payload(tmp_path, "s1", "PreToolUse", "Edit", "a.py", "u1")
+    edit["tool_input"].update(old_string="a = 1", new_string="a = 2")
+
+    async def main() -> dict[str, Any]:
+        await _opened(pool, "s1")
+        other = subprocess.Popen(
+            [sys.executable, "-c", holder, str(tmp_path / ".infomark" / "ledger.db")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert other.stdout is not None and other.stdout.readline() == "held\n"
+            raw = json.dumps(edit).encode()
+            answer: dict[str, Any] = json.loads(await service.hook_answer(raw, str(tmp_path)))
+        finally:
+            assert other.stdin is not None
+            other.stdin.close()
+            assert other.wait(GUARD) == 0
+        on_loop = pool.ran_on_loop
+        await pool.run("s1", lambda gk: gk.gate(), short=True)
+        assert pool.ran_on_loop == on_loop  # sent to the threads
+        return answer
+
+    answer: dict[str, Any] = {}
+
+    async def run() -> None:
+        answer.update(await main())
+
+    _serve(pool, run)
+    out = answer["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny", answer
+    assert pool.ran_on_loop == 1 and pool.sent_back == 1
 
 
 def test_a_call_that_overran_the_lease_sends_its_session_to_the_threads(tmp_path: Path) -> None:
