@@ -497,7 +497,7 @@ class Gatekeeper(Closing):
     def baseline_pending(self) -> bool:
         """Whether the session's next action takes its baseline (attested runs are required
         and none is recorded): a copy of the project, which can take seconds."""
-        return self.config.attest_required and not self._ledger.state.baseline
+        return not self._ledger.state.baseline and self.config.attest_required
 
     def record_baseline(self) -> None:
         """Record the session's baseline now (the project's, taken now if infomark never saw
@@ -772,7 +772,7 @@ def _recheck_sources(gk: Gatekeeper, a: _Authorizing) -> None:
 def _seed_grading(gk: Gatekeeper, a: _Authorizing) -> None:
     """The grading files are known, and the baseline is taken before the first action."""
     grading_flow.check(gk._ledger, gk.config, seed=True)
-    if not gk._ledger.state.baseline and gk.config.attest_required:
+    if gk.baseline_pending:
         from infomark.gates import baseline  # once per session: before the first action
 
         baseline.ensure(gk._ledger, required=True)

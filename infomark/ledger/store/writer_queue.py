@@ -90,10 +90,8 @@ class WriterQueue:
             return False
         try:
             os.lockf(_fd(self.path), os.F_TEST, 0)
-        except (BlockingIOError, PermissionError):  # EAGAIN, EACCES: another process's
-            return True
-        except OSError:  # cannot tell: say busy, which only costs a thread
-            return True
+        except OSError:  # EAGAIN, EACCES: another process's; anything else: cannot tell, so
+            return True  # busy, which only costs a thread
         return False
 
     def release(self) -> None:
