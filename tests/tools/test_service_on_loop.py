@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -118,6 +121,35 @@ def _serve(pool: SessionPool, main: Callable[[], Any]) -> None:
         anyio.run(main)
     finally:
         pool.close()
+
+
+def _service(pool: SessionPool) -> _Service:
+    """The service's routes over ``pool`` (what ``create_app`` builds, without the app)."""
+    return _Service(
+        pool,
+        max_body_bytes=1 << 20,
+        poll_seconds=1.0,
+        stopping=threading.Event(),
+        agent_sandbox=declared_sandbox(None),
+    )
+
+
+@contextmanager
+def _held_elsewhere(take: str, path: Path) -> Iterator[None]:
+    """A real second process runs ``take`` (Python that takes a lock on ``sys.argv[1]``, the
+    file ``path``) and holds it until the block ends."""
+    code = f"import os, sqlite3, sys\n{take}\nprint('held', flush=True)\nsys.stdin.read()\n"
+    other = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        yield
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()  # it reads to the end, then exits: the kernel drops its locks
+        assert other.wait(GUARD) == 0
 
 
 # -- the same answers and journal on either thread ------------------------------------------
@@ -404,33 +436,14 @@ def test_while_another_process_holds_the_writer_queue_calls_run_in_threads(
     commits would wait for it, and on the loop every session would wait with it. The call
     runs in a thread instead; once the other process lets go, calls come back to the loop.
     A real second process holds the real lock file."""
-    import subprocess
-    import sys
-
     pool, where = _pool(tmp_path), Where()
-    holder = (
-        "import os, sys\n"
-        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
-        "os.lockf(fd, os.F_LOCK, 0)\n"
-        "print('held', flush=True)\n"
-        "sys.stdin.read()\n"  # until the test closes stdin
-    )
+    take = "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\nos.lockf(fd, os.F_LOCK, 0)"
 
     async def main() -> None:
         where.mark()
         await _opened(pool, "s1")
-        lock = str(tmp_path / ".infomark" / "ledger.db-writer")
-        other = subprocess.Popen(
-            [sys.executable, "-c", holder, lock],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert other.stdout is not None and other.stdout.readline() == "held\n"
+        with _held_elsewhere(take, tmp_path / ".infomark" / "ledger.db-writer"):
             await pool.run("s1", where("held elsewhere", lambda gk: gk.session), short=True)
-        finally:
-            assert other.stdin is not None
-            other.stdin.close()
-            assert other.wait(GUARD) == 0
         await pool.run("s1", where("let go"), short=True)
 
     _serve(pool, main)
@@ -445,56 +458,27 @@ def test_a_call_meeting_sqlites_own_lock_held_elsewhere_fails_closed_then_leaves
     queue. An Edit's PreToolUse on the loop cannot journal its decision: it is denied (the
     default profile enforces), not allowed, and since it overran the lease its session's
     calls go to the threads, where a wait holds up no other session."""
-    import subprocess
-    import sys
-
     from infomark.ledger.store import journal as journal_mod
 
     monkeypatch.setattr(journal_mod, "_BUSY_MS", 20)  # the store's wait: 0.1 s, not 50 s
     (tmp_path / "a.py").write_text("a = 1\n")
     pool = _pool(tmp_path, lease=LEASE)  # the service's own lease
-    service = _Service(
-        pool,
-        max_body_bytes=1 << 20,
-        poll_seconds=1.0,
-        stopping=threading.Event(),
-        agent_sandbox=declared_sandbox(None),
-    )
-    holder = (
-        "import sqlite3, sys\n"
-        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "db.execute('BEGIN IMMEDIATE')\n"
-        "print('held', flush=True)\n"
-        "sys.stdin.read()\n"
-    )
+    service = _service(pool)
+    take = "db = sqlite3.connect(sys.argv[1], isolation_level=None)\ndb.execute('BEGIN IMMEDIATE')"
     edit = _payload(tmp_path, "s1", "PreToolUse", "Edit", "a.py", "u1")
     edit["tool_input"].update(old_string="a = 1", new_string="a = 2")
+    answer: dict[str, Any] = {}
 
-    async def main() -> dict[str, Any]:
+    async def main() -> None:
         await _opened(pool, "s1")
-        other = subprocess.Popen(
-            [sys.executable, "-c", holder, str(tmp_path / ".infomark" / "ledger.db")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert other.stdout is not None and other.stdout.readline() == "held\n"
+        with _held_elsewhere(take, tmp_path / ".infomark" / "ledger.db"):
             raw = json.dumps(edit).encode()
-            answer: dict[str, Any] = json.loads(await service.hook_answer(raw, str(tmp_path)))
-        finally:
-            assert other.stdin is not None
-            other.stdin.close()
-            assert other.wait(GUARD) == 0
+            answer.update(json.loads(await service.hook_answer(raw, str(tmp_path))))
         on_loop = pool.ran_on_loop
         await pool.run("s1", lambda gk: gk.gate(), short=True)
         assert pool.ran_on_loop == on_loop  # sent to the threads
-        return answer
 
-    answer: dict[str, Any] = {}
-
-    async def run() -> None:
-        answer.update(await main())
-
-    _serve(pool, run)
+    _serve(pool, main)
     out = answer["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny", answer
     assert pool.ran_on_loop == 1 and pool.sent_back == 1
@@ -606,13 +590,7 @@ def test_the_hook_route_runs_a_tool_call_on_the_loop_and_infomark_check_in_a_thr
     runs on the loop; ``infomark check C1`` (the hook runs the attested check itself, which
     can take minutes) runs in a thread."""
     pool = _pool(tmp_path)
-    service = _Service(
-        pool,
-        max_body_bytes=1 << 20,
-        poll_seconds=1.0,
-        stopping=threading.Event(),
-        agent_sandbox=declared_sandbox(None),
-    )
+    service = _service(pool)
     counted: list[int] = []
     answers: list[str] = []
 
