@@ -104,6 +104,7 @@ from infomark.tools.service_io import (
     record_outcome,
 )
 from infomark.tools.service_pool import SessionPool
+from infomark.tools.service_warm import warm
 
 __all__ = [
     "API_PREFIX",
@@ -548,10 +549,13 @@ class _Service:
 
 # -- the app -------------------------------------------------------------------------------
 def _lifespan(pool: SessionPool) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """Start the WAL checkpointer with the app; at shutdown close the sessions, then stop it."""
+    """Import the hook path's modules (:mod:`~infomark.tools.service_warm`: no hook call run
+    on the loop pays for an import) and start the WAL checkpointer with the app; at shutdown
+    close the sessions, then stop it."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(warm, "sqlite" if pool.store == "sqlite" else "postgresql")
         if pool.checkpointer is not None:
             pool.checkpointer.start()
         try:
