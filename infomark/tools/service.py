@@ -104,6 +104,7 @@ from infomark.tools.service_io import (
     record_outcome,
 )
 from infomark.tools.service_pool import SessionPool
+from infomark.tools.service_transcript import TranscriptWait
 from infomark.tools.service_warm import warm
 
 __all__ = [
@@ -528,6 +529,7 @@ class _Service:
             )
         else:
             config, error = await pool.project_config(root)
+            line = TranscriptWait.of(event, payload)  # a PreToolUse waits for it off the lane
 
             def go(gk: SessionLike) -> Any:
                 return handle_hook(
@@ -538,10 +540,13 @@ class _Service:
                     config_error=error,
                     # a broken configuration: an enforcing profile, as _profile reads it
                     profile=config.profile if error is None else Profile.LEDGER,
+                    transcript_wait=None if line is None else line.left,
                 )
 
             short = _short_hook_call(event, payload, len(raw))
-            answer = await pool.run(str(sid), go, root=root, config=config, short=short)
+            answer = await pool.run(
+                str(sid), go, root=root, config=config, short=short, prepare=line
+            )
         return json_body(
             hook_http_body(payload, answer.stdout, int(answer.exit_code), str(answer.stderr))
         )

@@ -40,7 +40,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -148,6 +148,7 @@ class SessionPool:
         root: Path | None = None,
         config: Config | None = None,
         short: bool = False,
+        prepare: Callable[[SessionLike], Awaitable[None]] | None = None,
     ) -> T:
         """Run ``fn(session)`` in its turn on the lane (in the threadpool, or on the loop),
         one call per session at a time.
@@ -155,17 +156,24 @@ class SessionPool:
         ``root`` / ``config`` default to the service's own; a session already open under
         another configuration is closed and reopened under this one. ``short``: the caller
         expects a call of a few milliseconds (the module's docstring): it runs on the event
-        loop's thread when :meth:`_on_loop` allows.
+        loop's thread when :meth:`_on_loop` allows. ``prepare``: awaited on the loop, when the
+        session is open, after its earlier calls and before this call's turn, so that what it
+        waits for holds no other session (a PreToolUse's transcript line,
+        :mod:`~infomark.tools.service_transcript`).
         """
         root_p = root if root is not None else self.root
         cfg = config if config is not None else self.config
         slot = self._slot((str(root_p), session))
         try:
-            async with slot.queue, self.lane.turn() as turn:
-                gk = self._on_loop(slot, cfg) if short else None
-                if gk is not None:
-                    return await self._call_on_loop(slot, gk, fn, turn)
-                return await turn.in_thread(partial(self._call, slot, session, root_p, cfg, fn))
+            async with slot.queue:
+                if prepare is not None and slot.gk is not None:
+                    await prepare(slot.gk)
+                async with self.lane.turn() as turn:
+                    gk = self._on_loop(slot, cfg) if short else None
+                    if gk is not None:
+                        return await self._call_on_loop(slot, gk, fn, turn)
+                    call = partial(self._call, slot, session, root_p, cfg, fn)
+                    return await turn.in_thread(call)
         finally:
             if sum(1 for s in self._slots.values() if s.gk is not None) > self.max_open:
                 await self._close_idle()

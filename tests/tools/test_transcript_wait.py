@@ -4,9 +4,12 @@ file unchanged skips the scan, and nothing the scan would have seen is missed.""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from infomark.tools.hooks import transcript
 
@@ -80,3 +83,87 @@ def test_an_unchanged_file_is_not_scanned_again(
     # the first scan reads the line, the next finds nothing; the polls in between only stat,
     # and one scan follows the deadline, as before
     assert len(scans) <= 3
+
+
+# -- tool_use_written: the service's look, the same answer as the read --------------------
+_IDS = ["toolu_01A", "toolu_01AB", "x-y_9", 'we"ird', "ünï", "a/b", "a\\b"]
+
+
+def _entry(kind: str, use: str) -> bytes:
+    if kind == "tool_use":
+        return _line({"type": "text", "text": "go"}, {"type": "tool_use", "id": use}).encode()
+    if kind == "text":
+        return _line({"type": "text", "text": f"about {use}"}).encode()  # its id, as prose
+    if kind == "long":  # longer than a read of 200 bytes: stepped over
+        return _line({"type": "text", "text": "x" * 300}, {"type": "tool_use", "id": use}).encode()
+    if kind == "result":  # the user's tool_result names the id too
+        block = {"type": "tool_result", "tool_use_id": use, "content": "ok"}
+        return (json.dumps({"type": "user", "message": {"content": [block]}}) + "\n").encode()
+    if kind == "progress":
+        return (json.dumps({"type": "progress", "toolUseID": use}) + "\n").encode()
+    if kind == "escaped":  # the same JSON with every character escaped, as a writer may
+        text = "".join(f"\\u{ord(c):04x}" for c in use)
+        raw = '{"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "%s"}]}}'
+        return (raw % text + "\n").encode()
+    if kind == "cr":  # a carriage return inside a line: the read splits there too
+        return (
+            b'{"type": "assistant",\r "message": {}}'
+            + _line({"type": "tool_use", "id": use}).encode()
+        )
+    return (
+        b'{"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "'
+        + use.encode()
+        + b'"\n'
+    )
+
+
+_ENTRIES = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["tool_use", "text", "long", "result", "progress", "escaped", "cr", "broken"]
+        ),
+        st.sampled_from(_IDS),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example(  # a line longer than a read, then the call's line: both step over, then find it
+    entries=[("long", "a/b"), ("tool_use", "toolu_01A")],
+    use="toolu_01A",
+    partial=0,
+    at=0,
+    max_read=200,
+)
+@given(
+    entries=_ENTRIES,
+    use=st.sampled_from(_IDS),
+    partial=st.integers(min_value=0, max_value=80),
+    at=st.integers(min_value=0, max_value=2000),
+    max_read=st.sampled_from([8 << 20, 64, 200]),
+)
+def test_tool_use_written_answers_as_the_read_would(
+    entries: list[tuple[str, str]], use: str, partial: int, at: int, max_read: int
+) -> None:
+    """Whatever the file holds (the id in other lines, a torn last line, a line longer than
+    one read) and wherever the cursor is: the service's look says "written" exactly when the
+    hook's own read, not waiting, finds the call's tool_use. Never "written" when the read
+    would find nothing; an id spelled with JSON escapes (Claude Code never writes one) may
+    be missed, which costs the wait's bound, and the read still finds it."""
+    data = b"".join(_entry(kind, i) for kind, i in entries)
+    data += _entry("tool_use", use)[:partial]  # a line being written
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transcript, "_MAX_READ", max_read)
+        path = Path(d) / "t.jsonl"
+        path.write_bytes(data)
+        read = transcript.read_new_text(str(path), at, tool_use_id=use, wait=0)
+        written = transcript.tool_use_written(str(path), at, use)
+        if ("escaped", use) in entries and use.isascii():
+            assert not written or read.found_tool_use
+        else:
+            assert written is read.found_tool_use
+
+
+def test_tool_use_written_of_a_missing_file_is_false(tmp_path: Path) -> None:
+    assert transcript.tool_use_written(str(tmp_path / "none.jsonl"), 0, "u1") is False

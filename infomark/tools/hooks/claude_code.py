@@ -175,9 +175,10 @@ def _background_id(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
-    """Ingest assistant text written before this tool call (each block once)."""
-    from infomark.tools.hooks.transcript import read_new_text
+def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any], wait: float | None) -> None:
+    """Ingest assistant text written before this tool call (each block once). ``wait``: how
+    long to wait for the line of the call's ``tool_use`` (``None``: the reader's own bound)."""
+    from infomark.tools.hooks.transcript import WAIT_SECONDS, read_new_text
 
     path = payload.get("transcript_path")
     if not isinstance(path, str):
@@ -189,7 +190,8 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any]) -> None:
         from infomark.tools.hooks.host_transcripts import READERS
 
         read = READERS.get(str(payload["transcript_format"]), read_new_text)
-    chunk = read(path, offset, tool_use_id=use_id if isinstance(use_id, str) else None)
+    use = use_id if isinstance(use_id, str) else None  # other hosts' readers never wait
+    chunk = read(path, offset, tool_use_id=use, wait=WAIT_SECONDS if wait is None else wait)
     _check_witness(gk, chunk.heads)
     if chunk.offset == offset:
         return
@@ -365,13 +367,15 @@ def _on_prompt(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswe
     return context("UserPromptSubmit", gk.on_prompt(prompt))
 
 
-def _on_pre_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
-    """PreToolUse: ingest the transcript, then `infomark check` runs here, every other call
-    is decided."""
+def _on_pre_tool_use(
+    gk: Gatekeeper, event: str, payload: dict[str, Any], transcript_wait: float | None = None
+) -> HookAnswer:
+    """PreToolUse: ingest the transcript (``transcript_wait``: see :func:`handle`), then
+    `infomark check` runs here, every other call is decided."""
     from infomark.tools.hooks.check_call import check_target, run_check
 
     with gk.store.steady():  # one view of the session for the decision (one catch-up, not four)
-        _ingest_transcript(gk, payload)
+        _ingest_transcript(gk, payload, transcript_wait)
         gk.unattended = unattended_host(payload)
         transcript = payload.get("transcript_path")
         gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
@@ -433,18 +437,27 @@ _EVENTS: dict[str, Callable[[Gatekeeper, str, dict[str, Any]], HookAnswer]] = {
 }
 
 
-def _on_event(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
-    """Answer ``event`` by its handler in :data:`_EVENTS`."""
+def _on_event(
+    gk: Gatekeeper, event: str, payload: dict[str, Any], transcript_wait: float | None = None
+) -> HookAnswer:
+    """Answer ``event`` by its handler in :data:`_EVENTS` (``transcript_wait``: see
+    :func:`handle`)."""
     if payload.get("synthesize_call_id"):  # a host without tool call ids (tools/hosts)
         from infomark.tools.hooks.call_ids import with_call_id
 
         payload = with_call_id(gk, event, payload, tool_call_from)
     handler = _EVENTS.get(event)
+    if handler is _on_pre_tool_use:
+        return _on_pre_tool_use(gk, event, payload, transcript_wait)
     return HookAnswer() if handler is None else handler(gk, event, payload)
 
 
 def _config_broken(
-    gk: Gatekeeper, event: str, payload: dict[str, Any], exc: Exception
+    gk: Gatekeeper,
+    event: str,
+    payload: dict[str, Any],
+    exc: Exception,
+    transcript_wait: float | None = None,
 ) -> HookAnswer:
     with gk.store.transaction():
         gk.store.emit("config_error", {"event": event, "error": str(exc)[:2000]})
@@ -455,7 +468,7 @@ def _config_broken(
                 "infomark's configuration is invalid, so mutating tools are denied until it is "
                 f"fixed (ask the user to fix it):\n{exc}"
             )
-    answer = _on_event(gk, event, payload)
+    answer = _on_event(gk, event, payload, transcript_wait)
     return HookAnswer(answer.stdout, answer.exit_code, f"infomark: invalid configuration: {exc}")
 
 
@@ -576,6 +589,7 @@ def handle(
     detail: str = "",
     profile: Profile | None = None,
     host_step: HostStep | None = None,
+    transcript_wait: float | None = None,
 ) -> HookAnswer:
     """Answer one Claude Code hook payload. Never raises; fails closed when enforcing.
 
@@ -587,7 +601,9 @@ def handle(
     the caller has loaded the configuration already (the pool's, ``ledger`` when it is
     broken); else it is read here. ``host_step``: another host's step before the event
     (:mod:`infomark.tools.hosts`): it may change the event and payload, and returns text
-    that goes to the model with the answer.
+    that goes to the model with the answer. ``transcript_wait``: how long a PreToolUse waits
+    for its ``tool_use`` line in the transcript (default: ``transcript.WAIT_SECONDS``; the
+    HTTP service waits on its event loop first, then passes what is left, or 0).
     """
     home, root = _where(payload, home, root)
     profile = profile or _profile(root, home)
@@ -617,9 +633,9 @@ def handle(
             check_key(gk.store.journal)
             check_tail(gk.store.journal, gk.session)
         if config_error is not None:
-            return _config_broken(gk, event, payload, config_error)
+            return _config_broken(gk, event, payload, config_error, transcript_wait)
         profile = LAST_PROFILE[0] = gk.config.profile
-        return _answer(gk, event, payload, home, host_step)
+        return _answer(gk, event, payload, home, host_step, transcript_wait)
     except Exception as exc:
         return _failed(exc, gk, event, payload, profile, home=home, root=root)
     finally:
@@ -654,6 +670,7 @@ def _answer(
     payload: dict[str, Any],
     home: StrPath,
     host_step: HostStep | None,
+    transcript_wait: float | None = None,
 ) -> HookAnswer:
     """The answer of an open, checked session: the start's integrity check, the attester,
     another host's step, the event's handler, then the operator's messages."""
@@ -665,7 +682,7 @@ def _answer(
     extra = ""
     if host_step is not None:
         event, payload, extra = host_step(gk, event, payload)
-    answer = _on_event(gk, event, payload)
+    answer = _on_event(gk, event, payload, transcript_wait)
     if extra:
         answer = with_text(answer, event, extra)
     from infomark.tools.hooks.inbox import steer  # messages from `infomark send`

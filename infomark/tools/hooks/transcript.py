@@ -19,14 +19,16 @@ from infomark.kernel import jsonc
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
-__all__ = ["HEAD_TAG", "TranscriptChunk", "read_new_text"]
+__all__ = ["HEAD_TAG", "WAIT_SECONDS", "TranscriptChunk", "read_new_text", "tool_use_written"]
 
 HEAD_TAG = lazy_compile(  # only a transcript with hook context uses it
     r"\[infomark evidence_ref=ev_[0-9a-f]+ [^\]]*\bhead=(\d{1,12}):([0-9a-f]{8})\]"
 )
 
 _MAX_READ = 8 << 20  # never read more than 8 MiB per call
-_WAIT_SECONDS = 0.5
+_PLAIN_ID = lazy_compile(r"[A-Za-z0-9_-]{1,200}")  # Claude Code's: toolu_ and base62
+WAIT_SECONDS = 0.5
+"""How long a PreToolUse waits for the line of its ``tool_use`` (then it reads what is there)."""
 _POLL_SECONDS = 0.005
 
 
@@ -99,7 +101,7 @@ def read_new_text(
     offset: int,
     *,
     tool_use_id: str | None = None,
-    wait: float = _WAIT_SECONDS,
+    wait: float = WAIT_SECONDS,
 ) -> TranscriptChunk:
     """Assistant text after ``offset``; waits (bounded) for the line of ``tool_use_id``."""
     if not path:
@@ -123,6 +125,55 @@ def read_new_text(
         time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded
         while not _grown(p, offset) and time.monotonic() < deadline:
             time.sleep(_POLL_SECONDS)  # nothing new: a scan would read nothing either
+
+
+def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
+    """Whether :func:`read_new_text` from ``offset`` would find the line of ``tool_use_id``
+    now, without waiting, for less: a byte search for the id, and only the complete lines
+    that hold it parsed. The HTTP service asks it while it waits for the line on its event
+    loop, before the call takes its turn (``tools/service_transcript.py``).
+
+    Never true where the read would find nothing. An id the transcript spells with JSON
+    escapes (``\\u0074oolu_…``; Claude Code writes its ids as they are) is not found by the
+    search: the service then waits its bound, and the call's own read finds the line.
+    """
+    plain = _PLAIN_ID.fullmatch(tool_use_id) is not None  # written as is in any JSON
+    needle = tool_use_id.encode("ascii") if plain else b""
+    while True:
+        try:
+            with open(path, "rb") as f:
+                if offset > f.seek(0, 2):  # replaced or truncated: read_new_text starts over
+                    offset = 0
+                f.seek(offset)
+                data = f.read(_MAX_READ)
+        except OSError:
+            return False
+        end = data.rfind(b"\n")
+        if end < 0:  # no complete line: nothing to find, unless one line outgrew a read
+            if len(data) < _MAX_READ:
+                return False
+            offset += len(data)
+            continue
+        if (
+            _holds(data, end, needle, tool_use_id)
+            if plain
+            else _parse(data, 0, tool_use_id).found_tool_use
+        ):
+            return True
+        offset += end + 1
+
+
+def _holds(data: bytes, end: int, needle: bytes, tool_use_id: str) -> bool:
+    """Whether a complete line of ``data`` (those before ``end``) is an assistant message
+    with a ``tool_use`` block of ``tool_use_id``: only lines holding its bytes are parsed."""
+    at = data.find(needle, 0, end)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        stop = data.find(b"\n", at)
+        if _parse(data[start : stop + 1], 0, tool_use_id).found_tool_use:
+            return True
+        at = data.find(needle, stop, end)
+    return False
 
 
 def _grown(path: str, offset: int) -> bool:

@@ -1,0 +1,167 @@
+"""A PreToolUse's wait for its transcript line holds no other session (tools/service_transcript.py).
+
+Claude Code writes the line of a ``tool_use`` (after the assistant text whose claim ledger
+the decision must count) in the background; at PreToolUse it can be late. The command hook
+waits for it, polling the file. In the service that wait ran inside the pooled call, on the
+event loop for a short call: every other session waited with it, up to half a second. Real
+gatekeepers on a real SQLite home, the service's own hook route and pool.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hook_session import LEDGER
+from test_service_on_loop import GUARD, _opened, _pool, _serve, _service
+
+from infomark.tools import service_transcript
+from infomark.tools.hooks import transcript
+from infomark.tools.service_transcript import TranscriptWait
+
+pytestmark = pytest.mark.sqlite_only
+
+
+def _say(path: Path, text: str, use: str) -> None:
+    """An assistant message and its tool_use, as Claude Code appends them."""
+    with path.open("a") as f:
+        for block in ({"type": "text", "text": text}, {"type": "tool_use", "id": use}):
+            line = {"type": "assistant", "message": {"role": "assistant", "content": [block]}}
+            f.write(json.dumps(line) + "\n")
+
+
+def _pre(root: Path, sid: str, tool: str, use: str, path: Path) -> bytes:
+    tool_input = {"file_path": str(root / "a.py")}
+    if tool == "Edit":
+        tool_input |= {"old_string": "1", "new_string": "2"}
+    payload = {"session_id": sid, "transcript_path": str(path), "cwd": str(root),
+               "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+               "tool_use_id": use}  # fmt: skip
+    return json.dumps(payload).encode()
+
+
+def _reason(answer: bytes) -> str:
+    out: dict[str, Any] = json.loads(answer).get("hookSpecificOutput", {})
+    return str(out.get("permissionDecision")) + " " + str(out.get("permissionDecisionReason"))
+
+
+class _Sleeps:
+    """The hook's own transcript read: how often it slept waiting for a line."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = transcript.time.sleep
+
+        def sleep(seconds: float) -> None:
+            self.count += 1
+            real(seconds)
+
+        monkeypatch.setattr(transcript.time, "sleep", sleep)
+
+
+def test_while_a_pretooluse_waits_for_its_line_the_other_sessions_are_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    late, other = tmp_path / "late.jsonl", tmp_path / "other.jsonl"
+    late.write_text("")
+    monkeypatch.setattr(service_transcript, "WAIT_SECONDS", GUARD)  # only the line ends it
+    polling = anyio.Event()
+    real_size = service_transcript._size
+
+    def size(path: str) -> int:  # observes the wait; changes nothing
+        if path == str(late):
+            polling.set()
+        return real_size(path)
+
+    monkeypatch.setattr(service_transcript, "_size", size)
+    sleeps = _Sleeps(monkeypatch)
+    pool = _pool(tmp_path)
+    service = _service(pool)
+    order: list[str] = []
+    answers: dict[str, bytes] = {}
+
+    async def call(name: str, body: bytes) -> None:
+        answers[name] = await service.hook_answer(body, None)
+        order.append(name)
+
+    async def main() -> None:
+        await _opened(pool, "s-late", "s-other")
+        with anyio.fail_after(GUARD):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "late", _pre(tmp_path, "s-late", "Edit", "u-late", late))
+                await polling.wait()  # its line is not written: it waits
+                _say(other, "Reading.", "u-other")
+                await call("other", _pre(tmp_path, "s-other", "Read", "u-other", other))
+                order.append("line written")
+                _say(late, LEDGER, "u-late")  # the ledger and the Edit's tool_use, late
+
+    _serve(pool, main)
+    assert order == ["other", "line written", "late"]
+    assert "ungrounded_premises" in _reason(answers["late"])  # decided on the late ledger
+    assert "C1" in _reason(answers["late"])
+    assert sleeps.count == 0  # neither call's own read waited: the service did, off the lane
+    assert pool.ran_on_loop == 2
+
+
+def test_a_line_that_never_comes_costs_one_bound_and_the_call_reads_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    monkeypatch.setattr(service_transcript, "WAIT_SECONDS", 0.05)
+    sleeps = _Sleeps(monkeypatch)
+    pool = _pool(tmp_path)
+    service = _service(pool)
+    answers: list[bytes] = []
+
+    async def main() -> None:
+        await _opened(pool, "s1")
+        answers.append(await service.hook_answer(_pre(tmp_path, "s1", "Edit", "u1", path), None))
+
+    _serve(pool, main)
+    assert _reason(answers[0]).startswith("deny [infomark no_ledger]")  # decided on what is there
+    assert sleeps.count == 0  # the bound was spent by the service's wait, not again
+
+
+def test_a_sessions_first_call_waits_in_its_thread_as_the_command_hook_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its session is not open: nothing holds its cursor yet, so the call's own read waits."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    monkeypatch.setattr(transcript, "WAIT_SECONDS", 0.02)
+    sleeps = _Sleeps(monkeypatch)
+    pool = _pool(tmp_path)
+    service = _service(pool)
+
+    async def main() -> None:
+        await service.hook_answer(_pre(tmp_path, "s1", "Read", "u1", path), None)
+
+    _serve(pool, main)
+    assert sleeps.count > 0 and pool.ran_on_loop == 0
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "waits"),
+    [
+        ("PreToolUse", {}, True),
+        ("PostToolUse", {}, False),
+        ("Stop", {}, False),
+        ("PreToolUse", {"transcript_path": ""}, False),
+        ("PreToolUse", {"transcript_path": None}, False),
+        ("PreToolUse", {"tool_use_id": ""}, False),
+        ("PreToolUse", {"tool_use_id": 7}, False),
+        ("PreToolUse", {"transcript_format": "gemini"}, False),  # another host: no wait
+    ],
+)
+def test_which_calls_wait_for_a_transcript_line(
+    event: str, fields: dict[str, Any], waits: bool
+) -> None:
+    payload = {"transcript_path": "/t.jsonl", "tool_use_id": "toolu_1", **fields}
+    assert (TranscriptWait.of(event, payload) is not None) is waits
