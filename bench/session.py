@@ -180,6 +180,13 @@ def _pre(tool: str) -> Callable[[RealSession], bytes]:
     return make
 
 
+def _after_prose(s: RealSession) -> bytes:
+    """PreToolUse Read after new assistant prose (no block): what most calls follow."""
+    use = s.next_use()
+    s.say("The tokenizer splits on spaces; let me read it once more.", use)
+    return s.payload("PreToolUse", "Read", {"file_path": str(s.project / "tok.py")}, use)
+
+
 def _after_stamp(s: RealSession) -> bytes:
     """PreToolUse Read right after a new oracle run stamped in the message before it."""
     ref = s.bash("python3 check.py 3", "check 3: ok\n")
@@ -208,6 +215,7 @@ def _post(tool: str) -> Callable[[RealSession], bytes]:
 # name -> (what the next measured call reads on stdin: made after the session is grounded)
 CASES: dict[str, Callable[[RealSession], bytes]] = {
     "PreToolUse Read": _pre("Read"),
+    "PreToolUse Read after prose": _after_prose,
     "PreToolUse Edit": _pre("Edit"),
     "PreToolUse Bash": _pre("Bash"),
     "PreToolUse after an applied stamp": _after_stamp,

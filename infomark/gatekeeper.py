@@ -198,7 +198,10 @@ class Gatekeeper(Closing):
         The options: :class:`~infomark.ledger.report.IngestOptions`."""
         check_options("ingest", opts, INGEST_OPTIONS)
         pre = self._ledger.preparse(text, dedupe=opts.get("dedupe", False))  # outside the lock
-        with self._ledger.transaction():
+        # Text that cannot hold a block (no claim_ledger, stamp or gate line) applies nothing:
+        # its commit (the digest, a transcript cursor) is read again from the transcript if an
+        # OS crash drops it, so it waits for no fsync (a read's PreToolUse then makes none).
+        with self._ledger.transaction(durable=pre[1]):
             report = self._ledger.ingest(text, pre=pre, **opts)
             if report.ledger_updated:
                 grading_flow.declare(self._ledger, self.config)

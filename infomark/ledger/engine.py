@@ -553,8 +553,9 @@ class Ledger(Closing):
         )
 
     def move_cursor(self, name: str, value: int) -> None:
-        """Remember a read position (e.g. in a host transcript) without ingesting text."""
-        with self.transaction():
+        """Remember a read position (e.g. in a host transcript) without ingesting text. No
+        fsync: an OS crash that drops it repeats a read or a notice, and grants nothing."""
+        with self.transaction(durable=False):
             self._cursor((name, value))
 
     def _apply_blocks(self, blocks: list[Any], report: IngestReport) -> None:

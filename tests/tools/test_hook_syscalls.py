@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(
 # case -> (fsync + fdatasync calls, why)
 SYNCS = {
     "PreToolUse Read": (0, "a read's allow: nothing durable changes"),
+    "PreToolUse Read after prose": (0, "prose holds no block: read again if lost, no fsync"),
     "PreToolUse Edit": (2, "an allowed mutation: one durable commit (WAL + its directory)"),
     "PreToolUse Bash": (2, "an allowed execute may mutate: one durable commit"),
     "PreToolUse after an applied stamp": (2, "the stamp's commit; the Read's allow: none"),
