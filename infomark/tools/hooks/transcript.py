@@ -138,7 +138,7 @@ def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
     search: the service then waits its bound, and the call's own read finds the line.
     """
     plain = _PLAIN_ID.fullmatch(tool_use_id) is not None  # written as is in any JSON
-    needle = tool_use_id.encode("ascii") if plain else b""
+    needle = b'"' + tool_use_id.encode("ascii") + b'"' if plain else b""  # a whole JSON string
     while True:
         try:
             with open(path, "rb") as f:
