@@ -13,6 +13,13 @@ The goal (issue 28): p99 ≤ 10 ms.
 
 ``BENCH_CLIENTS=N`` runs N clients instead of three (one: the route alone, nothing queued).
 
+Each client keeps its session's transcript as Claude Code does: before each PreToolUse the
+assistant's text and its ``tool_use`` line, after each PostToolUse the tool's result; the hook
+reads the new lines at each PreToolUse. ``--no-transcript`` leaves it out (the shape of the
+rows before session 16). ``--late MS``: each PreToolUse's lines are written MS milliseconds
+after the call was posted, as Claude Code's background writer may (the hook waits up to
+0.5 s for its ``tool_use`` line).
+
 ``--raw``: each client writes its requests and reads the answers by hand on one kept-alive
 socket (~0.15 ms of the client's CPU a request) instead of httpx (~1.0–1.2 ms), so the
 clients take next to nothing from the two cores the server runs on.
@@ -78,6 +85,8 @@ RAW = False  # --raw: the light client (_RawPost) instead of httpx
 FORWARD = False  # --forward: the forwarding hook's own post (_ForwardPost), a connection a call
 WORKERS = "1"  # infomark serve --workers (--workers N, or --workers-vs N: 1 and N alternated)
 ROUNDS = 60  # per client and run: 3 requests each
+TRANSCRIPT = True  # --no-transcript: no transcript_path (the rows before session 16)
+LATE_MS = 0.0  # --late MS: a PreToolUse's tool_use line is written this long after its post
 WARMUP = 5
 THINK_MS = 0.0  # mean pause between a client's requests (--think)
 KEEP_DUMPS = ""  # --keep-dumps DIR: where --icount's callgrind dumps are kept
@@ -155,10 +164,14 @@ def _client(
     go: threading.Barrier,
     warm: threading.Barrier,
 ) -> None:
+    transcript = Path(d) / f"transcript-{sid}.jsonl"
+    transcript.write_text("")
+
     def payload(
         event: str, tool: str, tool_input: dict[str, object], use: str
     ) -> dict[str, object]:
-        data: dict[str, object] = {"session_id": sid, "transcript_path": "", "cwd": d,
+        path = str(transcript) if TRANSCRIPT else ""
+        data: dict[str, object] = {"session_id": sid, "transcript_path": path, "cwd": d,
                                    "hook_event_name": event, "tool_name": tool,
                                    "tool_input": tool_input, "tool_use_id": use}  # fmt: skip
         if event == "PostToolUse":
@@ -181,9 +194,19 @@ def _client(
                 payload("PostToolUse", "Bash", {"command": f"echo {i}"}, use),
             ):
                 data = json.dumps(body).encode()
+                said = _Said(transcript, body) if TRANSCRIPT else None
+                late = None
+                if said is not None and LATE_MS and body["hook_event_name"] == "PreToolUse":
+                    late = threading.Timer(LATE_MS / 1000, said.write)
+                elif said is not None:
+                    said.write()
                 t0 = time.perf_counter()
+                if late is not None:
+                    late.start()
                 status, text = post(data)
                 took = (time.perf_counter() - t0) * 1000
+                if late is not None:
+                    late.join()
                 assert status == 200, text
                 if i >= WARMUP:
                     out.append((f"{body['hook_event_name']} {body['tool_name']}", took))
@@ -191,6 +214,32 @@ def _client(
                     time.sleep(pace.expovariate(1 / THINK_MS) / 1000)
     finally:
         post.close()
+
+
+class _Said:
+    """What Claude Code appends to its transcript around one hook call: before a
+    PreToolUse, the assistant's text and its ``tool_use`` (a line per content block); after
+    a PostToolUse, the tool's result."""
+
+    def __init__(self, path: Path, body: dict[str, object]) -> None:
+        self.path = path
+        use, tool = body["tool_use_id"], body["tool_name"]
+        if body["hook_event_name"] == "PreToolUse":
+            blocks: list[dict[str, object]] = [
+                {"type": "text", "text": f"Step {use}: next I use {tool} to look at the project."},
+                {"type": "tool_use", "id": use, "name": tool, "input": body["tool_input"]},
+            ]
+            entries = [{"type": "assistant", "message": {"id": f"m-{use}", "role": "assistant",
+                        "content": [b]}} for b in blocks]  # fmt: skip
+        else:
+            result = {"type": "tool_result", "tool_use_id": use,
+                      "content": json.dumps(body.get("tool_response"))}  # fmt: skip
+            entries = [{"type": "user", "message": {"role": "user", "content": [result]}}]
+        self.text = "".join(json.dumps(e) + "\n" for e in entries)
+
+    def write(self) -> None:
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(self.text)
 
 
 class _HttpxPost:
@@ -413,9 +462,11 @@ def main(argv: list[str]) -> int:
         raise SystemExit("--icount counts one process: use it with one worker")
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS, THINK_MS, RAW, FORWARD, KEEP_DUMPS
+    global ROUNDS, THINK_MS, RAW, FORWARD, KEEP_DUMPS, TRANSCRIPT, LATE_MS
     KEEP_DUMPS = argv[argv.index("--keep-dumps") + 1] if "--keep-dumps" in argv else ""
     RAW = "--raw" in argv
+    TRANSCRIPT = "--no-transcript" not in argv
+    LATE_MS = float(argv[argv.index("--late") + 1]) if "--late" in argv else LATE_MS
     FORWARD = "--forward" in argv
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
     THINK_MS = float(argv[argv.index("--think") + 1]) if "--think" in argv else THINK_MS
