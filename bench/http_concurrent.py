@@ -18,7 +18,9 @@ assistant's text and its ``tool_use`` line, after each PostToolUse the tool's re
 reads the new lines at each PreToolUse. ``--no-transcript`` leaves it out (the shape of the
 rows before session 16). ``--late MS``: each PreToolUse's lines are written MS milliseconds
 after the call was posted, as Claude Code's background writer may (the hook waits up to
-0.5 s for its ``tool_use`` line).
+0.5 s for its ``tool_use`` line). Transcripts live outside the project, as Claude Code's do.
+``--files N``: the project is a git work tree of N tracked files (default: an empty folder),
+which each Bash call's fingerprint compares before and after it.
 
 ``--raw``: each client writes its requests and reads the answers by hand on one kept-alive
 socket (~0.15 ms of the client's CPU a request) instead of httpx (~1.0–1.2 ms), so the
@@ -87,6 +89,7 @@ WORKERS = "1"  # infomark serve --workers (--workers N, or --workers-vs N: 1 and
 ROUNDS = 60  # per client and run: 3 requests each
 TRANSCRIPT = True  # --no-transcript: no transcript_path (the rows before session 16)
 LATE_MS = 0.0  # --late MS: a PreToolUse's tool_use line is written this long after its post
+FILES = 0  # --files N: the project is a git work tree of N tracked files (0: an empty folder)
 WARMUP = 5
 THINK_MS = 0.0  # mean pause between a client's requests (--think)
 KEEP_DUMPS = ""  # --keep-dumps DIR: where --icount's callgrind dumps are kept
@@ -164,7 +167,9 @@ def _client(
     go: threading.Barrier,
     warm: threading.Barrier,
 ) -> None:
-    transcript = Path(d) / f"transcript-{sid}.jsonl"
+    # Claude Code keeps transcripts under ~/.claude/projects/, outside the project: in the
+    # project, each Bash call would see them change (an unannounced mutation every time).
+    transcript = Path(f"{d}-transcripts") / f"{sid}.jsonl"
     transcript.write_text("")
 
     def payload(
@@ -314,6 +319,19 @@ class _ForwardPost:
         """Nothing stays open between calls."""
 
 
+def _project(root: Path, files: int) -> None:
+    """``root`` as a git work tree of ``files`` tracked Python files, 50 to a folder (what
+    each watched Bash call's fingerprint compares)."""
+    for i in range(files):
+        folder = root / "src" / f"pkg{i // 50}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"mod{i}.py").write_text(f"VALUE = {i}\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}  # fmt: skip
+    for argv in (["git", "init", "-q"], ["git", "add", "src"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(argv, cwd=root, env=env, capture_output=True, check=True)
+
+
 def _strace_counts(path: Path) -> dict[str, int]:
     """``strace -c``'s table: system call -> calls."""
     counts: dict[str, int] = {}
@@ -345,6 +363,9 @@ def run(
     """One run of the three clients on a fresh home, served from the checkout ``tree``
     (``pure``: with ``httptools`` and ``uvloop`` hidden, so uvicorn runs h11 on asyncio)."""
     with tempfile.TemporaryDirectory() as d:
+        os.mkdir(f"{d}-transcripts")  # removed with the run (the finally below)
+        if FILES:
+            _project(Path(d), FILES)
         home = Path(d) / ".infomark"
         token = ensure_token(home)
         path = str(tree)
@@ -433,6 +454,7 @@ def run(
                 tracer.kill()
             proc.terminate()
             proc.wait(30)
+            shutil.rmtree(f"{d}-transcripts", ignore_errors=True)
 
 
 def _per_request(runs: list[Run]) -> tuple[float | None, float | None, dict[str, float]]:
@@ -462,10 +484,11 @@ def main(argv: list[str]) -> int:
         raise SystemExit("--icount counts one process: use it with one worker")
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 2
     cpu, strace, icount = "--cpu" in argv, "--strace" in argv, "--icount" in argv
-    global ROUNDS, THINK_MS, RAW, FORWARD, KEEP_DUMPS, TRANSCRIPT, LATE_MS
+    global ROUNDS, THINK_MS, RAW, FORWARD, KEEP_DUMPS, TRANSCRIPT, LATE_MS, FILES
     KEEP_DUMPS = argv[argv.index("--keep-dumps") + 1] if "--keep-dumps" in argv else ""
     RAW = "--raw" in argv
     TRANSCRIPT = "--no-transcript" not in argv
+    FILES = int(argv[argv.index("--files") + 1]) if "--files" in argv else FILES
     LATE_MS = float(argv[argv.index("--late") + 1]) if "--late" in argv else LATE_MS
     FORWARD = "--forward" in argv
     ROUNDS = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else ROUNDS
