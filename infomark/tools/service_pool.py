@@ -148,7 +148,7 @@ class SessionPool:
         root: Path | None = None,
         config: Config | None = None,
         short: bool = False,
-        prepare: Callable[[SessionLike], Awaitable[None]] | None = None,
+        prepare: Callable[[SessionLike], Awaitable[bool]] | None = None,
     ) -> T:
         """Run ``fn(session)`` in its turn on the lane (in the threadpool, or on the loop),
         one call per session at a time.
@@ -159,7 +159,7 @@ class SessionPool:
         loop's thread when :meth:`_on_loop` allows. ``prepare``: awaited on the loop, when the
         session is open, after its earlier calls and before this call's turn, so that what it
         waits for holds no other session (a PreToolUse's transcript line,
-        :mod:`~infomark.tools.service_transcript`).
+        :mod:`~infomark.tools.service_transcript`); false: the call is not short after all.
         """
         root_p = root if root is not None else self.root
         cfg = config if config is not None else self.config
@@ -167,7 +167,7 @@ class SessionPool:
         try:
             async with slot.queue:
                 if prepare is not None and slot.gk is not None:
-                    await prepare(slot.gk)
+                    short = await prepare(slot.gk) and short
                 async with self.lane.turn() as turn:
                     gk = self._on_loop(slot, cfg) if short else None
                     if gk is not None:

@@ -11,7 +11,11 @@ sessions meanwhile. The call then reads the transcript without waiting (``transc
 0): the line is there, or the bound is spent, as the command hook's would be.
 
 The wait is a hint, never the judge: the call's own read decides what was written, and
-:func:`~infomark.tools.hooks.transcript.tool_use_written` answers as that read would.
+:func:`~infomark.tools.hooks.transcript.find_tool_use` answers as that read would. Each look
+starts where the last one stopped, so a transcript that grows fast (a process the agent left
+appending to it) is read once, not once a poll. And the wait tells the pool what the read
+will cost: past :data:`BACKLOG` bytes since the session's cursor (a huge tool result, a
+transcript the agent padded) the call runs in a worker thread, not on the loop.
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ import asyncio
 import os
 from typing import Any
 
-from infomark.tools.hooks.transcript import WAIT_SECONDS, tool_use_written
+from infomark.tools.hooks.transcript import WAIT_SECONDS, find_tool_use
 from infomark.tools.protocol import SessionLike
 
-__all__ = ["POLL_SECONDS", "TranscriptWait"]
+__all__ = ["BACKLOG", "POLL_SECONDS", "TranscriptWait"]
 
 POLL_SECONDS = 0.005
 """How often the wait looks at the transcript's size (a ``stat``); it reads only a grown file."""
+
+BACKLOG = 1 << 20
+"""Bytes since the session's cursor past which the call's own read (it parses every line)
+may outlast the lane's lease: the call then runs in a worker thread."""
 
 
 class TranscriptWait:
@@ -59,21 +67,26 @@ class TranscriptWait:
             return None
         return cls(path, use)
 
-    async def __call__(self, gk: SessionLike) -> None:
+    async def __call__(self, gk: SessionLike) -> bool:
         """Wait, on the event loop, until the transcript after the session's cursor holds the
-        call's ``tool_use`` line, for at most ``WAIT_SECONDS``."""
-        offset = gk.store.state.cursors.get("transcript", 0)  # no catch-up: no store read
+        call's ``tool_use`` line, for at most ``WAIT_SECONDS``; then whether the call's read
+        is small enough for the loop (at most :data:`BACKLOG` bytes)."""
+        cursor = gk.store.state.cursors.get("transcript", 0)  # no catch-up: no store read
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WAIT_SECONDS
-        size = -1
+        size, at = -1, cursor
         while loop.time() < deadline:
             now = _size(self._path)
             if now != size:  # grown, truncated or replaced: look again
                 size = now
-                if tool_use_written(self._path, offset, self._use):
+                if now < at:  # as the read would: from the cursor, or from 0 if it is past
+                    at = cursor if cursor <= now else 0
+                found, at = find_tool_use(self._path, at, self._use)
+                if found:
                     break
             await asyncio.sleep(POLL_SECONDS)
         self.left = 0.0
+        return _size(self._path) - (cursor if cursor <= size else 0) <= BACKLOG
 
 
 def _size(path: str) -> int:

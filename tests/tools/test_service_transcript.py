@@ -147,6 +147,81 @@ def test_a_sessions_first_call_waits_in_its_thread_as_the_command_hook_does(
     assert sleeps.count > 0 and pool.ran_on_loop == 0
 
 
+def test_a_transcript_growing_while_the_call_waits_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent that leaves a process appending to the transcript makes each look find it
+    grown: each look goes on from where the last stopped, so the loop reads each byte once,
+    not the whole backlog every 5 ms."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    monkeypatch.setattr(service_transcript, "WAIT_SECONDS", GUARD)
+    junk = (json.dumps({"type": "progress", "data": "x" * 10_000}) + "\n").encode()
+    real_size, real_find = service_transcript._size, service_transcript.find_tool_use
+    looks: list[int] = []
+
+    def size(p: str) -> int:  # the writer: it appends between looks, 30 times, then the line
+        if p == str(path) and looks and len(looks) < 31:
+            if len(looks) == 30:
+                _say(path, LEDGER, "u1")
+            else:
+                with path.open("ab") as f:
+                    f.write(junk)
+        return real_size(p)
+
+    def find(p: str, at: int, use: str) -> tuple[bool, int]:
+        looks.append(real_size(p) - at)  # the bytes this look reads
+        return real_find(p, at, use)
+
+    monkeypatch.setattr(service_transcript, "_size", size)
+    monkeypatch.setattr(service_transcript, "find_tool_use", find)
+    pool = _pool(tmp_path)
+    service = _service(pool)
+    answers: list[bytes] = []
+
+    async def main() -> None:
+        await _opened(pool, "s1")
+        with anyio.fail_after(GUARD):
+            answers.append(
+                await service.hook_answer(_pre(tmp_path, "s1", "Edit", "u1", path), None)
+            )
+
+    _serve(pool, main)
+    assert "ungrounded_premises" in _reason(answers[0])  # the line came, and was read
+    assert len(looks) == 31
+    assert sum(looks) < 2 * path.stat().st_size  # each byte once (all of them each time: 15×)
+
+
+def test_a_long_backlog_is_read_in_a_thread_not_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call's own read parses every line since the cursor: past ``BACKLOG`` bytes (a
+    huge tool result, a padded transcript) it could outlast the lease on the loop."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    monkeypatch.setattr(service_transcript, "BACKLOG", 4096)
+    pool = _pool(tmp_path)
+    service = _service(pool)
+    answers: list[bytes] = []
+
+    async def main() -> None:
+        await _opened(pool, "s1")
+        _say(path, "short", "u1")
+        answers.append(await service.hook_answer(_pre(tmp_path, "s1", "Read", "u1", path), None))
+        assert pool.ran_on_loop == 1  # a small backlog: on the loop
+        _say(path, "x" * 8000, "u2")  # more than BACKLOG since the cursor
+        answers.append(await service.hook_answer(_pre(tmp_path, "s1", "Read", "u2", path), None))
+        assert pool.ran_on_loop == 1  # in a thread
+        _say(path, "short again", "u3")
+        answers.append(await service.hook_answer(_pre(tmp_path, "s1", "Read", "u3", path), None))
+        assert pool.ran_on_loop == 2  # the cursor moved past it: back on the loop
+
+    _serve(pool, main)
+    assert [json.loads(a).get("hookSpecificOutput") for a in answers] == [None] * 3  # allowed
+
+
 @pytest.mark.parametrize(
     ("event", "fields", "waits"),
     [

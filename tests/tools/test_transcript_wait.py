@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from infomark.tools.hooks import transcript
@@ -163,6 +163,34 @@ def test_tool_use_written_answers_as_the_read_would(
             assert not written or read.found_tool_use
         else:
             assert written is read.found_tool_use
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=_ENTRIES,
+    use=st.sampled_from(_IDS),
+    cut=st.integers(min_value=0, max_value=3000),
+    max_read=st.sampled_from([8 << 20, 200]),
+)
+def test_a_look_that_goes_on_from_where_the_last_stopped_answers_as_one_read(
+    entries: list[tuple[str, str]], use: str, cut: int, max_read: int
+) -> None:
+    """The service looks again as the transcript grows, from the offset its last look
+    returned (each byte read once): the same answer as one read of the whole file, wherever
+    the first look found the file cut (mid-line included)."""
+    assume(("escaped", use) not in entries)  # the one-sided case, above
+    data = b"".join(_entry(kind, i) for kind, i in entries) + _entry("tool_use", use)
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transcript, "_MAX_READ", max_read)
+        path = Path(d) / "t.jsonl"
+        path.write_bytes(data[:cut])
+        found, after = transcript.find_tool_use(str(path), 0, use)
+        assert 0 <= after <= min(cut, len(data))
+        path.write_bytes(data)
+        if not found:
+            found, _ = transcript.find_tool_use(str(path), after, use)
+        read = transcript.read_new_text(str(path), 0, tool_use_id=use, wait=0)
+        assert found is read.found_tool_use
 
 
 def test_tool_use_written_of_a_missing_file_is_false(tmp_path: Path) -> None:

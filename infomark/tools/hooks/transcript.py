@@ -19,7 +19,14 @@ from infomark.kernel import jsonc
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
 
-__all__ = ["HEAD_TAG", "WAIT_SECONDS", "TranscriptChunk", "read_new_text", "tool_use_written"]
+__all__ = [
+    "HEAD_TAG",
+    "WAIT_SECONDS",
+    "TranscriptChunk",
+    "find_tool_use",
+    "read_new_text",
+    "tool_use_written",
+]
 
 HEAD_TAG = lazy_compile(  # only a transcript with hook context uses it
     r"\[infomark evidence_ref=ev_[0-9a-f]+ [^\]]*\bhead=(\d{1,12}):([0-9a-f]{8})\]"
@@ -129,9 +136,18 @@ def read_new_text(
 
 def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
     """Whether :func:`read_new_text` from ``offset`` would find the line of ``tool_use_id``
+    now, without waiting (:func:`find_tool_use`)."""
+    return find_tool_use(path, offset, tool_use_id)[0]
+
+
+def find_tool_use(path: str, offset: int, tool_use_id: str) -> tuple[bool, int]:
+    """Whether :func:`read_new_text` from ``offset`` would find the line of ``tool_use_id``
     now, without waiting, for less: a byte search for the id, and only the complete lines
-    that hold it parsed. The HTTP service asks it while it waits for the line on its event
-    loop, before the call takes its turn (``tools/service_transcript.py``).
+    that hold it parsed; and, when it would not, the offset after the complete lines looked
+    at (none of them is that line: a later look may start there, so a wait reads each byte
+    once however long the transcript grows). The HTTP service asks it while it waits for
+    the line on its event loop, before the call takes its turn
+    (``tools/service_transcript.py``).
 
     Never true where the read would find nothing. An id the transcript spells with JSON
     escapes (``\\u0074oolu_…``; Claude Code writes its ids as they are) is not found by the
@@ -147,11 +163,11 @@ def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
                 f.seek(offset)
                 data = f.read(_MAX_READ)
         except OSError:
-            return False
+            return False, offset
         end = data.rfind(b"\n")
         if end < 0:  # no complete line: nothing to find, unless one line outgrew a read
             if len(data) < _MAX_READ:
-                return False
+                return False, offset
             offset += len(data)
             continue
         if (
@@ -159,7 +175,7 @@ def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
             if plain
             else _parse(data, 0, tool_use_id).found_tool_use
         ):
-            return True
+            return True, offset
         offset += end + 1
 
 
