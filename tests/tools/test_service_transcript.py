@@ -10,7 +10,9 @@ gatekeepers on a real SQLite home, the service's own hook route and pool.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -20,6 +22,8 @@ from test_service_on_loop import GUARD, _opened, _pool, _serve, _service
 
 from infomark.tools import service_transcript
 from infomark.tools.hooks import transcript
+from infomark.tools.service import _Service
+from infomark.tools.service_pool import SessionPool
 from infomark.tools.service_transcript import TranscriptWait
 
 pytestmark = pytest.mark.sqlite_only
@@ -48,18 +52,28 @@ def _reason(answer: bytes) -> str:
     return str(out.get("permissionDecision")) + " " + str(out.get("permissionDecisionReason"))
 
 
+def _project(tmp_path: Path) -> tuple[Path, SessionPool, _Service]:
+    """A project (``a.py``), an empty transcript, a pool of its sessions and the routes."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    pool = _pool(tmp_path)
+    return path, pool, _service(pool)
+
+
 class _Sleeps:
-    """The hook's own transcript read: how often it slept waiting for a line."""
+    """The hook's own transcript read: how often it slept waiting for a line (the module's
+    clock replaced, so no other code's sleeps count)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = transcript.time.sleep
 
         def sleep(seconds: float) -> None:
             self.count += 1
-            real(seconds)
+            time.sleep(seconds)
 
-        monkeypatch.setattr(transcript.time, "sleep", sleep)
+        clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
+        monkeypatch.setattr(transcript, "time", clock)
 
 
 def test_while_a_pretooluse_waits_for_its_line_the_other_sessions_are_served(
@@ -110,13 +124,9 @@ def test_while_a_pretooluse_waits_for_its_line_the_other_sessions_are_served(
 def test_a_line_that_never_comes_costs_one_bound_and_the_call_reads_without_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "a.py").write_text("x = 1\n")
-    path = tmp_path / "t.jsonl"
-    path.write_text("")
+    path, pool, service = _project(tmp_path)
     monkeypatch.setattr(service_transcript, "WAIT_SECONDS", 0.05)
     sleeps = _Sleeps(monkeypatch)
-    pool = _pool(tmp_path)
-    service = _service(pool)
     answers: list[bytes] = []
 
     async def main() -> None:
@@ -132,13 +142,9 @@ def test_a_sessions_first_call_waits_in_its_thread_as_the_command_hook_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its session is not open: nothing holds its cursor yet, so the call's own read waits."""
-    (tmp_path / "a.py").write_text("x = 1\n")
-    path = tmp_path / "t.jsonl"
-    path.write_text("")
+    path, pool, service = _project(tmp_path)
     monkeypatch.setattr(transcript, "WAIT_SECONDS", 0.02)
     sleeps = _Sleeps(monkeypatch)
-    pool = _pool(tmp_path)
-    service = _service(pool)
 
     async def main() -> None:
         await service.hook_answer(_pre(tmp_path, "s1", "Read", "u1", path), None)
@@ -198,12 +204,8 @@ def test_a_long_backlog_is_read_in_a_thread_not_on_the_loop(
 ) -> None:
     """The call's own read parses every line since the cursor: past ``BACKLOG`` bytes (a
     huge tool result, a padded transcript) it could outlast the lease on the loop."""
-    (tmp_path / "a.py").write_text("x = 1\n")
-    path = tmp_path / "t.jsonl"
-    path.write_text("")
+    path, pool, service = _project(tmp_path)
     monkeypatch.setattr(service_transcript, "BACKLOG", 4096)
-    pool = _pool(tmp_path)
-    service = _service(pool)
     answers: list[bytes] = []
 
     async def main() -> None:
