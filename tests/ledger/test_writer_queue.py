@@ -7,6 +7,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -157,3 +159,68 @@ def test_a_hook_call_facing_a_held_queue_fails_closed_in_the_default_profile(
         assert "stayed locked" in out["permissionDecisionReason"], answer
     else:
         assert answer.stdout is None and answer.exit_code == 0, answer
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_process_that_opens_many_homes_keeps_no_descriptor_of_the_closed_ones(
+    tmp_path: Path,
+) -> None:
+    """The lock file's descriptor lives while a queue of it is open: a long process that
+    opens and closes homes one after another (the test suite, an eval harness) stays flat,
+    where it once kept one per home until ``select`` could no longer watch its sockets."""
+    root = tmp_path / "project"
+    root.mkdir()
+    with Gatekeeper.open(tmp_path / "h", "s", root=root) as gk:  # what a first open imports
+        gk.authorize(ToolCall("Read", {}))
+    before = _open_fds()
+    for k in range(40):
+        with Gatekeeper.open(tmp_path / f"h{k}", "s", root=root) as gk:
+            gk.authorize(ToolCall("Read", {}))  # a write: the queue took its lock file
+            assert os.path.exists(tmp_path / f"h{k}" / "ledger.db-writer")
+    assert _open_fds() == before
+
+
+def test_closing_one_queue_keeps_the_lock_another_of_this_process_holds(tmp_path: Path) -> None:
+    """POSIX drops every lock a process holds on a file when any descriptor of it closes:
+    the last queue closes the descriptor only when none of this process holds the lock."""
+    db = str(tmp_path / "x.db")
+    holder, other = WriterQueue(db), WriterQueue(db)
+    holder.acquire(time.monotonic() + 5)
+    other.close()  # not the last: the descriptor stays
+    assert _outside_view(db)  # another process sees it held still
+    holder.close()  # the last, and it lets go first: now the descriptor closes
+    assert not _outside_view(db)
+    again = WriterQueue(db)  # a new queue opens it afresh and works
+    again.acquire(time.monotonic() + 5)
+    assert _outside_view(db)
+    again.close()
+
+
+def test_a_queue_used_after_its_close_keeps_its_lock_when_another_closes(
+    tmp_path: Path,
+) -> None:
+    """A queue that takes the lock after its own close (a journal used after ``close()``)
+    is no longer counted as open; the last counted queue to close must still not close the
+    descriptor under its lock."""
+    db = str(tmp_path / "x.db")
+    late = WriterQueue(db)
+    late.close()
+    late.close()  # twice: counted once
+    late.acquire(time.monotonic() + 5)
+    WriterQueue(db).close()  # the only counted queue closes while ``late`` holds the lock
+    assert _outside_view(db)
+    late.release()
+    assert not _outside_view(db)
+
+
+def _outside_view(db: str) -> bool:
+    """Whether another process finds the queue of ``db`` held (``lockf`` ``F_TEST``)."""
+    code = (
+        "import os, sys\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "try:\n    os.lockf(fd, os.F_TEST, 0)\nexcept OSError:\n    sys.exit(1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, db + "-writer"], timeout=30, check=False)
+    return done.returncode == 1

@@ -25,14 +25,18 @@ SQLite's own lock, as before.
 
 ``lockf`` is the ``os`` module's (``flock`` would import ``fcntl``, a shared library: +0.7 M
 instructions and ~0.2 ms on every hook process). Its locks belong to the process, not to
-one open file, so a process keeps one descriptor per lock file for its lifetime (closing any
-descriptor of the file would drop the process's lock), and writers of one process do not
-exclude each other here: the HTTP service's go through its in-process gate first
-(:mod:`.group_commit`). Where ``os.lockf`` does not exist, there is no queue.
+one open file, so a process keeps one descriptor per lock file while any of its queues of
+that file is open (closing any descriptor of the file would drop the process's lock), and
+closes it with the last of them; writers of one process do not exclude each other here:
+the HTTP service's go through its in-process gate first (:mod:`.group_commit`). Where
+``os.lockf`` does not exist, there is no queue. (Before, the descriptor stayed open for the
+process: a process that opened many homes, the test suite's thousands, ran out of the
+descriptors ``select`` can watch.)
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import time
 
@@ -41,17 +45,18 @@ __all__ = ["WriterQueue"]
 _FIRST = 0.0002  # seconds between the first tries
 _MOST = 0.002  # ... doubling up to this
 _FDS: dict[str, int] = {}  # lock file -> this process's one descriptor of it
+_OPEN: dict[str, int] = {}  # lock file -> how many of this process's queues are open on it
+_HELD: dict[str, int] = {}  # lock file -> how many of them hold the lock now
+_COUNTS = _thread.allocate_lock()  # the three tables, across threads (the service's)
 
 
 def _fd(path: str) -> int:
+    """This process's descriptor of the lock file ``path`` (opened on first use); called
+    with ``_COUNTS`` held."""
     fd = _FDS.get(path)
     if fd is None:
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(path, flags, 0o600)
-        kept = _FDS.setdefault(path, fd)
-        if kept != fd:  # another thread opened it first
-            os.close(fd)
-        fd = kept
+        fd = _FDS[path] = os.open(path, flags, 0o600)
     return fd
 
 
@@ -61,18 +66,22 @@ class WriterQueue:
     def __init__(self, db: str) -> None:
         self.path = db + "-writer"
         self._held = False
+        self._open = True
         self.waits = 0  # tries that found the lock taken (tests read it)
+        with _COUNTS:
+            _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
 
     def acquire(self, deadline: float) -> None:
         """Take the lock, trying until ``deadline`` (``time.monotonic()``), then raise
         :class:`TimeoutError`."""
         if not hasattr(os, "lockf"):
             return
-        fd = _fd(self.path)
         pause = _FIRST
         while True:
             try:
-                os.lockf(fd, os.F_TLOCK, 0)
+                with _COUNTS:  # no close of the descriptor between the lock and its count
+                    os.lockf(_fd(self.path), os.F_TLOCK, 0)
+                    _HELD[self.path] = _HELD.get(self.path, 0) + 1
                 self._held = True
                 return
             except (BlockingIOError, PermissionError):  # EAGAIN, EACCES: another process's
@@ -89,7 +98,8 @@ class WriterQueue:
         if not hasattr(os, "lockf"):
             return False
         try:
-            os.lockf(_fd(self.path), os.F_TEST, 0)
+            with _COUNTS:
+                os.lockf(_fd(self.path), os.F_TEST, 0)
         except OSError:  # EAGAIN, EACCES: another process's; anything else: cannot tell, so
             return True  # busy, which only costs a thread
         return False
@@ -97,8 +107,23 @@ class WriterQueue:
     def release(self) -> None:
         if self._held:
             self._held = False
-            os.lockf(_fd(self.path), os.F_ULOCK, 0)
+            with _COUNTS:
+                _HELD[self.path] -= 1
+                os.lockf(_fd(self.path), os.F_ULOCK, 0)
 
     def close(self) -> None:
-        """Nothing to close: the descriptor stays open for the process (see above)."""
+        """Let the lock go; the last open queue of this file in the process closes the
+        descriptor, unless another of its queues holds the lock (closing would drop it)."""
         self.release()
+        if not self._open:
+            return
+        self._open = False
+        with _COUNTS:
+            _OPEN[self.path] -= 1
+            if _OPEN[self.path] or _HELD.get(self.path, 0):
+                return
+            del _OPEN[self.path]
+            _HELD.pop(self.path, None)
+            fd = _FDS.pop(self.path, None)
+            if fd is not None:
+                os.close(fd)
