@@ -166,9 +166,14 @@ class RealSession:
         return f"toolu_{self.n:04d}"
 
 
-def _pre(tool: str) -> Callable[[RealSession], bytes]:
+def _pre(tool: str, said: str = "") -> Callable[[RealSession], bytes]:
+    """PreToolUse of ``tool``; ``said``: new assistant prose before it (no block: it commits
+    with the decision, ``tools/hooks/claude_code.py``), what most calls follow."""
+
     def make(s: RealSession) -> bytes:
         use = s.next_use()
+        if said:
+            s.say(said, use)
         if tool == "Read":
             return s.payload("PreToolUse", "Read", {"file_path": str(s.project / "tok.py")}, use)
         if tool == "Edit":
@@ -178,13 +183,6 @@ def _pre(tool: str) -> Callable[[RealSession], bytes]:
         return s.payload("PreToolUse", "Bash", {"command": "python3 check.py 2"}, use)
 
     return make
-
-
-def _after_prose(s: RealSession) -> bytes:
-    """PreToolUse Read after new assistant prose (no block): what most calls follow."""
-    use = s.next_use()
-    s.say("The tokenizer splits on spaces; let me read it once more.", use)
-    return s.payload("PreToolUse", "Read", {"file_path": str(s.project / "tok.py")}, use)
 
 
 def _after_stamp(s: RealSession) -> bytes:
@@ -215,7 +213,8 @@ def _post(tool: str) -> Callable[[RealSession], bytes]:
 # name -> (what the next measured call reads on stdin: made after the session is grounded)
 CASES: dict[str, Callable[[RealSession], bytes]] = {
     "PreToolUse Read": _pre("Read"),
-    "PreToolUse Read after prose": _after_prose,
+    "PreToolUse Read after prose": _pre("Read", "The tokenizer splits on spaces; a look."),
+    "PreToolUse Edit after prose": _pre("Edit", "Now the fix, as planned."),
     "PreToolUse Edit": _pre("Edit"),
     "PreToolUse Bash": _pre("Bash"),
     "PreToolUse after an applied stamp": _after_stamp,

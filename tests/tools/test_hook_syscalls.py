@@ -30,6 +30,10 @@ pytestmark = pytest.mark.skipif(
 SYNCS = {
     "PreToolUse Read": (0, "a read's allow: nothing durable changes"),
     "PreToolUse Read after prose": (0, "prose holds no block: read again if lost, no fsync"),
+    # one commit for the prose and the allow, begun relaxed and fsync'd by infomark once the
+    # allow asked for the disk: the WAL alone (SQLite's own first sync adds its directory;
+    # the WAL is never deleted, so its entry is long on disk)
+    "PreToolUse Edit after prose": (1, "the prose and the allow: one commit, the WAL synced"),
     "PreToolUse Edit": (2, "an allowed mutation: one durable commit (WAL + its directory)"),
     "PreToolUse Bash": (2, "an allowed execute may mutate: one durable commit"),
     "PreToolUse after an applied stamp": (2, "the stamp's commit; the Read's allow: none"),

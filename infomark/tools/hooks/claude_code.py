@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from infomark.gatekeeper import Gatekeeper
     from infomark.kernel.spooled import LargeText
     from infomark.ledger.calls import ToolCall, ToolOutcome
+    from infomark.tools.hooks.transcript import TranscriptChunk
 
     HostStep = Callable[[Gatekeeper, str, dict[str, Any]], tuple[str, dict[str, Any], str]]
 
@@ -178,11 +179,21 @@ def _background_id(payload: dict[str, Any]) -> str | None:
 def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any], wait: float | None) -> None:
     """Ingest assistant text written before this tool call (each block once). ``wait``: how
     long to wait for the line of the call's ``tool_use`` (``None``: the reader's own bound)."""
+    read = _read_transcript(gk, payload, wait)
+    if read is not None:
+        _apply_transcript(gk, *read)
+
+
+def _read_transcript(
+    gk: Gatekeeper, payload: dict[str, Any], wait: float | None
+) -> tuple[TranscriptChunk, int] | None:
+    """What the transcript holds after the session's cursor, and that cursor (it may wait
+    for the call's line: never inside a write transaction); None without a transcript."""
     from infomark.tools.hooks.transcript import WAIT_SECONDS, read_new_text
 
     path = payload.get("transcript_path")
     if not isinstance(path, str):
-        return
+        return None
     offset = gk.state.cursors.get("transcript", 0)
     use_id = payload.get("tool_use_id")
     read = read_new_text
@@ -192,6 +203,11 @@ def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any], wait: float | No
         read = READERS.get(str(payload["transcript_format"]), read_new_text)
     use = use_id if isinstance(use_id, str) else None  # other hosts' readers never wait
     chunk = read(path, offset, tool_use_id=use, wait=WAIT_SECONDS if wait is None else wait)
+    return chunk, offset
+
+
+def _apply_transcript(gk: Gatekeeper, chunk: TranscriptChunk, offset: int) -> None:
+    """Check the heads the host witnessed, then ingest the text after ``offset``."""
     _check_witness(gk, chunk.heads)
     if chunk.offset == offset:
         return
@@ -374,17 +390,45 @@ def _on_pre_tool_use(
     `infomark check` runs here, every other call is decided."""
     from infomark.tools.hooks.check_call import check_target, run_check
 
+    target = check_target(str(payload["tool_name"]), payload["tool_input"])
     with gk.store.steady():  # one view of the session for the decision (one catch-up, not four)
-        _ingest_transcript(gk, payload, transcript_wait)
-        gk.unattended = unattended_host(payload)
-        transcript = payload.get("transcript_path")
-        gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
-        target = check_target(str(payload["tool_name"]), payload["tool_input"])
+        read = _read_transcript(gk, payload, transcript_wait)  # may wait: outside the lock
+        if target is None and _one_commit(gk, read):
+            # New prose and the decision: one transaction, relaxed unless the decision needs
+            # the disk (an allow that may change something asks for it when it is journaled,
+            # and a deny's loss fails closed: docs/reliability.md). A block (a ledger, a
+            # stamp) is parsed outside the lock instead, by its own durable ingest.
+            with gk.store.transaction(durable=False):
+                _take_in(gk, payload, read)
+                return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
+        _take_in(gk, payload, read)
         if target is None:
             return _decide(gk, payload, _sandbox_check(gk, payload, start=False))
     # `infomark check C1`: run by infomark, not by the shell (following the journal again:
     # the run's evidence may come from another process)
     return deny(run_check(gk, target))
+
+
+def _one_commit(gk: Gatekeeper, read: tuple[TranscriptChunk, int] | None) -> bool:
+    """Whether the transcript's new text and the decision commit together: there is new
+    text, none of it may hold a block, and the call takes no baseline (a copy of the
+    project, not to be made under the write lock)."""
+    if read is None or read[0].offset == read[1] or gk.baseline_pending:
+        return False
+    from infomark.ledger.parse.locate import may_contain_blocks
+
+    return not any(may_contain_blocks(text) for text in read[0].texts)
+
+
+def _take_in(
+    gk: Gatekeeper, payload: dict[str, Any], read: tuple[TranscriptChunk, int] | None
+) -> None:
+    """Before a PreToolUse is judged: ingest the transcript read, note the host's facts."""
+    if read is not None:
+        _apply_transcript(gk, *read)
+    gk.unattended = unattended_host(payload)
+    transcript = payload.get("transcript_path")
+    gk.host_files = (transcript,) if isinstance(transcript, str) and transcript else ()
 
 
 def _on_post_tool_use(gk: Gatekeeper, event: str, payload: dict[str, Any]) -> HookAnswer:
