@@ -15,13 +15,16 @@ The wait is a hint, never the judge: the call's own read decides what was writte
 starts where the last one stopped, so a transcript that grows fast (a process the agent left
 appending to it) is read once, not once a poll. And the wait tells the pool what the read
 will cost: past :data:`BACKLOG` bytes since the session's cursor (a huge tool result, a
-transcript the agent padded) the call runs in a worker thread, not on the loop.
+transcript the agent padded) the call runs in a worker thread, not on the loop, and the loop
+does not read it at all. A transcript that is not a regular file (a FIFO the agent put in its
+place would block the read that opens it) is never opened: it reads as nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from typing import Any
 
 from infomark.tools.hooks.transcript import WAIT_SECONDS, find_tool_use
@@ -48,7 +51,8 @@ class TranscriptWait:
         self.left: float | None = None
         """What the call's own read may still wait, in seconds: ``None`` until this waited
         (the session was not open: its first call waits in a thread, as the command hook
-        does), then 0."""
+        does); then 0, or what is left of the bound when the backlog outgrew the loop (the
+        call's read, in a thread, waits the rest)."""
 
     @classmethod
     def of(cls, event: str, payload: dict[str, Any]) -> TranscriptWait | None:
@@ -81,7 +85,10 @@ class TranscriptWait:
                 size = now
                 if now < at:  # as the read would: from the cursor, or from 0 if it is past
                     at = cursor if cursor <= now else 0
-                found, at = find_tool_use(self._path, at, self._use)
+                if now - at > BACKLOG:  # more than the loop should read: a thread will
+                    self.left = max(0.0, deadline - loop.time())
+                    return False
+                found, at = find_tool_use(self._path, at, self._use, limit=BACKLOG)
                 if found:
                     break
             await asyncio.sleep(POLL_SECONDS)
@@ -90,7 +97,10 @@ class TranscriptWait:
 
 
 def _size(path: str) -> int:
+    """The size of the regular file ``path``; -1 if it is missing or anything else (a FIFO
+    is never opened: the read would block the loop)."""
     try:
-        return os.stat(path).st_size
+        info = os.stat(path)
     except OSError:
         return -1
+    return info.st_size if stat.S_ISREG(info.st_mode) else -1

@@ -176,9 +176,9 @@ def test_a_transcript_growing_while_the_call_waits_is_read_once(
                     f.write(junk)
         return real_size(p)
 
-    def find(p: str, at: int, use: str) -> tuple[bool, int]:
+    def find(p: str, at: int, use: str, *, limit: int | None = None) -> tuple[bool, int]:
         looks.append(real_size(p) - at)  # the bytes this look reads
-        return real_find(p, at, use)
+        return real_find(p, at, use, limit=limit)
 
     monkeypatch.setattr(service_transcript, "_size", size)
     monkeypatch.setattr(service_transcript, "find_tool_use", find)
@@ -222,6 +222,39 @@ def test_a_long_backlog_is_read_in_a_thread_not_on_the_loop(
 
     _serve(pool, main)
     assert [json.loads(a).get("hookSpecificOutput") for a in answers] == [None] * 3  # allowed
+
+
+def test_a_backlog_too_long_for_the_loop_is_not_read_there_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript padded past ``BACKLOG`` since the cursor (here a 64 MiB hole: an agent's
+    ``truncate -s``) is not looked at on the loop: the call, in a thread, reads it and waits
+    what is left of the bound there."""
+    path, pool, service = _project(tmp_path)
+    looks: list[int] = []
+    real_find = service_transcript.find_tool_use
+
+    def find(p: str, at: int, use: str, *, limit: int | None = None) -> tuple[bool, int]:
+        looks.append(at)
+        return real_find(p, at, use, limit=limit)
+
+    monkeypatch.setattr(service_transcript, "find_tool_use", find)
+    answers: list[bytes] = []
+
+    async def main() -> None:
+        await _opened(pool, "s1")
+        with path.open("r+b") as f:
+            f.truncate(64 << 20)
+        _say(path, "After the hole.", "u1")
+        with anyio.fail_after(GUARD):
+            answers.append(
+                await service.hook_answer(_pre(tmp_path, "s1", "Read", "u1", path), None)
+            )
+
+    _serve(pool, main)
+    assert looks == []  # nothing read on the loop
+    assert pool.ran_on_loop == 0  # the call ran in a thread
+    assert json.loads(answers[0]).get("hookSpecificOutput") is None  # allowed
 
 
 @pytest.mark.parametrize(

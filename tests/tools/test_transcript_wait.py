@@ -4,6 +4,8 @@ file unchanged skips the scan, and nothing the scan would have seen is missed.""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -195,3 +197,26 @@ def test_a_look_that_goes_on_from_where_the_last_stopped_answers_as_one_read(
 
 def test_tool_use_written_of_a_missing_file_is_false(tmp_path: Path) -> None:
     assert transcript.tool_use_written(str(tmp_path / "none.jsonl"), 0, "u1") is False
+
+
+_FIFO_READ = """
+import os, sys
+from infomark.tools.hooks import transcript
+path = sys.argv[1]
+os.mkfifo(path)
+chunk = transcript.read_new_text(path, 0, tool_use_id="u1", wait=0)
+print(chunk.found_tool_use, chunk.texts, transcript.tool_use_written(path, 0, "u1"))
+"""
+
+
+def test_a_fifo_in_the_transcripts_place_is_never_opened_for_a_blocking_read(
+    tmp_path: Path,
+) -> None:
+    """An agent that replaces the transcript by a FIFO with no writer: opening it to read
+    would block (on the HTTP service's event loop, every session). It reads as nothing."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIFO_READ, str(tmp_path / "t.jsonl")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "[]", "False"]

@@ -13,6 +13,7 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from infomark.kernel import jsonc
@@ -47,16 +48,33 @@ class TranscriptChunk:
     heads: tuple[tuple[int, str], ...] = ()  # (seq, 8 hex) witnessed by the host, in order
 
 
-def _scan(path: str, offset: int, tool_use_id: str | None) -> TranscriptChunk:
+def _read_at(path: str, offset: int) -> tuple[bytes, int] | None:
+    """Up to ``_MAX_READ`` bytes of the regular file ``path`` from ``offset`` (from 0 if the
+    file is shorter: replaced or truncated), and that offset; None if it cannot be read or
+    is not a regular file. A FIFO or a device put in the transcript's place is never opened
+    for a blocking read: the HTTP service reads transcripts on its event loop."""
     try:
-        with open(path, "rb") as f:
-            size = f.seek(0, 2)
-            if offset > size:  # the file was replaced or truncated: start over
-                offset = 0
-            f.seek(offset)
-            data = f.read(_MAX_READ)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if offset > info.st_size:
+            offset = 0
+        return os.pread(fd, _MAX_READ, offset), offset
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _scan(path: str, offset: int, tool_use_id: str | None) -> TranscriptChunk:
+    read = _read_at(path, offset)
+    if read is None:
         return TranscriptChunk([], offset, False)
+    data, offset = read
     return _parse(data, offset, tool_use_id)
 
 
@@ -140,14 +158,17 @@ def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
     return find_tool_use(path, offset, tool_use_id)[0]
 
 
-def find_tool_use(path: str, offset: int, tool_use_id: str) -> tuple[bool, int]:
+def find_tool_use(
+    path: str, offset: int, tool_use_id: str, *, limit: int | None = None
+) -> tuple[bool, int]:
     """Whether :func:`read_new_text` from ``offset`` would find the line of ``tool_use_id``
     now, without waiting, for less: a byte search for the id, and only the complete lines
     that hold it parsed; and, when it would not, the offset after the complete lines looked
     at (none of them is that line: a later look may start there, so a wait reads each byte
     once however long the transcript grows). The HTTP service asks it while it waits for
     the line on its event loop, before the call takes its turn
-    (``tools/service_transcript.py``).
+    (``tools/service_transcript.py``). ``limit``: stop after about that many bytes (whole
+    reads of up to 8 MiB), not found yet; a later look goes on from the offset returned.
 
     Never true where the read would find nothing. An id the transcript spells with JSON
     escapes (``\\u0074oolu_…``; Claude Code writes its ids as they are) is not found by the
@@ -155,15 +176,12 @@ def find_tool_use(path: str, offset: int, tool_use_id: str) -> tuple[bool, int]:
     """
     plain = _PLAIN_ID.fullmatch(tool_use_id) is not None  # written as is in any JSON
     needle = b'"' + tool_use_id.encode("ascii") + b'"' if plain else b""  # a whole JSON string
-    while True:
-        try:
-            with open(path, "rb") as f:
-                if offset > f.seek(0, 2):  # replaced or truncated: read_new_text starts over
-                    offset = 0
-                f.seek(offset)
-                data = f.read(_MAX_READ)
-        except OSError:
+    start = offset
+    while limit is None or offset - start < limit:
+        read = _read_at(path, offset)
+        if read is None:
             return False, offset
+        data, offset = read
         end = data.rfind(b"\n")
         if end < 0:  # no complete line: nothing to find, unless one line outgrew a read
             if len(data) < _MAX_READ:
@@ -177,6 +195,7 @@ def find_tool_use(path: str, offset: int, tool_use_id: str) -> tuple[bool, int]:
         ):
             return True, offset
         offset += end + 1
+    return False, offset
 
 
 def _holds(data: bytes, end: int, needle: bytes, tool_use_id: str) -> bool:
