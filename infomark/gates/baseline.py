@@ -113,8 +113,18 @@ def _read(path: str, mode: str) -> bytes:
 
 
 def _bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    """The content of the regular file ``path``; nothing for anything else. A FIFO the agent
+    leaves in the project would block an ordinary open for ever (the first action's baseline
+    never ends: in the HTTP service its session's calls queue behind it), and has no content
+    a check could read from a copy."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
 
 
 def walk_files(root: str, skip: tuple[str, ...] = ()) -> Iterator[str]:

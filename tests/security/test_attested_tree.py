@@ -7,6 +7,8 @@ both; the honest fix becomes Exact on infomark's own run.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from infomark.gatekeeper import Gatekeeper
@@ -46,3 +48,30 @@ def test_a_tree_without_git_is_copied_by_content(tmp_path: Path) -> None:
         assert list(record["attested"]["carried"]) == ["calc.py"]
         assert "pytest.toml" in record["attested"]["left_out"]
         assert gk.audit(verify=True).verified
+
+
+_FIFO_BASELINE = """
+import os, sys
+from pathlib import Path
+from infomark.gatekeeper import Gatekeeper
+from infomark.ledger.calls import ToolCall
+root = Path(sys.argv[1])
+(root / "a.py").write_text("x = 1\\n")
+os.mkfifo(root / "pipe")
+with Gatekeeper.open(root / ".infomark", "s", root=root) as gk:
+    d = gk.authorize(ToolCall("Read", {"file_path": str(root / "a.py")}))
+    print(d.verdict.value, gk.baseline_pending)
+"""
+
+
+def test_a_fifo_in_the_project_does_not_hang_the_baseline(tmp_path: Path) -> None:
+    """An agent leaves a FIFO in the project: the first action copies the tree for attested
+    runs, and an ordinary open of the FIFO would block for ever. It is copied as empty."""
+    root = tmp_path / "p"
+    root.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _FIFO_BASELINE, str(root)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["allow", "False"]  # decided, and the baseline taken

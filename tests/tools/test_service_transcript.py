@@ -9,7 +9,10 @@ gatekeepers on a real SQLite home, the service's own hook route and pool.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -255,6 +258,38 @@ def test_a_backlog_too_long_for_the_loop_is_not_read_there_at_all(
     assert looks == []  # nothing read on the loop
     assert pool.ran_on_loop == 0  # the call ran in a thread
     assert json.loads(answers[0]).get("hookSpecificOutput") is None  # allowed
+
+
+def test_a_fifo_in_the_transcripts_place_holds_no_session(tmp_path: Path) -> None:
+    """A FIFO whose open would block: the service's wait only ``stat``s it and the call's
+    read never opens it, so the call is answered (denied: no ledger was read) and the loop
+    stays free. A regression would block the loop: a release valve opens the FIFO's writing
+    end after ``GUARD`` seconds, so the test fails instead of hanging."""
+    _, pool, service = _project(tmp_path)
+    fifo = tmp_path.parent / f"{tmp_path.name}-fifo.jsonl"  # outside, as a transcript is
+    os.mkfifo(fifo)
+    released, fired = threading.Event(), threading.Event()
+
+    def valve() -> None:
+        if not released.wait(GUARD):
+            fired.set()
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=valve, daemon=True).start()
+    answers: list[bytes] = []
+
+    async def main() -> None:
+        await _opened(pool, "s1")
+        answers.append(await service.hook_answer(_pre(tmp_path, "s1", "Edit", "u1", fifo), None))
+        released.set()
+
+    try:
+        _serve(pool, main)
+    finally:
+        released.set()
+    assert not fired.is_set()  # answered without the valve: nothing blocked on the FIFO
+    assert _reason(answers[0]).startswith("deny [infomark no_ledger]")
 
 
 @pytest.mark.parametrize(
