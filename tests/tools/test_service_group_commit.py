@@ -9,6 +9,8 @@ two of the pool's writers would show as a retry of the journal's back-off.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -41,6 +43,24 @@ def _journal(gk: SessionLike) -> Journal:
     journal = gk.store.journal
     assert isinstance(journal, Journal)
     return journal
+
+
+def durable_and_read(
+    order: list[str], ran: threading.Event
+) -> tuple[Callable[[SessionLike], None], Callable[[SessionLike], None]]:
+    """Two sessions' calls: A, a durable decision (its commit waits for the disk); B, a read
+    that says it ran (``ran``). Each notes itself in ``order``."""
+
+    def a(gk: SessionLike) -> None:
+        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
+        order.append("a committed")
+
+    def b(gk: SessionLike) -> None:
+        gk.gate()
+        order.append("b ran")
+        ran.set()
+
+    return a, b
 
 
 def test_three_sessions_commit_concurrently_without_busy_waits(
@@ -173,14 +193,7 @@ def test_a_call_waiting_for_the_disk_lets_another_session_run(
     pool.lane = Lane(lease=30.0)
     order: list[str] = []
 
-    def a(gk: SessionLike) -> None:
-        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
-        order.append("a committed")
-
-    def b(gk: SessionLike) -> None:
-        gk.gate()
-        order.append("b ran")
-        disk_done.set()
+    a, b = durable_and_read(order, disk_done)
 
     async def main() -> None:
         await pool.run("sa", lambda gk: gk.gate())  # open both sessions first

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.requests import Request
+from test_service_group_commit import durable_and_read
 
 from infomark.gatekeeper import Gatekeeper
 from infomark.gates.config import Config, load_config
@@ -291,14 +292,7 @@ def test_a_slow_disk_fsync_is_waited_off_the_loop_and_the_answer_waits_for_it(
             return
         real_fsync(fd)
 
-    def a(gk: SessionLike) -> None:
-        assert gk.authorize(ToolCall("Bash", {"command": "echo a"})).allowed  # durable
-        order.append("a committed")
-
-    def b(gk: SessionLike) -> None:
-        gk.gate()
-        order.append("b ran")
-        b_ran.set()
+    a, b = durable_and_read(order, b_ran)
 
     async def main() -> None:
         where.mark()

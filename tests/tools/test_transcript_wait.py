@@ -87,7 +87,7 @@ def test_an_unchanged_file_is_not_scanned_again(
     assert len(scans) <= 3
 
 
-# -- tool_use_written: the service's look, the same answer as the read --------------------
+# -- find_tool_use: the service's look, the same answer as the read --------------------
 _IDS = ["toolu_01A", "toolu_01AB", "x-y_9", 'we"ird', "ünï", "a/b", "a\\b"]
 
 
@@ -145,7 +145,7 @@ _ENTRIES = st.lists(
     at=st.integers(min_value=0, max_value=2000),
     max_read=st.sampled_from([8 << 20, 64, 200]),
 )
-def test_tool_use_written_answers_as_the_read_would(
+def test_find_tool_use_answers_as_the_read_would(
     entries: list[tuple[str, str]], use: str, partial: int, at: int, max_read: int
 ) -> None:
     """Whatever the file holds (the id in other lines, a torn last line, a line longer than
@@ -160,7 +160,7 @@ def test_tool_use_written_answers_as_the_read_would(
         path = Path(d) / "t.jsonl"
         path.write_bytes(data)
         read = transcript.read_new_text(str(path), at, tool_use_id=use, wait=0)
-        written = transcript.tool_use_written(str(path), at, use)
+        written, _ = transcript.find_tool_use(str(path), at, use)
         if ("escaped", use) in entries and use.isascii():
             assert not written or read.found_tool_use
         else:
@@ -195,8 +195,8 @@ def test_a_look_that_goes_on_from_where_the_last_stopped_answers_as_one_read(
         assert found is read.found_tool_use
 
 
-def test_tool_use_written_of_a_missing_file_is_false(tmp_path: Path) -> None:
-    assert transcript.tool_use_written(str(tmp_path / "none.jsonl"), 0, "u1") is False
+def test_find_tool_use_in_a_missing_file_finds_nothing(tmp_path: Path) -> None:
+    assert transcript.find_tool_use(str(tmp_path / "none.jsonl"), 0, "u1") == (False, 0)
 
 
 _FIFO_READ = """
@@ -205,7 +205,7 @@ from infomark.tools.hooks import transcript
 path = sys.argv[1]
 os.mkfifo(path)
 chunk = transcript.read_new_text(path, 0, tool_use_id="u1", wait=0)
-print(chunk.found_tool_use, chunk.texts, transcript.tool_use_written(path, 0, "u1"))
+print(chunk.found_tool_use, chunk.texts, transcript.find_tool_use(path, 0, "u1")[0])
 """
 
 

@@ -176,14 +176,6 @@ def _background_id(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def _ingest_transcript(gk: Gatekeeper, payload: dict[str, Any], wait: float | None) -> None:
-    """Ingest assistant text written before this tool call (each block once). ``wait``: how
-    long to wait for the line of the call's ``tool_use`` (``None``: the reader's own bound)."""
-    read = _read_transcript(gk, payload, wait)
-    if read is not None:
-        _apply_transcript(gk, *read)
-
-
 def _read_transcript(
     gk: Gatekeeper, payload: dict[str, Any], wait: float | None
 ) -> tuple[TranscriptChunk, int] | None:

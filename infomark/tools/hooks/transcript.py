@@ -26,7 +26,6 @@ __all__ = [
     "TranscriptChunk",
     "find_tool_use",
     "read_new_text",
-    "tool_use_written",
 ]
 
 HEAD_TAG = lazy_compile(  # only a transcript with hook context uses it
@@ -150,12 +149,6 @@ def read_new_text(
         time.sleep(_POLL_SECONDS)  # waiting on another process's file write, bounded
         while not _grown(p, offset) and time.monotonic() < deadline:
             time.sleep(_POLL_SECONDS)  # nothing new: a scan would read nothing either
-
-
-def tool_use_written(path: str, offset: int, tool_use_id: str) -> bool:
-    """Whether :func:`read_new_text` from ``offset`` would find the line of ``tool_use_id``
-    now, without waiting (:func:`find_tool_use`)."""
-    return find_tool_use(path, offset, tool_use_id)[0]
 
 
 def find_tool_use(
