@@ -72,6 +72,14 @@ class Rank(IntBase):
         return self >= other
 
 
+class Field(StrBase):
+    """Members named as a member's own fields."""
+
+    name = "n"
+    value = "v"
+    OTHER = "o"
+
+
 class Mark(IntBase):
     """Its own str(), as InfoMark."""
 
@@ -105,7 +113,7 @@ def _module(name: str, str_base: type, int_base: type) -> types.ModuleType:
 
 REAL = _module("_enums_real", enum.StrEnum, enum.IntEnum)
 OURS = _module("_enums_ours", ours.StrEnum, ours.IntEnum)
-CLASSES = ("Color", "Code", "Rank", "Mark")
+CLASSES = ("Color", "Code", "Rank", "Field", "Mark")
 
 
 def _outcome(call: Any) -> tuple[str, object]:
@@ -158,7 +166,8 @@ def test_lookup_by_value(cls: str, value: object) -> None:
 
 
 @given(cls=st.sampled_from(CLASSES), name=st.one_of(st.text(max_size=6), st.sampled_from(
-    ["RED", "CRIMSON", "_single", "_Color__hidden", "__dunder__", "TOP", "red", "warm", "parse"]
+    ["RED", "CRIMSON", "_single", "_Color__hidden", "__dunder__", "TOP", "red", "warm", "parse",
+     "name", "value", "_name_", "_value_", "OTHER"]
 )))  # fmt: skip
 def test_lookup_by_name_and_attribute(cls: str, name: str) -> None:
     _same(lambda m: getattr(m, cls)[name])

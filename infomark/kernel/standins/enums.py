@@ -75,7 +75,26 @@ class EnumType(type):
             cls._member_names_.append(name)
             cls._value2member_map_[value] = member
         cls._member_map_[name] = member
-        type.__setattr__(cls, name, member)
+        if name not in _MEMBER_FIELDS:  # the class's own attribute would hide the member's
+            type.__setattr__(cls, name, member)
+
+    # On the class, ``.name`` and ``.value`` are a member of that name or missing, as enum's
+    # (whose properties answer so when read from the class). Defined here, on the metaclass, as
+    # data descriptors they take precedence over ``_Member``'s, which members still read at C
+    # speed.
+    @property
+    def name(cls) -> Any:
+        return cls._field_of_class("name")
+
+    @property
+    def value(cls) -> Any:
+        return cls._field_of_class("value")
+
+    def _field_of_class(cls, field: str) -> Any:
+        try:
+            return cls._member_map_[field]
+        except KeyError:
+            raise AttributeError(field) from None
 
     def __call__(cls, value: object) -> Any:
         try:
@@ -143,6 +162,9 @@ class EnumType(type):
         if name in cls._member_map_:
             raise AttributeError(f"{cls.__name__!r} cannot delete member {name!r}.")
         super().__delattr__(name)
+
+
+_MEMBER_FIELDS = frozenset(("name", "value"))
 
 
 def _pydantic_schema(cls: EnumType) -> Any:
