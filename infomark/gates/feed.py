@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-__all__ = ["Token", "alive", "launch", "pin_path", "since", "stop", "token"]
+__all__ = ["Token", "alive", "index_count", "launch", "pin_path", "since", "stop", "token"]
 
 
 TIMEOUT = 3.0  # seconds a request may take (the barrier itself gives up after 2 s)
@@ -161,9 +161,9 @@ def _ask(pin: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) and reply.get("ok") is True else None
 
 
-def _index_count(git_dir: Path) -> int:
+def index_count(git_dir: StrPath) -> int:
     try:
-        with open(git_dir / "index", "rb") as fh:
+        with open(os.path.join(git_dir, "index"), "rb") as fh:
             head = fh.read(12)
     except OSError:
         return 0
@@ -182,7 +182,7 @@ def token(watch_dir: StrPath, top: StrPath, git_dir: StrPath, *, min_tracked: in
     """
     watch_dir, top, git_dir = Path(watch_dir), Path(top), Path(git_dir)
     t = time.monotonic_ns()
-    if sys.platform != "linux" or _index_count(git_dir) < min_tracked:
+    if sys.platform != "linux" or index_count(git_dir) < min_tracked:
         return None
     pin = _read_pin(watch_dir, top)
     if pin is not None and alive(pin):

@@ -18,8 +18,10 @@ unwatchable.
 In a git work tree of :data:`FEED_MIN_TRACKED` files or more on Linux, :func:`mark` also takes
 a token of the change feed (:mod:`infomark.gates.feed`), and :func:`changes_since` then
 ``lstat``s only the tracked paths the feed's watcher says may have changed; whenever the feed
-cannot vouch for the whole window, it scans every tracked file as above. Standard library
-only (hot path).
+cannot vouch for the whole window, it scans every tracked file as above. A long-running
+process (``infomark serve``) installs its own watches instead (:func:`use_local_feed`,
+:mod:`infomark.gates.feed_local`: from fewer files, with no watcher process). Standard
+library only (hot path).
 """
 
 from __future__ import annotations
@@ -38,7 +40,15 @@ from infomark.kernel.records import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from _typeshed import StrPath
+
+    class LocalFeeds(Protocol):  # infomark.gates.feed_local.LocalFeeds, which imports us
+        def token(self, watch_dir: str, key: str, top: str, git_dir: str) -> bool: ...
+        def since(self, watch_dir: str, key: str, top: str) -> list[str] | None: ...
+        def forget(self, watch_dir: str, key: str) -> None: ...
+
 
 __all__ = [
     "FEED_MIN_TRACKED",
@@ -52,12 +62,15 @@ __all__ = [
     "marker_time",
     "still_modified",
     "tracked_paths",
+    "use_local_feed",
 ]
 
 WALK_LIMIT = 20_000
 # The change feed is used from this many tracked files up (None: never); below it the walk
 # costs a millisecond or two and a watcher process would not pay for itself.
 FEED_MIN_TRACKED: int | None = 2000
+# A long-running process's own watches (infomark.gates.feed_local), when it installed them.
+_LOCAL: LocalFeeds | None = None
 _SKIP_DIRS = ENV_DIRS | {
     ".hypothesis",
     ".cc-writes",  # Claude Code's own staging directory (.claude/.cc-writes), not the agent's
@@ -82,6 +95,14 @@ class TreeChange:
     @property
     def files(self) -> tuple[str, ...]:
         return tuple(sorted({*self.modified, *self.deleted}))
+
+
+def use_local_feed(feeds: LocalFeeds | None) -> LocalFeeds | None:
+    """Make :func:`mark` and :func:`changes_since` use ``feeds`` (a service's own watches)
+    instead of a watcher process; None: back to the watcher process. Returns what was used."""
+    global _LOCAL
+    old, _LOCAL = _LOCAL, feeds
+    return old
 
 
 def find_git_dir(root: StrPath) -> tuple[str, str] | None:
@@ -229,7 +250,12 @@ def mark(
     data: dict[str, object] = {"seq": seq, "at": time.time()}
     if classified is not None:
         data["classified"] = list(classified)
-    if root is not None and FEED_MIN_TRACKED is not None:
+    local = _LOCAL
+    if root is not None and local is not None:
+        found = find_git_dir(root)
+        if found is not None:
+            local.token(os.fspath(watch_dir), key, found[0], found[1])
+    elif root is not None and FEED_MIN_TRACKED is not None:
         found = find_git_dir(root)
         if found is not None:
             from infomark.gates import feed  # lazy: only calls that are watched
@@ -252,6 +278,9 @@ def mark(
 
 
 def clear_mark(watch_dir: StrPath, key: str) -> None:
+    local = _LOCAL
+    if local is not None:
+        local.forget(os.fspath(watch_dir), key)
     with suppress(OSError):
         os.unlink(_marker(watch_dir, key))
 
@@ -352,6 +381,11 @@ def _relative(paths: list[str], top: str, root: str) -> list[str]:
 
 def _feed_candidates(watch_dir: StrPath, key: str, top: str) -> list[str] | None:
     """What the change feed says may have changed in the call's window; None: walk."""
+    local = _LOCAL
+    if local is not None:
+        found = local.since(os.fspath(watch_dir), key, top)
+        if found is not None:
+            return found
     data = _marker_data(watch_dir, key)
     tok = data.get("feed") if data else None
     if not isinstance(tok, dict):

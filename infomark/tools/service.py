@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from infomark._version import __version__
 from infomark.gatekeeper import Gatekeeper
+from infomark.gates import feed_local
 from infomark.gates.config import Config, load_config
 from infomark.kernel.profiles import Profile
 from infomark.kernel.session_id import is_session_id
@@ -555,18 +556,22 @@ class _Service:
 # -- the app -------------------------------------------------------------------------------
 def _lifespan(pool: SessionPool) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Import the hook path's modules (:mod:`~infomark.tools.service_warm`: no hook call run
-    on the loop pays for an import) and start the WAL checkpointer with the app; at shutdown
-    close the sessions, then stop it."""
+    on the loop pays for an import), hold the process's own change feeds
+    (:mod:`~infomark.gates.feed_local`: a Bash call's compare asks them instead of ``lstat``ing
+    every tracked file) and start the WAL checkpointer with the app; at shutdown close the
+    sessions, the feeds, then stop it."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(warm, "sqlite" if pool.store == "sqlite" else "postgresql")
+        feed_local.acquire()
         if pool.checkpointer is not None:
             pool.checkpointer.start()
         try:
             yield
         finally:
             await anyio.to_thread.run_sync(pool.close)
+            feed_local.release()
             if pool.checkpointer is not None:
                 await anyio.to_thread.run_sync(pool.checkpointer.stop)
 

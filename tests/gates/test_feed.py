@@ -11,10 +11,21 @@ import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from feed_support import Fed, fed, git, make_repo, start_fed, stop_all
+from feed_support import (
+    SESSIONS,
+    Fed,
+    any_fed,
+    fed,
+    git,
+    make_repo,
+    start_fed,
+    start_local,
+    stop_all,
+)
 from helpers import ledger_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,59 +35,21 @@ from infomark.gates import feed
 from infomark.gates import fingerprint as fp
 from infomark.ledger.calls import ToolCall, ToolOutcome
 
-__all__ = ["fed"]  # the fixture, imported
-
-# Each entry is a session: calls run one after another under the same watcher.
-SESSIONS = {
-    "nothing": ["true"],
-    "append": ["echo y >> p0/m1.py"],
-    "truncate": [": > p1/m2.py"],
-    "rewrite in place (python)": ["python3 -c \"open('p2/m3.py','r+').write('Z')\""],
-    "chmod": ["chmod +x p3/m4.py"],
-    "touch -d (old mtime)": ["touch -d 2001-01-01 p0/m5.py"],
-    "replace by rename": ["echo n > /tmp/x.$$ && mv /tmp/x.$$ p1/m6.py"],
-    "delete": ["rm p2/m7.py"],
-    "rm -rf a tracked dir": ["rm -rf p3"],
-    "rm -rf and recreate, then edit the new dir": [
-        "rm -rf p0 && mkdir -p p0/sub && echo a > p0/m1.py",
-        "echo b > p0/m2.py && echo c > p0/sub/deep.py",
-    ],
-    "move a dir away and back": ["mv p1 p1.away", "mv p1.away p1 && echo x >> p1/m0.py"],
-    "write through a hard link made in an earlier call": [
-        "ln p2/m0.py ../outside.lnk",
-        "echo evil >> ../outside.lnk",
-    ],
-    "write through a hard link into a moved file": [
-        "ln p2/m1.py ../l2 && mv p2/m1.py p2/m9.py",
-        "echo evil >> ../l2",
-    ],
-    "mmap write": [
-        "python3 -c \"import mmap,os; fd=os.open('p3/m1.py',os.O_RDWR); m=mmap.mmap(fd,0); "
-        "os.close(fd); m[0:1]=b'Q'; m.flush()\""
-    ],
-    "symlink replaces a file": ["rm p0/m3.py && ln -s /etc/hostname p0/m3.py"],
-    "newly tracked in a new dir, then edited": [
-        "mkdir -p fresh/deeper && echo 1 > fresh/deeper/n.py && git add fresh",
-        "echo 2 >> fresh/deeper/n.py",
-    ],
-    "many writes, then return (the barrier)": [
-        "for d in p0 p1 p2 p3; do for i in 0 1 2 3 4 5 6 7 8 9; do echo $i >> $d/m$i.py; done; done"
-    ],
-    "a directory replaced by a file": ["rm -rf p1/sub && echo f > p1/sub"],
-}
+__all__ = ["any_fed", "fed"]  # the fixtures, imported
 
 
 @pytest.mark.parametrize("name", sorted(SESSIONS))
-def test_the_feed_finds_every_change_the_full_scan_finds(fed: Fed, name: str) -> None:
+def test_the_feed_finds_every_change_the_full_scan_finds(any_fed: Fed, name: str) -> None:
     for command in SESSIONS[name]:
-        change, walk, tokened = fed.call(command)
+        change, walk, tokened = any_fed.call(command)
         assert tokened and change.method == "feed", command
-        assert walk <= set(change.files) <= fed.scanned, command
+        assert walk <= set(change.files) <= any_fed.scanned, command
         if command != "true":
             assert walk, f"{command} changed nothing the scan sees: the test would be vacuous"
 
 
-def test_a_tracked_directory_a_submodule_is_watched_as_the_scan_sees_it(fed: Fed) -> None:
+def test_a_tracked_directory_a_submodule_is_watched_as_the_scan_sees_it(any_fed: Fed) -> None:
+    fed = any_fed
     """A gitlink (a submodule's entry, mode 160000) is a tracked directory: the scan sees its
     change time move when an entry is added or removed, so the feed must name it then."""
     sha = "0123456789abcdef0123456789abcdef01234567"
@@ -160,14 +133,17 @@ def _edit(rel: str, how: str, links: Path, k: int) -> str:
     }[how] + "; true"
 
 
+@pytest.mark.parametrize("start", [start_fed, start_local], ids=["watcher", "in-process"])
 @settings(max_examples=10, deadline=None)
 @given(calls=st.lists(_EDITS, min_size=1, max_size=3))
 def test_every_kind_of_write_is_found_by_the_feed(
-    tmp_path_factory: pytest.TempPathFactory, calls: list[list[tuple[int, str]]]
+    tmp_path_factory: pytest.TempPathFactory,
+    start: Callable[[Path, pytest.MonkeyPatch], Fed],
+    calls: list[list[tuple[int, str]]],
 ) -> None:
     tmp = tmp_path_factory.mktemp("feedprop")
     with pytest.MonkeyPatch.context() as mp:
-        f = start_fed(tmp, mp)
+        f = start(tmp, mp)
         try:
             files = sorted(fp.tracked_paths(f.root, None)[1])  # type: ignore[index]
             links = tmp / "links"
