@@ -69,6 +69,9 @@ WALK_LIMIT = 20_000
 # The change feed is used from this many tracked files up (None: never); below it the walk
 # costs a millisecond or two and a watcher process would not pay for itself.
 FEED_MIN_TRACKED: int | None = 2000
+# The path lists of the last indexes read, by index file: (its stat data, the paths).
+_KNOWN: dict[str, tuple[str, list[str]]] = {}
+_KNOWN_MAX = 8
 # A long-running process's own watches (infomark.gates.feed_local), when it installed them.
 _LOCAL: LocalFeeds | None = None
 _SKIP_DIRS = ENV_DIRS | {
@@ -169,8 +172,10 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
     """``(work tree top, paths the git index lists)``, or None outside a git repository.
 
     The list is cached in ``cache_dir`` keyed by the index file's stat data, so a session
-    pays for parsing the index once per change of it. An index this parser cannot read is
-    listed by ``git ls-files -z`` instead.
+    pays for parsing the index once per change of it, and in this process's memory (the
+    last :data:`_KNOWN_MAX` indexes), so a long-running one (the service) does not read that
+    file again on every call: the list returned is shared, never to be changed. An index
+    this parser cannot read is listed by ``git ls-files -z`` instead.
     """
     found = find_git_dir(root)
     if found is None:
@@ -182,6 +187,9 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
     except OSError:
         return top, []  # a fresh repository: nothing tracked yet
     ident = f"{index}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    known = _KNOWN.get(index)
+    if known is not None and known[0] == ident:
+        return top, known[1]
     cache = None
     if cache_dir is not None:
         cache = os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
@@ -189,6 +197,7 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
             with open(cache, "rb") as f:
                 cached = marshal.loads(f.read())  # noqa: S302 - our 0600 cache; data only
             if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
+                _KNOWN[index] = (ident, cached[1])
                 return top, cached[1]
         except (OSError, ValueError, EOFError, TypeError, IndexError):
             pass
@@ -198,6 +207,9 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
         paths = _parse_index(data)
     except (OSError, ValueError, IndexError, struct.error):
         paths = _ls_files(top)
+    if len(_KNOWN) >= _KNOWN_MAX:
+        _KNOWN.pop(next(iter(_KNOWN)))
+    _KNOWN[index] = (ident, paths)
     if cache is not None:
         with suppress(OSError):
             tmp = cache + ".tmp"

@@ -195,3 +195,29 @@ def test_every_kind_of_write_is_found(
     change = fp.changes_since(watch, "k", root)
     assert change is not None and change.complete
     assert set(change.files) == expect
+
+
+def test_the_index_list_is_kept_in_memory_until_the_index_changes(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running process reads the index (or its cache file) once per change of it;
+    a changed index is read again, whatever the process remembers."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first = fp.tracked_paths(repo, cache)
+    assert first is not None and len(first[1]) == 5
+    opened: list[str] = []
+    real_open = open
+
+    def watched_open(file: object, *args: object, **kwargs: object) -> object:
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(fp, "open", watched_open, raising=False)
+    again = fp.tracked_paths(repo, cache)
+    assert again is not None and again[1] is first[1] and opened == []
+    (repo / "pkg" / "new.py").write_text("n\n")
+    git(repo, "add", "pkg/new.py")
+    changed = fp.tracked_paths(repo, cache)
+    assert changed is not None and "pkg/new.py" in changed[1] and len(changed[1]) == 6
+    assert any(p.endswith("index") or "index-" in p for p in opened)  # read again
