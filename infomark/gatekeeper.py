@@ -188,9 +188,9 @@ class Gatekeeper(Closing):
         self._ledger.close()
 
     def _track(self, *, finished: bool = False) -> None:
-        from infomark.gates import moves
+        from infomark.gates.position import track
 
-        moves.track(self._ledger, self.config, finished=finished)
+        track(self._ledger, self.config, finished=finished)
 
     # -- the API -------------------------------------------------------------------------
     def ingest(self, text: str, **opts: Unpack[IngestOptions]) -> IngestReport:

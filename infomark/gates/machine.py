@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 
 from infomark.gates.config import Config
 from infomark.gates.finalize import finish_problems
-from infomark.kernel.graph import DEFAULT_GRAPH, GUARDS, TERMINALS, EdgeKind, GateGraph
+from infomark.gates.position import derived_position
+from infomark.kernel.graph import DEFAULT_GRAPH, GUARDS, EdgeKind, GateGraph
 from infomark.kernel.records import dataclass
 from infomark.ledger.state import SessionState
 
@@ -225,20 +226,3 @@ def plan_move(
             )
         return Move(True, src, dst, edge.condition, edge.kind.value, edge.guard, burned, tuple(now))
     return Move(False, src, dst, f"{src}→{dst} refused: guard not met: " + " or ".join(failed))
-
-
-def derived_position(state: SessionState, *, finished: bool = False) -> str:
-    """Ledger profile: the position implied by runtime evidence."""
-    if finished:
-        return "G9"
-    if state.gate in TERMINALS:
-        return state.gate  # the agent declared BLOCKED (or the like): it stays until a new turn
-    if not state.has_ledger:
-        return "G1" if state.seq else "G0"
-    if not state.premises or not state.premises_grounded():
-        return "G3"
-    if state.last_modify_seq == 0:
-        return "G6"
-    if state.last_exec_seq > state.last_modify_seq:
-        return "G8"
-    return "G7"

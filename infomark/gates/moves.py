@@ -1,14 +1,16 @@
 """Gate moves over one session's journal: agent ``gate:`` lines, runtime tracking, resumes.
 
-The pure rules live in :mod:`infomark.gates.machine` (``plan_move``,
-``derived_position``); this module journals their outcome as ``gate_moved`` /
-``gate_refused`` events. Callers hold the ledger's transaction.
+The pure rules live in :mod:`infomark.gates.machine` (``plan_move``) and
+:mod:`infomark.gates.position` (``derived_position``, ``track``); this module journals
+their outcome as ``gate_moved`` / ``gate_refused`` events. Callers hold the ledger's
+transaction.
 """
 
 from __future__ import annotations
 
 from infomark.gates.config import Config
-from infomark.gates.machine import derived_position, plan_move
+from infomark.gates.machine import plan_move
+from infomark.gates.position import track
 from infomark.kernel.graph import TERMINALS
 from infomark.ledger.engine import Ledger
 from infomark.ledger.report import IngestReport
@@ -18,19 +20,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["apply_gate_moves", "blocked_reason", "resume", "track"]
-
-
-def track(ledger: Ledger, config: Config, *, finished: bool = False) -> None:
-    """Ledger/observe profiles: move the position to what runtime evidence implies."""
-    if config.profile.walks_graph:
-        return
-    state = ledger.state
-    target = derived_position(state, finished=finished)
-    if target != state.gate:
-        ledger.emit(
-            "gate_moved",
-            {"from": state.gate, "to": target, "kind": "auto", "by": "runtime", "guard": ""},
-        )
 
 
 def apply_gate_moves(ledger: Ledger, config: Config, report: IngestReport) -> None:

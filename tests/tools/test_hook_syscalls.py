@@ -43,6 +43,14 @@ SYNCS = {
 }
 _SYNC = re.compile(r"\b(fsync|fdatasync|syncfs|sync_file_range)\(")
 _UNLINK = re.compile(r'\bunlink(?:at)?\((?:AT_FDCWD, )?"([^"]+)"')
+_LOADED = re.compile(
+    r'\bopenat\(AT_FDCWD, "[^"]*/infomark/([^"]+?)\.(?:cpython-\d+\.pyc|py)", O_RDONLY'
+)
+# What a line of prose (no block) before a call must not load: the parser and the gate
+# machine with its finish rules (~1.5 M instructions of imports: "Edit after prose" went
+# from 4.68x to 4.48x bare Python when the check and the position tracking moved out).
+_NOT_FOR_PROSE = ("ledger/parse/locate", "ledger/parse/parser", "gates/machine", "gates/moves",
+                  "gates/finalize")  # fmt: skip
 
 
 def _restart_wal(s: RealSession) -> None:
@@ -66,7 +74,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> RealSession:
     return s
 
 
-def _traced(s: RealSession, stdin: bytes, log: Path) -> tuple[list[str], list[str], str]:
+def _traced(s: RealSession, stdin: bytes, log: Path) -> tuple[list[str], list[str], str, set[str]]:
     assert STRACE is not None
     done = subprocess.run(
         [
@@ -90,7 +98,13 @@ def _traced(s: RealSession, stdin: bytes, log: Path) -> tuple[list[str], list[st
     lines = log.read_text().splitlines()
     syncs = [line for line in lines if _SYNC.search(line)]
     unlinked = [m.group(1) for line in lines for m in [_UNLINK.search(line)] if m]
-    return syncs, unlinked, done.stdout.decode()
+    loaded = {
+        m.group(1).replace("__pycache__/", "")
+        for line in lines
+        for m in [_LOADED.search(line)]
+        if m
+    }
+    return syncs, unlinked, done.stdout.decode(), loaded
 
 
 @pytest.mark.parametrize("case", list(SYNCS))
@@ -102,9 +116,29 @@ def test_syncs_per_hook_call_in_a_real_session(
     stdin = CASES[case](session)
     wal = session.home / "ledger.db-wal"
     before = wal.stat().st_ino
-    syncs, unlinked, out = _traced(session, stdin, tmp_path / "strace.log")
+    syncs, unlinked, out, _loaded = _traced(session, stdin, tmp_path / "strace.log")
     assert len(syncs) == expected, (why, syncs)
     assert not [u for u in unlinked if u.endswith(("-wal", "-shm"))], unlinked
     assert wal.stat().st_ino == before, "the WAL was deleted and re-created"
     assert (session.home / "ledger.db-shm").exists()
     assert '"deny"' not in out and '"ask"' not in out, out  # the grounded session proceeds
+
+
+@pytest.fixture(scope="module")
+def prose_session(tmp_path_factory: pytest.TempPathFactory) -> RealSession:
+    """A session of its own: each case's prose is new to it (a message the session has
+    already read is skipped, and would load nothing)."""
+    s = RealSession(tmp_path_factory.mktemp("prose"))
+    s.ground()
+    return s
+
+
+@pytest.mark.parametrize("case", ["PreToolUse Read after prose", "PreToolUse Edit after prose"])
+def test_prose_before_a_call_loads_neither_the_parser_nor_the_gate_machine(
+    prose_session: RealSession, case: str, tmp_path: Path
+) -> None:
+    stdin = CASES[case](prose_session)
+    _syncs, _unlinked, out, loaded = _traced(prose_session, stdin, tmp_path / "strace.log")
+    assert {"ledger/parse/sniff", "gates/position"} <= loaded, sorted(loaded)  # it ran
+    assert not [m for m in loaded if m.startswith(_NOT_FOR_PROSE)], sorted(loaded)
+    assert '"deny"' not in out and '"ask"' not in out, out

@@ -6,15 +6,17 @@ keywords are matched in any case (``Claim_Ledger:``), and ``claim_ledger`` also
 with a space or hyphen (``Claim ledger:``). ``question:`` is the exception: it
 must be written exactly, because "Question:" opens many prose lines.
 
-:func:`may_contain_blocks` is the hot-path pre-check: linear, built on
-``str.find``, and an over-approximation of everything :mod:`infomark.ledger.parse.locate`
-can report (blocks, and the "looks like a ledger" diagnostics).
+:func:`may_contain_blocks` (:mod:`infomark.ledger.parse.sniff`, re-exported) is the
+hot-path pre-check: linear, built on ``str.find``, and an over-approximation of everything
+:mod:`infomark.ledger.parse.locate` can report (blocks, and the "looks like a ledger"
+diagnostics).
 """
 
 from __future__ import annotations
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
+from infomark.ledger.parse.sniff import may_contain_blocks
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:
@@ -62,27 +64,6 @@ _NAME_RE = lazy_compile(r"[A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)?")
 _KEYWORD_FIRST = frozenset("".join(w[0] + w[0].upper() for w in BLOCK_KEYWORDS))
 _LOOSE_PREFIX = frozenset("#>{\"'*` \t")
 _LOOSE_SUFFIX = frozenset("\"'*`")
-_LINE_PREFIX = frozenset("#>{\"'*` \t")
-
-# Searched in the lower-cased text. The rare words count alone (they may start a
-# "looks like" diagnostic); common words only with a colon after them (or a closing
-# decoration and a colon, probed only when the text holds such a pair at all), so
-# that prose full of "gate" and "claims" stays a few str.find calls.
-_RARE_PROBES: tuple[str, ...] = (
-    "claim_ledger",
-    "claim ledger",
-    "claim-ledger",
-    "oracle_stamp",
-    "inference_stamp",
-    "source_stamp",
-    "divergence_event",
-    "premises_for_plan",
-    "open_questions",
-    "done_when",
-)
-_COLON_WORDS = ("gate", "claims")
-_DECORATED_COLONS = ("*:", "`:", '":', "':")
-_QUESTION_PROBES = ("question:", 'question":', "question':")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,26 +137,6 @@ def loose_key(line: str, start: int) -> tuple[str, str, int] | None:
     return _normalise(match.group()), match.group(), q
 
 
-def may_contain_blocks(text: str) -> bool:
-    """Cheap check: False when no block keyword (or ledger-like key) starts a line of ``text``.
-
-    True does not promise a valid block; it only means :func:`~infomark.ledger.parse.locate.locate`
-    is worth running. Linear in ``len(text)``; imports nothing beyond the stdlib.
-    """
-    if not isinstance(text, str):
-        return False
-    if any(_line_start_probe(text, probe) for probe in _QUESTION_PROBES):
-        return True
-    lowered = text.lower()
-    if any(_line_start_probe(lowered, probe) for probe in _RARE_PROBES):
-        return True
-    suffixes = [":"] + [pair[0] + ":" for pair in _DECORATED_COLONS if pair in lowered]
-    suffixes = [s.replace("*", "**") for s in suffixes]
-    return any(
-        _line_start_probe(lowered, word + suffix) for word in _COLON_WORDS for suffix in suffixes
-    )
-
-
 # --------------------------------------------------------------------------- internals
 
 
@@ -242,20 +203,3 @@ def _quoted_key(line: str, start: int) -> KeyAt | None:
     if colon >= len(line) or line[colon] != ":":
         return None
     return KeyAt(line[start + 1 : close], start + 1, colon, colon + 1)
-
-
-def _line_start_probe(text: str, probe: str) -> bool:
-    """Does ``probe`` occur at the start of a line (after spaces, quotes, braces, bold, ``#``)?
-
-    Linear: a walk back stops at the first character that is not a line prefix, and
-    the probe itself ends with such a character, so no two walks cover the same text.
-    """
-    at = text.find(probe)
-    while at != -1:
-        start = at
-        while start > 0 and text[start - 1] in _LINE_PREFIX:
-            start -= 1
-        if start == 0 or text[start - 1] == "\n":
-            return True
-        at = text.find(probe, at + 1)
-    return False
