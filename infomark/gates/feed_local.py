@@ -35,7 +35,7 @@ from collections import OrderedDict
 
 from infomark.gates import fingerprint
 from infomark.gates.feed import index_count
-from infomark.gates.inotify import FeedBroken, TreeWatch, available
+from infomark.gates.inotify import FeedBroken, TreeWatch, _fs_type, available
 from infomark.kernel.contexts import suppress
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "KEEP",
     "LOCAL_MIN_TRACKED",
     "RETRY",
+    "SHM",
     "LocalFeeds",
     "acquire",
     "release",
@@ -53,6 +54,7 @@ LOCAL_MIN_TRACKED = 200  # tracked files from which a service watches a tree
 KEEP = 8  # work trees watched at once
 IDLE = 1800.0  # seconds a watch is kept without a call
 ISSUED = 4096  # windows remembered (a PreToolUse whose PostToolUse never comes is forgotten)
+SHM = "/dev/shm"  # noqa: S108 - a tmpfs; mkdtemp makes a fresh 0700 directory in it
 RETRY = 60.0  # seconds before a tree whose watch could not be built (or broke) is tried again
 
 
@@ -73,8 +75,9 @@ class _Tree:
 class LocalFeeds:
     """The watches of one process, by work tree; thread-safe."""
 
-    def __init__(self, *, min_tracked: int | None = None) -> None:
+    def __init__(self, *, min_tracked: int | None = None, ctl_parent: str | None = None) -> None:
         self.min_tracked = LOCAL_MIN_TRACKED if min_tracked is None else min_tracked
+        self.ctl_parent = ctl_parent  # None: a tmpfs if there is one, else the home's watch/
         self._lock = threading.Lock()
         self._trees: OrderedDict[str, _Tree] = OrderedDict()
         self._building: dict[str, threading.Event] = {}
@@ -165,7 +168,7 @@ class LocalFeeds:
         tree: _Tree | None = None
         ctl = ""
         try:
-            ctl = tempfile.mkdtemp(prefix="feed-local-", dir=watch_dir)
+            ctl = tempfile.mkdtemp(prefix="infomark-feed-", dir=self._ctl_parent(watch_dir))
             tree = _Tree(TreeWatch(top, ctl), ctl)
         except (FeedBroken, OSError):
             if ctl:
@@ -182,6 +185,21 @@ class LocalFeeds:
             else:
                 self._failed[top] = time.monotonic()
         done.set()
+
+    def _ctl_parent(self, watch_dir: str) -> str:
+        """Where the control directory goes: a tmpfs when there is one (``/dev/shm``), else
+        the home's ``watch/``. The barrier creates a file in it on every call, and on a
+        journaling filesystem a create waits for the journal's commit, which the ledger's
+        own fsyncs keep starting: 1.3 ms a barrier on the service's loop in the home (ext4),
+        against ~10 µs on tmpfs (``bench.http_concurrent --files 1000 --profile``)."""
+        if self.ctl_parent is not None:
+            return self.ctl_parent
+        try:
+            if os.access(SHM, os.W_OK | os.X_OK) and _fs_type(SHM) == "tmpfs":
+                return SHM
+        except OSError:
+            pass
+        return watch_dir
 
     def wait_built(self, top: str, timeout: float) -> bool:
         """Wait (bounded) for a watch of ``top`` being built; True when one is ready."""

@@ -93,7 +93,8 @@ def test_a_flooded_queue_means_the_walk_then_a_pause(local: Fed) -> None:
 
 
 def test_the_control_directory_removed_by_the_agent_means_the_walk(local: Fed) -> None:
-    (ctl,) = (p for p in local.watch.iterdir() if p.name.startswith("feed-local-"))
+    ctl = _feeds(local)._trees[str(local.root)].ctl
+    assert Path(ctl).is_dir()
     change, truth, tokened = local.call(f"rm -rf '{ctl}'; echo hidden >> p3/m3.py")
     assert tokened and change.method == "git-index"
     assert change.files == ("p3/m3.py",) == tuple(truth)
@@ -130,7 +131,7 @@ def test_closed_feeds_walk_and_release_their_descriptor(local: Fed) -> None:
     feeds.close()
     with pytest.raises(OSError):
         os.fstat(tree.watch.fd)
-    assert not list(local.watch.glob("feed-local-*"))  # its control directory removed
+    assert not Path(tree.ctl).exists()  # its control directory removed
     (local.root / "p0" / "m0.py").write_text("changed\n")
     change = fp.changes_since(local.watch, "k", local.root)
     assert change is not None and change.method == "git-index" and change.files == ("p0/m0.py",)
@@ -194,7 +195,7 @@ def test_a_tree_that_cannot_be_watched_is_walked_and_tried_again_later(
             assert change is not None and change.method == "git-index"
             assert change.files == ("top.txt",)
         assert len(built) == 1
-        assert not list(watch.glob("feed-local-*"))
+        assert not [p for p in os.listdir(feed_local.SHM) if p.startswith("infomark-feed-")]
     finally:
         feeds.close()
 
@@ -211,3 +212,25 @@ def test_a_small_tree_is_not_watched(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert not feeds._building and not feeds.wait_built(str(root), 0)
     finally:
         feeds.close()
+
+
+def test_the_control_directory_is_on_a_tmpfs_and_private(local: Fed) -> None:
+    """The barrier creates a file in it on every call: on tmpfs, where a create waits for
+    no journal commit; a fresh directory only this user can enter."""
+    ctl = Path(_feeds(local)._trees[str(local.root)].ctl)
+    assert ctl.parent == Path(feed_local.SHM) and inotify._fs_type(str(ctl)) == "tmpfs"
+    assert ctl.stat().st_mode & 0o777 == 0o700
+
+
+def test_without_a_tmpfs_the_control_directory_is_in_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(feed_local, "SHM", str(tmp_path / "no-shm"))
+    f = start_local(tmp_path, monkeypatch)
+    try:
+        ctl = Path(_feeds(f)._trees[str(f.root)].ctl)
+        assert ctl.parent == f.watch
+        change, truth, tokened = f.call("echo 1 >> p0/m0.py")
+        assert tokened and change.method == "feed" and set(change.files) == truth
+    finally:
+        stop_all(f)

@@ -56,7 +56,7 @@ def test_the_service_compares_bash_calls_with_its_own_feed(tmp_path: Path) -> No
         assert isinstance(feeds, feed_local.LocalFeeds)
 
         def hook(event: str, use: str, command: str, response: object = None) -> Any:
-            payload = {
+            payload: dict[str, object] = {
                 "session_id": "fed-1",
                 "transcript_path": str(transcript),
                 "cwd": str(root),
@@ -91,8 +91,9 @@ def test_the_service_compares_bash_calls_with_its_own_feed(tmp_path: Path) -> No
             told.append(json.dumps(answer))
             if n == 0:  # the first call started the watch: wait until it is built
                 assert feeds.wait_built(str(root), 30)
+                ctl = feeds._trees[str(root)].ctl
     assert fp._LOCAL is None  # the shutdown uninstalled it
-    assert not list((home / "watch").glob("feed-local-*"))  # and closed it
+    assert not Path(ctl).exists()  # and closed it (its control directory removed)
     events = _events(home, "fed-1", root)
     assert [e["files"] for e in events] == [[f"src/d{n}/m{n}.py"] for n in range(3)]
     assert [e["method"] for e in events] == ["git-index", "feed", "feed"]
