@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,13 +169,26 @@ def stop_all(fed: Fed) -> None:
             os.waitpid(pid, 0)
 
 
-@pytest.fixture
-def fed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fed]:
-    f = start_fed(tmp_path, monkeypatch)
+def _running(
+    start: Callable[[Path, pytest.MonkeyPatch], Fed], tmp_path: Path, mp: pytest.MonkeyPatch
+) -> Iterator[Fed]:
+    f = start(tmp_path, mp)
     try:
         yield f
     finally:
         stop_all(f)
+
+
+@pytest.fixture
+def fed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fed]:
+    """The watcher process's feed (a command hook's)."""
+    yield from _running(start_fed, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def local_fed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fed]:
+    """The process's own feed (a service's)."""
+    yield from _running(start_local, tmp_path, monkeypatch)
 
 
 @pytest.fixture(params=["watcher", "in-process"])
@@ -184,8 +197,5 @@ def any_fed(
 ) -> Iterator[Fed]:
     """Each kind of feed: the watcher process (a command hook's), the process's own (a
     service's)."""
-    f = (start_fed if request.param == "watcher" else start_local)(tmp_path, monkeypatch)
-    try:
-        yield f
-    finally:
-        stop_all(f)
+    start = start_fed if request.param == "watcher" else start_local
+    yield from _running(start, tmp_path, monkeypatch)
