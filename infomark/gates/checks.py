@@ -27,6 +27,7 @@ from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.paths import pure_name
 from infomark.kernel.reasons import RunReason
 from infomark.kernel.records import dataclass
+from infomark.kernel.regular import read_regular
 from infomark.ledger.state import SessionState
 
 TYPE_CHECKING = False
@@ -323,8 +324,7 @@ def failing_tests(output: str, limit: int = 20) -> list[str]:
 # -- which checks a project has ---------------------------------------------------------------
 def _read(root: str, name: str, limit: int = 200_000) -> str:
     try:
-        with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
-            return f.read(limit)
+        return read_regular(os.path.join(root, name), limit).decode("utf-8", "replace")
     except OSError:
         return ""
 

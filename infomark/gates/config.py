@@ -17,6 +17,7 @@ from infomark.kernel.digest import sha256
 from infomark.kernel.errors import ConfigError
 from infomark.kernel.profiles import PROFILES, Profile
 from infomark.kernel.records import dataclass, field
+from infomark.kernel.regular import read_regular
 from infomark.ledger.semantics import LedgerRules
 
 TYPE_CHECKING = False
@@ -138,16 +139,16 @@ def _cached(root: StrPath, cache: str) -> Config | None:
     """The cached configuration when the first configuration file there still has the
     cached content (no TOML parse: the hook's start-up stays lean)."""
     try:
-        with open(cache, encoding="utf-8") as f:
-            cached = jsonc.loads(f.read())
+        cached = jsonc.loads(read_regular(cache).decode("utf-8"))
     except (OSError, ValueError):
         return None
     for path in _candidates(root):
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError:
+            raw = read_regular(path)
+        except FileNotFoundError:
             continue
+        except OSError:
+            return None  # there but unreadable: find_config_file says why
         if os.path.basename(path) == "pyproject.toml" and b"infomark" not in raw:
             return None  # no [tool.infomark]: the defaults (find_config_file decides)
         try:
@@ -182,12 +183,19 @@ def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
     )
     for path in candidates:
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as exc:
+            raw = read_regular(path)
+        except FileNotFoundError as exc:
             if explicit:
                 raise ConfigError(f"INFOMARK_CONFIG names {path}, which cannot be read") from exc
             continue
+        except OSError as exc:
+            # There but unreadable (no permission, a directory, a FIFO): never the defaults
+            # instead, or an agent that can chmod the file lifts the operator's profile.
+            why = exc.strerror or type(exc).__name__
+            raise ConfigError(
+                f"{path}: cannot be read ({why}); make it a readable file, or remove it "
+                "to use the defaults"
+            ) from exc
         if os.path.splitext(path)[1] in (".yaml", ".yml"):
             from infomark.gates.config_yaml import read_runtime_config
 
@@ -224,8 +232,7 @@ def load_config(root: StrPath, home: StrPath | None = None) -> Config:
     cache = os.path.join(home, "config.cache.json") if home is not None else None
     if cache is not None:
         try:
-            with open(cache, encoding="utf-8") as f:
-                cached = jsonc.loads(f.read())
+            cached = jsonc.loads(read_regular(cache).decode("utf-8"))
             if (
                 cached.get("sha256") == sha
                 and cached.get("path") == str(path)

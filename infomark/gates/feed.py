@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from infomark.kernel.digest import sha256
+from infomark.kernel.regular import read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -163,8 +164,7 @@ def _ask(pin: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
 
 def index_count(git_dir: StrPath) -> int:
     try:
-        with open(os.path.join(git_dir, "index"), "rb") as fh:
-            head = fh.read(12)
+        head = read_regular(os.path.join(git_dir, "index"), 12)
     except OSError:
         return 0
     if len(head) < 12 or head[:4] != b"DIRC":

@@ -37,6 +37,7 @@ from infomark.kernel.contexts import suppress
 from infomark.kernel.digest import sha256
 from infomark.kernel.environ import agent_env
 from infomark.kernel.records import dataclass
+from infomark.kernel.regular import NotRegular, read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,8 +118,7 @@ def find_git_dir(root: StrPath) -> tuple[str, str] | None:
             return top, dot
         if os.path.isfile(dot):
             try:
-                with open(dot, encoding="utf-8", errors="replace") as f:
-                    text = f.read().strip()
+                text = read_regular(dot, 4096).decode("utf-8", "replace").strip()
             except OSError:
                 return None
             if text.startswith("gitdir:"):
@@ -202,9 +202,9 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
         except (OSError, ValueError, EOFError, TypeError, IndexError):
             pass
     try:
-        with open(index, "rb") as f:
-            data = f.read()
-        paths = _parse_index(data)
+        paths = _parse_index(read_regular(index))
+    except NotRegular:
+        paths = []  # a FIFO or the like in the index's place: git would hang on it too
     except (OSError, ValueError, IndexError, struct.error):
         paths = _ls_files(top)
     if len(_KNOWN) >= _KNOWN_MAX:
@@ -349,9 +349,12 @@ def changes_since(
         return None
     low = since
     started = time.perf_counter()
+    before = _last_listed(root, watch_dir)  # read before tracked_paths replaces it
     listed = tracked_paths(root, watch_dir)
     if listed is not None:
         top, paths = listed
+        if before is not None and before[0] == top and before[1] is not paths:
+            paths = _union(paths, before[1])
         candidates = _feed_candidates(watch_dir, key, top)
         if candidates is None:
             found, method = _scan_tracked(top, paths, low), "git-index"
@@ -372,6 +375,36 @@ def changes_since(
         method=method,
         elapsed_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def _last_listed(root: StrPath, cache_dir: StrPath) -> tuple[str, list[str]] | None:
+    """The tracked list last read for the index of ``root``'s repository (this process's
+    memory, else the home's cache), whatever that index holds now, or None.
+
+    A call can remove, empty or replace git's index as well as change files: what was
+    tracked when it began is tracked for its compare too, so that a change to a file the
+    index listed before the call is still seen.
+    """
+    found = find_git_dir(root)
+    if found is None:
+        return None
+    index = os.path.join(found[1], "index")
+    known = _KNOWN.get(index)
+    if known is not None:
+        return found[0], known[1]
+    cache = os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
+    try:
+        cached = marshal.loads(read_regular(cache))  # noqa: S302 - our 0600 cache; data only
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if isinstance(cached, tuple) and len(cached) == 2 and isinstance(cached[1], list):
+        return found[0], cached[1]
+    return None
+
+
+def _union(now: list[str], before: list[str]) -> list[str]:
+    seen = set(now)
+    return now + [p for p in before if p not in seen]
 
 
 def _relative(paths: list[str], top: str, root: str) -> list[str]:

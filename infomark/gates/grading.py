@@ -23,6 +23,7 @@ from infomark.kernel import jsonc
 from infomark.kernel.digest import sha256
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.paths import pure_name
+from infomark.kernel.regular import read_regular
 from infomark.kernel.runners import TEST_CONFIG_NAMES
 
 TYPE_CHECKING = False
@@ -142,8 +143,7 @@ def _sections(name: str, text: str) -> str | None:
 def surface_content(root: StrPath, rel: str) -> str | None:
     """What of ``rel`` grades tests now (None: absent, or no test section in it)."""
     try:
-        with open(os.path.join(root, rel), "rb") as f:
-            data = f.read(_MAX_BYTES)  # the first _MAX_BYTES of a larger file
+        data = read_regular(os.path.join(root, rel), _MAX_BYTES)  # the first _MAX_BYTES
     except (OSError, ValueError):
         return None
     text = data.decode("utf-8", "replace")

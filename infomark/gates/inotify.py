@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from infomark.gates.fingerprint import tracked_paths
+from infomark.kernel.regular import read_regular
 
 __all__ = ["FeedBroken", "TreeWatch", "available"]
 
@@ -195,8 +196,8 @@ class TreeWatch:
     def _index_path(self) -> str:
         dot = self.top + "/.git"
         if os.path.isfile(dot):
-            with open(dot, encoding="utf-8", errors="replace") as fh:
-                gd = fh.read().strip()[len("gitdir:") :].strip()
+            text = read_regular(dot, 4096).decode("utf-8", "replace")
+            gd = text.strip()[len("gitdir:") :].strip()
             return os.path.join(gd if os.path.isabs(gd) else os.path.join(self.top, gd), "index")
         return dot + "/index"
 

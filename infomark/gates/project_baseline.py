@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 from infomark.kernel.digest import sha256_hex
 from infomark.kernel.errors import UserError
+from infomark.kernel.regular import read_regular
 from infomark.ledger.keys import write_private
 
 TYPE_CHECKING = False
@@ -85,8 +86,7 @@ def load(ledger: Ledger) -> ProjectBaseline | None:
     when one exists that is unreadable or whose MAC does not match (never replaced)."""
     where = path(ledger)
     try:
-        with open(where, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular(where)
     except FileNotFoundError:
         return None
     except OSError as exc:

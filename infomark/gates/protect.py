@@ -39,6 +39,7 @@ from infomark.kernel.decisions import DecisionCode
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.paths import pure_name, pure_parent_name, pure_parts
 from infomark.kernel.records import replace
+from infomark.kernel.regular import read_regular
 from infomark.kernel.tools import Classification, Walk, normalise_tool_name
 
 TYPE_CHECKING = False
@@ -231,8 +232,7 @@ def _edited(tool: str, tool_input: Mapping[str, object], before: str | None) -> 
 
 def _pyproject_changed(tool: str, tool_input: Mapping[str, object], path: str) -> bool:
     try:
-        with open(path, encoding="utf-8") as f:
-            before: str | None = f.read()
+        before: str | None = read_regular(path).decode("utf-8")
     except OSError:
         before = None
     except UnicodeDecodeError:

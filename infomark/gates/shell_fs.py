@@ -19,10 +19,11 @@ from __future__ import annotations
 import _thread
 import os
 
+from infomark.kernel.regular import read_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import BinaryIO
 
 __all__ = [
     "begin",
@@ -33,8 +34,8 @@ __all__ = [
     "isfile",
     "lexists",
     "listdir",
-    "open_binary",
     "read_any",
+    "read_file",
     "realpath",
     "start_dir",
     "stat",
@@ -108,9 +109,11 @@ def glob(pattern: str, root_dir: str | None) -> list[str]:
     return _glob.glob(pattern, root_dir=root_dir)
 
 
-def open_binary(path: str) -> BinaryIO:
+def read_file(path: str, limit: int) -> bytes:
+    """The first ``limit`` bytes of the regular file at ``path``; a FIFO, socket or device
+    there is an ``OSError``, never a read that waits (:mod:`infomark.kernel.regular`)."""
     read_any()
-    return open(path, "rb")
+    return read_regular(path, limit)
 
 
 def expanduser(path: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
+from infomark.kernel.regular import read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,8 +102,8 @@ def scan(root: StrPath, base: str | None = None) -> list[Finding]:
     new = [p for p in _git(r, "ls-files", "--others", "--exclude-standard").splitlines() if p]
     for rel in new[:200]:
         try:
-            with open(os.path.join(r, rel), encoding="utf-8", errors="replace") as f:
-                lines = f.read(200_000).splitlines()
+            raw = read_regular(os.path.join(r, rel), 200_000)
+            lines = raw.decode("utf-8", "replace").splitlines()
         except OSError:
             continue
         diff += f"\n+++ b/{rel}\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(
@@ -201,8 +202,7 @@ def _empty_tests(path: str, rel: str, lines: set[int]) -> list[Finding]:
     import ast
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            tree = ast.parse(f.read())
+        tree = ast.parse(read_regular(path).decode("utf-8", "replace"))
     except (OSError, SyntaxError, ValueError):
         return []
     out = []

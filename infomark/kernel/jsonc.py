@@ -17,6 +17,8 @@ skips the import. ``tests/kernel/test_jsonc.py`` drives both side by side (Hypot
 
 from __future__ import annotations
 
+from infomark.kernel.regular import read_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -101,9 +103,8 @@ def loads(s: str | bytes | bytearray) -> Any:
 def load_path(path: str) -> Any:
     """The JSON document in the file at ``path``; None when it cannot be read or is not JSON
     (a host's optional settings file: absent and broken mean the same to its reader)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return loads(f.read())
+    try:  # a FIFO or device there must not block the reader
+        return loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError):
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,27 @@ def test_a_cache_written_under_other_defaults_is_validated_again(tmp_path: Path)
     assert load_config(tmp_path, home).attest_required is True
     cached = json.loads((home / "config.cache.json").read_text())
     assert cached["config"]["attest"]["required"] is None  # rewritten under today's shape
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_config_file_that_is_there_but_unreadable_is_an_error_not_the_defaults(
+    tmp_path: Path, kind: str
+) -> None:
+    """The operator's pyproject says strict; an agent that puts a FIFO (which a plain open
+    would wait on for ever) or a directory where ``infomark.toml`` goes must get neither a
+    hang nor the defaults, even with the pyproject's configuration cached in the home."""
+    (tmp_path / "pyproject.toml").write_text('[tool.infomark]\nprofile = "strict"\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    assert load_config(tmp_path, home).profile == "strict"  # cached now
+    target = tmp_path / "infomark.toml"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    for where in (home, None):
+        with pytest.raises(ConfigError) as err:
+            load_config(tmp_path, where)
+        what = "a FIFO" if kind == "fifo" else "a directory"
+        assert f"infomark.toml: cannot be read ({what}, not a file)" in str(err.value)
+        assert "remove it to use the defaults" in str(err.value)

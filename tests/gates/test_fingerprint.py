@@ -221,3 +221,30 @@ def test_the_index_list_is_kept_in_memory_until_the_index_changes(
     changed = fp.tracked_paths(repo, cache)
     assert changed is not None and "pkg/new.py" in changed[1] and len(changed[1]) == 6
     assert any(p.endswith("index") or "index-" in p for p in opened)  # read again
+
+
+@pytest.mark.parametrize(
+    "hide",
+    [
+        "mv .git/index ../index.away",  # the index gone: "nothing tracked"
+        "rm .git/index && mkfifo .git/index",  # a FIFO: git and a plain open would hang
+        "git rm -q --cached pkg/m1.py",  # the changed file untracked in the same call
+        "printf 'DIRC junk' > .git/index",  # an index nobody can parse
+    ],
+    ids=["removed", "fifo", "untracked", "garbage"],
+)
+def test_a_call_that_hides_the_index_still_has_its_change_seen(
+    repo: Path, tmp_path: Path, hide: str
+) -> None:
+    """What the index listed when the call began is tracked for its compare: a command that
+    edits a file and then removes, replaces or rewrites git's index is still reported."""
+    watch = tmp_path / "watch"
+    watch.mkdir()
+    assert fp.tracked_paths(repo, watch) is not None  # the list before the call, as a hook
+    assert fp.mark(watch, "k", seq=1, root=repo)
+    subprocess.run(
+        f"echo evil >> pkg/m1.py && {hide}", shell=True, cwd=repo, env=GIT_ENV, check=True
+    )
+    fp._KNOWN.clear()  # the next hook process remembers nothing: the home's cache only
+    change = fp.changes_since(watch, "k", repo)
+    assert change is not None and "pkg/m1.py" in change.modified

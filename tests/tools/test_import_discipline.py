@@ -147,6 +147,7 @@ PRETOOL_MODULES = {
     "infomark.kernel.profiles",  # the Profile enum the gates and the failsafe ask (issue 29)
     "infomark.kernel.reasons",
     "infomark.kernel.records",
+    "infomark.kernel.regular",  # reads of the agent's files that never wait on a FIFO
     "infomark.kernel.runners",  # each runner's configuration names (issue 26): grading, scratch
     "infomark.kernel.session_id",
     "infomark.kernel.standins",  # the checked stand-ins (dataclasses, contextlib, re): issue 29

@@ -76,8 +76,7 @@ def read_small(path: str, cwd: str | None = None) -> str | None:
         st = fs.stat(full)
         if not fs.isfile(full) or st.st_size >= SQL_FILE_LIMIT:
             return None
-        with fs.open_binary(full) as fh:
-            return fh.read(SQL_FILE_LIMIT).decode("utf-8", "replace")
+        return fs.read_file(full, SQL_FILE_LIMIT).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
 

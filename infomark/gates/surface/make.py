@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 
 from infomark.gates.surface.model import GradingSurface, Nested, RunnerCall
+from infomark.kernel.regular import read_regular
 from infomark.kernel.runners import MAKEFILE_NAMES, RunnerKind
 
 __all__ = ["make_surface", "makefiles"]
@@ -126,8 +127,7 @@ def makefiles(
         seen.add(path)
         looked.append(path)
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read(2_000_000)
+            text = read_regular(path, 2_000_000).decode("utf-8", "replace")
         except OSError:
             continue
         texts.append(text)

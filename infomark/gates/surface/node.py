@@ -17,6 +17,7 @@ import json
 import os
 
 from infomark.gates.surface.model import GradingSurface, Nested, RunnerCall
+from infomark.kernel.regular import read_regular
 from infomark.kernel.runners import (
     JEST_CONFIGS,
     MOCHA_CONFIGS,
@@ -39,8 +40,7 @@ _NODE_GLOBS = ("node_modules/**", "**/node_modules/**")
 
 def _package(directory: str) -> dict[str, object]:
     try:
-        with open(os.path.join(directory, "package.json"), encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = json.loads(read_regular(os.path.join(directory, "package.json")))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

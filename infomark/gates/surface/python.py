@@ -23,6 +23,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 
 from infomark.gates.surface.model import GradingSurface, RunnerCall
+from infomark.kernel.regular import read_regular
 from infomark.kernel.runners import PYTEST_CONFIG_NAMES, PYTHON_STARTUP_NAMES, RunnerKind
 
 __all__ = [
@@ -156,12 +157,11 @@ def _has_config(path: str) -> bool:
         return True
     try:
         if name == "pyproject.toml":
-            with open(path, "rb") as f:
-                doc = tomllib.load(f)
+            doc = tomllib.loads(read_regular(path).decode("utf-8"))
             tool = doc.get("tool")
             return isinstance(tool, dict) and isinstance(tool.get("pytest"), dict)
         parser = configparser.RawConfigParser(strict=False, interpolation=None)
-        parser.read(path, encoding="utf-8")
+        parser.read_string(read_regular(path).decode("utf-8"), source=path)
     except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
         return True  # pytest would fail on it: it is configuration all the same
     return parser.has_section("pytest" if name == "tox.ini" else "tool:pytest")
@@ -173,8 +173,7 @@ def _ini_values(path: str) -> dict[str, list[str]]:
     raw: dict[str, object] = {}
     try:
         if name.endswith(".toml"):
-            with open(path, "rb") as f:
-                doc = tomllib.load(f)
+            doc = tomllib.loads(read_regular(path).decode("utf-8"))
             if name == "pyproject.toml" or "pytest" not in doc:
                 tool = doc.get("tool", {})
                 table = tool.get("pytest", {}) if isinstance(tool, dict) else {}

@@ -23,6 +23,7 @@ always empty).
 from __future__ import annotations
 
 from infomark.kernel import jsonc
+from infomark.kernel.regular import open_regular
 from infomark.tools.hooks.transcript import TranscriptChunk
 
 TYPE_CHECKING = False
@@ -40,7 +41,7 @@ def _lines(path: str | None, offset: int) -> tuple[list[Any], int]:
     if not path:
         return [], offset
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = f.seek(0, 2)
             if offset > size:  # replaced or truncated: start over
                 offset = 0
@@ -66,7 +67,7 @@ def tail_entries(path: str | None, size: int = 4 << 20) -> list[Any]:
     if not path:
         return []
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             end = f.seek(0, 2)
             start = max(0, end - size)
             f.seek(start)

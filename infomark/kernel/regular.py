@@ -1,0 +1,76 @@
+"""Read a file the agent may have replaced, without ever blocking on it.
+
+The project (its configuration, git's index, the host's settings) is the agent's: with a
+shell, it can put a FIFO, a socket or a device where a file was. A plain ``open()`` of a
+FIFO waits for a writer for ever, so a hook process hung until its watchdog, and the
+service, which reads these files on its event loop, stopped answering every session
+(``tests/security/test_hook_fifos.py`` turns every file of a project into a FIFO). Here the
+file is opened non-blocking and read only when ``fstat`` of that descriptor says it is a
+regular file; anything else is an :class:`OSError` naming what it found. Standard library
+only (hot path).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+__all__ = ["NotRegular", "open_regular", "read_regular"]
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegular(OSError):
+    """The path names something other than a regular file (``strerror`` says what)."""
+
+
+def _checked(path: str) -> int:
+    """A descriptor of the regular file at ``path`` (opened non-blocking), else the error."""
+    fd = os.open(path, _FLAGS)  # a directory opens read-only on Linux: fstat tells
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise NotRegular(errno.EINVAL, f"{kind}, not a file", path)
+    return fd
+
+
+def open_regular(path: str) -> BinaryIO:
+    """The regular file at ``path`` open for binary reading (seekable), as ``open(path,
+    "rb")`` but never waiting on a FIFO or device: :class:`NotRegular` for those."""
+    return os.fdopen(_checked(path), "rb")
+
+
+def read_regular(path: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (symlinks followed; at most ``limit``).
+
+    :class:`NotRegular` when it is a directory, FIFO, socket or device (never opened for a
+    blocking read); the :class:`OSError` of ``open`` when it cannot be opened
+    (``FileNotFoundError`` when there is nothing there).
+    """
+    fd = _checked(path)
+    try:
+        chunks: list[bytes] = []
+        left = -1 if limit is None else limit
+        while left:
+            chunk = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if left > 0:
+                left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
