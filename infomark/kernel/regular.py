@@ -12,9 +12,7 @@ only (hot path).
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,13 +21,17 @@ if TYPE_CHECKING:
 __all__ = ["NotRegular", "open_regular", "read_regular"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
+# the file-type bits of st_mode (stat.S_IFMT and friends: that module is not imported, to
+# keep this one, which every hook process loads, at the cost of its own few lines)
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
+_EINVAL = 22  # errno.EINVAL (Linux, macOS, the BSDs): errno is not imported either
+_KINDS = {
+    0o040000: "a directory",
+    0o010000: "a FIFO",
+    0o140000: "a socket",
+    0o020000: "a character device",
+    0o060000: "a block device",
+}
 
 
 class NotRegular(OSError):
@@ -39,11 +41,11 @@ class NotRegular(OSError):
 def _checked(path: str) -> int:
     """A descriptor of the regular file at ``path`` (opened non-blocking), else the error."""
     fd = os.open(path, _FLAGS)  # a directory opens read-only on Linux: fstat tells
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    kind = os.fstat(fd).st_mode & _S_IFMT
+    if kind != _S_IFREG:
         os.close(fd)
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise NotRegular(errno.EINVAL, f"{kind}, not a file", path)
+        what = _KINDS.get(kind, "not a regular file")
+        raise NotRegular(_EINVAL, f"{what}, not a file", path)
     return fd
 
 

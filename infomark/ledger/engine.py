@@ -474,7 +474,7 @@ class Ledger(Closing):
         the text is already known to be a duplicate (the check under the lock decides, and
         parses there only in the rare case the two disagree).
         """
-        from infomark.ledger.parse.sniff import may_contain_blocks
+        from infomark.ledger.sniff import may_contain_blocks
 
         digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         blocks = may_contain_blocks(text)

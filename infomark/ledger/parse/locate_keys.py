@@ -6,7 +6,7 @@ keywords are matched in any case (``Claim_Ledger:``), and ``claim_ledger`` also
 with a space or hyphen (``Claim ledger:``). ``question:`` is the exception: it
 must be written exactly, because "Question:" opens many prose lines.
 
-:func:`may_contain_blocks` (:mod:`infomark.ledger.parse.sniff`, re-exported) is the
+:func:`may_contain_blocks` (:mod:`infomark.ledger.sniff`, re-exported) is the
 hot-path pre-check: linear, built on ``str.find``, and an over-approximation of everything
 :mod:`infomark.ledger.parse.locate` can report (blocks, and the "looks like a ledger"
 diagnostics).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
-from infomark.ledger.parse.sniff import may_contain_blocks
+from infomark.ledger.sniff import may_contain_blocks
 
 TYPE_CHECKING = False  # not typing's: the hook path never imports typing
 if TYPE_CHECKING:

@@ -407,7 +407,7 @@ def _one_commit(gk: Gatekeeper, read: tuple[TranscriptChunk, int] | None) -> boo
     project, not to be made under the write lock)."""
     if read is None or read[0].offset == read[1] or gk.baseline_pending:
         return False
-    from infomark.ledger.parse.sniff import may_contain_blocks
+    from infomark.ledger.sniff import may_contain_blocks
 
     return not any(may_contain_blocks(text) for text in read[0].texts)
 

@@ -1,7 +1,8 @@
 """Could this text hold a block? The hot path's pre-check, with nothing to import.
 
 Every message a hook reads passes here first, and most are prose; a module of its own,
-with no import, so that prose costs its caller no more than the check (it lived in
+with no import and outside the parser's package (whose ``__init__`` is one more import), so
+that prose costs its caller no more than the check (it lived in
 :mod:`~infomark.ledger.parse.locate_keys`, whose import, ~0.4 ms a hook process, a call
 after prose paid for this alone: ``python -X importtime``, ``bench.icount --real``).
 :func:`may_contain_blocks` over-approximates everything
