@@ -35,7 +35,8 @@ from collections import OrderedDict
 
 from infomark.gates import fingerprint
 from infomark.gates.feed import index_count
-from infomark.gates.inotify import FeedBroken, TreeWatch, _fs_type, available
+from infomark.gates.inotify import FeedBroken, TreeWatch, available
+from infomark.kernel import memtmp
 from infomark.kernel.contexts import suppress
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "KEEP",
     "LOCAL_MIN_TRACKED",
     "RETRY",
-    "SHM",
     "LocalFeeds",
     "acquire",
     "release",
@@ -54,7 +54,6 @@ LOCAL_MIN_TRACKED = 200  # tracked files from which a service watches a tree
 KEEP = 8  # work trees watched at once
 IDLE = 1800.0  # seconds a watch is kept without a call
 ISSUED = 4096  # windows remembered (a PreToolUse whose PostToolUse never comes is forgotten)
-SHM = "/dev/shm"  # noqa: S108 - a tmpfs; mkdtemp makes a fresh 0700 directory in it
 RETRY = 60.0  # seconds before a tree whose watch could not be built (or broke) is tried again
 
 
@@ -187,19 +186,15 @@ class LocalFeeds:
         done.set()
 
     def _ctl_parent(self, watch_dir: str) -> str:
-        """Where the control directory goes: a tmpfs when there is one (``/dev/shm``), else
-        the home's ``watch/``. The barrier creates a file in it on every call, and on a
-        journaling filesystem a create waits for the journal's commit, which the ledger's
-        own fsyncs keep starting: 1.3 ms a barrier on the service's loop in the home (ext4),
-        against ~10 µs on tmpfs (``bench.http_concurrent --files 1000 --profile``)."""
+        """Where the control directory goes: ``/dev/shm`` when
+        :mod:`~infomark.kernel.memtmp` would use it, else the home's ``watch/``. The barrier
+        creates a file in it on every call, and on a journaling filesystem a create waits for
+        the journal's commit, which the ledger's own fsyncs keep starting: 1.3 ms a barrier
+        on the service's loop in the home (ext4), against ~10 µs on tmpfs
+        (``bench.http_concurrent --files 1000 --profile``)."""
         if self.ctl_parent is not None:
             return self.ctl_parent
-        try:
-            if os.access(SHM, os.W_OK | os.X_OK) and _fs_type(SHM) == "tmpfs":
-                return SHM
-        except OSError:
-            pass
-        return watch_dir
+        return memtmp.SHM if memtmp.in_memory() else watch_dir
 
     def wait_built(self, top: str, timeout: float) -> bool:
         """Wait (bounded) for a watch of ``top`` being built; True when one is ready."""

@@ -21,6 +21,7 @@ from feed_support import Fed, local_fed, make_repo, start_local, stop_all
 from infomark.gates import feed_local, inotify
 from infomark.gates import fingerprint as fp
 from infomark.gates.feed_local import LocalFeeds
+from infomark.kernel import memtmp
 
 __all__ = ["local_fed"]  # the fixture, imported
 
@@ -172,7 +173,9 @@ def test_a_tree_that_cannot_be_watched_is_walked_and_tried_again_later(
     root = make_repo(tmp_path / "repo").resolve()
     watch = tmp_path / "watch"
     watch.mkdir(mode=0o700)
-    feeds = LocalFeeds(min_tracked=1)
+    ctl = tmp_path / "ctl"  # its own: /dev/shm is shared with other tests' services
+    ctl.mkdir()
+    feeds = LocalFeeds(min_tracked=1, ctl_parent=str(ctl))
     monkeypatch.setattr(fp, "_LOCAL", feeds)
     try:
         for n in range(3):
@@ -183,7 +186,8 @@ def test_a_tree_that_cannot_be_watched_is_walked_and_tried_again_later(
             assert change is not None and change.method == "git-index"
             assert change.files == ("top.txt",)
         assert len(built) == 1
-        assert not [p for p in os.listdir(feed_local.SHM) if p.startswith("infomark-feed-")]
+        # the build made its directory in ctl before it tried the watch, then removed it
+        assert not list(ctl.iterdir())
     finally:
         feeds.close()
 
@@ -206,14 +210,14 @@ def test_the_control_directory_is_on_a_tmpfs_and_private(local_fed: Fed) -> None
     """The barrier creates a file in it on every call: on tmpfs, where a create waits for
     no journal commit; a fresh directory only this user can enter."""
     ctl = Path(_feeds(local_fed)._trees[str(local_fed.root)].ctl)
-    assert ctl.parent == Path(feed_local.SHM) and inotify._fs_type(str(ctl)) == "tmpfs"
+    assert ctl.parent == Path(memtmp.SHM) and inotify._fs_type(str(ctl)) == "tmpfs"
     assert ctl.stat().st_mode & 0o777 == 0o700
 
 
 def test_without_a_tmpfs_the_control_directory_is_in_the_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(feed_local, "SHM", str(tmp_path / "no-shm"))
+    monkeypatch.setattr(memtmp, "SHM", str(tmp_path / "no-shm"))
     f = start_local(tmp_path, monkeypatch)
     try:
         ctl = Path(_feeds(f)._trees[str(f.root)].ctl)
