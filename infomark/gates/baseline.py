@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from infomark.gates import envprint, project_baseline
 from infomark.gates.fingerprint import _SKIP_DIRS
 from infomark.kernel.errors import UserError
+from infomark.kernel.regular import NotRegular, read_regular
 from infomark.kernel.runners import PYTEST_CONFIG_NAMES
 
 TYPE_CHECKING = False
@@ -117,14 +118,10 @@ def _bytes(path: str) -> bytes:
     leaves in the project would block an ordinary open for ever (the first action's baseline
     never ends: in the HTTP service its session's calls queue behind it), and has no content
     a check could read from a copy."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
+        return read_regular(path)
+    except NotRegular:
+        return b""
 
 
 def walk_files(root: str, skip: tuple[str, ...] = ()) -> Iterator[str]:

@@ -171,17 +171,7 @@ def find_config_file(root: StrPath) -> tuple[str, dict[str, Any], str] | None:
     Returns ``(path, document, sha256 of the file)``.
     """
     explicit = os.environ.get("INFOMARK_CONFIG")
-    candidates = (
-        [explicit]
-        if explicit
-        else [
-            os.path.join(root, "infomark.toml"),
-            os.path.join(root, "infomark.yaml"),
-            os.path.join(root, "infomark.yml"),
-            os.path.join(root, "pyproject.toml"),
-        ]
-    )
-    for path in candidates:
+    for path in _candidates(root):
         try:
             raw = read_regular(path)
         except FileNotFoundError as exc:

@@ -178,8 +178,11 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
     this parser cannot read is listed by ``git ls-files -z`` instead.
     """
     found = find_git_dir(root)
-    if found is None:
-        return None
+    return None if found is None else _listed(found, cache_dir)
+
+
+def _listed(found: tuple[str, str], cache_dir: StrPath | None) -> tuple[str, list[str]]:
+    """:func:`tracked_paths` for the repository ``found`` (``find_git_dir``'s answer)."""
     top, git_dir = found
     index = os.path.join(git_dir, "index")
     try:
@@ -192,15 +195,11 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
         return top, known[1]
     cache = None
     if cache_dir is not None:
-        cache = os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
-        try:
-            with open(cache, "rb") as f:
-                cached = marshal.loads(f.read())  # noqa: S302 - our 0600 cache; data only
-            if isinstance(cached, tuple) and cached[0] == ident and isinstance(cached[1], list):
-                _KNOWN[index] = (ident, cached[1])
-                return top, cached[1]
-        except (OSError, ValueError, EOFError, TypeError, IndexError):
-            pass
+        cache = _cache_file(cache_dir, index)
+        cached = _read_cache(cache)
+        if cached is not None and cached[0] == ident:
+            _KNOWN[index] = cached
+            return top, cached[1]
     try:
         paths = _parse_index(read_regular(index))
     except NotRegular:
@@ -218,6 +217,20 @@ def tracked_paths(root: StrPath, cache_dir: StrPath | None = None) -> tuple[str,
                 fh.write(marshal.dumps((ident, paths)))
             os.replace(tmp, cache)
     return top, paths
+
+
+def _cache_file(cache_dir: StrPath, index: str) -> str:
+    return os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
+
+
+def _read_cache(cache: str) -> tuple[str, list[str]] | None:
+    """``(the index's stat data, its paths)`` as the home's cache file holds them, or None."""
+    try:
+        cached = marshal.loads(read_regular(cache))  # noqa: S302 - our 0600 cache; data only
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    ok = isinstance(cached, tuple) and len(cached) == 2 and isinstance(cached[1], list)
+    return (str(cached[0]), cached[1]) if ok else None
 
 
 def _ls_files(top: str) -> list[str]:
@@ -349,8 +362,9 @@ def changes_since(
         return None
     low = since
     started = time.perf_counter()
-    before = _last_listed(root, watch_dir)  # read before tracked_paths replaces it
-    listed = tracked_paths(root, watch_dir)
+    repo = find_git_dir(root)
+    before = None if repo is None else _last_listed(repo, watch_dir)  # before it is replaced
+    listed = None if repo is None else _listed(repo, watch_dir)
     if listed is not None:
         top, paths = listed
         if before is not None and before[0] == top and before[1] is not paths:
@@ -377,29 +391,17 @@ def changes_since(
     )
 
 
-def _last_listed(root: StrPath, cache_dir: StrPath) -> tuple[str, list[str]] | None:
-    """The tracked list last read for the index of ``root``'s repository (this process's
+def _last_listed(found: tuple[str, str], cache_dir: StrPath) -> tuple[str, list[str]] | None:
+    """The tracked list last read for the index of the repository ``found`` (this process's
     memory, else the home's cache), whatever that index holds now, or None.
 
     A call can remove, empty or replace git's index as well as change files: what was
     tracked when it began is tracked for its compare too, so that a change to a file the
     index listed before the call is still seen.
     """
-    found = find_git_dir(root)
-    if found is None:
-        return None
     index = os.path.join(found[1], "index")
-    known = _KNOWN.get(index)
-    if known is not None:
-        return found[0], known[1]
-    cache = os.path.join(cache_dir, "index-" + sha256(index.encode()).hexdigest()[:16])
-    try:
-        cached = marshal.loads(read_regular(cache))  # noqa: S302 - our 0600 cache; data only
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
-    if isinstance(cached, tuple) and len(cached) == 2 and isinstance(cached[1], list):
-        return found[0], cached[1]
-    return None
+    known = _KNOWN.get(index) or _read_cache(_cache_file(cache_dir, index))
+    return None if known is None else (found[0], known[1])
 
 
 def _union(now: list[str], before: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-__all__ = ["NotRegular", "open_regular", "read_regular"]
+__all__ = ["NotRegular", "open_regular", "read_regular", "regular_fd"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # the file-type bits of st_mode (stat.S_IFMT and friends: that module is not imported, to
@@ -38,21 +38,23 @@ class NotRegular(OSError):
     """The path names something other than a regular file (``strerror`` says what)."""
 
 
-def _checked(path: str) -> int:
-    """A descriptor of the regular file at ``path`` (opened non-blocking), else the error."""
+def regular_fd(path: str) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at ``path`` (opened non-blocking; the caller closes
+    it) and its ``fstat``; :class:`NotRegular` for anything else, never opened to wait."""
     fd = os.open(path, _FLAGS)  # a directory opens read-only on Linux: fstat tells
-    kind = os.fstat(fd).st_mode & _S_IFMT
+    st = os.fstat(fd)
+    kind = st.st_mode & _S_IFMT
     if kind != _S_IFREG:
         os.close(fd)
         what = _KINDS.get(kind, "not a regular file")
         raise NotRegular(_EINVAL, f"{what}, not a file", path)
-    return fd
+    return fd, st
 
 
 def open_regular(path: str) -> BinaryIO:
     """The regular file at ``path`` open for binary reading (seekable), as ``open(path,
     "rb")`` but never waiting on a FIFO or device: :class:`NotRegular` for those."""
-    return os.fdopen(_checked(path), "rb")
+    return os.fdopen(regular_fd(path)[0], "rb")
 
 
 def read_regular(path: str, limit: int | None = None) -> bytes:
@@ -62,7 +64,7 @@ def read_regular(path: str, limit: int | None = None) -> bytes:
     blocking read); the :class:`OSError` of ``open`` when it cannot be opened
     (``FileNotFoundError`` when there is nothing there).
     """
-    fd = _checked(path)
+    fd = regular_fd(path)[0]
     try:
         chunks: list[bytes] = []
         left = -1 if limit is None else limit

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infomark.gates import fingerprint as fp
+from infomark.kernel.regular import read_regular
 
 GIT_ENV = {
     **os.environ,
@@ -207,13 +208,11 @@ def test_the_index_list_is_kept_in_memory_until_the_index_changes(
     first = fp.tracked_paths(repo, cache)
     assert first is not None and len(first[1]) == 5
     opened: list[str] = []
-    real_open = open
+    def watched_read(path: str, limit: int | None = None) -> bytes:
+        opened.append(path)
+        return read_regular(path, limit)
 
-    def watched_open(file: object, *args: object, **kwargs: object) -> object:
-        opened.append(str(file))
-        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(fp, "open", watched_open, raising=False)
+    monkeypatch.setattr(fp, "read_regular", watched_read)
     again = fp.tracked_paths(repo, cache)
     assert again is not None and again[1] is first[1] and opened == []
     (repo / "pkg" / "new.py").write_text("n\n")

@@ -13,12 +13,12 @@ transcript as a ``hook_additional_context`` attachment (only the host writes tho
 from __future__ import annotations
 
 import os
-import stat
 import time
 
 from infomark.kernel import jsonc
 from infomark.kernel.lazyre import lazy_compile
 from infomark.kernel.records import dataclass
+from infomark.kernel.regular import regular_fd
 
 __all__ = [
     "HEAD_TAG",
@@ -53,13 +53,10 @@ def _read_at(path: str, offset: int) -> tuple[bytes, int] | None:
     is not a regular file. A FIFO or a device put in the transcript's place is never opened
     for a blocking read: the HTTP service reads transcripts on its event loop."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd, info = regular_fd(path)
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
         if offset > info.st_size:
             offset = 0
         return os.pread(fd, _MAX_READ, offset), offset
