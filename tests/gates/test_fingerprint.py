@@ -208,6 +208,7 @@ def test_the_index_list_is_kept_in_memory_until_the_index_changes(
     first = fp.tracked_paths(repo, cache)
     assert first is not None and len(first[1]) == 5
     opened: list[str] = []
+
     def watched_read(path: str, limit: int | None = None) -> bytes:
         opened.append(path)
         return read_regular(path, limit)
